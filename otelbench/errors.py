@@ -1,0 +1,84 @@
+"""The exceptions otelbench raises, translated once at each boundary it owns.
+
+::
+
+    OtelbenchError                 one line a user can act on; the CLI prints it and exits 1
+    ├── ConfigError                a bad argument, URL, workload name or configuration file
+    ├── TargetError                the system under test misbehaved
+    │   ├── TargetUnreachable      connection refused, DNS failure, timeout before headers
+    │   ├── TargetHTTPError        a non-2xx status (``status`` holds it)
+    │   └── StreamError            malformed SSE or JSON, or the stream was cut mid-way
+    ├── StoreError                 the span store cannot be opened, written or read
+    │   └── NotAnOtelbenchStore    the file exists but is not an otelbench store (or a newer one)
+    └── CollectorError             the embedded collector could not start or stopped with an error
+
+Per-request target errors never abort a run: the load generator records them on the request's
+span (``error.type``) and counts them; only errors that make the whole run impossible propagate.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CollectorError",
+    "ConfigError",
+    "NotAnOtelbenchStore",
+    "OtelbenchError",
+    "StoreError",
+    "StreamError",
+    "TargetError",
+    "TargetHTTPError",
+    "TargetUnreachable",
+]
+
+
+class OtelbenchError(Exception):
+    """Base of every error otelbench raises on purpose. ``str(err)`` is the one-line message."""
+
+
+class ConfigError(OtelbenchError):
+    """A bad argument, URL, workload name or configuration file."""
+
+
+class TargetError(OtelbenchError):
+    """The system under test misbehaved."""
+
+    error_type = "target_error"
+    """The value recorded as the span's ``error.type``."""
+
+
+class TargetUnreachable(TargetError):
+    """Connection refused, DNS failure, or a timeout before the response headers arrived."""
+
+    error_type = "unreachable"
+
+
+class TargetHTTPError(TargetError):
+    """The target answered with a non-2xx status."""
+
+    def __init__(self, status: int, body: str = "") -> None:
+        self.status = status
+        self.body = body
+        detail = f": {body[:200]}" if body else ""
+        super().__init__(f"target answered HTTP {status}{detail}")
+
+    @property
+    def error_type(self) -> str:  # type: ignore[override]
+        return str(self.status)
+
+
+class StreamError(TargetError):
+    """Malformed SSE or JSON in the response, or a stream cut before its end."""
+
+    error_type = "stream_error"
+
+
+class StoreError(OtelbenchError):
+    """The span store cannot be opened, written or read."""
+
+
+class NotAnOtelbenchStore(StoreError):
+    """The file exists but was not written by otelbench (or by a newer schema version)."""
+
+
+class CollectorError(OtelbenchError):
+    """The embedded collector could not start, or stopped with an error."""

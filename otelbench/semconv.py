@@ -1,0 +1,141 @@
+"""Every span, attribute, event and metric name otelbench emits or reads, defined once.
+
+Sources, in order of preference (``shared/research/anchors.md`` §3–4):
+
+1. the OpenTelemetry GenAI semantic conventions (``gen_ai.*``), for client spans;
+2. vLLM's own ``gen_ai.latency.*`` keys for server spans, so vLLM's ``llm_request`` span and
+   the engine hooks' spans read alike (vLLM still uses the deprecated ``gen_ai.usage.prompt_tokens``
+   / ``completion_tokens`` names there, and we read them as they are);
+3. the ``otelbench.*`` namespace for everything the conventions lack.
+
+Clock domains are part of the name: ``*_unix_ns`` is wall clock (``time.time_ns()``),
+``*_mono_ns`` is ``CLOCK_MONOTONIC`` (``time.perf_counter_ns()``/``time.monotonic_ns()``), and
+``*_offset_us`` is integer microseconds since the start of the owning span, measured on the
+monotonic clock of the process that emitted the span.
+
+Per-chunk and per-token timing travels as one integer-array attribute per span (never one span
+or span event per token). In the ``otel_traces`` store, where attribute values are strings, an
+array arrives as JSON text (``"[812,10240,20511]"``) that DuckDB casts with ``::BIGINT[]`` and
+ClickHouse reads with ``JSONExtract(..., 'Array(Int64)')``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --------------------------------------------------------------------------------------------
+# Service and scope names
+# --------------------------------------------------------------------------------------------
+SERVICE_CLIENT: Final = "otelbench-client"
+"""``service.name`` of the load generator's spans."""
+INSTRUMENTATION_SCOPE: Final = "otelbench"
+
+# --------------------------------------------------------------------------------------------
+# Span names
+# --------------------------------------------------------------------------------------------
+SPAN_RUN: Final = "otelbench.run"
+"""One INTERNAL span per benchmark run; carries the run manifest (``otelbench.run.*``)."""
+SPAN_VLLM_REQUEST: Final = "llm_request"
+"""vLLM's own per-request SERVER span (``vllm/v1/engine/output_processor.py: do_tracing``)."""
+
+
+def client_span_name(operation: str, model: str) -> str:
+    """GenAI semconv span name: ``"{gen_ai.operation.name} {gen_ai.request.model}"``."""
+    return f"{operation} {model}"
+
+
+# --------------------------------------------------------------------------------------------
+# GenAI semantic conventions (client span)
+# --------------------------------------------------------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+OPERATION_CHAT: Final = "chat"
+OPERATION_TEXT_COMPLETION: Final = "text_completion"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_REQUEST_SEED: Final = "gen_ai.request.seed"
+GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+"""Seconds (double) from T_submit to the first SSE event of any kind (semconv's 'first chunk')."""
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+ERROR_TYPE: Final = "error.type"
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+
+# --------------------------------------------------------------------------------------------
+# otelbench client-span attributes (draft Appendix B.1.1, 4.2.6, 4.6.2)
+# --------------------------------------------------------------------------------------------
+CLIENT_FIRST_EVENT_OFFSET_US: Final = "otelbench.client.first_event_offset_us"
+"""T_submit → first SSE ``data:`` event of any kind (role-only and whitespace included; comments are not events)."""
+CLIENT_TTFT_US: Final = "otelbench.client.ttft_us"
+"""T_submit → first *content* token (draft 5.1.3.1). Absent when no content arrived."""
+CLIENT_HEADERS_OFFSET_US: Final = "otelbench.client.headers_offset_us"
+"""T_submit → response headers received."""
+CLIENT_END_OFFSET_US: Final = "otelbench.client.end_offset_us"
+"""T_submit → last byte of the response (end of stream or error)."""
+CLIENT_CHUNK_OFFSETS_US: Final = "otelbench.client.chunk_offsets_us"
+"""Int array: arrival offset of every content chunk since T_submit."""
+CLIENT_CHUNK_TOKENS: Final = "otelbench.client.chunk_tokens"
+"""Int array, same length as the offsets: tokens carried by each content chunk."""
+CLIENT_CHUNK_TOKEN_SOURCE: Final = "otelbench.client.chunk_token_source"
+"""How chunk token counts were obtained: ``usage`` (continuous usage stats) or ``one_per_chunk``."""
+CLIENT_CHUNKS_TOTAL: Final = "otelbench.client.chunks_total"
+"""Every ``data:`` event received, content or not."""
+CLIENT_SUBMIT_MONO_NS: Final = "otelbench.client.submit_mono_ns"
+"""T_submit on the client's monotonic clock (joins the span to the fixture's send log in tests)."""
+
+CHUNK_TOKENS_FROM_USAGE: Final = "usage"
+CHUNK_TOKENS_ONE_PER_CHUNK: Final = "one_per_chunk"
+
+# --------------------------------------------------------------------------------------------
+# otelbench run and request identity (load generator)
+# --------------------------------------------------------------------------------------------
+RUN_ID: Final = "otelbench.run.id"
+RUN_MANIFEST: Final = "otelbench.run.manifest"
+"""JSON text of the whole run manifest (target, model, workload, seed, load, timing), on SPAN_RUN."""
+WORKLOAD_NAME: Final = "otelbench.workload.name"
+REQUEST_CLASS: Final = "otelbench.request.class"
+REQUEST_INDEX: Final = "otelbench.request.index"
+REQUEST_SCHEDULED_OFFSET_US: Final = "otelbench.request.scheduled_offset_us"
+"""Open loop: when the schedule said to send, µs since the run's start (monotonic)."""
+REQUEST_SCHEDULE_LAG_US: Final = "otelbench.request.schedule_lag_us"
+"""Open loop: actual send time minus scheduled send time (draft 4.2.5)."""
+
+# --------------------------------------------------------------------------------------------
+# Server span attributes as vLLM writes them (seconds, doubles) — anchors.md §4.1
+# --------------------------------------------------------------------------------------------
+VLLM_LATENCY_TTFT: Final = "gen_ai.latency.time_to_first_token"
+VLLM_LATENCY_E2E: Final = "gen_ai.latency.e2e"
+VLLM_LATENCY_QUEUE: Final = "gen_ai.latency.time_in_queue"
+VLLM_LATENCY_PREFILL: Final = "gen_ai.latency.time_in_model_prefill"
+VLLM_LATENCY_DECODE: Final = "gen_ai.latency.time_in_model_decode"
+VLLM_LATENCY_INFERENCE: Final = "gen_ai.latency.time_in_model_inference"
+VLLM_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"
+VLLM_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"
+VLLM_REQUEST_ID: Final = "gen_ai.request.id"
+VLLM_RESPONSE_FINISH_REASON: Final = "gen_ai.response.finish_reason"
+
+# --------------------------------------------------------------------------------------------
+# Store: table and SpanKind / StatusCode spellings (OTel Collector ClickHouse exporter)
+# --------------------------------------------------------------------------------------------
+TABLE_TRACES: Final = "otel_traces"
+SPAN_KIND_CLIENT: Final = "Client"
+SPAN_KIND_SERVER: Final = "Server"
+SPAN_KIND_INTERNAL: Final = "Internal"
+STATUS_OK: Final = "Ok"
+STATUS_ERROR: Final = "Error"
+STATUS_UNSET: Final = "Unset"
+
+# --------------------------------------------------------------------------------------------
+# Environment variables otelbench reads (explicit argument > environment > default)
+# --------------------------------------------------------------------------------------------
+ENV_OTLP_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
+ENV_OTLP_TRACES_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+ENV_RECORD_CONTENT: Final = "OTELBENCH_RECORD_CONTENT"
