@@ -1,0 +1,256 @@
+"""One benchmark, end to end: collector → (SUT) → load → spans → store → report.
+
+This is what ``otelbench run`` does. Without an external OTLP endpoint it starts the embedded
+collector as a child process writing ``OUT/spans.duckdb`` (the store has one writer process, and
+keeping it out of the load generator's process keeps its CPU off the timing path), optionally
+launches the tiny vLLM on CPU with its tracer pointed at that collector, runs the load, flushes
+every span, stops the collector, and computes ``report.json`` and ``report.md`` from the stored
+spans alone — the same function ``otelbench report`` calls.
+
+Whatever happens during the load (target errors, Ctrl-C), what was measured so far is flushed,
+stored and reported.
+
+Example::
+
+    result = run_benchmark(config, out_dir=Path("out/run1"))
+    print(result.report_md)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from otelbench import telemetry
+from otelbench.client import CompletionResult
+from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
+from otelbench.loadgen.runner import RunConfig, RunOutcome, execute_run
+from otelbench.report import build_report, render_markdown
+
+__all__ = ["BenchmarkResult", "EmbeddedCollector", "preflight", "run_benchmark", "write_reports"]
+
+_log = logging.getLogger(__name__)
+
+VLLM_SPAN_FLUSH_WAIT_S = 6.0
+"""How long to wait for server spans after the load when the target is not launched by us:
+vLLM's batch span processor exports every 5 s (``OTEL_BSP_SCHEDULE_DELAY`` default)."""
+LAUNCHED_SPAN_FLUSH_WAIT_S = 1.5
+"""The same when otelbench launched vLLM itself with ``OTEL_BSP_SCHEDULE_DELAY=200``."""
+
+
+class EmbeddedCollector:
+    """``python -m otelbench.collector`` as a child process, writing one DuckDB store.
+
+    Example::
+
+        with EmbeddedCollector(Path("spans.duckdb")) as endpoint:
+            ...  # export OTLP/HTTP to endpoint
+    """
+
+    def __init__(self, store_path: Path, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.store_path = store_path
+        self.host = host
+        self.port = port
+        self.endpoint = ""
+        self.stats: dict[str, Any] = {}
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self, timeout_s: float = 30.0) -> str:
+        """Start the collector and return its OTLP/HTTP base endpoint once it is listening."""
+        cmd = [sys.executable, "-m", "otelbench.collector", "--store", str(self.store_path)]
+        cmd += ["--host", self.host, "--port", str(self.port)]
+        self._proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        assert self._proc.stdout is not None
+        ready, _, _ = select.select([self._proc.stdout], [], [], timeout_s)
+        line = self._proc.stdout.readline() if ready else ""
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            event = {}
+        if event.get("event") != "ready":
+            self._proc.kill()
+            _, err = self._proc.communicate(timeout=10)
+            detail = (err or line).strip().splitlines()
+            raise CollectorError(
+                "the embedded collector did not start: " + (detail[-1] if detail else "no output")
+            )
+        self.endpoint = f"http://{event['host']}:{event['port']}"
+        return self.endpoint
+
+    def stop(self, timeout_s: float = 30.0) -> dict[str, Any]:
+        """Stop gracefully (SIGTERM: in-flight batches are committed) and return its counters."""
+        if self._proc is None:
+            return self.stats
+        proc, self._proc = self._proc, None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            _log.warning("the embedded collector did not stop in %.0f s; killed", timeout_s)
+        for line in (out or "").splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                event = json.loads(line)
+                if isinstance(event, dict) and event.get("event") == "stopped":
+                    self.stats = event
+        if proc.returncode not in (0, -signal.SIGTERM) and not self.stats:
+            _log.warning("the embedded collector exited with %s: %s", proc.returncode, err.strip())
+        return self.stats
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def preflight(target: str, model: str, timeout_s: float = 10.0) -> list[str]:
+    """Check that ``target`` answers and serves ``model``; returns the models it lists.
+
+    Raises ``ConfigError`` for a malformed URL or an unknown model, ``TargetUnreachable`` when
+    nothing answers. A target without ``/v1/models`` (404) is accepted as is.
+    """
+    url = httpx.URL(target)
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigError(f"target must be an http(s) URL like http://127.0.0.1:8000, got {target!r}")
+    try:
+        response = httpx.get(f"{target.rstrip('/')}/v1/models", timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        reason = str(exc) or type(exc).__name__
+        raise TargetUnreachable(f"cannot reach target {target}: {reason}") from exc
+    if response.status_code == 404:
+        return []
+    if response.status_code >= 400:
+        raise TargetHTTPError(response.status_code, response.text)
+    try:
+        models = [m["id"] for m in response.json().get("data", [])]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return []
+    if models and model not in models:
+        raise ConfigError(f"target {target} does not serve model {model!r}; it lists: {models}")
+    return models
+
+
+@dataclass
+class BenchmarkResult:
+    """What ``run_benchmark`` produced: the report and where it was written."""
+
+    out_dir: Path
+    report: dict[str, Any] | None
+    report_md: str | None
+    outcome: RunOutcome | None
+    interrupted: bool = False
+    collector_stats: dict[str, Any] = field(default_factory=dict)
+
+
+def write_reports(
+    out_dir: Path, store_path: Path, run_id: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """Compute the reports from the stored spans alone and write report.json and report.md."""
+    report = build_report(store_path, run_id=run_id)
+    markdown = render_markdown(report)
+    (out_dir / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    (out_dir / "report.md").write_text(markdown)
+    return report, markdown
+
+
+@contextlib.contextmanager
+def _launched_vllm(endpoint: str, out_dir: Path, extra: dict[str, Any]) -> Iterator[str]:
+    from otelbench.sut.vllm_cpu import VllmCpuServer
+
+    server = VllmCpuServer(
+        otlp_traces_endpoint=telemetry.traces_url(endpoint),
+        log_path=out_dir / "vllm.log",
+        env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
+        **extra,
+    )
+    server.start()
+    try:
+        yield server.base_url
+    finally:
+        server.stop()
+
+
+def run_benchmark(
+    config: RunConfig,
+    out_dir: Path,
+    *,
+    otlp_endpoint: str | None = None,
+    store_path: Path | None = None,
+    launch_vllm_cpu: dict[str, Any] | None = None,
+    on_result: Callable[[CompletionResult], None] | None = None,
+    on_status: Callable[[str], None] = lambda _msg: None,
+) -> BenchmarkResult:
+    """Run one benchmark and write its reports (see the module docstring)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    collector: EmbeddedCollector | None = None
+    if otlp_endpoint is None:
+        store_path = out_dir / "spans.duckdb"
+        collector = EmbeddedCollector(store_path)
+        on_status(f"starting the embedded collector → {store_path}")
+        otlp_endpoint = collector.start()
+    result = BenchmarkResult(out_dir, None, None, None)
+    try:
+        with contextlib.ExitStack() as stack:
+            flush_wait = VLLM_SPAN_FLUSH_WAIT_S
+            if launch_vllm_cpu is not None:
+                on_status("starting vLLM on CPU (about 30–60 s)")
+                base_url = stack.enter_context(
+                    _launched_vllm(otlp_endpoint, out_dir, launch_vllm_cpu)
+                )
+                config = replace(config, target=base_url)
+                flush_wait = LAUNCHED_SPAN_FLUSH_WAIT_S
+            preflight(config.target, config.model)
+            (out_dir / "run.json").write_text(json.dumps(_config_json(config), indent=2) + "\n")
+            provider = telemetry.make_tracer_provider(otlp_endpoint, run_id=config.run_id)
+            on_status(f"run {config.run_id}: {config.load.requests} requests → {config.target}")
+            try:
+                result.outcome = asyncio.run(
+                    execute_run(config, tracer_provider=provider, on_result=on_result)
+                )
+            except KeyboardInterrupt:
+                result.interrupted = True
+                on_status("interrupted: flushing and reporting what was measured")
+            finally:
+                telemetry.shutdown(provider)
+                on_status(f"waiting {flush_wait:g} s for the target's spans")
+                time.sleep(flush_wait)
+    finally:
+        if collector is not None:
+            result.collector_stats = collector.stop()
+    if store_path is not None and store_path.exists():
+        result.report, result.report_md = write_reports(out_dir, store_path, config.run_id)
+    return result
+
+
+def _config_json(config: RunConfig) -> dict[str, Any]:
+    return {
+        "run_id": config.run_id,
+        "target": config.target,
+        "model": config.model,
+        "load": vars(config.load),
+        "seed": config.seed,
+        "workload": config.workload,
+        "workload_params": config.workload_params,
+        "api": config.api,
+        "ignore_eos": config.ignore_eos,
+        "pid": os.getpid(),
+    }

@@ -1,0 +1,228 @@
+"""The ``otelbench`` command line: a thin layer that builds configuration and calls the library.
+
+Every error otelbench raises on purpose ends in one line on stderr and exit code 1; usage errors
+exit 2 (typer's convention). Commands:
+
+- ``otelbench run``        run a benchmark against a target and write the reports
+- ``otelbench report DIR`` recompute the reports from the stored spans alone
+- ``otelbench collector``  run the embedded OTLP/HTTP collector standalone
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from otelbench.errors import ConfigError, OtelbenchError
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help="OpenTelemetry-based benchmarking of LLM serving, by the IETF methodology draft.",
+)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"otelbench: error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+class _Progress:
+    """A progress display on a terminal, a line every 10 % otherwise; cheap per request."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self._bar: Any = None
+        if sys.stderr.isatty():
+            from rich.progress import Progress
+
+            self._bar = Progress(transient=True, refresh_per_second=4)
+            self._task = self._bar.add_task("requests", total=total)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def status(self, message: str) -> None:
+        typer.echo(f"otelbench: {message}", err=True)
+
+    def result(self, result: Any) -> None:
+        self.done += 1
+        self.failed += 0 if result.ok else 1
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done)
+        elif self.done == self.total or self.done % max(1, self.total // 10) == 0:
+            typer.echo(
+                f"otelbench: {self.done}/{self.total} requests done ({self.failed} failed)",
+                err=True,
+            )
+
+
+@app.command()
+def run(
+    out: Annotated[Path, typer.Option(help="Directory for spans.duckdb, report.json, report.md.")],
+    model: Annotated[str, typer.Option(help="Model name to request (the target's served name).")],
+    requests: Annotated[int, typer.Option(help="Number of requests to send.")] = 100,
+    target: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
+    ] = None,
+    rate: Annotated[
+        float | None, typer.Option(help="Open loop: mean arrival rate, requests/s.")
+    ] = None,
+    arrival: Annotated[
+        str, typer.Option(help="Open-loop arrival process: poisson or uniform.")
+    ] = "poisson",
+    concurrency: Annotated[
+        int | None, typer.Option(help="Closed loop: requests kept in flight.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the workload and the arrival schedule.")] = 42,
+    workload: Annotated[str, typer.Option(help="Workload name.")] = "synthetic-uniform",
+    vocab_size: Annotated[
+        int | None,
+        typer.Option(help="Vocabulary size for random token-id prompts (default: draft A.1's)."),
+    ] = None,
+    ignore_eos: Annotated[
+        bool, typer.Option(help="Ask the server to ignore EOS so outputs reach max_tokens (vLLM).")
+    ] = False,
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option(help="Export spans to this OTLP/HTTP collector instead of the embedded one."),
+    ] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(help="With --otlp-endpoint: the DuckDB store that collector writes."),
+    ] = None,
+    sut: Annotated[
+        str | None,
+        typer.Option(help="Launch the system under test: 'vllm-cpu' starts the tiny vLLM on CPU."),
+    ] = None,
+    max_model_len: Annotated[int, typer.Option(help="With --sut vllm-cpu.")] = 1024,
+    timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 600.0,
+) -> None:
+    """Run a benchmark and write OUT/report.json and OUT/report.md."""
+    from otelbench.benchmark import run_benchmark
+    from otelbench.loadgen.runner import LoadSpec, RunConfig
+
+    if (rate is None) == (concurrency is None):
+        raise typer.BadParameter("give exactly one of --rate (open loop) or --concurrency")
+    if sut not in (None, "vllm-cpu"):
+        raise typer.BadParameter(f"unknown --sut {sut!r}; known: vllm-cpu")
+    if sut is None and target is None:
+        raise typer.BadParameter("give --target URL (or --sut vllm-cpu to launch one)")
+    load = LoadSpec(
+        mode="closed_loop" if concurrency is not None else arrival,  # type: ignore[arg-type]
+        requests=requests,
+        rate=rate,
+        concurrency=concurrency,
+    )
+    params: dict[str, Any] = {} if vocab_size is None else {"vocab_size": vocab_size}
+    config = RunConfig(
+        target=target or "",
+        model=model,
+        load=load,
+        seed=seed,
+        workload=workload,
+        workload_params=params,
+        ignore_eos=ignore_eos,
+        timeout_s=timeout,
+    )
+    launch = {"max_model_len": max_model_len, "served_model_name": model} if sut else None
+    with _Progress(requests) as progress:
+        result = run_benchmark(
+            config,
+            out,
+            otlp_endpoint=otlp_endpoint,
+            store_path=store,
+            launch_vllm_cpu=launch,
+            on_result=progress.result,
+            on_status=progress.status,
+        )
+    if result.report_md is not None:
+        typer.echo(result.report_md)
+        typer.echo(f"otelbench: reports written to {out}/report.json and {out}/report.md", err=True)
+    else:
+        typer.echo(
+            "otelbench: spans went to the external collector; compute the report with "
+            f"`otelbench report {out} --store <its store>`",
+            err=True,
+        )
+    if result.interrupted:
+        raise typer.Exit(130)
+    outcome = result.outcome
+    if outcome is not None and outcome.results and not any(r.ok for r in outcome.results):
+        kinds = sorted({r.error_type or "error" for r in outcome.results})
+        _fail(f"all {len(outcome.results)} requests failed ({', '.join(kinds)})")
+
+
+@app.command()
+def report(
+    directory: Annotated[Path, typer.Argument(help="A run directory written by `otelbench run`.")],
+    store: Annotated[
+        Path | None, typer.Option(help="Span store (default: DIRECTORY/spans.duckdb).")
+    ] = None,
+    run_id: Annotated[str | None, typer.Option(help="Which run (default: the latest).")] = None,
+) -> None:
+    """Recompute report.json and report.md from the stored spans alone."""
+    from otelbench.benchmark import write_reports
+
+    store_path = store or directory / "spans.duckdb"
+    if not store_path.exists():
+        raise ConfigError(f"no span store at {store_path}")
+    directory.mkdir(parents=True, exist_ok=True)
+    _, markdown = write_reports(directory, store_path, run_id)
+    typer.echo(markdown)
+
+
+@app.command()
+def collector(
+    store: Annotated[Path, typer.Option(help="DuckDB file to write spans into.")],
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for OTLP/HTTP (0 picks a free one).")] = 4318,
+) -> None:
+    """Run the embedded OTLP/HTTP collector until interrupted."""
+    from otelbench.collector import serve
+
+    serve(store, host=host, port=port)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, turning otelbench errors into one line and exit code 1."""
+    try:
+        rc = app(args=argv, standalone_mode=False)  # click returns typer.Exit's code here
+        sys.exit(rc if isinstance(rc, int) else 0)
+    except OtelbenchError as exc:
+        typer.echo(f"otelbench: error: {exc}", err=True)
+        sys.exit(1)
+    except typer.Abort:
+        typer.echo("otelbench: aborted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and anything unexpected: one line, no traceback
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if os.environ.get("OTELBENCH_DEBUG"):
+            raise
+        typer.echo(
+            f"otelbench: internal error: {type(exc).__name__}: {exc} "
+            "(set OTELBENCH_DEBUG=1 for the traceback)",
+            err=True,
+        )
+        sys.exit(70)
+
+
+if __name__ == "__main__":
+    main()

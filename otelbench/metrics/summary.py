@@ -1,0 +1,119 @@
+"""Distribution summary: the statistics every latency table in the draft reports.
+
+Definitions (draft 5.1.4.1 and 5.4.4.1):
+
+* ``count`` — number of samples;
+* ``mean`` — arithmetic mean;
+* ``std`` — *population* standard deviation (``ddof=0``: divide by ``count``), so one sample has
+  ``std`` 0;
+* ``min`` / ``max`` — smallest and largest sample;
+* ``p50``, ``p90``, ``p95``, ``p99``, ``p99_9`` — percentiles by **linear interpolation between
+  closest ranks** (Hyndman & Fan type 7, numpy's ``method="linear"``, the default of numpy, R and
+  Excel's ``PERCENTILE.INC``): sort the ``n`` samples ``x[0] <= … <= x[n-1]``, let
+  ``h = (n - 1) * q / 100``, ``i = floor(h)``; then ``P_q = x[i] + (h - i) * (x[i+1] - x[i])``
+  (``x[i]`` when ``i = n - 1``).
+
+An empty sample set has ``count`` 0 and every statistic ``None`` (never NaN, so the JSON report
+stays valid JSON).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["PERCENTILES", "PERCENTILE_METHOD", "Summary", "percentile", "summarize"]
+
+PERCENTILES: Final = (50.0, 90.0, 95.0, 99.0, 99.9)
+"""The percentiles the draft requires for TTFT (5.1.4.1) and ITL (5.4.4.1)."""
+
+PERCENTILE_METHOD: Final = (
+    "linear interpolation between closest ranks (Hyndman-Fan type 7, numpy method='linear'): "
+    "h = (n-1)*q/100, P = x[floor(h)] + (h-floor(h))*(x[floor(h)+1]-x[floor(h)])"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Summary statistics of one sample set; every field but ``count`` is ``None`` when empty."""
+
+    count: int
+    mean: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    p99_9: float | None
+
+    def to_dict(self) -> dict[str, int | float | None]:
+        """The report's ``summary`` shape (``docs/report-schema.md``)."""
+        return {
+            "count": self.count,
+            "mean": self.mean,
+            "std": self.std,
+            "min": self.min,
+            "max": self.max,
+            "p50": self.p50,
+            "p90": self.p90,
+            "p95": self.p95,
+            "p99": self.p99,
+            "p99_9": self.p99_9,
+        }
+
+
+def _finite_1d(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    a = np.asarray(values, dtype=np.float64)
+    if a.ndim != 1:
+        raise ValueError(f"expected a 1-D sample array, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError("samples must be finite; drop undefined (NaN) samples before summarising")
+    return a
+
+
+def percentile(values: npt.ArrayLike, q: float) -> float | None:
+    """The ``q``-th percentile (0 ≤ q ≤ 100) by linear interpolation (type 7); None if empty.
+
+    >>> percentile([10.0, 20.0, 30.0, 40.0], 50)
+    25.0
+    """
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"percentile must be within [0, 100], got {q}")
+    a = _finite_1d(values)
+    if a.size == 0:
+        return None
+    return float(np.percentile(a, q, method="linear"))
+
+
+def summarize(values: npt.ArrayLike) -> Summary:
+    """Count, mean, population std, min, max and P50/P90/P95/P99/P99.9 of finite samples.
+
+    Raises ``ValueError`` on NaN or infinite samples: callers choose which samples are defined.
+
+    >>> s = summarize([1.0, 2.0, 3.0, 4.0])
+    >>> (s.count, s.mean, s.p50, s.p90)
+    (4, 2.5, 2.5, 3.7)
+    """
+    a = _finite_1d(values)
+    if a.size == 0:
+        return Summary(0, None, None, None, None, None, None, None, None, None)
+    p50, p90, p95, p99, p99_9 = (
+        float(v) for v in np.percentile(a, PERCENTILES, method="linear")
+    )
+    return Summary(
+        count=int(a.size),
+        mean=float(a.mean()),
+        std=float(a.std()),
+        min=float(a.min()),
+        max=float(a.max()),
+        p50=p50,
+        p90=p90,
+        p95=p95,
+        p99=p99,
+        p99_9=p99_9,
+    )

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# All set-up on a fresh machine, idempotent: otelbench's own venv (.venv, with the dev extras),
+# Prometheus from Debian, and the separate vLLM-on-CPU venv with the tiny local model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+    echo "setup: creating .venv"
+    "$PYTHON" -m venv .venv
+fi
+echo "setup: installing otelbench and its dev tools into .venv"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+
+if ! command -v prometheus >/dev/null 2>&1; then
+    echo "setup: installing prometheus (Debian)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq prometheus >/dev/null
+fi
+
+bash scripts/vllm/setup.sh
+echo "setup: done"

