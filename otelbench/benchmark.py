@@ -35,20 +35,31 @@ from typing import Any
 
 import httpx
 
-from otelbench import telemetry
+from otelbench import semconv, telemetry
 from otelbench.client import CompletionResult
+from otelbench.collector.receiver import STATS_PATH
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
 from otelbench.loadgen.runner import RunConfig, RunOutcome, execute_run
-from otelbench.report import build_report, render_markdown
+from otelbench.loadgen.workloads import make_workload
+from otelbench.report import build_report, render_json, render_markdown
 
-__all__ = ["BenchmarkResult", "EmbeddedCollector", "preflight", "run_benchmark", "write_reports"]
+__all__ = [
+    "BenchmarkResult",
+    "EmbeddedCollector",
+    "check_target_url",
+    "preflight",
+    "run_benchmark",
+    "write_reports",
+]
 
 _log = logging.getLogger(__name__)
 
 VLLM_SPAN_FLUSH_WAIT_S = 6.0
-"""How long to wait for server spans after the load when the target is not launched by us:
-vLLM's batch span processor exports every 5 s (``OTEL_BSP_SCHEDULE_DELAY`` default)."""
-LAUNCHED_SPAN_FLUSH_WAIT_S = 1.5
+"""The longest wait for the target's spans after the load when the target is not launched by
+us: vLLM's batch span processor exports every 5 s (``OTEL_BSP_SCHEDULE_DELAY`` default). The wait
+ends as soon as one target span per request has arrived, and is skipped for a target that sent
+no span during a run longer than this (it is not traced)."""
+LAUNCHED_SPAN_FLUSH_WAIT_S = 3.0
 """The same when otelbench launched vLLM itself with ``OTEL_BSP_SCHEDULE_DELAY=200``."""
 
 
@@ -93,6 +104,33 @@ class EmbeddedCollector:
         self.endpoint = f"http://{event['host']}:{event['port']}"
         return self.endpoint
 
+    def live_stats(self) -> dict[str, Any]:
+        """The running collector's counters (``GET /otelbench/stats``); {} when unavailable."""
+        try:
+            response = httpx.get(self.endpoint + STATS_PATH, timeout=5.0)
+            stats: dict[str, Any] = response.json()
+        except (httpx.HTTPError, ValueError):
+            return {}
+        return stats
+
+    def target_spans(self) -> int:
+        """Spans stored so far from every service but the load generator's own."""
+        by_service = self.live_stats().get("spans_by_service", {})
+        return sum(n for svc, n in by_service.items() if svc != semconv.SERVICE_CLIENT)
+
+    def wait_for_target_spans(self, expected: int, limit_s: float) -> int:
+        """Wait until ``expected`` target spans are stored, at most ``limit_s``; returns the count.
+
+        Targets export spans in batches on their own schedule (vLLM every 5 s by default), so
+        after the load the run waits for them before it stops the collector.
+        """
+        deadline = time.monotonic() + limit_s
+        count = self.target_spans()
+        while count < expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+            count = self.target_spans()
+        return count
+
     def stop(self, timeout_s: float = 30.0) -> dict[str, Any]:
         """Stop gracefully (SIGTERM: in-flight batches are committed) and return its counters."""
         if self._proc is None:
@@ -122,15 +160,25 @@ class EmbeddedCollector:
         self.stop()
 
 
+def check_target_url(target: str) -> None:
+    """Raise ``ConfigError`` unless ``target`` is an http(s) URL with a host."""
+    try:
+        url = httpx.URL(target)
+    except httpx.InvalidURL as exc:
+        raise ConfigError(f"target is not a valid URL: {target!r} ({exc})") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigError(
+            f"target must be an http(s) URL like http://127.0.0.1:8000, got {target!r}"
+        )
+
+
 def preflight(target: str, model: str, timeout_s: float = 10.0) -> list[str]:
     """Check that ``target`` answers and serves ``model``; returns the models it lists.
 
     Raises ``ConfigError`` for a malformed URL or an unknown model, ``TargetUnreachable`` when
     nothing answers. A target without ``/v1/models`` (404) is accepted as is.
     """
-    url = httpx.URL(target)
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigError(f"target must be an http(s) URL like http://127.0.0.1:8000, got {target!r}")
+    check_target_url(target)
     try:
         response = httpx.get(f"{target.rstrip('/')}/v1/models", timeout=timeout_s)
     except httpx.HTTPError as exc:
@@ -167,7 +215,7 @@ def write_reports(
     """Compute the reports from the stored spans alone and write report.json and report.md."""
     report = build_report(store_path, run_id=run_id)
     markdown = render_markdown(report)
-    (out_dir / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    (out_dir / "report.json").write_text(render_json(report))
     (out_dir / "report.md").write_text(markdown)
     return report, markdown
 
@@ -198,8 +246,12 @@ def run_benchmark(
     launch_vllm_cpu: dict[str, Any] | None = None,
     on_result: Callable[[CompletionResult], None] | None = None,
     on_status: Callable[[str], None] = lambda _msg: None,
+    span_wait_s: float | None = None,
 ) -> BenchmarkResult:
     """Run one benchmark and write its reports (see the module docstring)."""
+    make_workload(config.workload, seed=config.seed, **config.workload_params)  # fail early
+    if launch_vllm_cpu is None:
+        check_target_url(config.target)
     out_dir.mkdir(parents=True, exist_ok=True)
     collector: EmbeddedCollector | None = None
     if otlp_endpoint is None:
@@ -222,6 +274,8 @@ def run_benchmark(
             (out_dir / "run.json").write_text(json.dumps(_config_json(config), indent=2) + "\n")
             provider = telemetry.make_tracer_provider(otlp_endpoint, run_id=config.run_id)
             on_status(f"run {config.run_id}: {config.load.requests} requests → {config.target}")
+            before = collector.target_spans() if collector is not None else 0
+            started = time.monotonic()
             try:
                 result.outcome = asyncio.run(
                     execute_run(config, tracer_provider=provider, on_result=on_result)
@@ -231,8 +285,14 @@ def run_benchmark(
                 on_status("interrupted: flushing and reporting what was measured")
             finally:
                 telemetry.shutdown(provider)
-                on_status(f"waiting {flush_wait:g} s for the target's spans")
-                time.sleep(flush_wait)
+                if span_wait_s is not None:
+                    flush_wait = span_wait_s
+                sent = len(result.outcome.results) if result.outcome else config.load.requests
+                if collector is not None and flush_wait > 0:
+                    traced = collector.target_spans() > before
+                    if traced or time.monotonic() - started < flush_wait:
+                        on_status(f"waiting up to {flush_wait:g} s for the target's spans")
+                        collector.wait_for_target_spans(before + sent, flush_wait)
     finally:
         if collector is not None:
             result.collector_stats = collector.stop()

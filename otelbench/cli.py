@@ -10,6 +10,7 @@ exit 2 (typer's convention). Commands:
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -96,6 +97,10 @@ def run(
     ignore_eos: Annotated[
         bool, typer.Option(help="Ask the server to ignore EOS so outputs reach max_tokens (vLLM).")
     ] = False,
+    extra_body: Annotated[
+        str | None,
+        typer.Option(help="JSON object merged into every request body (server-specific fields)."),
+    ] = None,
     otlp_endpoint: Annotated[
         str | None,
         typer.Option(help="Export spans to this OTLP/HTTP collector instead of the embedded one."),
@@ -110,6 +115,10 @@ def run(
     ] = None,
     max_model_len: Annotated[int, typer.Option(help="With --sut vllm-cpu.")] = 1024,
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 600.0,
+    span_wait: Annotated[
+        float | None,
+        typer.Option(help="Longest wait for the target's spans after the load, s (default: auto)."),
+    ] = None,
 ) -> None:
     """Run a benchmark and write OUT/report.json and OUT/report.md."""
     from otelbench.benchmark import run_benchmark
@@ -128,6 +137,12 @@ def run(
         concurrency=concurrency,
     )
     params: dict[str, Any] = {} if vocab_size is None else {"vocab_size": vocab_size}
+    try:
+        body = json.loads(extra_body) if extra_body else {}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--extra-body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ConfigError("--extra-body must be a JSON object")
     config = RunConfig(
         target=target or "",
         model=model,
@@ -136,6 +151,7 @@ def run(
         workload=workload,
         workload_params=params,
         ignore_eos=ignore_eos,
+        extra_body=body,
         timeout_s=timeout,
     )
     launch = {"max_model_len": max_model_len, "served_model_name": model} if sut else None
@@ -148,6 +164,7 @@ def run(
             launch_vllm_cpu=launch,
             on_result=progress.result,
             on_status=progress.status,
+            span_wait_s=span_wait,
         )
     if result.report_md is not None:
         typer.echo(result.report_md)

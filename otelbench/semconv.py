@@ -51,6 +51,9 @@ GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 OPERATION_CHAT: Final = "chat"
 OPERATION_TEXT_COMPLETION: Final = "text_completion"
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+PROVIDER_OPENAI: Final = "openai"
+"""``gen_ai.provider.name`` for an OpenAI-compatible API (the conventions' advice when the real
+product behind the API is unknown to the client, as with vLLM)."""
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
 GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
@@ -67,13 +70,19 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tok
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 ERROR_TYPE: Final = "error.type"
+ERROR_TYPE_TIMEOUT: Final = "timeout"
+"""``error.type`` of a read, write or pool timeout (connect timeouts are ``unreachable``,
+``errors.TargetUnreachable.error_type``)."""
+ERROR_TYPE_CANCELLED: Final = "cancelled"
+"""``error.type`` when the caller cancelled the request or closed the response before its end."""
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
 
 # --------------------------------------------------------------------------------------------
 # otelbench client-span attributes (draft Appendix B.1.1, 4.2.6, 4.6.2)
 # --------------------------------------------------------------------------------------------
 CLIENT_FIRST_EVENT_OFFSET_US: Final = "otelbench.client.first_event_offset_us"
-"""T_submit → first SSE ``data:`` event of any kind (role-only and whitespace included; comments are not events)."""
+"""T_submit → first SSE ``data:`` event of any kind (role-only and whitespace included; comment
+lines are not events)."""
 CLIENT_TTFT_US: Final = "otelbench.client.ttft_us"
 """T_submit → first *content* token (draft 5.1.3.1). Absent when no content arrived."""
 CLIENT_HEADERS_OFFSET_US: Final = "otelbench.client.headers_offset_us"
@@ -99,7 +108,8 @@ CHUNK_TOKENS_ONE_PER_CHUNK: Final = "one_per_chunk"
 # --------------------------------------------------------------------------------------------
 RUN_ID: Final = "otelbench.run.id"
 RUN_MANIFEST: Final = "otelbench.run.manifest"
-"""JSON text of the whole run manifest (target, model, workload, seed, load, timing), on SPAN_RUN."""
+"""JSON text of the whole run manifest (target, model, workload, seed, load, timing); on
+SPAN_RUN."""
 WORKLOAD_NAME: Final = "otelbench.workload.name"
 REQUEST_CLASS: Final = "otelbench.request.class"
 REQUEST_INDEX: Final = "otelbench.request.index"
@@ -125,13 +135,21 @@ VLLM_RESPONSE_FINISH_REASON: Final = "gen_ai.response.finish_reason"
 # --------------------------------------------------------------------------------------------
 # Store: table and SpanKind / StatusCode spellings (OTel Collector ClickHouse exporter)
 # --------------------------------------------------------------------------------------------
+# The exporter writes traceutil.SpanKindStr / StatusCodeStr (opentelemetry-collector-contrib,
+# internal/coreinternal/traceutil): the proto enum names, not pdata's newer "Client"/"Error".
 TABLE_TRACES: Final = "otel_traces"
-SPAN_KIND_CLIENT: Final = "Client"
-SPAN_KIND_SERVER: Final = "Server"
-SPAN_KIND_INTERNAL: Final = "Internal"
-STATUS_OK: Final = "Ok"
-STATUS_ERROR: Final = "Error"
-STATUS_UNSET: Final = "Unset"
+TABLE_METRICS_GAUGE: Final = "otel_metrics_gauge"
+TABLE_METRICS_SUM: Final = "otel_metrics_sum"
+TABLE_METRICS_HISTOGRAM: Final = "otel_metrics_histogram"
+SPAN_KIND_UNSPECIFIED: Final = "SPAN_KIND_UNSPECIFIED"
+SPAN_KIND_INTERNAL: Final = "SPAN_KIND_INTERNAL"
+SPAN_KIND_SERVER: Final = "SPAN_KIND_SERVER"
+SPAN_KIND_CLIENT: Final = "SPAN_KIND_CLIENT"
+SPAN_KIND_PRODUCER: Final = "SPAN_KIND_PRODUCER"
+SPAN_KIND_CONSUMER: Final = "SPAN_KIND_CONSUMER"
+STATUS_UNSET: Final = "STATUS_CODE_UNSET"
+STATUS_OK: Final = "STATUS_CODE_OK"
+STATUS_ERROR: Final = "STATUS_CODE_ERROR"
 
 # --------------------------------------------------------------------------------------------
 # Environment variables otelbench reads (explicit argument > environment > default)

@@ -70,6 +70,6 @@ def shutdown(provider: TracerProvider, timeout_ms: int = 30_000) -> bool:
     """Flush and shut down ``provider``; returns False (and logs) when the flush timed out."""
     flushed = provider.force_flush(timeout_millis=timeout_ms)
     if not flushed:
-        _log.warning("span export did not finish within %d ms; some spans may be missing", timeout_ms)
+        _log.warning("span export did not finish in %d ms; some spans may be missing", timeout_ms)
     provider.shutdown()
     return flushed

@@ -56,6 +56,6 @@ def poisson(*, rate: float, n: int, seed: int) -> npt.NDArray[np.float64]:
 
 @register_arrival("uniform")
 def uniform(*, rate: float, n: int, seed: int) -> npt.NDArray[np.float64]:
-    """Uniform (constant-rate) arrivals: one request every ``1/rate`` seconds; ``seed`` is unused."""
+    """Uniform (constant-rate) arrivals: a request every ``1/rate`` seconds; ``seed`` is unused."""
     _check(rate, n)
     return np.arange(n, dtype=np.float64) / rate

@@ -43,8 +43,15 @@ class WorkloadRequest:
 class Workload(Protocol):
     """A seeded, reproducible source of requests."""
 
-    name: str
-    seed: int
+    @property
+    def name(self) -> str:
+        """The registered workload name, as reported."""
+        ...
+
+    @property
+    def seed(self) -> int:
+        """The seed every request is generated from."""
+        ...
 
     def requests(self, n: int) -> list[WorkloadRequest]:
         """The first ``n`` requests; the same seed always gives the same requests."""

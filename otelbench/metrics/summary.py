@@ -102,9 +102,7 @@ def summarize(values: npt.ArrayLike) -> Summary:
     a = _finite_1d(values)
     if a.size == 0:
         return Summary(0, None, None, None, None, None, None, None, None, None)
-    p50, p90, p95, p99, p99_9 = (
-        float(v) for v in np.percentile(a, PERCENTILES, method="linear")
-    )
+    p50, p90, p95, p99, p99_9 = (float(v) for v in np.percentile(a, PERCENTILES, method="linear"))
     return Summary(
         count=int(a.size),
         mean=float(a.mean()),

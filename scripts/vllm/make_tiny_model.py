@@ -9,16 +9,27 @@ writes is everything else a Hugging Face model directory needs:
   2048, ``torch_dtype`` float32 (bfloat16 selects the AMX attention kernel, which can die with
   SIGILL on this machine; see shared/research/vllm-cpu-feasibility.md, addendum);
 - ``tokenizer.json``: a ByteLevel BPE trained with ``tokenizers`` on the small English corpus
-  below, exactly 1024 entries including ``<s>`` (0), ``</s>`` (1) and ``<unk>`` (2);
+  below, exactly 1024 entries including ``<s>`` (0), ``</s>`` (1) and ``<unk>`` (2), over an
+  alphabet of printable ASCII, tab and newline;
 - ``tokenizer_config.json`` (PreTrainedTokenizerFast, with a chat template so
   ``/v1/chat/completions`` works), ``special_tokens_map.json``, ``generation_config.json``.
+
+**Every token id decodes to non-empty text on its own**, so with vLLM each generated token is
+content (a streamed delta is never empty): no lone bytes >= 0x80 (not UTF-8 alone; vLLM holds
+them back) and no token marked special (vLLM skips those). With random weights and greedy
+decoding a model can repeat one token for the whole answer; with the full byte alphabet and
+special ``<s>``/``</s>``, 3 of 120 random requests streamed no content at all. ``</s>`` still
+ends generation (``eos_token_id`` 1 in config.json and generation_config.json) unless the
+request sets ``ignore_eos``; an input byte outside that alphabet encodes as ``<unk>``.
 
 The output is deterministic: the same bytes on every run, so a file only changes when this
 script changes. Files whose content is already right are not rewritten.
 
 Usage::
 
-    python scripts/vllm/make_tiny_model.py [DIR]   # default ${OTELBENCH_HOME:-~/.cache/otelbench}/tiny-llama
+    python scripts/vllm/make_tiny_model.py [DIR]
+
+``DIR`` defaults to ``${OTELBENCH_HOME:-~/.cache/otelbench}/tiny-llama``.
 
 Needs ``tokenizers`` (present in both the vLLM venv and otelbench's dev env).
 """
@@ -37,7 +48,7 @@ BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = [BOS, EOS, UNK]  # ids 0, 1, 2
 
 CHAT_TEMPLATE = (
-    "{{ bos_token }}"
+    "<s>"
     "{% for message in messages %}"
     "{{ '<|' + message['role'] + '|>\\n' + message['content'] + '\\n' }}"
     "{% endfor %}"
@@ -92,7 +103,13 @@ A careful reader checks the sources, compares the claims, and thinks before draw
 def _train_tokenizer() -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-    tok = Tokenizer(models.BPE(unk_token=None))
+    # Byte-level symbols of printable ASCII, tab and newline only (see the module docstring).
+    ascii_bytes = "\t\n" + "".join(chr(b) for b in range(0x20, 0x7F))
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    alphabet = sorted({c for piece, _ in byte_level.pre_tokenize_str(ascii_bytes) for c in piece})
+    assert len(alphabet) == len(ascii_bytes)
+
+    tok = Tokenizer(models.BPE(unk_token=UNK))  # other bytes encode as <unk>
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
@@ -100,7 +117,8 @@ def _train_tokenizer() -> Any:
         vocab_size=VOCAB_SIZE,
         min_frequency=1,
         special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        initial_alphabet=alphabet,
+        limit_alphabet=len(alphabet),
         show_progress=False,
     )
     tok.train_from_iterator(CORPUS.splitlines(), trainer=trainer, length=None)
@@ -146,23 +164,25 @@ def model_files() -> dict[str, str]:
         "use_cache": True,
         "vocab_size": VOCAB_SIZE,
     }
+    # No bos/eos/unk/pad in the tokenizer's special-token map, on purpose: transformers marks
+    # those special, and vLLM's detokenizer skips special tokens, so a random model generating
+    # one would stream an empty delta (seen: <s> was the commonest "empty" token). Left plain,
+    # every one of the 1024 ids decodes to non-empty text on its own. The model still stops at
+    # </s> (id 1) through config.json / generation_config.json, unless ``ignore_eos`` is set.
     tokenizer_config = {
         "add_bos_token": False,
         "add_eos_token": False,
-        "bos_token": BOS,
         "chat_template": CHAT_TEMPLATE,
         "clean_up_tokenization_spaces": False,
-        "eos_token": EOS,
         "model_max_length": 2048,
-        "pad_token": EOS,
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "unk_token": UNK,
     }
-    special_tokens_map = {"bos_token": BOS, "eos_token": EOS, "pad_token": EOS, "unk_token": UNK}
+    special_tokens_map: dict[str, str] = {}
     generation_config = {"bos_token_id": 0, "eos_token_id": 1, "do_sample": False}
-    tokenizer_json = json.dumps(
-        json.loads(_train_tokenizer().to_str()), indent=2, ensure_ascii=False
-    )
+    tokenizer = json.loads(_train_tokenizer().to_str())
+    for added in tokenizer["added_tokens"]:
+        added["special"] = False
+    tokenizer_json = json.dumps(tokenizer, indent=2, ensure_ascii=False)
     return {
         "config.json": _json(config),
         "generation_config.json": _json(generation_config),

@@ -53,7 +53,9 @@ def test_spec_is_complete() -> None:
 
 def test_unknown_workload_names_the_known_ones() -> None:
     assert "synthetic-uniform" in WORKLOADS
-    with pytest.raises(ConfigError, match="unknown workload 'nope'; known workloads: synthetic-uniform"):
+    with pytest.raises(
+        ConfigError, match="unknown workload 'nope'; known workloads: synthetic-uniform"
+    ):
         make_workload("nope")
 
 

@@ -1,0 +1,48 @@
+"""The instrumented streaming client: time every chunk of an OpenAI-compatible LLM response.
+
+Two levels, both depending on ``opentelemetry-api`` only (pass ``tracer_provider=``, or the global
+provider is used):
+
+* :class:`AsyncLLMClient` / :class:`LLMClient` — ``complete(CompletionRequest)`` returns a
+  :class:`CompletionResult` and never raises for what the target does; the load generator's API.
+* :class:`InstrumentedTransport` / :class:`InstrumentedSyncTransport` — httpx transports that add
+  one CLIENT span per ``/v1/completions`` or ``/v1/chat/completions`` request to any httpx client.
+
+Example::
+
+    from otelbench.client import AsyncLLMClient, CompletionRequest
+
+    async with AsyncLLMClient("http://127.0.0.1:8000") as client:
+        r = await client.complete(CompletionRequest(api="completions", model="m", prompt="Hi"))
+        print(r.ok, r.ttft_us, r.chunk_offsets_us, r.chunk_tokens)
+
+Modules: :mod:`~otelbench.client.sse` (the SSE parser), :mod:`~otelbench.client.openai` (what a
+chunk means: content or not, tokens, usage), :mod:`~otelbench.client.transport` (spans and timing),
+:mod:`~otelbench.client.api` (the high-level client).
+"""
+
+from __future__ import annotations
+
+from otelbench.client.api import AsyncLLMClient, CompletionRequest, CompletionResult, LLMClient
+from otelbench.client.sse import SSEEvent, SSEParser
+from otelbench.client.transport import (
+    EXT_ATTRIBUTES,
+    EXT_MEASUREMENT,
+    InstrumentedSyncTransport,
+    InstrumentedTransport,
+    Measurement,
+)
+
+__all__ = [
+    "EXT_ATTRIBUTES",
+    "EXT_MEASUREMENT",
+    "AsyncLLMClient",
+    "CompletionRequest",
+    "CompletionResult",
+    "InstrumentedSyncTransport",
+    "InstrumentedTransport",
+    "LLMClient",
+    "Measurement",
+    "SSEEvent",
+    "SSEParser",
+]

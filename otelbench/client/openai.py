@@ -1,0 +1,319 @@
+"""What an OpenAI-compatible response says, chunk by chunk: pure functions and a fold, no I/O.
+
+Two endpoints are understood: ``/v1/completions`` (text in ``choices[0].text``) and
+``/v1/chat/completions`` (text in ``choices[0].delta.content``, or ``choices[0].message.content``
+when not streaming). Only the choice with ``index`` 0 is read (``n > 1`` is not supported).
+
+Example::
+
+    acc = StreamAccumulator("chat", t0_mono_ns=submit_ns)
+    for event in parser.feed(raw, now_ns):
+        acc.on_event(event.data, event.mono_ns)
+    tokens, source = acc.chunk_tokens()
+
+**Content chunks and the first token (draft 5.1.3.1).** A chunk is *content* when its text holds at
+least one non-whitespace character. The first content chunk is the first token (TTFT). Before it,
+role-only deltas, empty text, whitespace-only text, usage-only chunks (``choices: []``) and SSE
+comments are not the first token; the first ``data:`` event of any kind sets the separate
+first-event time (``gen_ai.response.time_to_first_chunk``).
+
+**Which chunks get an arrival offset.** From the first content chunk on, every chunk with non-empty
+text is recorded (offset and token count), whitespace-only text included: a ``"\\n\\n"`` token in
+the middle of an answer is a token that arrived, and dropping it would double the next inter-token
+gap.
+Chunks with no text (role-only, empty text, usage-only, a bare finish chunk) are never recorded.
+
+**Token counts per recorded chunk (draft 4.6.2: how multi-token chunks are handled).**
+
+* ``usage`` source — the server sent ``usage.completion_tokens`` on every recorded chunk (vLLM's
+  ``stream_options.continuous_usage_stats``): a chunk's tokens are the growth of
+  ``completion_tokens`` since the previous recorded chunk. So tokens carried by chunks that are not
+  recorded fold forward into the next recorded chunk: a whitespace-only first chunk's token is
+  counted in the first content chunk (it arrived no later than that), and an empty-text chunk's
+  held-back tokens in the next text chunk. Tokens reported after the last recorded chunk (e.g. an
+  EOS token in a bare finish chunk, or the final usage-only chunk) are added to the last recorded
+  chunk. Hence ``sum(chunk_tokens) == output_tokens`` whenever at least one chunk was recorded.
+* ``one_per_chunk`` source — otherwise: each recorded chunk counts 1, and whitespace-only chunks
+  before the first content chunk add 1 each to the first content chunk (empty-text chunks add 0).
+  The final ``usage`` total, when the server sends one, is still reported as the output token
+  count.
+
+Reasoning text (``delta.reasoning_content`` / ``delta.reasoning``) counts as text like ``content``;
+tool-call deltas do not.
+
+These per-chunk counts support the draft's Option A (time between chunks, with the chunk-size
+distribution) and Option B (a chunk's arrival time given to each of its tokens) in 4.6.3.
+
+**Malformed data.** A ``data:`` event that is not JSON (and not ``[DONE]``), or a JSON error object
+(``{"error": ...}``, as vLLM sends mid-stream), is counted and makes the request fail with
+``error.type = stream_error``; nothing here raises on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from otelbench import semconv
+
+__all__ = [
+    "API_CHAT",
+    "API_COMPLETIONS",
+    "Api",
+    "Chunk",
+    "StreamAccumulator",
+    "api_for_path",
+    "operation_name",
+    "parse_chunk",
+    "parse_response_body",
+]
+
+Api = Literal["completions", "chat"]
+API_COMPLETIONS: Api = "completions"
+API_CHAT: Api = "chat"
+
+DONE = "[DONE]"
+
+
+def api_for_path(path: str) -> Api | None:
+    """Which API a request path targets: ``.../chat/completions``, ``.../completions`` or None."""
+    if path.endswith("/chat/completions"):
+        return API_CHAT
+    if path.endswith("/completions"):
+        return API_COMPLETIONS
+    return None
+
+
+def operation_name(api: Api) -> str:
+    """``gen_ai.operation.name`` for an API: ``chat`` or ``text_completion``."""
+    return semconv.OPERATION_CHAT if api == API_CHAT else semconv.OPERATION_TEXT_COMPLETION
+
+
+@dataclass(slots=True)
+class Chunk:
+    """The facts of one ``data:`` event (or of a whole non-streaming body). Never holds text."""
+
+    done: bool = False
+    """The event was ``[DONE]``."""
+    malformed: bool = False
+    """Not JSON, not a JSON object, or an error object; ``error`` says which."""
+    error: str | None = None
+    has_text: bool = False
+    """Choice 0 carries non-empty text."""
+    is_content: bool = False
+    """Choice 0's text holds a non-whitespace character (a content token, draft 5.1.3.1)."""
+    role_only: bool = False
+    """A chat delta that sets the role and carries no text."""
+    finish_reason: str | None = None
+    response_id: str | None = None
+    model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _facts(obj: Any, api: Api, message_key: str) -> Chunk:
+    if not isinstance(obj, dict):
+        return Chunk(malformed=True, error="data is not a JSON object")
+    chunk = Chunk()
+    rid = obj.get("id")
+    if isinstance(rid, str):
+        chunk.response_id = rid
+    model = obj.get("model")
+    if isinstance(model, str):
+        chunk.model = model
+    usage = obj.get("usage")
+    if isinstance(usage, dict):
+        chunk.prompt_tokens = _int_or_none(usage.get("prompt_tokens"))
+        chunk.completion_tokens = _int_or_none(usage.get("completion_tokens"))
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict):
+            chunk.cached_tokens = _int_or_none(details.get("cached_tokens"))
+    choices = obj.get("choices")
+    if choices is None and "error" in obj:
+        err = obj["error"]
+        msg = err.get("message") if isinstance(err, dict) else err
+        chunk.malformed = True
+        chunk.error = f"error event from the target: {str(msg)[:200]}"
+        return chunk
+    if not isinstance(choices, list):
+        return chunk
+    choice: Any = None
+    for c in choices:
+        if isinstance(c, dict) and c.get("index", 0) == 0:
+            choice = c
+            break
+    if choice is None:
+        return chunk
+    reason = choice.get("finish_reason")
+    if isinstance(reason, str):
+        chunk.finish_reason = reason
+    text: Any
+    if api == API_CHAT:
+        delta = choice.get(message_key)
+        if isinstance(delta, dict):
+            # Reasoning models stream their thinking as ``reasoning_content`` (vLLM) or
+            # ``reasoning``: generated tokens too, so they count as text.
+            text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+            if not text and delta.get("role") is not None:
+                chunk.role_only = True
+        else:
+            text = None
+    else:
+        text = choice.get("text")
+    if isinstance(text, str) and text:
+        chunk.has_text = True
+        chunk.is_content = not text.isspace()
+    return chunk
+
+
+def parse_chunk(data: str, api: Api) -> Chunk:
+    """Interpret one SSE ``data:`` payload of a streamed response. Never raises.
+
+    >>> parse_chunk('{"choices":[{"index":0,"delta":{"role":"assistant"}}]}', "chat").role_only
+    True
+    """
+    if data == DONE:
+        return Chunk(done=True)
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return Chunk(malformed=True, error="data event is not valid JSON")
+    return _facts(obj, api, "delta")
+
+
+def parse_response_body(body: bytes, api: Api) -> Chunk:
+    """Interpret a whole non-streaming body (``choices[0].text`` / ``.message.content``)."""
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return Chunk(malformed=True, error="response body is not valid JSON")
+    return _facts(obj, api, "message")
+
+
+class StreamAccumulator:
+    """Folds a stream's ``data:`` events into per-request timing and usage (see the module doc).
+
+    Offsets are integer microseconds since ``t0_mono_ns`` (T_submit). Per event the work is one JSON
+    parse and O(1) appends to two int lists.
+    """
+
+    __slots__ = (
+        "_cum",
+        "_cum_known",
+        "api",
+        "cached_tokens",
+        "chunks_total",
+        "completion_tokens",
+        "done",
+        "error",
+        "finish_reason",
+        "first_event_offset_us",
+        "leading_non_content",
+        "malformed",
+        "offsets_us",
+        "prompt_tokens",
+        "response_id",
+        "response_model",
+        "t0_mono_ns",
+    )
+
+    def __init__(self, api: Api, t0_mono_ns: int) -> None:
+        self.api: Api = api
+        self.t0_mono_ns = t0_mono_ns
+        self.chunks_total = 0
+        self.first_event_offset_us: int | None = None
+        self.offsets_us: list[int] = []
+        self._cum: list[int] = []
+        """``completion_tokens`` as of each recorded chunk (the usage token source)."""
+        self._cum_known = True
+        self.leading_non_content = 0
+        """Whitespace-only text chunks seen before the first content chunk."""
+        self.done = False
+        self.finish_reason: str | None = None
+        self.response_id: str | None = None
+        self.response_model: str | None = None
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.cached_tokens: int | None = None
+        self.malformed = 0
+        self.error: str | None = None
+
+    @property
+    def ttft_us(self) -> int | None:
+        """Offset of the first content chunk (draft 5.1.3.1), or None."""
+        return self.offsets_us[0] if self.offsets_us else None
+
+    def on_event(self, data: str, mono_ns: int) -> None:
+        """Account one ``data:`` event completed at ``mono_ns``."""
+        self.chunks_total += 1
+        offset = (mono_ns - self.t0_mono_ns) // 1000
+        if self.first_event_offset_us is None:
+            self.first_event_offset_us = offset
+        c = parse_chunk(data, self.api)
+        if c.done:
+            self.done = True
+            return
+        if c.malformed:
+            self.malformed += 1
+            if self.error is None:
+                self.error = c.error
+            return
+        if c.response_id is not None and self.response_id is None:
+            self.response_id = c.response_id
+        if c.model is not None and self.response_model is None:
+            self.response_model = c.model
+        if c.finish_reason is not None:
+            self.finish_reason = c.finish_reason
+        if c.prompt_tokens is not None:
+            self.prompt_tokens = c.prompt_tokens
+        if c.cached_tokens is not None:
+            self.cached_tokens = c.cached_tokens
+        ct = c.completion_tokens
+        if ct is not None and (self.completion_tokens is None or ct > self.completion_tokens):
+            self.completion_tokens = ct
+        if not c.has_text:
+            return
+        if not self.offsets_us and not c.is_content:
+            self.leading_non_content += 1
+            return
+        self.offsets_us.append(offset)
+        if ct is None:
+            self._cum_known = False
+            self._cum.append(-1)
+        else:
+            self._cum.append(ct)
+
+    def chunk_tokens(self) -> tuple[list[int], str]:
+        """Tokens per recorded chunk and their source (``usage`` or ``one_per_chunk``)."""
+        n = len(self._cum)
+        if n == 0:
+            return [], semconv.CHUNK_TOKENS_ONE_PER_CHUNK
+        if self._cum_known:
+            cum = self._cum
+            tokens = [cum[0], *(cum[i] - cum[i - 1] for i in range(1, n))]
+            if min(tokens) >= 0:
+                total = self.completion_tokens or 0
+                if total > cum[-1]:
+                    tokens[-1] += total - cum[-1]
+                return tokens, semconv.CHUNK_TOKENS_FROM_USAGE
+        tokens = [1] * n
+        tokens[0] += self.leading_non_content
+        return tokens, semconv.CHUNK_TOKENS_ONE_PER_CHUNK
+
+    def stream_error(self, discarded_at_eof: int) -> str | None:
+        """Why the finished stream counts as failed (``error.type = stream_error``), or None."""
+        if self.error is not None:
+            return self.error
+        if self.done:
+            return None
+        if discarded_at_eof:
+            return "stream ended inside an event (cut before [DONE])"
+        if self.finish_reason is None:
+            return "stream ended before [DONE] or a finish_reason"
+        return None

@@ -1,0 +1,592 @@
+"""httpx transports that time LLM requests chunk by chunk and record one CLIENT span per request.
+
+Wrap, don't patch: :class:`InstrumentedTransport` (async) and :class:`InstrumentedSyncTransport`
+wrap any httpx transport. For a ``POST`` to ``.../completions`` or ``.../chat/completions`` they
+
+1. take T_submit (``time.perf_counter_ns()`` with ``time.time_ns()`` beside it) and start a CLIENT
+   span named ``"{gen_ai.operation.name} {gen_ai.request.model}"`` at that instant (its start time
+   is the wall-clock reading; every other time is measured on the monotonic clock and stored as an
+   offset from T_submit);
+2. inject W3C ``traceparent`` into the request headers (the global OTel propagator, with this span's
+   context), then hand the request to the inner transport at once — the only work between T_submit
+   and the hand-off is that header injection, a few µs (draft B.1.1 puts T_submit at the request's
+   last byte; the inner transport's own send time is inside the measured TTFT, as for any client);
+3. replace the response stream with a proxy that stamps each raw network read with
+   ``time.perf_counter_ns()`` as the inner transport yields it (before httpx decodes anything) and
+   feeds the SSE parser and :class:`~otelbench.client.openai.StreamAccumulator`;
+4. finish the span exactly once: when ``[DONE]`` arrives, at end of stream, when the caller closes
+   the response, or on an error (the caller's exception is re-raised unchanged).
+
+Everything else passes through untouched. Telemetry never changes behaviour: a failure inside this
+module is logged and swallowed, and the request carries on uninstrumented.
+
+Example::
+
+    import httpx
+    from otelbench.client import InstrumentedTransport
+
+    async with httpx.AsyncClient(transport=InstrumentedTransport()) as client:
+        async with client.stream("POST", url, json=body) as response:
+            async for raw in response.aiter_raw():
+                ...
+
+``error.type`` values: the HTTP status (``"429"``), ``unreachable`` (connection refused, DNS,
+connect timeout, or the connection dropped before the response headers), ``timeout`` (a read, write
+or pool timeout), ``stream_error`` (malformed SSE or JSON, an error event, the stream cut before
+``[DONE]`` or a ``finish_reason``, or the connection dropped mid-body) and ``cancelled`` (the caller
+cancelled the request or closed the response before the stream ended). Another exception's type
+name is used as it is.
+
+Request extensions the transports read (``httpx.Request.extensions``):
+
+* ``"otelbench.attributes"``: a mapping of extra span attributes (run id, request index, class …);
+* ``"otelbench.measurement"``: a :class:`Measurement` the transport fills in (the span's
+  measurements, available even when the span is not recording); this is how the high-level client
+  builds its results from the same numbers the span carries;
+* ``"otelbench.body"``: the request's JSON body as a dict, to spare re-parsing the encoded body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from opentelemetry import propagate, trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from otelbench import __version__, semconv
+from otelbench.client.openai import (
+    Api,
+    StreamAccumulator,
+    api_for_path,
+    operation_name,
+    parse_response_body,
+)
+from otelbench.client.sse import SSEParser
+from otelbench.errors import StreamError, TargetUnreachable
+
+__all__ = [
+    "ERROR_CANCELLED",
+    "ERROR_TIMEOUT",
+    "EXT_ATTRIBUTES",
+    "EXT_BODY",
+    "EXT_MEASUREMENT",
+    "InstrumentedSyncTransport",
+    "InstrumentedTransport",
+    "Measurement",
+]
+
+_logger = logging.getLogger(__name__)
+
+EXT_ATTRIBUTES = "otelbench.attributes"
+EXT_MEASUREMENT = "otelbench.measurement"
+EXT_BODY = "otelbench.body"
+
+ERROR_UNREACHABLE: str = TargetUnreachable.error_type
+ERROR_STREAM: str = StreamError.error_type
+ERROR_TIMEOUT = semconv.ERROR_TYPE_TIMEOUT
+ERROR_CANCELLED = semconv.ERROR_TYPE_CANCELLED
+
+_MAX_ERROR_BODY = 2048
+_MAX_JSON_BODY = 64 * 1024 * 1024
+
+
+@dataclass
+class Measurement:
+    """What the transport measured for one request: the values its span carries, as plain data.
+
+    Offsets are integer µs since T_submit on the monotonic clock; ``None`` means "did not happen".
+    """
+
+    api: Api | None = None
+    streaming: bool = False
+    """The response was ``text/event-stream``."""
+    submit_unix_ns: int = 0
+    submit_mono_ns: int = 0
+    status_code: int | None = None
+    headers_offset_us: int | None = None
+    first_event_offset_us: int | None = None
+    ttft_us: int | None = None
+    end_offset_us: int | None = None
+    chunk_offsets_us: list[int] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    chunk_token_source: str | None = None
+    chunks_total: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    finish_reason: str | None = None
+    response_id: str | None = None
+    response_model: str | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    trace_id: str | None = None
+    """32 hex digits, or None when no tracer provider is configured (no valid span context)."""
+    span_id: str | None = None
+    finished: bool = False
+
+
+def _error_type(exc: BaseException, after_headers: bool) -> tuple[str, str]:
+    """Map an exception to (``error.type``, one-line message)."""
+    msg = str(exc) or type(exc).__name__
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
+        return ERROR_CANCELLED, "request cancelled by the caller"
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return ERROR_UNREACHABLE, f"cannot connect to the target: {msg}"
+    if isinstance(exc, httpx.TimeoutException):
+        return ERROR_TIMEOUT, f"timed out ({type(exc).__name__}): {msg}"
+    if isinstance(exc, httpx.TransportError):
+        if after_headers:
+            return ERROR_STREAM, f"connection failed mid-response ({type(exc).__name__}): {msg}"
+        return ERROR_UNREACHABLE, f"no response from the target ({type(exc).__name__}): {msg}"
+    return type(exc).__qualname__, msg
+
+
+def _request_body(request: httpx.Request) -> Mapping[str, Any] | None:
+    body = request.extensions.get(EXT_BODY)
+    if isinstance(body, Mapping):
+        return body
+    try:
+        content = request.content
+    except httpx.RequestNotRead:
+        return None
+    if not content:
+        return None
+    try:
+        obj = json.loads(content)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _request_attributes(
+    request: httpx.Request, api: Api, body: Mapping[str, Any] | None, provider: str
+) -> tuple[str, dict[str, Any]]:
+    """Span name and start attributes from the request (never the prompt text)."""
+    op = operation_name(api)
+    attrs: dict[str, Any] = {
+        semconv.GEN_AI_OPERATION_NAME: op,
+        semconv.GEN_AI_PROVIDER_NAME: provider,
+        semconv.SERVER_ADDRESS: request.url.host,
+        semconv.SERVER_PORT: request.url.port or (443 if request.url.scheme == "https" else 80),
+    }
+    model = ""
+    if body is not None:
+        m = body.get("model")
+        if isinstance(m, str):
+            model = m
+            attrs[semconv.GEN_AI_REQUEST_MODEL] = m
+        for key, name, typ in (
+            ("max_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS, int),
+            ("seed", semconv.GEN_AI_REQUEST_SEED, int),
+        ):
+            v = body.get(key)
+            if type(v) is typ:
+                attrs[name] = v
+        if body.get("max_tokens") is None and type(body.get("max_completion_tokens")) is int:
+            attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] = body["max_completion_tokens"]
+        t = body.get("temperature")
+        if isinstance(t, int | float) and not isinstance(t, bool):
+            attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] = float(t)
+        attrs[semconv.GEN_AI_REQUEST_STREAM] = body.get("stream") is True
+    extra = request.extensions.get(EXT_ATTRIBUTES)
+    if isinstance(extra, Mapping):
+        attrs.update(extra)
+    return semconv.client_span_name(op, model) if model else op, attrs
+
+
+class _Recorder:
+    """Per-request state: the span, the parser, the fold; finishes exactly once."""
+
+    __slots__ = (
+        "_acc",
+        "_body",
+        "_body_len",
+        "_parser",
+        "m",
+        "span",
+    )
+
+    def __init__(self, span: Span, m: Measurement) -> None:
+        self.span = span
+        self.m = m
+        self._parser: SSEParser | None = None
+        self._acc: StreamAccumulator | None = None
+        self._body: list[bytes] | None = None
+        self._body_len = 0
+
+    def _offset(self, mono_ns: int) -> int:
+        return (mono_ns - self.m.submit_mono_ns) // 1000
+
+    def on_response(self, response: httpx.Response, mono_ns: int) -> None:
+        m = self.m
+        m.status_code = response.status_code
+        m.headers_offset_us = self._offset(mono_ns)
+        ok = 200 <= response.status_code < 300
+        ctype = response.headers.get("content-type", "")
+        if ok and ctype.startswith("text/event-stream"):
+            encoding = response.headers.get("content-encoding", "identity")
+            if encoding.lower() != "identity":
+                _logger.warning(
+                    "otelbench: response stream has Content-Encoding %r; chunk timing is off for "
+                    "this request (send Accept-Encoding: identity)",
+                    encoding,
+                )
+                return
+            m.streaming = True
+            self._parser = SSEParser()
+            assert m.api is not None
+            self._acc = StreamAccumulator(m.api, m.submit_mono_ns)
+        else:
+            self._body = []
+
+    def on_data(self, chunk: bytes, mono_ns: int) -> None:
+        """Hot path: one raw network read."""
+        if self.m.finished:
+            return
+        try:
+            parser = self._parser
+            if parser is not None:
+                events = parser.feed(chunk, mono_ns)
+                if events:
+                    acc = self._acc
+                    assert acc is not None
+                    for ev in events:
+                        acc.on_event(ev.data, ev.mono_ns)
+                    if acc.done:
+                        self.finish(events[-1].mono_ns)
+            elif self._body is not None:
+                limit = _MAX_JSON_BODY if self.m.status_code in range(200, 300) else _MAX_ERROR_BODY
+                if self._body_len < limit:
+                    self._body.append(chunk)
+                    self._body_len += len(chunk)
+        except Exception:
+            _logger.warning("otelbench: instrumentation failed on a response chunk", exc_info=True)
+            self._parser = None
+            self._body = None
+
+    def finish(
+        self,
+        mono_ns: int,
+        exc: BaseException | None = None,
+        *,
+        after_headers: bool = True,
+        closed_early: bool = False,
+    ) -> None:
+        """End the span (once). ``exc``: the exception that ended the request; ``closed_early``:
+        the caller closed the response before its end."""
+        m = self.m
+        if m.finished:
+            return
+        m.finished = True
+        try:
+            self._finish(mono_ns, exc, after_headers, closed_early)
+        except Exception:
+            _logger.warning("otelbench: instrumentation failed finishing a span", exc_info=True)
+            try:
+                self.span.end()
+            except Exception:
+                _logger.debug("otelbench: span.end() failed", exc_info=True)
+
+    def _finish(
+        self, mono_ns: int, exc: BaseException | None, after_headers: bool, closed_early: bool
+    ) -> None:
+        m = self.m
+        m.end_offset_us = self._offset(mono_ns)
+        status = m.status_code
+        http_ok = status is not None and 200 <= status < 300
+        acc = self._acc
+        if acc is not None:
+            discarded = self._parser.close() if self._parser is not None else 0
+            m.first_event_offset_us = acc.first_event_offset_us
+            m.ttft_us = acc.ttft_us
+            m.chunk_offsets_us = acc.offsets_us
+            m.chunk_tokens, m.chunk_token_source = acc.chunk_tokens()
+            m.chunks_total = acc.chunks_total
+            m.input_tokens = acc.prompt_tokens
+            m.output_tokens = acc.completion_tokens
+            m.cached_tokens = acc.cached_tokens
+            m.finish_reason = acc.finish_reason
+            m.response_id = acc.response_id
+            m.response_model = acc.response_model
+            if acc.error is not None:
+                m.error_type, m.error_message = ERROR_STREAM, acc.error
+            elif exc is None and not acc.done:
+                if closed_early:
+                    m.error_type, m.error_message = (
+                        ERROR_CANCELLED,
+                        "response closed by the caller before the stream ended",
+                    )
+                else:
+                    problem = acc.stream_error(discarded)
+                    if problem is not None:
+                        m.error_type, m.error_message = ERROR_STREAM, problem
+        elif self._body is not None and status is not None:
+            body = b"".join(self._body)
+            if http_ok:
+                if exc is None and not closed_early:
+                    m.ttft_us = m.end_offset_us
+                    facts = parse_response_body(body, m.api or "completions")
+                    m.input_tokens = facts.prompt_tokens
+                    m.output_tokens = facts.completion_tokens
+                    m.cached_tokens = facts.cached_tokens
+                    m.finish_reason = facts.finish_reason
+                    m.response_id = facts.response_id
+                    m.response_model = facts.model
+                    if facts.malformed:
+                        m.error_type, m.error_message = ERROR_STREAM, facts.error
+                elif exc is None:
+                    m.error_type, m.error_message = (
+                        ERROR_CANCELLED,
+                        "response closed by the caller before the body ended",
+                    )
+            else:
+                text = body[:_MAX_ERROR_BODY].decode("utf-8", "replace").strip()
+                m.error_message = f"target answered HTTP {status}" + (
+                    f": {text[:200]}" if text else ""
+                )
+        if status is not None and not http_ok:
+            m.error_type = str(status)
+            if m.error_message is None:
+                m.error_message = f"target answered HTTP {status}"
+        elif exc is not None and m.error_type is None:
+            m.error_type, m.error_message = _error_type(exc, after_headers)
+        self._end_span(mono_ns)
+
+    def _end_span(self, mono_ns: int) -> None:
+        span = self.span
+        m = self.m
+        end_unix = m.submit_unix_ns + (mono_ns - m.submit_mono_ns)
+        if not span.is_recording():
+            span.end(end_time=end_unix)
+            return
+        attrs: dict[str, Any] = {}
+        if m.status_code is not None:
+            attrs[semconv.HTTP_RESPONSE_STATUS_CODE] = m.status_code
+            attrs[semconv.CLIENT_HEADERS_OFFSET_US] = m.headers_offset_us
+        attrs[semconv.CLIENT_END_OFFSET_US] = m.end_offset_us
+        if m.response_id is not None:
+            attrs[semconv.GEN_AI_RESPONSE_ID] = m.response_id
+        if m.response_model is not None:
+            attrs[semconv.GEN_AI_RESPONSE_MODEL] = m.response_model
+        if m.finish_reason is not None:
+            attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = [m.finish_reason]
+        if m.input_tokens is not None:
+            attrs[semconv.GEN_AI_USAGE_INPUT_TOKENS] = m.input_tokens
+        if m.output_tokens is not None:
+            attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] = m.output_tokens
+        if m.cached_tokens is not None:
+            attrs[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = m.cached_tokens
+        if m.first_event_offset_us is not None:
+            attrs[semconv.CLIENT_FIRST_EVENT_OFFSET_US] = m.first_event_offset_us
+            attrs[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = m.first_event_offset_us / 1e6
+        if m.ttft_us is not None:
+            attrs[semconv.CLIENT_TTFT_US] = m.ttft_us
+        if m.streaming:
+            attrs[semconv.CLIENT_CHUNK_OFFSETS_US] = m.chunk_offsets_us
+            attrs[semconv.CLIENT_CHUNK_TOKENS] = m.chunk_tokens
+            attrs[semconv.CLIENT_CHUNK_TOKEN_SOURCE] = m.chunk_token_source
+            attrs[semconv.CLIENT_CHUNKS_TOTAL] = m.chunks_total
+        if m.error_type is not None:
+            attrs[semconv.ERROR_TYPE] = m.error_type
+            span.set_status(Status(StatusCode.ERROR, m.error_message))
+        span.set_attributes(attrs)
+        span.end(end_time=end_unix)
+
+
+class _Instrumentation:
+    """What the sync and async transports share: the tracer and the request start."""
+
+    def __init__(self, tracer_provider: trace.TracerProvider | None, provider_name: str) -> None:
+        self._tracer = trace.get_tracer(
+            semconv.INSTRUMENTATION_SCOPE, __version__, tracer_provider=tracer_provider
+        )
+        self._provider_name = provider_name
+
+    def begin(self, request: httpx.Request) -> _Recorder | None:
+        """Start the span at T_submit and inject ``traceparent``; None if not an LLM call or on an
+        instrumentation failure (then the request goes out uninstrumented)."""
+        if request.method != "POST":
+            return None
+        api = api_for_path(request.url.path)
+        if api is None:
+            return None
+        try:
+            holder = request.extensions.get(EXT_MEASUREMENT)
+            m = holder if isinstance(holder, Measurement) else Measurement()
+            m.api = api
+            name, attrs = _request_attributes(
+                request, api, _request_body(request), self._provider_name
+            )
+            unix_ns = time.time_ns()
+            mono_ns = time.perf_counter_ns()
+            m.submit_unix_ns, m.submit_mono_ns = unix_ns, mono_ns
+            attrs[semconv.CLIENT_SUBMIT_MONO_NS] = mono_ns
+            span = self._tracer.start_span(
+                name, kind=SpanKind.CLIENT, attributes=attrs, start_time=unix_ns
+            )
+            ctx = span.get_span_context()
+            if ctx.is_valid:
+                m.trace_id = format(ctx.trace_id, "032x")
+                m.span_id = format(ctx.span_id, "016x")
+                propagate.inject(request.headers, context=trace.set_span_in_context(span))
+            return _Recorder(span, m)
+        except Exception:
+            _logger.warning("otelbench: instrumentation failed starting a request", exc_info=True)
+            return None
+
+
+class InstrumentedTransport(httpx.AsyncBaseTransport):
+    """Async httpx transport: one CLIENT span per LLM request, with per-chunk arrival times.
+
+    Example::
+
+        transport = InstrumentedTransport(tracer_provider=provider)
+        client = httpx.AsyncClient(transport=transport)
+
+    ``transport``: the inner transport (default ``httpx.AsyncHTTPTransport()``);
+    ``tracer_provider``: default the global one; ``provider_name``: ``gen_ai.provider.name``
+    (default ``openai``, the API the target speaks, as the GenAI conventions advise for
+    OpenAI-compatible servers).
+    """
+
+    def __init__(
+        self,
+        transport: httpx.AsyncBaseTransport | None = None,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        provider_name: str = semconv.PROVIDER_OPENAI,
+    ) -> None:
+        self._inner = transport if transport is not None else httpx.AsyncHTTPTransport()
+        self._instr = _Instrumentation(tracer_provider, provider_name)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        rec = self._instr.begin(request)
+        if rec is None:
+            return await self._inner.handle_async_request(request)
+        try:
+            response = await self._inner.handle_async_request(request)
+        except BaseException as exc:
+            rec.finish(time.perf_counter_ns(), exc, after_headers=False)
+            raise
+        now = time.perf_counter_ns()
+        try:
+            rec.on_response(response, now)
+            if isinstance(response.stream, httpx.AsyncByteStream):
+                response.stream = _AsyncStreamProxy(response.stream, rec)
+            else:
+                rec.finish(now)
+        except Exception:
+            _logger.warning("otelbench: instrumentation failed on response headers", exc_info=True)
+            rec.finish(now)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _AsyncStreamProxy(httpx.AsyncByteStream):
+    """Times each raw read of the inner stream; finishes the recorder at EOF, error or close."""
+
+    __slots__ = ("_inner", "_rec")
+
+    def __init__(self, inner: httpx.AsyncByteStream, rec: _Recorder) -> None:
+        self._inner = inner
+        self._rec = rec
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        rec = self._rec
+        perf = time.perf_counter_ns
+        try:
+            async for chunk in self._inner:
+                rec.on_data(chunk, perf())
+                yield chunk
+        except GeneratorExit:
+            raise  # the consumer stopped iterating; aclose() finishes the span
+        except BaseException as exc:
+            rec.finish(perf(), exc)
+            raise
+        rec.finish(perf())
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._rec.finish(time.perf_counter_ns(), closed_early=True)
+
+
+class InstrumentedSyncTransport(httpx.BaseTransport):
+    """Sync httpx transport, the twin of :class:`InstrumentedTransport`.
+
+    Example::
+
+        client = httpx.Client(transport=InstrumentedSyncTransport(tracer_provider=provider))
+    """
+
+    def __init__(
+        self,
+        transport: httpx.BaseTransport | None = None,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        provider_name: str = semconv.PROVIDER_OPENAI,
+    ) -> None:
+        self._inner = transport if transport is not None else httpx.HTTPTransport()
+        self._instr = _Instrumentation(tracer_provider, provider_name)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        rec = self._instr.begin(request)
+        if rec is None:
+            return self._inner.handle_request(request)
+        try:
+            response = self._inner.handle_request(request)
+        except BaseException as exc:
+            rec.finish(time.perf_counter_ns(), exc, after_headers=False)
+            raise
+        now = time.perf_counter_ns()
+        try:
+            rec.on_response(response, now)
+            if isinstance(response.stream, httpx.SyncByteStream):
+                response.stream = _SyncStreamProxy(response.stream, rec)
+            else:
+                rec.finish(now)
+        except Exception:
+            _logger.warning("otelbench: instrumentation failed on response headers", exc_info=True)
+            rec.finish(now)
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _SyncStreamProxy(httpx.SyncByteStream):
+    __slots__ = ("_inner", "_rec")
+
+    def __init__(self, inner: httpx.SyncByteStream, rec: _Recorder) -> None:
+        self._inner = inner
+        self._rec = rec
+
+    def __iter__(self) -> Iterator[bytes]:
+        rec = self._rec
+        perf = time.perf_counter_ns
+        try:
+            for chunk in self._inner:
+                rec.on_data(chunk, perf())
+                yield chunk
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            rec.finish(perf(), exc)
+            raise
+        rec.finish(perf())
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._rec.finish(time.perf_counter_ns(), closed_early=True)

@@ -1,0 +1,372 @@
+"""Run the named SQL queries against a span store and return typed records.
+
+Each named query is one ``.sql`` file per dialect (``otelbench/query/sql/<dialect>/<name>.sql``)
+with bound parameters: values (a run id, a time window) *and* every span, attribute, kind and
+status name, which come from :mod:`otelbench.semconv` — the SQL text holds no names of its own.
+Dialects are registered (:func:`register_dialect`); DuckDB is the only one today, ClickHouse
+comes next with its own SQL directory and fetch function.
+
+Usage::
+
+    from otelbench.query import extract_run_data, open_store
+
+    with open_store("otelbench.duckdb") as store:
+        data = extract_run_data(store)            # the only / latest run
+        print(data.run.run_id, len(data.client), len(data.server))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from typing import Any, Final
+
+import duckdb
+import numpy as np
+import numpy.typing as npt
+
+from otelbench import semconv
+from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
+from otelbench.query.records import ClientRequests, RunData, RunInfo, ServerRequests
+from otelbench.store import SpanStore
+
+__all__ = [
+    "Dialect",
+    "QueryRunner",
+    "extract_client_requests",
+    "extract_live_server_requests",
+    "extract_run",
+    "extract_run_data",
+    "extract_run_server_requests",
+    "get_dialect",
+    "list_runs",
+    "open_store",
+    "register_dialect",
+]
+
+Columns = dict[str, Any]
+"""A query result, column-oriented: column name → numpy array (masked where NULLs occur)."""
+
+NAME_PARAMETERS: Final[Mapping[str, str]] = {
+    "span_run": semconv.SPAN_RUN,
+    "span_vllm_request": semconv.SPAN_VLLM_REQUEST,
+    "kind_client": semconv.SPAN_KIND_CLIENT,
+    "kind_server": semconv.SPAN_KIND_SERVER,
+    "status_error": semconv.STATUS_ERROR,
+    "one_per_chunk": semconv.CHUNK_TOKENS_ONE_PER_CHUNK,
+    "attr_run_id": semconv.RUN_ID,
+    "attr_run_manifest": semconv.RUN_MANIFEST,
+    "attr_ttft_us": semconv.CLIENT_TTFT_US,
+    "attr_first_event_offset_us": semconv.CLIENT_FIRST_EVENT_OFFSET_US,
+    "attr_end_offset_us": semconv.CLIENT_END_OFFSET_US,
+    "attr_chunk_offsets_us": semconv.CLIENT_CHUNK_OFFSETS_US,
+    "attr_chunk_tokens": semconv.CLIENT_CHUNK_TOKENS,
+    "attr_chunk_token_source": semconv.CLIENT_CHUNK_TOKEN_SOURCE,
+    "attr_input_tokens": semconv.GEN_AI_USAGE_INPUT_TOKENS,
+    "attr_output_tokens": semconv.GEN_AI_USAGE_OUTPUT_TOKENS,
+    "attr_finish_reasons": semconv.GEN_AI_RESPONSE_FINISH_REASONS,
+    "attr_error_type": semconv.ERROR_TYPE,
+    "attr_request_index": semconv.REQUEST_INDEX,
+    "attr_request_class": semconv.REQUEST_CLASS,
+    "attr_schedule_lag_us": semconv.REQUEST_SCHEDULE_LAG_US,
+    "attr_vllm_ttft": semconv.VLLM_LATENCY_TTFT,
+    "attr_vllm_e2e": semconv.VLLM_LATENCY_E2E,
+    "attr_vllm_queue": semconv.VLLM_LATENCY_QUEUE,
+    "attr_vllm_prefill": semconv.VLLM_LATENCY_PREFILL,
+    "attr_vllm_decode": semconv.VLLM_LATENCY_DECODE,
+    "attr_vllm_inference": semconv.VLLM_LATENCY_INFERENCE,
+    "attr_vllm_prompt_tokens": semconv.VLLM_USAGE_PROMPT_TOKENS,
+    "attr_vllm_completion_tokens": semconv.VLLM_USAGE_COMPLETION_TOKENS,
+    "attr_vllm_request_id": semconv.VLLM_REQUEST_ID,
+}
+"""Every name the SQL files bind, as ``$name`` parameters, from :mod:`otelbench.semconv`."""
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_LINE_COMMENT = re.compile(r"--[^\n]*")
+
+
+# ---------------------------------------------------------------------------------------------
+# Dialects
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Dialect:
+    """One SQL dialect: where its ``.sql`` files live and how to run one and fetch columns.
+
+    ``fetch(connection, sql, params, source)`` runs ``sql`` with named parameters and returns
+    its columns; it translates the driver's errors into :class:`~otelbench.errors.StoreError`.
+    """
+
+    name: str
+    sql_dir: Traversable
+    fetch: Callable[[Any, str, Mapping[str, object], str], Columns]
+
+    def sql(self, query: str) -> str:
+        """The text of the named query in this dialect."""
+        resource = self.sql_dir / f"{query}.sql"
+        if not resource.is_file():
+            raise StoreError(f"no {self.name} SQL for query {query!r}")
+        return resource.read_text(encoding="utf-8")
+
+
+_DIALECTS: dict[str, Dialect] = {}
+
+
+def register_dialect(dialect: Dialect) -> None:
+    """Make ``dialect`` available to :class:`QueryRunner` under ``dialect.name``."""
+    _DIALECTS[dialect.name] = dialect
+
+
+def get_dialect(name: str) -> Dialect:
+    """The registered dialect called ``name``."""
+    try:
+        return _DIALECTS[name]
+    except KeyError:
+        known = ", ".join(sorted(_DIALECTS))
+        raise ConfigError(f"unknown SQL dialect {name!r}; known: {known}") from None
+
+
+def _duckdb_fetch(connection: Any, sql: str, params: Mapping[str, object], source: str) -> Columns:
+    try:
+        return dict(connection.execute(sql, dict(params)).fetchnumpy())
+    except duckdb.CatalogException as err:
+        raise NotAnOtelbenchStore(
+            f"{source} lacks a table the query layer reads ({_first_line(err)}); "
+            "it is not an otelbench span store"
+        ) from err
+    except duckdb.Error as err:
+        raise StoreError(f"query on span store {source} failed: {_first_line(err)}") from err
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+register_dialect(Dialect("duckdb", files("otelbench.query") / "sql" / "duckdb", _duckdb_fetch))
+
+
+# ---------------------------------------------------------------------------------------------
+# Opening a store and running named queries
+# ---------------------------------------------------------------------------------------------
+class QueryRunner:
+    """Runs named queries of one dialect on one open connection.
+
+    ``connection`` is the dialect's connection object (a ``duckdb.DuckDBPyConnection``);
+    ``lock``, when given, is held around every query (a store shared with a writer thread).
+    """
+
+    def __init__(
+        self,
+        connection: Any,
+        dialect: str = "duckdb",
+        *,
+        source: str = "",
+        lock: AbstractContextManager[Any] | None = None,
+    ) -> None:
+        self.connection = connection
+        self.dialect = get_dialect(dialect)
+        self.source = source or f"<{dialect} connection>"
+        self._lock: AbstractContextManager[Any] = lock if lock is not None else nullcontext()
+
+    @classmethod
+    def for_store(cls, store: SpanStore) -> QueryRunner:
+        """Queries on an open embedded :class:`~otelbench.store.SpanStore` (holding its lock)."""
+        return cls(store.connection, "duckdb", source=str(store.path), lock=store.lock)
+
+    def run(self, query: str, **values: object) -> Columns:
+        """Run the named query with ``values`` bound; names come from :data:`NAME_PARAMETERS`."""
+        sql = self.dialect.sql(query)
+        wanted = set(_PARAM.findall(_LINE_COMMENT.sub("", sql)))
+        available = {**NAME_PARAMETERS, **values}
+        missing = wanted - available.keys()
+        if missing:
+            raise StoreError(f"query {query!r} needs parameters {sorted(missing)}")
+        params = {k: available[k] for k in sorted(wanted)}
+        with self._lock:
+            return self.dialect.fetch(self.connection, sql, params, self.source)
+
+
+@contextmanager
+def open_store(path: str | os.PathLike[str]) -> Iterator[QueryRunner]:
+    """Open a span store file read-only for queries; closes it on exit.
+
+    The one place the query layer opens a store. Raises
+    :class:`~otelbench.errors.NotAnOtelbenchStore` for a file that is not an otelbench store and
+    :class:`~otelbench.errors.StoreError` for a missing or locked one.
+
+    >>> with open_store("otelbench.duckdb") as store:  # doctest: +SKIP
+    ...     runs = list_runs(store)
+    """
+    with SpanStore.open(path, read_only=True) as span_store:
+        yield QueryRunner.for_store(span_store)
+
+
+# ---------------------------------------------------------------------------------------------
+# Column conversion (NULL → NaN / None), once, at the boundary
+# ---------------------------------------------------------------------------------------------
+def _f64(column: Any) -> npt.NDArray[np.float64]:
+    return np.ma.filled(np.ma.asarray(column).astype(np.float64), np.nan)
+
+
+def _i64(column: Any, name: str) -> npt.NDArray[np.int64]:
+    if np.ma.is_masked(column):
+        raise StoreError(f"column {name} has NULLs")
+    return np.asarray(column, dtype=np.int64)
+
+
+def _str(column: Any) -> tuple[str | None, ...]:
+    mask = np.ma.getmaskarray(column)
+    return tuple(None if m else str(v) for v, m in zip(np.ma.getdata(column), mask, strict=True))
+
+
+def _str_required(column: Any, name: str) -> tuple[str, ...]:
+    if np.ma.is_masked(column):
+        raise StoreError(f"column {name} has NULLs")
+    return tuple(str(v) for v in np.asarray(column))
+
+
+def _str_lists(column: Any) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(str(x) for x in row) for row in np.asarray(column))
+
+
+def _flatten_lists(column: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Object array of int arrays → (concatenation, per-row lengths)."""
+    lists = list(np.asarray(column))
+    lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
+    flat = np.concatenate(lists).astype(np.int64) if lists else np.empty(0, dtype=np.int64)
+    return flat, lengths
+
+
+# ---------------------------------------------------------------------------------------------
+# Extraction
+# ---------------------------------------------------------------------------------------------
+def list_runs(store: QueryRunner) -> list[RunInfo]:
+    """Every run in the store (one per ``otelbench.run`` span), oldest first."""
+    cols = store.run("runs")
+    runs = []
+    ids = _str_required(cols["run_id"], "run_id")
+    manifests = _str(cols["manifest"])
+    starts = _i64(cols["span_start_unix_ns"], "span_start_unix_ns")
+    durations = _i64(cols["span_duration_ns"], "span_duration_ns")
+    for run_id, text, start, duration in zip(ids, manifests, starts, durations, strict=True):
+        try:
+            manifest = json.loads(text) if text else {}
+        except json.JSONDecodeError as err:
+            raise StoreError(f"run {run_id}: the manifest is not valid JSON ({err})") from err
+        if not isinstance(manifest, dict):
+            raise StoreError(f"run {run_id}: the manifest is not a JSON object")
+        runs.append(RunInfo(run_id, manifest, int(start), int(duration)))
+    return runs
+
+
+def extract_run(store: QueryRunner, run_id: str | None = None) -> RunInfo:
+    """The run called ``run_id``, or the latest run (by run span start) when None."""
+    runs = list_runs(store)
+    if not runs:
+        raise StoreError(f"{store.source} holds no otelbench run (no {semconv.SPAN_RUN} span)")
+    if run_id is None:
+        return runs[-1]
+    matches = [r for r in runs if r.run_id == run_id]
+    if not matches:
+        known = ", ".join(r.run_id for r in runs)
+        raise ConfigError(f"no run {run_id!r} in {store.source}; runs: {known}")
+    return matches[-1]
+
+
+def extract_client_requests(store: QueryRunner, run_id: str) -> ClientRequests:
+    """The client spans of run ``run_id`` with their chunk arrays, in submit order."""
+    cols = store.run("client_requests", run_id=run_id)
+    span_ids = _str_required(cols["span_id"], "span_id")
+    offsets, n_offsets = _flatten_lists(cols["chunk_offsets_us"])
+    tokens, n_tokens = _flatten_lists(cols["chunk_tokens"])
+    bad = np.flatnonzero(n_offsets != n_tokens)
+    if bad.size:
+        i = int(bad[0])
+        raise StoreError(
+            f"client span {span_ids[i]}: {semconv.CLIENT_CHUNK_OFFSETS_US} has {n_offsets[i]} "
+            f"entries but {semconv.CLIENT_CHUNK_TOKENS} has {n_tokens[i]}"
+        )
+    bounds = np.zeros(len(span_ids) + 1, dtype=np.int64)
+    np.cumsum(n_offsets, out=bounds[1:])
+    return ClientRequests(
+        trace_id=_str_required(cols["trace_id"], "trace_id"),
+        span_id=span_ids,
+        submit_unix_ns=_i64(cols["submit_unix_ns"], "submit_unix_ns"),
+        duration_ns=_i64(cols["duration_ns"], "duration_ns"),
+        ok=np.asarray(cols["ok"], dtype=np.bool_),
+        error_type=_str(cols["error_type"]),
+        request_index=_f64(cols["request_index"]),
+        request_class=_str(cols["request_class"]),
+        schedule_lag_us=_f64(cols["schedule_lag_us"]),
+        ttft_us=_f64(cols["ttft_us"]),
+        first_event_offset_us=_f64(cols["first_event_offset_us"]),
+        end_offset_us=_f64(cols["end_offset_us"]),
+        input_tokens=_f64(cols["input_tokens"]),
+        output_tokens=_f64(cols["output_tokens"]),
+        finish_reasons=tuple(
+            tuple(str(r) for r in rs) for rs in np.asarray(cols["finish_reasons"])
+        ),
+        chunk_token_source=_str(cols["chunk_token_source"]),
+        chunk_bounds=bounds,
+        chunk_offset_us=offsets,
+        chunk_tokens=tokens,
+    )
+
+
+def _server_requests(cols: Columns, client_index: npt.NDArray[np.int64]) -> ServerRequests:
+    return ServerRequests(
+        trace_id=_str_required(cols["trace_id"], "trace_id"),
+        span_id=_str_required(cols["span_id"], "span_id"),
+        parent_span_id=_str_required(cols["parent_span_id"], "parent_span_id"),
+        client_index=client_index,
+        start_unix_ns=_i64(cols["start_unix_ns"], "start_unix_ns"),
+        duration_ns=_i64(cols["duration_ns"], "duration_ns"),
+        request_id=_str(cols["request_id"]),
+        ttft_s=_f64(cols["ttft_s"]),
+        e2e_s=_f64(cols["e2e_s"]),
+        queue_s=_f64(cols["queue_s"]),
+        prefill_s=_f64(cols["prefill_s"]),
+        decode_s=_f64(cols["decode_s"]),
+        inference_s=_f64(cols["inference_s"]),
+        prompt_tokens=_f64(cols["prompt_tokens"]),
+        completion_tokens=_f64(cols["completion_tokens"]),
+    )
+
+
+def extract_run_server_requests(
+    store: QueryRunner, run_id: str, client: ClientRequests
+) -> ServerRequests:
+    """The vLLM server spans that are children of ``client`` (run ``run_id``'s client spans)."""
+    cols = store.run("run_server_requests", run_id=run_id)
+    position = {key: i for i, key in enumerate(zip(client.trace_id, client.span_id, strict=True))}
+    parents = zip(
+        _str_required(cols["trace_id"], "trace_id"),
+        _str_required(cols["parent_span_id"], "parent_span_id"),
+        strict=True,
+    )
+    index = np.fromiter((position.get(p, -1) for p in parents), dtype=np.int64)
+    return _server_requests(cols, index)
+
+
+def extract_live_server_requests(
+    store: QueryRunner, start_unix_ns: int | None = None, end_unix_ns: int | None = None
+) -> ServerRequests:
+    """vLLM server spans with no otelbench client parent (live traffic), optionally only those
+    starting within ``[start_unix_ns, end_unix_ns)``; ``client_index`` is -1 throughout."""
+    cols = store.run("live_server_requests", start_unix_ns=start_unix_ns, end_unix_ns=end_unix_ns)
+    n = len(cols["span_id"])
+    return _server_requests(cols, np.full(n, -1, dtype=np.int64))
+
+
+def extract_run_data(store: QueryRunner, run_id: str | None = None) -> RunData:
+    """The run (``run_id``, or the latest), its client requests and their server children."""
+    run = extract_run(store, run_id)
+    client = extract_client_requests(store, run.run_id)
+    server = extract_run_server_requests(store, run.run_id, client)
+    return RunData(run=run, client=client, server=server)

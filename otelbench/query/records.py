@@ -1,0 +1,148 @@
+"""The typed record set the query layer hands to the metrics: timestamps, durations and counts.
+
+Records are **column-oriented** (one numpy array per field, one entry per request), so a run of a
+million requests is one array per field, not a million objects. Conventions:
+
+* integer columns that are always present (span start, duration) are ``int64``;
+* numeric attributes that may be absent are ``float64`` with **NaN for absent** (token counts
+  included: they are exact in float64 up to 2**53);
+* string columns are tuples with ``None`` for absent;
+* per-chunk arrays of all requests are concatenated (``chunk_offset_us``, ``chunk_tokens``) and
+  ``chunk_bounds`` (``n + 1`` entries) delimits each request's chunks — the
+  :class:`otelbench.metrics.Ragged` layout.
+
+Units and clock domains are in the field names: ``*_unix_ns`` wall clock; ``*_us``/``*_offset_us``
+client monotonic microseconds since T_submit; server latencies ``*_s`` are seconds as vLLM
+writes them (engine monotonic clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["ClientRequests", "RunData", "RunInfo", "ServerRequests"]
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+def _check_lengths(record: object, n: int, skip: frozenset[str] = frozenset()) -> None:
+    for f in fields(record):  # type: ignore[arg-type]
+        if f.name in skip:
+            continue
+        value = getattr(record, f.name)
+        if len(value) != n:
+            raise ValueError(f"{type(record).__name__}.{f.name} has {len(value)} entries, not {n}")
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One benchmark run: its id, its manifest (parsed JSON) and its run span's timing."""
+
+    run_id: str
+    manifest: Mapping[str, Any]
+    span_start_unix_ns: int
+    span_duration_ns: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ClientRequests:
+    """The client spans of one run, one entry per request, ordered by (T_submit, TraceId, SpanId).
+
+    ``ok`` is true when the span's status is not ``Error`` and it has no ``error.type``.
+    ``ttft_us`` is the time to the first *content* token (NaN when no content arrived);
+    ``end_offset_us`` is T_submit → last byte. ``chunk_token_source`` says how the per-chunk
+    token counts were obtained (``usage`` or ``one_per_chunk``; ``one_per_chunk`` is also assumed
+    when a span has chunk offsets but no chunk token counts).
+    """
+
+    trace_id: tuple[str, ...]
+    span_id: tuple[str, ...]
+    submit_unix_ns: I64
+    duration_ns: I64
+    ok: npt.NDArray[np.bool_]
+    error_type: tuple[str | None, ...]
+    request_index: F64
+    request_class: tuple[str | None, ...]
+    schedule_lag_us: F64
+    ttft_us: F64
+    first_event_offset_us: F64
+    end_offset_us: F64
+    input_tokens: F64
+    output_tokens: F64
+    finish_reasons: tuple[tuple[str, ...], ...]
+    chunk_token_source: tuple[str | None, ...]
+    chunk_bounds: I64
+    chunk_offset_us: I64
+    chunk_tokens: I64
+
+    def __post_init__(self) -> None:
+        n = len(self.span_id)
+        _check_lengths(self, n, frozenset({"chunk_bounds", "chunk_offset_us", "chunk_tokens"}))
+        b = self.chunk_bounds
+        if b.shape != (n + 1,) or b[0] != 0 or np.any(np.diff(b) < 0):
+            raise ValueError("chunk_bounds must have n+1 non-decreasing entries starting at 0")
+        if not (b[-1] == self.chunk_offset_us.size == self.chunk_tokens.size):
+            raise ValueError("chunk_bounds[-1] must equal the number of chunk entries")
+
+    def __len__(self) -> int:
+        return len(self.span_id)
+
+    def chunks(self, i: int) -> tuple[I64, I64]:
+        """Request ``i``'s content-chunk arrival offsets (µs since T_submit) and token counts."""
+        lo, hi = int(self.chunk_bounds[i]), int(self.chunk_bounds[i + 1])
+        return self.chunk_offset_us[lo:hi], self.chunk_tokens[lo:hi]
+
+    def end_unix_ns(self) -> I64:
+        """Response end on the wall clock: ``T_submit + end_offset_us`` (span ``Duration`` when
+        the end offset is absent)."""
+        end_offset_ns = np.where(
+            np.isfinite(self.end_offset_us), self.end_offset_us * 1000.0, self.duration_ns
+        )
+        return self.submit_unix_ns + np.rint(end_offset_ns).astype(np.int64)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ServerRequests:
+    """vLLM ``llm_request`` spans, one entry per span, ordered by (start, TraceId, SpanId).
+
+    ``client_index`` is the position in the run's :class:`ClientRequests` of the client span that
+    is this span's parent, or -1 for a span without an otelbench client parent (live traffic).
+    Latencies are vLLM's ``gen_ai.latency.*`` values in seconds; NaN when absent.
+    """
+
+    trace_id: tuple[str, ...]
+    span_id: tuple[str, ...]
+    parent_span_id: tuple[str, ...]
+    client_index: I64
+    start_unix_ns: I64
+    duration_ns: I64
+    request_id: tuple[str | None, ...]
+    ttft_s: F64
+    e2e_s: F64
+    queue_s: F64
+    prefill_s: F64
+    decode_s: F64
+    inference_s: F64
+    prompt_tokens: F64
+    completion_tokens: F64
+
+    def __post_init__(self) -> None:
+        _check_lengths(self, len(self.span_id))
+
+    def __len__(self) -> int:
+        return len(self.span_id)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RunData:
+    """Everything a run report needs: the run, its client requests, their server children."""
+
+    run: RunInfo
+    client: ClientRequests
+    server: ServerRequests

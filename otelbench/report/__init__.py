@@ -1,0 +1,47 @@
+"""Run reports: build the ``report.json`` dict from a span store, render it as JSON or Markdown.
+
+Renderers are registered by format name in :data:`RENDERERS`.
+
+Usage::
+
+    from otelbench.report import build_report, render
+
+    report = build_report("otelbench.duckdb", run_id=None)   # the latest run
+    print(render(report, "markdown"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from otelbench.errors import ConfigError
+from otelbench.report.build import SCHEMA_VERSION, build_report, render_json, report_from_data
+from otelbench.report.markdown import render_markdown
+
+__all__ = [
+    "RENDERERS",
+    "SCHEMA_VERSION",
+    "build_report",
+    "render",
+    "render_json",
+    "render_markdown",
+    "report_from_data",
+]
+
+RENDERERS: Final[Mapping[str, Callable[[dict[str, Any]], str]]] = {
+    "json": render_json,
+    "markdown": render_markdown,
+}
+"""Report renderers by format name."""
+
+
+def render(report: dict[str, Any], fmt: str) -> str:
+    """The report in format ``fmt`` (a key of :data:`RENDERERS`)."""
+    try:
+        renderer = RENDERERS[fmt]
+    except KeyError:
+        raise ConfigError(
+            f"unknown report format {fmt!r}; known: {', '.join(sorted(RENDERERS))}"
+        ) from None
+    return renderer(report)

@@ -1,0 +1,379 @@
+"""Build a run report: span store → records (query layer) → metrics → the ``report.json`` dict.
+
+The report's shape is a public contract, documented in ``docs/report-schema.md`` and versioned by
+:data:`SCHEMA_VERSION`. A report is deterministic: building it twice from the same store gives
+the same JSON (it holds no generation time).
+
+Usage::
+
+    from otelbench.report import build_report, render_json
+
+    report = build_report("otelbench.duckdb")          # the latest run; or run_id="..."
+    open("report.json", "w").write(render_json(report))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from otelbench.metrics import (
+    PERCENTILE_METHOD,
+    Outcomes,
+    Ragged,
+    consecutive_intervals,
+    group_first,
+    group_last,
+    group_max,
+    group_std,
+    outcomes,
+    percentile,
+    summarize,
+    tail_ratio,
+    token_arrival_times,
+    tpot,
+    ttft_by_input_length,
+    window_throughput,
+)
+from otelbench.query import QueryRunner, RunData, extract_run_data, open_store
+
+__all__ = [
+    "ITL_MIN_OUTPUT_TOKENS",
+    "ITL_MIN_REQUESTS",
+    "P99_9_MIN_SAMPLES",
+    "P99_MIN_SAMPLES",
+    "SCHEMA_VERSION",
+    "build_report",
+    "render_json",
+    "report_from_data",
+]
+
+SCHEMA_VERSION: Final = 1
+"""Version of the ``report.json`` shape; bumped on any incompatible change."""
+
+P99_MIN_SAMPLES: Final = 1000
+"""Samples the draft requires for P99 within 10% at 95% confidence (5.1.4.3)."""
+P99_9_MIN_SAMPLES: Final = 10000
+"""Samples the draft requires for P99.9 (5.1.4.3)."""
+ITL_MIN_OUTPUT_TOKENS: Final = 50
+"""Output tokens each request must generate for meaningful ITL samples (5.4.2)."""
+ITL_MIN_REQUESTS: Final = 100
+"""Requests the draft requires for per-request ITL statistics (5.4.2)."""
+
+FIRST_TOKEN_DEFINITION: Final = (
+    "time to the first content token (draft 5.1.3.1): T_first is when the first SSE data event "
+    "whose generated text (content, or a reasoning delta) is non-empty and not whitespace-only "
+    "is complete, stamped at the network read that completed it; role-only and empty deltas, "
+    "leading whitespace-only deltas, usage-only events, SSE comments and JSON framing do not "
+    "count. T_submit is taken as the request is handed to the HTTP transport, so the request's "
+    "own send time is inside TTFT (B.1.1). Time to the first event of any kind is recorded "
+    "separately on the client span (otelbench.client.first_event_offset_us)."
+)
+TPOT_DEFINITION: Final = (
+    "per request, (T_last - T_first) / (output_tokens - 1): the first token is excluded; "
+    "output_tokens is gen_ai.usage.output_tokens (the sum of per-chunk tokens when absent); "
+    "undefined for fewer than 2 output tokens. Server TPOT is vLLM's time_in_model_decode / "
+    "(completion_tokens - 1)."
+)
+JITTER_DEFINITION: Final = (
+    "per request, the population standard deviation (ddof=0) of its ITL samples, for requests "
+    "with at least 2 ITL samples; max pause is the request's largest ITL sample (draft 5.4.4.2)"
+)
+STD_DEFINITION: Final = "population standard deviation (ddof=0)"
+THROUGHPUT_WINDOW: Final = (
+    "from the earliest T_submit to the latest response end (T_submit + end offset) over all of "
+    "the run's requests, failed ones included; tokens and requests counted are those of "
+    "successful requests (draft 5.2.4.1)"
+)
+LATENCY_POPULATION: Final = (
+    "latency metrics (TTFT, ITL, TPOT, e2e) cover successful requests only; TTFT and ITL "
+    "additionally need at least one content token"
+)
+CLOCK_DOMAINS: Final = {
+    "client": (
+        "TTFT, ITL, time between chunks, TPOT and e2e are offsets on the load generator's "
+        "monotonic clock, in µs since T_submit; T_submit itself and the throughput window use the "
+        "client span's wall-clock start (otel_traces.Timestamp, ns)"
+    ),
+    "server": (
+        "vLLM's gen_ai.latency.* durations (seconds) from the engine's own clock; server TTFT "
+        "and e2e start at the request's arrival in the engine"
+    ),
+    "client_minus_server_ttft": (
+        "difference of two durations, each measured on one clock: no cross-host clock "
+        "synchronisation is needed; it is the network, HTTP and API-server overhead before the "
+        "engine saw the request plus the first token's way back"
+    ),
+}
+
+
+def build_report(
+    store: str | os.PathLike[str] | QueryRunner, run_id: str | None = None
+) -> dict[str, Any]:
+    """The report dict of run ``run_id`` (the latest run when None) in a span store.
+
+    ``store`` is a store file's path (opened read-only) or an open :class:`QueryRunner`.
+
+    >>> report = build_report("otelbench.duckdb")  # doctest: +SKIP
+    >>> report["metrics"]["client"]["ttft_ms"]["p99"]  # doctest: +SKIP
+    """
+    if isinstance(store, QueryRunner):
+        return report_from_data(extract_run_data(store, run_id))
+    with open_store(store) as runner:
+        return report_from_data(extract_run_data(runner, run_id))
+
+
+def render_json(report: dict[str, Any]) -> str:
+    """``report.json`` text: 2-space indent, keys in report order, no NaN, trailing newline."""
+    return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def _dropna(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return values[np.isfinite(values)]
+
+
+def _summary(values: npt.NDArray[np.float64]) -> dict[str, int | float | None]:
+    return summarize(_dropna(values)).to_dict()
+
+
+def _p50_p95_p99(values: npt.NDArray[np.float64]) -> dict[str, int | float | None]:
+    v = _dropna(values)
+    return {
+        "count": int(v.size),
+        "p50": percentile(v, 50),
+        "p95": percentile(v, 95),
+        "p99": percentile(v, 99),
+    }
+
+
+def report_from_data(data: RunData) -> dict[str, Any]:
+    """The report dict from already extracted records (pure: no I/O)."""
+    c = data.client
+    ok = c.ok
+    result = outcomes(ok, c.error_type)
+
+    # Per-request input tokens: the client's usage, else the server span's prompt tokens.
+    input_tokens = c.input_tokens.copy()
+    joined = data.server.client_index >= 0
+    server_rows = data.server.client_index[joined]
+    fill = np.isnan(input_tokens[server_rows])
+    input_tokens[server_rows[fill]] = data.server.prompt_tokens[joined][fill]
+
+    # Token timeline by Option B, ITL and time between chunks (successful requests only).
+    all_tokens = token_arrival_times(c.chunk_offset_us, c.chunk_tokens, c.chunk_bounds)
+    output_tokens = np.where(
+        np.isfinite(c.output_tokens), c.output_tokens, all_tokens.lengths().astype(np.float64)
+    )
+    tokens = all_tokens.select(ok)
+    chunks = Ragged(c.chunk_offset_us.astype(np.float64), c.chunk_bounds).select(ok)
+    itl_us = consecutive_intervals(tokens)
+    between_chunks_us = consecutive_intervals(chunks)
+    itl_ms = itl_us.values / 1000.0
+
+    ttft_ms = c.ttft_us / 1000.0
+    end_offset_us = np.where(np.isfinite(c.end_offset_us), c.end_offset_us, c.duration_ns / 1e3)
+    tpot_ms = tpot(group_first(tokens), group_last(tokens), output_tokens[ok]) / 1000.0
+    itl_summary = summarize(itl_ms)
+    rates = window_throughput(c.submit_unix_ns, c.end_unix_ns(), ok, output_tokens, input_tokens)
+
+    client_metrics: dict[str, Any] = {
+        "ttft_ms": _summary(ttft_ms[ok]),
+        "itl_ms": itl_summary.to_dict(),
+        "tpot_ms": _summary(tpot_ms),
+        "e2e_ms": _summary(end_offset_us[ok] / 1000.0),
+        "time_between_chunks_ms": _summary(between_chunks_us.values / 1000.0),
+        "tokens_per_chunk": _summary(_tokens_per_chunk(c.chunk_tokens, c.chunk_bounds, ok)),
+        "itl_per_request": {
+            "jitter_ms": _p50_p95_p99(group_std(itl_us) / 1000.0),
+            "max_pause_ms": _p50_p95_p99(group_max(itl_us) / 1000.0),
+        },
+        "itl_p99_p50_ratio": tail_ratio(itl_summary.p99, itl_summary.p50),
+        "ttft_by_input_tokens": [
+            b.to_dict() for b in ttft_by_input_length(ttft_ms[ok], input_tokens[ok])
+        ],
+        "throughput": {
+            "output_tokens_per_s": rates.output_tokens_per_s,
+            "input_tokens_per_s": rates.input_tokens_per_s,
+            "requests_per_s": rates.requests_per_s,
+            "window_s": rates.window_s,
+            "output_tokens": rates.output_tokens,
+            "input_tokens": rates.input_tokens,
+            "requests": rates.requests,
+        },
+    }
+    metrics: dict[str, Any] = {"client": client_metrics}
+    server = _server_metrics(data, ttft_ms)
+    if server is not None:
+        metrics["server"] = server
+
+    sources = Counter(
+        s
+        for s, good, n in zip(c.chunk_token_source, ok, np.diff(c.chunk_bounds), strict=True)
+        if good and n > 0 and s is not None
+    )
+    deviations = _deviations(data, ttft_ms[ok], output_tokens[ok], itl_us, result)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": _run_section(data, result),
+        "metrics": metrics,
+        "methodology": {
+            "itl_method": _itl_method(dict(sorted(sources.items())), server is not None),
+            "first_token_definition": FIRST_TOKEN_DEFINITION,
+            "tpot_definition": TPOT_DEFINITION,
+            "jitter_definition": JITTER_DEFINITION,
+            "percentile_method": PERCENTILE_METHOD,
+            "std_definition": STD_DEFINITION,
+            "throughput_window": THROUGHPUT_WINDOW,
+            "latency_population": LATENCY_POPULATION,
+            "clock_domains": dict(CLOCK_DOMAINS),
+            "deviations": deviations,
+        },
+    }
+
+
+def _tokens_per_chunk(
+    chunk_tokens: npt.NDArray[np.int64],
+    chunk_bounds: npt.NDArray[np.int64],
+    keep: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.float64]:
+    """Tokens per content chunk of the kept requests (Option A asks for the chunk-size
+    distribution, draft 4.6.3)."""
+    return Ragged(chunk_tokens.astype(np.float64), chunk_bounds).select(keep).values
+
+
+def _server_metrics(
+    data: RunData, client_ttft_ms: npt.NDArray[np.float64]
+) -> dict[str, Any] | None:
+    s = data.server
+    joined = s.client_index >= 0
+    if not np.any(joined):
+        return None
+    idx = s.client_index[joined]
+    server_ttft_ms = s.ttft_s[joined] * 1000.0
+    decode_ms = s.decode_s[joined] * 1000.0
+    client_ok = data.client.ok[idx]
+    difference = client_ttft_ms[idx] - server_ttft_ms
+    return {
+        "requests_joined": int(np.unique(idx).size),
+        "client_requests_without_server_span": len(data.client) - int(np.unique(idx).size),
+        "ttft_ms": _summary(server_ttft_ms),
+        "tpot_ms": _summary(tpot(np.zeros_like(decode_ms), decode_ms, s.completion_tokens[joined])),
+        "e2e_ms": _summary(s.e2e_s[joined] * 1000.0),
+        "queue_ms": _summary(s.queue_s[joined] * 1000.0),
+        "prefill_ms": _summary(s.prefill_s[joined] * 1000.0),
+        "decode_ms": _summary(decode_ms),
+        "client_minus_server_ttft_ms": _summary(difference[client_ok]),
+    }
+
+
+def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:
+    m = data.run.manifest
+    span_start_s = data.run.span_start_unix_ns / 1e9
+    span_end_s = (data.run.span_start_unix_ns + data.run.span_duration_ns) / 1e9
+    return {
+        "id": data.run.run_id,
+        "target": m.get("target"),
+        "model": m.get("model"),
+        "api": m.get("api"),
+        "workload": m.get("workload"),
+        "seed": m.get("seed"),
+        "load": m.get("load"),
+        "started_unix": m.get("started_unix", span_start_s),
+        "finished_unix": m.get("finished_unix", span_end_s),
+        "duration_s": m.get("duration_s", data.run.span_duration_ns / 1e9),
+        "otelbench_version": m.get("otelbench_version"),
+        "notes": list(m.get("notes", [])),
+        "requests": {
+            "total": result.total,
+            "succeeded": result.succeeded,
+            "failed": result.failed,
+            "failed_by_type": result.failed_by_type,
+        },
+    }
+
+
+def _itl_method(sources: dict[str, int], has_server: bool) -> dict[str, Any]:
+    if not sources:
+        declared = None
+    elif len(sources) == 1:
+        declared = next(iter(sources))
+    else:
+        declared = "mixed"
+    return {
+        "option": "B",
+        "name": "distributed timing (draft 4.6.3 Option B)",
+        "description": (
+            "client-side ITL: a content chunk of N tokens arriving at T assigns T to all N "
+            "tokens (N-1 zero intervals), which understates ITL variance; ITL_i = T(token_i) - "
+            "T(token_{i-1}) within a request, TTFT excluded (draft 5.4.3)"
+        ),
+        "protocol": "HTTP/1.1 Server-Sent Events (OpenAI-compatible streaming)",
+        "chunk_token_source": declared,
+        "chunk_token_sources": sources,
+        "chunk_token_source_meaning": {
+            "usage": "per-chunk token counts from continuous usage statistics (exact)",
+            "one_per_chunk": (
+                "each content chunk counted as one token (no per-chunk usage): ITL then equals "
+                "the time between chunks and may disagree with TPOT"
+            ),
+        },
+        "time_between_chunks": (
+            "Option A, reported separately as metrics.client.time_between_chunks_ms, with the "
+            "chunk-size distribution in metrics.client.tokens_per_chunk"
+        ),
+        "server_side": (
+            "Option C not used: vLLM's llm_request span carries phase durations but no per-token "
+            "timestamps" + ("; its phase durations are in metrics.server" if has_server else "")
+        ),
+    }
+
+
+def _deviations(
+    data: RunData,
+    ttft_ms: npt.NDArray[np.float64],
+    output_tokens: npt.NDArray[np.float64],
+    itl_us: Ragged,
+    result: Outcomes,
+) -> list[str]:
+    out = [str(d) for d in data.run.manifest.get("deviations", [])]
+    n_ttft = int(np.isfinite(ttft_ms).sum())
+    if n_ttft < P99_MIN_SAMPLES:
+        out.append(
+            f"TTFT has {n_ttft} samples, fewer than the {P99_MIN_SAMPLES} the draft requires for "
+            f"P99 and the {P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3): those percentiles are reported "
+            "but not statistically reliable"
+        )
+    elif n_ttft < P99_9_MIN_SAMPLES:
+        out.append(
+            f"TTFT has {n_ttft} samples, fewer than the {P99_9_MIN_SAMPLES} the draft requires for "
+            "P99.9 (5.1.4.3): P99.9 is reported but not statistically reliable"
+        )
+    no_content = result.succeeded - n_ttft
+    if no_content > 0:
+        out.append(
+            f"{no_content} successful request(s) delivered no content token and have no TTFT"
+        )
+    if result.failed:
+        by_type = ", ".join(f"{k}: {v}" for k, v in result.failed_by_type.items())
+        out.append(
+            f"{result.failed} of {result.total} requests failed ({by_type}); latency metrics "
+            f"cover the {result.succeeded} successful requests only"
+        )
+    short = int((output_tokens < ITL_MIN_OUTPUT_TOKENS).sum())
+    if short:
+        out.append(
+            f"{short} of {output_tokens.size} successful requests generated fewer than "
+            f"{ITL_MIN_OUTPUT_TOKENS} output tokens, the minimum for ITL statistics (5.4.2)"
+        )
+    with_itl = int((itl_us.lengths() > 0).sum())
+    if with_itl < ITL_MIN_REQUESTS:
+        out.append(
+            f"per-request ITL statistics come from {with_itl} requests, fewer than the "
+            f"{ITL_MIN_REQUESTS} the draft requires (5.4.2)"
+        )
+    return out

@@ -1,0 +1,289 @@
+"""Render a report dict (``docs/report-schema.md``) as Markdown, in the draft's table layouts.
+
+Sections: the Appendix C.1 *Minimum Viable Report* block, the 5.1.5.2 TTFT results table, the
+5.1.5.3 TTFT-by-input-length table, the 5.4.5 ITL table (with per-request jitter and maximum
+pause, 5.4.4.2, and time between chunks, 4.6.3 Option A), latency and throughput (5.2.5), a
+client-vs-server table when server spans exist, and the methodology declarations.
+
+Latencies are printed in milliseconds with two decimals; absent values print as ``n/a``.
+
+Usage::
+
+    from otelbench.report import build_report, render_markdown
+
+    print(render_markdown(build_report("otelbench.duckdb")))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["render_markdown"]
+
+NA = "n/a"
+NOT_RECORDED = "not recorded"
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return NA
+    return f"{float(value):.{digits}f}"
+
+
+def _ms(value: Any) -> str:
+    return _unit(value, "ms")
+
+
+def _unit(value: Any, unit: str, digits: int = 2) -> str:
+    return NA if value is None else f"{_num(value, digits)} {unit}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _load_text(load: Any) -> str:
+    if not isinstance(load, Mapping):
+        return NOT_RECORDED
+    mode = load.get("mode")
+    if mode == "closed_loop":
+        return f"closed-loop, concurrency {load.get('concurrency')}"
+    if load.get("rate") is not None:
+        return f"open-loop {mode}, {load.get('rate')} req/s"
+    return str(mode) if mode else NOT_RECORDED
+
+
+def _workload_text(workload: Any) -> str:
+    if isinstance(workload, Mapping):
+        return str(workload.get("name", NOT_RECORDED))
+    return NOT_RECORDED if workload is None else str(workload)
+
+
+def _minimum_report(report: Mapping[str, Any]) -> list[str]:
+    run = report["run"]
+    client = report["metrics"]["client"]
+    requests = run["requests"]
+    duration = run.get("duration_s")
+    deviations = report["methodology"]["deviations"]
+    lines = [
+        "```text",
+        "=== LLM Benchmark Report (Minimum) ===",
+        "",
+        "System Identification:",
+        f"- Model: {run.get('model') or NOT_RECORDED}",
+        f"- Hardware: {NOT_RECORDED}",
+        f"- Software: {NOT_RECORDED} (target {run.get('target') or NOT_RECORDED})",
+        f"- SUT Boundary: {NOT_RECORDED}",
+        "",
+        "Test Configuration:",
+        f"- Workload: {_workload_text(run.get('workload'))}",
+        f"- Load Model: {_load_text(run.get('load'))}",
+        f"- Request Count: {requests['total']} "
+        f"({requests['succeeded']} succeeded, {requests['failed']} failed)",
+        f"- Test Duration: {_num(duration, 1)} s"
+        if duration is not None
+        else "- Test Duration: n/a",
+        "",
+        "Key Results:",
+        f"- TTFT P50: {_ms(client['ttft_ms']['p50'])}",
+        f"- TTFT P99: {_ms(client['ttft_ms']['p99'])}",
+        f"- TPOT P50: {_ms(client['tpot_ms']['p50'])}",
+        f"- TPOT P99: {_ms(client['tpot_ms']['p99'])}",
+        f"- Max Throughput: {_unit(client['throughput']['output_tokens_per_s'], 'tok/s', 1)} "
+        "(output tokens/s at this run's single load level, not a maximum search)",
+        "- Throughput at P99 TTFT < 500ms: not measured (needs the load sweep of draft 5.2/5.3)",
+        "",
+        "Notes:",
+    ]
+    lines += [f"- {d}" for d in deviations] or ["- no deviations recorded"]
+    lines += [f"- Guardrail configuration: {NOT_RECORDED}", "", "=== End Report ===", "```"]
+    return lines
+
+
+def _summary_rows(name: str, summary: Mapping[str, Any], count_label: str) -> list[list[str]]:
+    return [
+        [count_label, str(summary["count"])],
+        [f"{name} P50", _ms(summary["p50"])],
+        [f"{name} P90", _ms(summary["p90"])],
+        [f"{name} P95", _ms(summary["p95"])],
+        [f"{name} P99", _ms(summary["p99"])],
+        [f"{name} P99.9", _ms(summary["p99_9"])],
+        [f"{name} Mean", _ms(summary["mean"])],
+    ]
+
+
+def _ttft_section(client: Mapping[str, Any]) -> list[str]:
+    s = client["ttft_ms"]
+    rows = [*_summary_rows("TTFT", s, "Requests"), ["TTFT Min", _ms(s["min"])]]
+    rows.append(["TTFT Max", _ms(s["max"])])
+    lines = ["## TTFT results (draft 5.1.5.2)", "", *_table(["Metric", "Value"], rows), ""]
+    buckets = [
+        [b["bucket"], str(b["count"]), _num(b["p50"]), _num(b["p95"]), _num(b["p99"])]
+        for b in client["ttft_by_input_tokens"]
+    ]
+    lines += ["## TTFT by input length (draft 5.1.5.3)", ""]
+    lines += _table(["Input Tokens", "Requests", "P50 (ms)", "P95 (ms)", "P99 (ms)"], buckets)
+    return [*lines, ""]
+
+
+def _itl_section(client: Mapping[str, Any], itl_method: Mapping[str, Any]) -> list[str]:
+    s = client["itl_ms"]
+    rows = _summary_rows("ITL", s, "ITL Samples")
+    rows.append(["ITL Std Dev", _ms(s["std"])])
+    rows.append(["P99/P50 Ratio", _num(client["itl_p99_p50_ratio"])])
+    source = itl_method.get("chunk_token_source") or NOT_RECORDED
+    lines = [
+        "## Inter-token latency (draft 5.4.5)",
+        "",
+        f"Method: Option {itl_method['option']}, {itl_method['name']}; "
+        f"chunk token counts: {source}.",
+        "",
+        *_table(["Metric", "Value"], rows),
+        "",
+    ]
+    per_request = client["itl_per_request"]
+    pr_rows = [
+        [label, str(v["count"]), _ms(v["p50"]), _ms(v["p95"]), _ms(v["p99"])]
+        for label, v in (
+            ("Jitter (per-request ITL std dev)", per_request["jitter_ms"]),
+            ("Maximum pause (per-request max ITL)", per_request["max_pause_ms"]),
+        )
+    ]
+    lines += ["Per-request statistics (draft 5.4.4.2):", ""]
+    lines += _table(["Metric", "Requests", "P50", "P95", "P99"], pr_rows)
+    tbc = client["time_between_chunks_ms"]
+    tpc = client["tokens_per_chunk"]
+    lines += [
+        "",
+        "Time between chunks (draft 4.6.3 Option A):",
+        "",
+        *_table(
+            ["Metric", "Samples", "P50", "P90", "P99", "Mean"],
+            [
+                [
+                    "Time between chunks",
+                    str(tbc["count"]),
+                    _ms(tbc["p50"]),
+                    _ms(tbc["p90"]),
+                    _ms(tbc["p99"]),
+                    _ms(tbc["mean"]),
+                ],
+                [
+                    "Tokens per chunk",
+                    str(tpc["count"]),
+                    _num(tpc["p50"]),
+                    _num(tpc["p90"]),
+                    _num(tpc["p99"]),
+                    _num(tpc["mean"]),
+                ],
+            ],
+        ),
+        "",
+    ]
+    return lines
+
+
+def _latency_throughput_section(client: Mapping[str, Any]) -> list[str]:
+    rows = [
+        [name, _ms(s["p50"]), _ms(s["p95"]), _ms(s["p99"])]
+        for name, s in (
+            ("TTFT", client["ttft_ms"]),
+            ("TPOT", client["tpot_ms"]),
+            ("End-to-End", client["e2e_ms"]),
+        )
+    ]
+    t = client["throughput"]
+    throughput_rows = [
+        ["Output Throughput", _unit(t["output_tokens_per_s"], "tok/s", 1)],
+        ["Request Throughput", _unit(t["requests_per_s"], "req/s", 2)],
+        ["Input Throughput", _unit(t["input_tokens_per_s"], "tok/s", 1)],
+        ["Measurement Window", _unit(t["window_s"], "s", 3)],
+    ]
+    return [
+        "## Latency and throughput (draft 5.2.5)",
+        "",
+        *_table(["Metric", "P50", "P95", "P99"], rows),
+        "",
+        *_table(["Metric", "Value"], throughput_rows),
+        "",
+    ]
+
+
+def _server_section(metrics: Mapping[str, Any]) -> list[str]:
+    server = metrics.get("server")
+    if server is None:
+        return []
+    client = metrics["client"]
+    side = [
+        [name, _ms(c["p50"]), _ms(s["p50"]), _ms(c["p99"]), _ms(s["p99"])]
+        for name, c, s in (
+            ("TTFT", client["ttft_ms"], server["ttft_ms"]),
+            ("TPOT", client["tpot_ms"], server["tpot_ms"]),
+            ("End-to-End", client["e2e_ms"], server["e2e_ms"]),
+        )
+    ]
+    components = [
+        [name, str(s["count"]), _ms(s["p50"]), _ms(s["p95"]), _ms(s["p99"])]
+        for name, s in (
+            ("Queue", server["queue_ms"]),
+            ("Prefill", server["prefill_ms"]),
+            ("Decode", server["decode_ms"]),
+            ("Client − server TTFT", server["client_minus_server_ttft_ms"]),
+        )
+    ]
+    return [
+        "## Client vs server",
+        "",
+        f"Server spans joined to {server['requests_joined']} client requests "
+        f"({server['client_requests_without_server_span']} without one).",
+        "",
+        *_table(["Metric", "Client P50", "Server P50", "Client P99", "Server P99"], side),
+        "",
+        "Server components (draft 5.1.4.2):",
+        "",
+        *_table(["Component", "Requests", "P50", "P95", "P99"], components),
+        "",
+    ]
+
+
+def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:
+    itl = methodology["itl_method"]
+    lines = [
+        "## Methodology",
+        "",
+        f"- ITL method: Option {itl['option']} — {itl['description']}",
+        f"- Protocol: {itl['protocol']}",
+        f"- Time between chunks: {itl['time_between_chunks']}",
+        f"- Server-side timing: {itl['server_side']}",
+        f"- First token: {methodology['first_token_definition']}",
+        f"- TPOT: {methodology['tpot_definition']}",
+        f"- Jitter and maximum pause: {methodology['jitter_definition']}",
+        f"- Percentiles: {methodology['percentile_method']}",
+        f"- Standard deviation: {methodology['std_definition']}",
+        f"- Throughput window: {methodology['throughput_window']}",
+        f"- Latency population: {methodology['latency_population']}",
+    ]
+    lines += [f"- Clock ({k}): {v}" for k, v in methodology["clock_domains"].items()]
+    lines += ["", "### Deviations", ""]
+    lines += [f"- {d}" for d in methodology["deviations"]] or ["- none"]
+    return [*lines, ""]
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """The report as Markdown (draft Appendix C.1 block, then the 5.x result tables).
+
+    >>> from otelbench.report import build_report
+    >>> print(render_markdown(build_report("otelbench.duckdb")))  # doctest: +SKIP
+    """
+    run = report["run"]
+    metrics = report["metrics"]
+    lines = [f"# otelbench report — run {run['id']}", "", *_minimum_report(report), ""]
+    lines += _ttft_section(metrics["client"])
+    lines += _itl_section(metrics["client"], report["methodology"]["itl_method"])
+    lines += _latency_throughput_section(metrics["client"])
+    lines += _server_section(metrics)
+    lines += _methodology_section(report["methodology"])
+    return "\n".join(lines).rstrip("\n") + "\n"

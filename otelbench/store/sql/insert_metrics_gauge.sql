@@ -1,0 +1,56 @@
+-- Insert one batch of data points into otel_metrics_gauge (DuckDB). Every parameter is a list
+-- with one entry per data point; maps travel as parallel key and value lists, timestamps as
+-- integer nanoseconds. The parameters are built by otelbench/store/duckdb_store.py.
+INSERT INTO otel_metrics_gauge
+SELECT
+    map(resource_attributes_k, resource_attributes_v),
+    resource_schema_url,
+    scope_name,
+    scope_version,
+    map(scope_attributes_k, scope_attributes_v),
+    scope_dropped_attr_count,
+    scope_schema_url,
+    service_name,
+    metric_name,
+    metric_description,
+    metric_unit,
+    map(attributes_k, attributes_v),
+    make_timestamp_ns(start_time_unix_ns),
+    make_timestamp_ns(time_unix_ns),
+    value,
+    flags,
+    list_transform(range(len(exemplars_filtered_attributes_k)),
+                   lambda i: map(exemplars_filtered_attributes_k[i + 1],
+                                 exemplars_filtered_attributes_v[i + 1])),
+    list_transform(exemplars_time_unix_ns, lambda t: make_timestamp_ns(t)),
+    exemplars_value,
+    exemplars_span_id,
+    exemplars_trace_id
+FROM (
+    SELECT
+        unnest($resource_attributes_k::VARCHAR[][])               AS resource_attributes_k,
+        unnest($resource_attributes_v::VARCHAR[][])               AS resource_attributes_v,
+        unnest($resource_schema_url::VARCHAR[])                   AS resource_schema_url,
+        unnest($scope_name::VARCHAR[])                            AS scope_name,
+        unnest($scope_version::VARCHAR[])                         AS scope_version,
+        unnest($scope_attributes_k::VARCHAR[][])                  AS scope_attributes_k,
+        unnest($scope_attributes_v::VARCHAR[][])                  AS scope_attributes_v,
+        unnest($scope_dropped_attr_count::UINTEGER[])             AS scope_dropped_attr_count,
+        unnest($scope_schema_url::VARCHAR[])                      AS scope_schema_url,
+        unnest($service_name::VARCHAR[])                          AS service_name,
+        unnest($metric_name::VARCHAR[])                           AS metric_name,
+        unnest($metric_description::VARCHAR[])                    AS metric_description,
+        unnest($metric_unit::VARCHAR[])                           AS metric_unit,
+        unnest($attributes_k::VARCHAR[][])                        AS attributes_k,
+        unnest($attributes_v::VARCHAR[][])                        AS attributes_v,
+        unnest($start_time_unix_ns::BIGINT[])                     AS start_time_unix_ns,
+        unnest($time_unix_ns::BIGINT[])                           AS time_unix_ns,
+        unnest($value::DOUBLE[])                                  AS value,
+        unnest($flags::UINTEGER[])                                AS flags,
+        unnest($exemplars_filtered_attributes_k::VARCHAR[][][])   AS exemplars_filtered_attributes_k,
+        unnest($exemplars_filtered_attributes_v::VARCHAR[][][])   AS exemplars_filtered_attributes_v,
+        unnest($exemplars_time_unix_ns::BIGINT[][])               AS exemplars_time_unix_ns,
+        unnest($exemplars_value::DOUBLE[][])                      AS exemplars_value,
+        unnest($exemplars_span_id::VARCHAR[][])                   AS exemplars_span_id,
+        unnest($exemplars_trace_id::VARCHAR[][])                  AS exemplars_trace_id
+);

@@ -1,0 +1,58 @@
+-- Insert one batch of spans into otel_traces (DuckDB). Every parameter is a list with one entry
+-- per span; maps travel as parallel key and value lists, timestamps as integer nanoseconds.
+-- The parameters are built by otelbench/store/duckdb_store.py (_TRACES).
+INSERT INTO otel_traces
+SELECT
+    make_timestamp_ns(timestamp_ns),
+    trace_id,
+    span_id,
+    parent_span_id,
+    trace_state,
+    span_name,
+    span_kind,
+    service_name,
+    map(resource_attributes_k, resource_attributes_v),
+    scope_name,
+    scope_version,
+    map(span_attributes_k, span_attributes_v),
+    duration_ns,
+    status_code,
+    status_message,
+    list_transform(events_timestamp_ns, lambda t: make_timestamp_ns(t)),
+    events_name,
+    list_transform(range(len(events_attributes_k)),
+                   lambda i: map(events_attributes_k[i + 1], events_attributes_v[i + 1])),
+    links_trace_id,
+    links_span_id,
+    links_trace_state,
+    list_transform(range(len(links_attributes_k)),
+                   lambda i: map(links_attributes_k[i + 1], links_attributes_v[i + 1]))
+FROM (
+    SELECT
+        unnest($timestamp_ns::BIGINT[])                 AS timestamp_ns,
+        unnest($trace_id::VARCHAR[])                    AS trace_id,
+        unnest($span_id::VARCHAR[])                     AS span_id,
+        unnest($parent_span_id::VARCHAR[])              AS parent_span_id,
+        unnest($trace_state::VARCHAR[])                 AS trace_state,
+        unnest($span_name::VARCHAR[])                   AS span_name,
+        unnest($span_kind::VARCHAR[])                   AS span_kind,
+        unnest($service_name::VARCHAR[])                AS service_name,
+        unnest($resource_attributes_k::VARCHAR[][])     AS resource_attributes_k,
+        unnest($resource_attributes_v::VARCHAR[][])     AS resource_attributes_v,
+        unnest($scope_name::VARCHAR[])                  AS scope_name,
+        unnest($scope_version::VARCHAR[])               AS scope_version,
+        unnest($span_attributes_k::VARCHAR[][])         AS span_attributes_k,
+        unnest($span_attributes_v::VARCHAR[][])         AS span_attributes_v,
+        unnest($duration_ns::UBIGINT[])                 AS duration_ns,
+        unnest($status_code::VARCHAR[])                 AS status_code,
+        unnest($status_message::VARCHAR[])              AS status_message,
+        unnest($events_timestamp_ns::BIGINT[][])        AS events_timestamp_ns,
+        unnest($events_name::VARCHAR[][])               AS events_name,
+        unnest($events_attributes_k::VARCHAR[][][])     AS events_attributes_k,
+        unnest($events_attributes_v::VARCHAR[][][])     AS events_attributes_v,
+        unnest($links_trace_id::VARCHAR[][])            AS links_trace_id,
+        unnest($links_span_id::VARCHAR[][])             AS links_span_id,
+        unnest($links_trace_state::VARCHAR[][])         AS links_trace_state,
+        unnest($links_attributes_k::VARCHAR[][][])      AS links_attributes_k,
+        unnest($links_attributes_v::VARCHAR[][][])      AS links_attributes_v
+);

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Serve the tiny Llama with vLLM on CPU in the foreground, for a person to poke at.
+#
+#   scripts/vllm/serve.sh [--port 8000] [--otlp http://127.0.0.1:4318/v1/traces] [-- EXTRA vllm serve ARGS]
+#
+# Same flags and environment as otelbench.sut.VllmCpuServer: --load-format dummy, --dtype float32,
+# --enforce-eager, 127.0.0.1, served as "tiny", max model len 512. --otlp turns on vLLM's own
+# tracer (OTLP/HTTP protobuf, service.name "vllm"); a bare http://host:port gets /v1/traces.
+# Runs scripts/vllm/setup.sh first (instant when already set up). Ctrl-C stops it.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+otel_home="${OTELBENCH_HOME:-$HOME/.cache/otelbench}"
+venv="${OTELBENCH_VLLM_VENV:-$otel_home/vllm-venv}"
+model_dir="${OTELBENCH_VLLM_MODEL:-$otel_home/tiny-llama}"
+port=8000
+otlp=""
+max_model_len=512
+extra=()
+
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+while (($#)); do
+    case "$1" in
+        --port) port="$2"; shift 2 ;;
+        --otlp) otlp="$2"; shift 2 ;;
+        --max-model-len) max_model_len="$2"; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        --) shift; extra=("$@"); break ;;
+        *) echo "serve.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+bash "$here/setup.sh" >/dev/null
+
+# Start from a clean slate: inherited OTEL_* or PYTHONPATH would change what vLLM does.
+while IFS= read -r var; do unset "$var"; done < <(compgen -e | grep -E '^(OTEL_|PYTHONPATH$|PYTHONHOME$)' || true)
+export VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" PYTHONUNBUFFERED=1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_TARGET_DEVICE=cpu
+export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_CACHE_ROOT="$otel_home/vllm-cache"
+
+args=(serve "$model_dir" --served-model-name tiny --load-format dummy --dtype float32 --enforce-eager
+      --host 127.0.0.1 --port "$port" --max-model-len "$max_model_len")
+if [[ -n "$otlp" ]]; then
+    [[ "$otlp" =~ ^https?://[^/]+/?$ ]] && otlp="${otlp%/}/v1/traces"
+    export OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf OTEL_SERVICE_NAME=vllm
+    args+=(--otlp-traces-endpoint "$otlp")
+fi
+
+echo "serve.sh: http://127.0.0.1:$port (model \"tiny\"; ready in ~30-60 s)${otlp:+, traces to $otlp}" >&2
+exec "$venv/bin/python" "$venv/bin/otelbench-vllm-cli.py" "${args[@]}" "${extra[@]}"

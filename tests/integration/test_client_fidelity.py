@@ -1,0 +1,145 @@
+"""Timing fidelity (draft 4.2.1: 1 ms or better): the client's TTFT and every inter-chunk interval
+against the moments the scripted server (another process) really wrote each chunk.
+
+Error of a chunk = client arrival − the moment the server began writing the chunk's last byte (the
+strict side: the write itself counts against the client). Every TTFT error and every ITL error
+(measured minus actual interval) must be within 1 ms.
+
+The machine these tests run on is shared (2 cores; other test suites, vLLM). When another process
+holds the CPU, the client or the server cannot run when a chunk arrives or is due, and no client
+could time it. So each measurement notes the kernel's CPU pressure (``/proc/pressure/cpu``: the
+share of wall time in which some runnable task waited for a CPU). A measurement that misses 1 ms is
+repeated up to three times; it fails at once if the machine was quiet during it, and the test is
+skipped, with all the numbers, only when every attempt missed under CPU pressure. The bound itself
+is never relaxed.
+
+The pytest process holds a large heap (hypothesis, every imported test module): one full garbage
+collection of it takes 30-250 ms here. As a load generator should, the measurement first collects
+and freezes the heap (``gc.freeze()``), so that only the collections the client's own allocations
+cause (a few hundred µs) fall inside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from otelbench.client import AsyncLLMClient, CompletionRequest
+from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
+
+pytestmark = pytest.mark.integration
+
+BOUND_NS = 1_000_000
+ATTEMPTS = 3
+QUIET = 0.05
+"""At most this share of wall time with a task waiting for a CPU counts as a quiet machine."""
+PSI = Path("/proc/pressure/cpu")
+
+
+def cpu_pressure_us() -> int | None:
+    """Cumulative µs during which some runnable task waited for a CPU (None without PSI)."""
+    try:
+        some = PSI.read_text().splitlines()[0]
+    except OSError:
+        return None
+    return int(some.rsplit("total=", 1)[1])
+
+
+@dataclass
+class Outcome:
+    concurrency: int
+    ttft_ns: list[int] = field(default_factory=list)
+    itl_ns: list[int] = field(default_factory=list)
+    chunk_ns: list[int] = field(default_factory=list)
+    pressure: float | None = None
+
+    @property
+    def worst_ns(self) -> int:
+        return max(max(abs(x) for x in self.ttft_ns), max(abs(x) for x in self.itl_ns))
+
+    def describe(self) -> str:
+        def q(xs: list[int], p: float) -> float:
+            s = sorted(abs(x) for x in xs)
+            return s[min(len(s) - 1, int(p * len(s)))] / 1000
+
+        over = sum(abs(x) > BOUND_NS for x in self.ttft_ns + self.itl_ns)
+        pressure = "n/a" if self.pressure is None else f"{self.pressure:.1%}"
+        return (
+            f"C={self.concurrency}: {len(self.ttft_ns)} TTFT, {len(self.itl_ns)} ITL samples; "
+            f"TTFT |err| p50 {q(self.ttft_ns, 0.5):.0f} µs max {q(self.ttft_ns, 1):.0f} µs; "
+            f"ITL |err| p50 {q(self.itl_ns, 0.5):.0f} µs p99 {q(self.itl_ns, 0.99):.0f} µs "
+            f"max {q(self.itl_ns, 1):.0f} µs; {over} over 1 ms; CPU pressure {pressure}"
+        )
+
+
+async def measure(
+    server: ScriptedServer, client: AsyncLLMClient, concurrency: int, rounds: int
+) -> Outcome:
+    tag = f"fidelity-{concurrency}-{time.time_ns()}"
+    rng = random.Random(concurrency)
+    script = {"n": 30, "ttft_ms": 20.0, "itl_ms": 10.0, "jitter_ms": 3.0, "tag": tag}
+
+    async def stream(i: int) -> list[tuple[int, list[int], str | None]]:
+        await asyncio.sleep(rng.uniform(0, 0.01))  # streams out of step, as real arrivals are
+        out = []
+        for r in range(rounds):
+            res = await client.complete(
+                CompletionRequest(
+                    api="completions",
+                    model="tiny",
+                    prompt="x",
+                    extra_body={"script": {**script, "seed": i * 1000 + r}},
+                )
+            )
+            assert res.ok, res
+            out.append((res.submit_mono_ns, res.chunk_offsets_us, res.response_id))
+        return out
+
+    p0, t0 = cpu_pressure_us(), time.perf_counter_ns()
+    streams = await asyncio.gather(*(stream(i) for i in range(concurrency)))
+    p1, t1 = cpu_pressure_us(), time.perf_counter_ns()
+    outcome = Outcome(concurrency)
+    if p0 is not None and p1 is not None:
+        outcome.pressure = (p1 - p0) * 1000 / (t1 - t0)
+    log = {e["id"]: e for e in server.log(tag=tag)}
+    for submit, offsets, rid in (x for s in streams for x in s):
+        assert rid is not None
+        errs = chunk_errors(submit, offsets, log[rid])
+        assert len(offsets) == 30
+        outcome.ttft_ns.append(errs.ttft_ns)
+        outcome.itl_ns += errs.itl_ns
+        outcome.chunk_ns += errs.errors_ns
+    # Causality, every time: nothing is measured before the server wrote it (µs truncation aside).
+    assert min(outcome.chunk_ns) >= -1000, outcome.describe()
+    return outcome
+
+
+@pytest.mark.parametrize(("concurrency", "rounds"), [(1, 5), (64, 1)])
+async def test_ttft_and_every_itl_within_1ms(
+    scripted_server: ScriptedServer, concurrency: int, rounds: int
+) -> None:
+    attempts: list[Outcome] = []
+    async with AsyncLLMClient(scripted_server.url) as client:
+        await measure(scripted_server, client, concurrency, 1)  # open the connections
+        for _ in range(ATTEMPTS):
+            gc.collect()
+            gc.freeze()
+            try:
+                outcome = await measure(scripted_server, client, concurrency, rounds)
+            finally:
+                gc.unfreeze()
+            attempts.append(outcome)
+            if outcome.worst_ns <= BOUND_NS:
+                return
+            quiet = outcome.pressure is None or outcome.pressure <= QUIET
+            assert not quiet, f"error over 1 ms on a quiet machine: {outcome.describe()}"
+    pytest.skip(
+        "every attempt missed 1 ms while other processes held the CPU: "
+        + " | ".join(o.describe() for o in attempts)
+    )

@@ -1,0 +1,169 @@
+"""``python -m otelbench.collector`` as a process: ready line, SIGKILL durability, SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otelbench.store import SpanStore
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def start_collector(store: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "otelbench.collector", "--store", str(store), *extra],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def ready_line(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, f"collector exited early: {proc.communicate(timeout=30)}"
+    event: dict[str, Any] = json.loads(line)
+    return event
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[str, Any], Path]]:
+    store = tmp_path / "spans.duckdb"
+    proc = start_collector(store, "--port", "0")
+    try:
+        yield proc, ready_line(proc), store
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+
+
+def some_spans(n: int, prefix: str) -> list[ReadableSpan]:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "otelbench-client"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("otelbench")
+    for i in range(n):
+        with tracer.start_as_current_span(f"{prefix}-{i}") as span:
+            span.set_attribute("otelbench.client.chunk_offsets_us", list(range(i, i + 120)))
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def test_ready_line(collector: tuple[subprocess.Popen[str], dict[str, Any], Path]) -> None:
+    proc, ready, _ = collector
+    assert set(ready) == {"event", "host", "port", "pid"}
+    assert ready["event"] == "ready"
+    assert ready["host"] == "127.0.0.1"
+    assert isinstance(ready["port"], int)
+    assert ready["port"] > 0
+    assert ready["pid"] == proc.pid
+
+
+def test_acknowledged_spans_survive_sigkill(
+    collector: tuple[subprocess.Popen[str], dict[str, Any], Path],
+) -> None:
+    proc, ready, store = collector
+    exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{ready['port']}/v1/traces", timeout=30)
+    acknowledged: set[str] = set()
+    for batch in range(20):
+        spans = some_spans(25, f"b{batch}")
+        assert exporter.export(spans) is SpanExportResult.SUCCESS  # HTTP 200: committed
+        acknowledged |= {f"{s.context.span_id:016x}" for s in spans}
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    exporter.shutdown()
+    with SpanStore.open(store, read_only=True) as reopened:
+        stored = {sid for (sid,) in reopened.execute('SELECT "SpanId" FROM otel_traces')}
+        assert stored == acknowledged
+        assert reopened.span_count() == 500
+        [(offsets,)] = reopened.execute(
+            """SELECT "SpanAttributes"['otelbench.client.chunk_offsets_us']::BIGINT[]
+               FROM otel_traces WHERE "SpanName" = 'b7-3'"""
+        )
+        assert offsets == list(range(3, 123))
+
+
+def test_sigterm_stops_gracefully(
+    collector: tuple[subprocess.Popen[str], dict[str, Any], Path],
+) -> None:
+    proc, ready, store = collector
+    exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{ready['port']}/v1/traces", timeout=30)
+    assert exporter.export(some_spans(7, "t")) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    stopped = json.loads(out.strip())
+    assert stopped == {
+        "event": "stopped",
+        "spans": 7,
+        "metric_points": 0,
+        "spans_rejected": 0,
+        "rejected": {},
+    }
+    assert not Path(f"{store}.wal").exists()  # closed cleanly: the WAL was checkpointed
+    with SpanStore.open(store, read_only=True) as reopened:
+        assert reopened.span_count() == 7
+
+
+def test_sigint_stops_too(collector: tuple[subprocess.Popen[str], dict[str, Any], Path]) -> None:
+    proc, _, _ = collector
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert json.loads(out)["event"] == "stopped"
+
+
+def test_not_an_otelbench_store_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text("a,b\n1,2\n")
+    proc = start_collector(path, "--port", "0")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("otelbench collector: ")
+    assert "not a DuckDB database" in err
+    assert path.read_text() == "a,b\n1,2\n"
+
+
+def test_port_in_use_exits_2(
+    tmp_path: Path, collector: tuple[subprocess.Popen[str], dict[str, Any], Path]
+) -> None:
+    _, ready, _ = collector
+    proc = start_collector(tmp_path / "second.duckdb", "--port", str(ready["port"]))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert f"cannot listen on 127.0.0.1:{ready['port']}" in err
+
+
+def test_store_locked_by_a_running_collector_exits_2(
+    collector: tuple[subprocess.Popen[str], dict[str, Any], Path],
+) -> None:
+    _, _, store = collector
+    proc = start_collector(store, "--port", "0")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert err.count("\n") == 1
+    assert "in use by another process" in err
+    assert store.exists()

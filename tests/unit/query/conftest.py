@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.unit.query.spanstore import write_scenario
+
+
+@pytest.fixture
+def scenario_store(tmp_path: Path) -> Path:
+    """A real DuckDB span store holding the shared scenario (see ``spanstore.write_scenario``)."""
+    return write_scenario(tmp_path / "otelbench.duckdb")

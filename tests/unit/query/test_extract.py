@@ -1,0 +1,326 @@
+"""Extraction from a real DuckDB span store built from ``otelbench/store/schema.sql``."""
+
+from __future__ import annotations
+
+import math
+import re
+from importlib.resources import files
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from otelbench import semconv
+from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
+from otelbench.query import (
+    QueryRunner,
+    extract_client_requests,
+    extract_live_server_requests,
+    extract_run,
+    extract_run_data,
+    get_dialect,
+    list_runs,
+    open_store,
+)
+from otelbench.query.extract import NAME_PARAMETERS
+from otelbench.store import SpanStore
+from tests.unit.query.spanstore import (
+    MANIFEST,
+    MS,
+    OLD_RUN_ID,
+    RUN_ID,
+    T0_NS,
+    SpanWriter,
+    span,
+    trace,
+)
+
+
+# --- runs --------------------------------------------------------------------------------------
+def test_list_runs_oldest_first_with_parsed_manifest(scenario_store: Path) -> None:
+    with open_store(scenario_store) as store:
+        runs = list_runs(store)
+    assert [r.run_id for r in runs] == [OLD_RUN_ID, RUN_ID]
+    assert runs[1].manifest == MANIFEST
+    assert runs[1].span_start_unix_ns == T0_NS
+    assert runs[1].span_duration_ns == 1600 * MS
+
+
+def test_default_run_is_the_latest_and_runs_are_selected_by_id(scenario_store: Path) -> None:
+    with open_store(scenario_store) as store:
+        assert extract_run(store).run_id == RUN_ID
+        assert extract_run(store, OLD_RUN_ID).run_id == OLD_RUN_ID
+        with pytest.raises(ConfigError, match=r"no run 'nope' .*runs: r0, r1"):
+            extract_run(store, "nope")
+
+
+def test_store_without_runs(tmp_path: Path) -> None:
+    SpanWriter(tmp_path / "empty.duckdb").close()
+    with (
+        open_store(tmp_path / "empty.duckdb") as store,
+        pytest.raises(StoreError, match="holds no otelbench run"),
+    ):
+        extract_run(store)
+
+
+# --- client requests ---------------------------------------------------------------------------
+def test_client_requests_of_a_run_in_submit_order(scenario_store: Path) -> None:
+    with open_store(scenario_store) as store:
+        c = extract_client_requests(store, RUN_ID)
+    assert len(c) == 4
+    assert c.trace_id == (trace(1), trace(2), trace(3), trace(4))
+    assert c.span_id == (span(1), span(2), span(3), span(4))
+    assert c.submit_unix_ns.tolist() == [
+        T0_NS,
+        T0_NS + 500 * MS,
+        T0_NS + 1000 * MS,
+        T0_NS + 1500 * MS,
+    ]
+    assert c.duration_ns.tolist() == [210 * MS, 340 * MS, 65 * MS, 20 * MS]
+    assert c.ok.tolist() == [True, True, True, False]
+    assert c.error_type == (None, None, None, "504")
+    assert c.request_index.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert c.request_class == ("default",) * 4
+    assert c.ttft_us[:3].tolist() == [100_000.0, 300_000.0, 50_000.0]
+    assert math.isnan(c.ttft_us[3])
+    assert c.end_offset_us.tolist() == [210_000.0, 340_000.0, 65_000.0, 20_000.0]
+    assert c.input_tokens[:3].tolist() == [200.0, 256.0, 255.0]
+    assert math.isnan(c.input_tokens[3])
+    assert c.output_tokens[:3].tolist() == [7.0, 3.0, 2.0]
+    assert math.isnan(c.schedule_lag_us[0])
+    assert c.finish_reasons == (("length",), ("length",), ("length",), ())
+    assert c.chunk_token_source == ("usage", "usage", "usage", None)
+    # chunk arrays: JSON text in the store → flat int64 arrays + bounds
+    assert c.chunk_bounds.tolist() == [0, 4, 7, 9, 9]
+    assert c.chunk_offset_us.dtype == np.int64
+    assert c.chunk_offset_us.tolist() == [
+        100_000,
+        120_000,
+        150_000,
+        200_000,
+        300_000,
+        310_000,
+        330_000,
+        50_000,
+        60_000,
+    ]
+    assert c.chunk_tokens.tolist() == [1, 2, 1, 3, 1, 1, 1, 1, 1]
+    offsets, tokens = c.chunks(1)
+    assert offsets.tolist() == [300_000, 310_000, 330_000]
+    assert tokens.tolist() == [1, 1, 1]
+    assert c.chunks(3)[0].size == 0
+    assert c.end_unix_ns().tolist() == [
+        T0_NS + 210 * MS,
+        T0_NS + 840 * MS,
+        T0_NS + 1065 * MS,
+        T0_NS + 1520 * MS,
+    ]
+
+
+def test_other_runs_client_spans_are_not_extracted(scenario_store: Path) -> None:
+    with open_store(scenario_store) as store:
+        old = extract_client_requests(store, OLD_RUN_ID)
+    assert old.span_id == (span(100),)
+    assert old.chunk_offset_us.tolist() == [1000, 2000]
+
+
+def test_missing_chunk_tokens_mean_one_token_per_chunk(tmp_path: Path) -> None:
+    s = SpanWriter(tmp_path / "s.duckdb")
+    s.client_span(
+        run_id="x",
+        trace_id=trace(1),
+        span_id=span(1),
+        submit_ns=T0_NS,
+        end_offset_us=50,
+        chunk_offsets_us=[10, 20, 40],
+        chunk_tokens=None,
+        chunk_token_source=None,
+    )
+    s.close()
+    with open_store(tmp_path / "s.duckdb") as store:
+        c = extract_client_requests(store, "x")
+    assert c.chunk_tokens.tolist() == [1, 1, 1]
+    assert c.chunk_tokens.dtype == np.int64
+    assert c.chunk_token_source == (semconv.CHUNK_TOKENS_ONE_PER_CHUNK,)
+
+
+def test_chunk_array_length_mismatch_is_a_store_error(tmp_path: Path) -> None:
+    s = SpanWriter(tmp_path / "s.duckdb")
+    s.client_span(
+        run_id="x",
+        trace_id=trace(1),
+        span_id=span(7),
+        submit_ns=T0_NS,
+        end_offset_us=50,
+        chunk_offsets_us=[10, 20],
+        chunk_tokens=[1],
+    )
+    s.close()
+    with (
+        open_store(tmp_path / "s.duckdb") as store,
+        pytest.raises(StoreError, match=f"client span {span(7)}: .* has 2 entries but .* has 1"),
+    ):
+        extract_client_requests(store, "x")
+
+
+def test_malformed_attribute_is_a_store_error(tmp_path: Path) -> None:
+    s = SpanWriter(tmp_path / "s.duckdb")
+    s.client_span(
+        run_id="x",
+        trace_id=trace(1),
+        span_id=span(1),
+        submit_ns=T0_NS,
+        end_offset_us=50,
+        chunk_offsets_us=[10],
+        chunk_tokens=[1],
+        extra={semconv.CLIENT_TTFT_US: "soon"},
+    )
+    s.close()
+    with open_store(tmp_path / "s.duckdb") as store, pytest.raises(StoreError, match="failed"):
+        extract_client_requests(store, "x")
+
+
+# --- server spans ------------------------------------------------------------------------------
+def test_server_children_are_joined_to_their_client_spans(scenario_store: Path) -> None:
+    with open_store(scenario_store) as store:
+        data = extract_run_data(store)
+    s = data.server
+    assert data.run.run_id == RUN_ID
+    assert len(s) == 2
+    assert s.span_id == (span(11), span(12))
+    assert s.parent_span_id == (span(1), span(2))
+    assert s.client_index.tolist() == [0, 1]
+    assert s.request_id == ("cmpl-a", "cmpl-b")
+    assert s.start_unix_ns.tolist() == [T0_NS + 5 * MS, T0_NS + 505 * MS]
+    # doubles stored as decimal text come back as float seconds
+    assert s.ttft_s.tolist() == [0.06, 0.25]
+    assert s.e2e_s.tolist() == [0.19, 0.33]
+    assert s.queue_s.tolist() == [0.01, 0.2]
+    assert s.prefill_s.tolist() == [0.05, 0.05]
+    assert s.decode_s.tolist() == [0.1, 0.02]
+    assert s.inference_s.tolist() == pytest.approx([0.15, 0.07])
+    assert s.prompt_tokens.tolist() == [200.0, 256.0]
+    assert s.completion_tokens.tolist() == [7.0, 3.0]
+
+
+def test_a_client_span_keeps_only_its_earliest_server_child(tmp_path: Path) -> None:
+    s = SpanWriter(tmp_path / "s.duckdb")
+    s.run_span("x", {"id": "x"}, T0_NS, MS)
+    s.client_span(run_id="x", trace_id=trace(1), span_id=span(1), submit_ns=T0_NS, end_offset_us=9)
+    for n, start in ((3, T0_NS + 2 * MS), (2, T0_NS + MS)):
+        s.server_span(
+            trace_id=trace(1),
+            span_id=span(n),
+            parent_span_id=span(1),
+            start_ns=start,
+            ttft_s="0.001",
+            e2e_s="0.002",
+            queue_s="0",
+            prefill_s="0.001",
+            decode_s="0.001",
+            prompt_tokens=1,
+            completion_tokens=2,
+        )
+    s.close()
+    with open_store(tmp_path / "s.duckdb") as store:
+        server = extract_run_data(store).server
+    assert server.span_id == (span(2),)
+
+
+def test_live_server_spans_are_those_without_an_otelbench_client_parent(
+    scenario_store: Path,
+) -> None:
+    with open_store(scenario_store) as store:
+        live = extract_live_server_requests(store)
+        window = extract_live_server_requests(
+            store, start_unix_ns=T0_NS, end_unix_ns=T0_NS + 5000 * MS
+        )
+        after = extract_live_server_requests(store, start_unix_ns=T0_NS + 5000 * MS)
+    assert live.span_id == (span(200), span(201))
+    assert live.parent_span_id == ("", span(999))
+    assert live.client_index.tolist() == [-1, -1]
+    assert live.ttft_s.tolist() == [0.015, 0.02]  # "1.5e-02" is valid decimal text too
+    assert live.completion_tokens.tolist() == [98.0, 9.0]
+    assert window.span_id == (span(200),)  # the window is half-open
+    assert after.span_id == (span(201),)
+
+
+# --- opening stores, dialects and SQL files ----------------------------------------------------
+def test_open_store_is_read_only(scenario_store: Path) -> None:
+    with open_store(scenario_store) as store, pytest.raises(duckdb.Error, match="read-only"):
+        store.connection.execute("DELETE FROM otel_traces")
+
+
+def test_missing_file_is_a_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no span store at"), open_store(tmp_path / "nope.duckdb"):
+        pass
+
+
+def test_a_duckdb_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
+    duckdb.connect(str(tmp_path / "other.duckdb")).close()
+    with (
+        pytest.raises(NotAnOtelbenchStore, match="not an otelbench store"),
+        open_store(tmp_path / "other.duckdb"),
+    ):
+        pass
+
+
+def test_a_file_that_is_not_duckdb_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "junk.duckdb").write_bytes(b"not a database at all" * 100)
+    with (
+        pytest.raises(NotAnOtelbenchStore, match="not a DuckDB database"),
+        open_store(tmp_path / "junk.duckdb"),
+    ):
+        pass
+
+
+def test_a_store_missing_otel_traces_is_not_an_otelbench_store(tmp_path: Path) -> None:
+    SpanWriter(tmp_path / "s.duckdb").close()
+    with duckdb.connect(str(tmp_path / "s.duckdb")) as con:
+        con.execute("DROP TABLE otel_traces")
+    with (
+        open_store(tmp_path / "s.duckdb") as store,
+        pytest.raises(NotAnOtelbenchStore, match=r"otel_traces.*not an otelbench span store"),
+    ):
+        list_runs(store)
+
+
+def test_queries_on_an_open_span_store(scenario_store: Path) -> None:
+    with SpanStore.open(scenario_store, read_only=True) as span_store:
+        runner = QueryRunner.for_store(span_store)
+        assert runner.source == str(scenario_store)
+        assert [r.run_id for r in list_runs(runner)] == [OLD_RUN_ID, RUN_ID]
+
+
+def test_dialects_are_registered() -> None:
+    assert get_dialect("duckdb").name == "duckdb"
+    with pytest.raises(ConfigError, match="unknown SQL dialect 'clickhouse'; known: duckdb"):
+        get_dialect("clickhouse")
+
+
+VALUE_PARAMETERS = {"run_id", "start_unix_ns", "end_unix_ns"}
+
+
+def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
+    sql_dir = files("otelbench.query") / "sql" / "duckdb"
+    names = sorted(p.name for p in sql_dir.iterdir() if p.name.endswith(".sql"))
+    assert names == [
+        "client_requests.sql",
+        "live_server_requests.sql",
+        "run_server_requests.sql",
+        "runs.sql",
+    ]
+    used: set[str] = set()
+    for name in names:
+        text = re.sub(r"--[^\n]*", "", (sql_dir / name).read_text(encoding="utf-8"))
+        params = set(re.findall(r"\$([A-Za-z_]\w*)", text))
+        assert params <= NAME_PARAMETERS.keys() | VALUE_PARAMETERS, name
+        # no attribute name is spelled out in SQL: they are all bound from semconv
+        assert "gen_ai." not in text, name
+        assert "otelbench." not in text, name
+        used |= params
+    assert NAME_PARAMETERS.keys() <= used  # no stale names
+    assert set(NAME_PARAMETERS.values()) <= {
+        v for k, v in vars(semconv).items() if k.isupper() and isinstance(v, str)
+    }
