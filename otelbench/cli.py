@@ -114,6 +114,16 @@ def run(
         typer.Option(help="Launch the system under test: 'vllm-cpu' starts the tiny vLLM on CPU."),
     ] = None,
     max_model_len: Annotated[int, typer.Option(help="With --sut vllm-cpu.")] = 1024,
+    sut_boundary: Annotated[
+        str | None,
+        typer.Option(help="Declare the SUT boundary (draft 4.1): Model Engine, Gateway, Compound."),
+    ] = None,
+    sut_hardware: Annotated[
+        str | None, typer.Option(help="Declare the target's hardware for the report.")
+    ] = None,
+    sut_software: Annotated[
+        str | None, typer.Option(help="Declare the target's software and version.")
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 600.0,
     span_wait: Annotated[
         float | None,
@@ -153,6 +163,15 @@ def run(
         ignore_eos=ignore_eos,
         extra_body=body,
         timeout_s=timeout,
+        sut={
+            k: v
+            for k, v in (
+                ("boundary", sut_boundary),
+                ("hardware", sut_hardware),
+                ("software", sut_software),
+            )
+            if v
+        },
     )
     launch = {"max_model_len": max_model_len, "served_model_name": model} if sut else None
     with _Progress(requests) as progress:

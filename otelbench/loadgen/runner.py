@@ -85,6 +85,9 @@ class RunConfig:
     ignore_eos: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     """Merged into every request body (server-specific parameters)."""
+    sut: dict[str, Any] = field(default_factory=dict)
+    """The system under test as declared or detected: ``boundary`` (draft 4.1: Model Engine,
+    Application Gateway or Compound System), ``software``, ``hardware``."""
     timeout_s: float = 600.0
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
@@ -125,6 +128,7 @@ def _manifest(config: RunConfig, workload_spec: dict[str, Any]) -> dict[str, Any
         "seed": config.seed,
         "load": asdict(config.load),
         "otelbench_version": __version__,
+        "sut": config.sut,
         "request_options": {
             "ignore_eos": config.ignore_eos,
             "stream": True,

@@ -287,6 +287,7 @@ def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:
         "finished_unix": m.get("finished_unix", span_end_s),
         "duration_s": m.get("duration_s", data.run.span_duration_ns / 1e9),
         "otelbench_version": m.get("otelbench_version"),
+        "sut": m.get("sut"),
         "notes": list(m.get("notes", [])),
         "requests": {
             "total": result.total,

@@ -68,15 +68,17 @@ def _minimum_report(report: Mapping[str, Any]) -> list[str]:
     requests = run["requests"]
     duration = run.get("duration_s")
     deviations = report["methodology"]["deviations"]
+    sut = run.get("sut") if isinstance(run.get("sut"), Mapping) else {}
     lines = [
         "```text",
         "=== LLM Benchmark Report (Minimum) ===",
         "",
         "System Identification:",
         f"- Model: {run.get('model') or NOT_RECORDED}",
-        f"- Hardware: {NOT_RECORDED}",
-        f"- Software: {NOT_RECORDED} (target {run.get('target') or NOT_RECORDED})",
-        f"- SUT Boundary: {NOT_RECORDED}",
+        f"- Hardware: {sut.get('hardware') or NOT_RECORDED}",
+        f"- Software: {sut.get('software') or NOT_RECORDED}"
+        f" (target {run.get('target') or NOT_RECORDED})",
+        f"- SUT Boundary: {sut.get('boundary') or NOT_RECORDED}",
         "",
         "Test Configuration:",
         f"- Workload: {_workload_text(run.get('workload'))}",

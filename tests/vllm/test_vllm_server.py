@@ -401,7 +401,10 @@ def test_start_timeout_stops_the_whole_process_group(
     venv, model = fake_env
     child_pid_file = tmp_path / "child.pid"
     server = VllmCpuServer(
-        model_dir=model, venv=venv, env={"FAKE_MODE": "hang", "FAKE_CHILD_PID": str(child_pid_file)}
+        model_dir=model,
+        venv=venv,
+        env={"FAKE_MODE": "hang", "FAKE_CHILD_PID": str(child_pid_file)},
+        log_path=tmp_path / "vllm.log",
     )
     with pytest.raises(TargetUnreachable, match=r"did not serve 'tiny' on .* within 2 s"):
         server.start(timeout=2)
@@ -419,6 +422,7 @@ def test_stop_kills_a_server_that_ignores_sigterm(
         venv=venv,
         served_model_name="m",
         env={"FAKE_MODE": "serve", "FAKE_CHILD_PID": str(child_pid_file)},
+        log_path=tmp_path / "vllm.log",
     ) as server:
         assert server.running
         assert len(server.processes()) == 2
