@@ -2,22 +2,31 @@
 
 Measured against the scripted SSE server (tests/fixtures/scripted_server.py), which logs when it
 really wrote every chunk (CLOCK_MONOTONIC, shared across processes). The client runs in this
-process (one thread, so at most one core); the server runs in its own process. Neither is pinned:
-on a shared machine a pinned process cannot move off a core that another job is holding.
+process (one thread, so at most one core; spans are recorded by the OpenTelemetry SDK with a
+batch processor and an exporter that drops them, so span work is counted but no network export);
+the server runs in its own process. Neither is pinned: on a shared machine a pinned process cannot
+move off a core that another job is holding.
 
 1. fidelity: TTFT and ITL error vs the actual send times at 1 and 64 concurrent streams;
 2. capacity: the highest concurrency (request rate, chunks/s) the client sustains on one core while
-   its p99 chunk-timing error stays within 1 ms (draft 4.2.1);
+   its TTFT and ITL errors stay within 1 ms at the 99th percentile (draft 4.2.1), with the garbage
+   collector running as usual and paused during each level;
 3. cost: client CPU seconds per 1,000 output tokens at saturation (``getrusage(RUSAGE_SELF)``);
 4. start-up: ``python -c "import otelbench.client"`` and the first request of a fresh process.
 
 Error of a chunk = client arrival time − the moment the server started writing the chunk's last
-byte (the strict choice: the write itself counts against the client). ITL error = measured minus
-actual interval between consecutive content chunks.
+byte (the strict choice: the write itself counts against the client; ``chunk_err_vs_write_end_us``
+has it against the end of the write). ITL error = measured minus actual interval between
+consecutive content chunks. Each level records what else happened on the machine: CPU used by
+other processes and the share of CPU time the host stole (``/proc/stat``), the 1-minute load, CPU
+pressure (``/proc/pressure/cpu``), and garbage-collection pauses in the client; a level that
+misses its goal on a disturbed machine is run again, up to three times, and the least disturbed
+attempt is reported (all attempts are kept under ``attempts``).
 
 Usage: ``.venv/bin/python bench/client_fidelity.py [--quick] [--out FILE.json]`` (default
-``bench/results/client_fidelity.json``). As a load generator should, the process freezes its heap
-after start-up (``gc.freeze()``) so that garbage collection only walks what the client allocates.
+``bench/results/client_fidelity.json``). As a load generator should, the process collects and
+freezes its heap (``gc.freeze()``) after start-up and before each load level, so that garbage
+collection only walks what the level allocates; pauses are still recorded (``gc_pause_max_us``).
 """
 
 from __future__ import annotations
@@ -41,8 +50,52 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import (  # noqa: E402
+    BatchSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult  # noqa: E402
 from tests.fixtures.scripted_server import ScriptedServer, chunk_errors  # noqa: E402
+
+
+class CountingExporter(SpanExporter):
+    """Counts finished spans and drops them: the SDK's span work without a network exporter."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+
+    def export(self, spans: Any) -> SpanExportResult:
+        self.spans += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+EXPORTER = CountingExporter()
+PROVIDER = TracerProvider()
+PROVIDER.add_span_processor(BatchSpanProcessor(EXPORTER))
+
+
+class GcPauses:
+    """Garbage-collection pauses in this process (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self.pauses_ns: list[int] = []
+        self._t = 0
+        gc.callbacks.append(self._cb)
+
+    def _cb(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t = time.perf_counter_ns()
+        else:
+            self.pauses_ns.append(time.perf_counter_ns() - self._t)
+
+
+GC = GcPauses()
 
 
 def cpu_seconds() -> float:
@@ -52,6 +105,17 @@ def cpu_seconds() -> float:
 
 def loadavg() -> float:
     return os.getloadavg()[0]
+
+
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+CPUS = os.cpu_count() or 1
+
+
+def vm_cpu_s() -> tuple[float, float]:
+    """(busy, stolen-by-the-host) CPU seconds of the whole VM so far (``/proc/stat``)."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = f
+    return (user + nice + system + irq + softirq) * TICK_S, steal * TICK_S
 
 
 def cpu_pressure_us() -> int:
@@ -84,10 +148,14 @@ class Run:
     ttft_err_us: list[float] = field(default_factory=list)
     itl_err_us: list[float] = field(default_factory=list)
     chunk_err_us: list[float] = field(default_factory=list)
+    chunk_err_end_us: list[float] = field(default_factory=list)
     failed: int = 0
+    gc_pauses_ns: list[int] = field(default_factory=list)
     load_before: float = 0.0
     load_after: float = 0.0
     cpu_pressure: float | None = None
+    others_cpu: float = 0.0
+    steal: float = 0.0
 
     def summary(self) -> dict[str, Any]:
         chunks = sum(len(r.chunk_offsets_us) for r in self.results)
@@ -122,8 +190,18 @@ class Run:
                 "max": round(max(self.chunk_err_us, default=float("nan")), 1),
                 "min": round(min(self.chunk_err_us, default=float("nan")), 1),
             },
+            "chunk_err_vs_write_end_us": {
+                "p50": round(pct(self.chunk_err_end_us, 0.5), 1),
+                "p99": round(pct(self.chunk_err_end_us, 0.99), 1),
+                "max": round(max(self.chunk_err_end_us, default=float("nan")), 1),
+                "min": round(min(self.chunk_err_end_us, default=float("nan")), 1),
+            },
             "loadavg_1m": [round(self.load_before, 2), round(self.load_after, 2)],
             "cpu_pressure": None if self.cpu_pressure is None else round(self.cpu_pressure, 3),
+            "gc_pauses": len(self.gc_pauses_ns),
+            "gc_pause_max_us": round(max(self.gc_pauses_ns, default=0) / 1000, 1),
+            "other_processes_cpu": round(self.others_cpu, 3),
+            "host_steal": round(self.steal, 3),
         }
 
 
@@ -145,6 +223,7 @@ async def run_level(
     *,
     duration_s: float | None = None,
     requests_per_stream: int = 1,
+    gc_off: bool = False,
 ) -> Run:
     """``concurrency`` closed-loop streams; each sends ``requests_per_stream`` requests or, with
     ``duration_s``, keeps sending until the time is up. Starts are staggered over one interval."""
@@ -167,15 +246,29 @@ async def run_level(
             run.results.append(r)
             i += 1
 
+    # Housekeeping between levels, as a load generator would do it between phases: collect the
+    # previous level's garbage and freeze what survives, so that the collector walks only what
+    # this level allocates.
+    gc.collect()
+    gc.freeze()
+    if gc_off:
+        gc.disable()
     run.load_before = loadavg()
     p0 = cpu_pressure_us()
+    busy0, steal0 = vm_cpu_s()
     s0, c0, t0 = server.stats(), cpu_seconds(), time.perf_counter()
+    g0 = len(GC.pauses_ns)
     await asyncio.gather(*(stream(w) for w in range(concurrency)))
     run.wall_s = time.perf_counter() - t0
+    gc.enable()
+    run.gc_pauses_ns = GC.pauses_ns[g0:]
     run.client_cpu_s = cpu_seconds() - c0
     s1 = server.stats()
     run.server_cpu_s = s1["utime"] + s1["stime"] - s0["utime"] - s0["stime"]
     run.load_after = loadavg()
+    busy1, steal1 = vm_cpu_s()
+    run.others_cpu = max(0.0, busy1 - busy0 - run.client_cpu_s - run.server_cpu_s) / run.wall_s
+    run.steal = (steal1 - steal0) / run.wall_s / CPUS
     p1 = cpu_pressure_us()
     if p0 >= 0 and p1 >= 0:
         run.cpu_pressure = (p1 - p0) / 1e6 / run.wall_s
@@ -188,6 +281,7 @@ async def run_level(
         run.ttft_err_us.append(errs.ttft_ns / 1000)
         run.itl_err_us += [x / 1000 for x in errs.itl_ns]
         run.chunk_err_us += [x / 1000 for x in errs.errors_ns]
+        run.chunk_err_end_us += [x / 1000 for x in errs.after_ns]
     return run
 
 
@@ -198,38 +292,97 @@ def row(name: str, s: dict[str, Any]) -> str:
         f"chunks/s={s['chunks_per_s']:<9} cpu={s['client_cpu_util']:<6} "
         f"TTFT err p50/max {t['p50']:>7.1f}/{t['max']:>8.1f} us  "
         f"ITL err p50/p99/max {i['p50']:>6.1f}/{i['p99']:>7.1f}/{i['max']:>8.1f} us  "
-        f"cpu pressure {s['cpu_pressure']}"
+        f"gc max {s['gc_pause_max_us']} us, others {s['other_processes_cpu']} CPU, "
+        f"steal {s['host_steal']:.1%}"
+    )
+
+
+def disturbed(s: dict[str, Any]) -> bool:
+    return s["host_steal"] > 0.02 or s["other_processes_cpu"] > 0.05
+
+
+async def level(
+    client: AsyncLLMClient,
+    server: ScriptedServer,
+    concurrency: int,
+    script: dict[str, Any],
+    label: str,
+    *,
+    tries: int = 3,
+    ok: Any = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    """Run a load level; when it misses ``ok`` on a disturbed machine (host steal, other
+    processes), run it again, up to ``tries`` times. Returns the least disturbed attempt, with
+    every attempt's summary under ``attempts``."""
+    attempts = []
+    for _ in range(tries):
+        s = (await run_level(client, server, concurrency, script, **kw)).summary()
+        attempts.append(s)
+        print(row(label, s), flush=True)
+        if not disturbed(s) or (ok is not None and ok(s)):
+            break
+    best = dict(min(attempts, key=lambda a: a["host_steal"] + a["other_processes_cpu"]))
+    best["attempts"] = [{k: v for k, v in a.items() if k != "script"} for a in attempts]
+    return best
+
+
+def within_1ms(s: dict[str, Any]) -> bool:
+    return bool(s["ttft_err_us"]["max"] <= 1000 and s["itl_err_us"]["max"] <= 1000)
+
+
+def p99_within_1ms(s: dict[str, Any]) -> bool:
+    """The capacity criterion: TTFT and ITL errors within 1 ms at the 99th percentile."""
+    return bool(
+        s["ttft_err_us"]["p99"] <= 1000 and s["itl_err_us"]["p99"] <= 1000 and s["failed"] == 0
     )
 
 
 async def fidelity(server: ScriptedServer, quick: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    script = {"n": 64, "ttft_ms": 20.0, "itl_ms": 10.0, "jitter_ms": 3.0}
-    async with AsyncLLMClient(server.url) as client:
-        await run_level(client, server, 64, {"n": 4, "itl_ms": 2.0})  # warm up 64 connections
-        for conc, reps in ((1, 3 if quick else 10), (64, 1 if quick else 3)):
-            run = await run_level(client, server, conc, script, requests_per_stream=reps)
-            s = run.summary()
-            out[f"c{conc}"] = s
-            print(row("fidelity 10 ms ITL", s), flush=True)
+    async with AsyncLLMClient(server.url, tracer_provider=PROVIDER) as client:
+        await run_level(client, server, 64, {"n": 4, "itl_ms": 2.0})  # open 64 connections
+        for conc, itl, reps in ((1, 10.0, 3 if quick else 10), (64, 10.0, 1), (64, 50.0, 1)):
+            script = {"n": 64 if conc == 1 else 30, "ttft_ms": 20.0, "itl_ms": itl}
+            script["jitter_ms"] = itl * 0.3
+            out[f"c{conc}_itl{itl:g}ms"] = await level(
+                client,
+                server,
+                conc,
+                script,
+                f"fidelity {itl:g} ms ITL",
+                ok=within_1ms,
+                requests_per_stream=reps,
+            )
     return out
 
 
-async def capacity(server: ScriptedServer, quick: bool) -> dict[str, Any]:
-    """Concurrency sweep at a 5 ms ITL, 40 chunks per request, closed loop for a few seconds."""
+async def capacity(server: ScriptedServer, quick: bool, gc_off: bool = False) -> dict[str, Any]:
+    """Concurrency sweep at a 5 ms ITL, 40 chunks per request, closed loop for a few seconds.
+
+    ``gc_off``: the garbage collector is paused during each level (and run between levels), as
+    a load generator can do for a measurement phase: shows the client without collector pauses.
+    """
     script = {"n": 40, "ttft_ms": 5.0, "itl_ms": 5.0, "jitter_ms": 1.0}
     levels = [1, 4, 16, 32, 48, 64, 96, 128, 192, 256]
     duration = 2.0 if quick else 4.0
     runs = []
     best: dict[str, Any] | None = None
-    async with AsyncLLMClient(server.url) as client:
+    async with AsyncLLMClient(server.url, tracer_provider=PROVIDER) as client:
         await run_level(client, server, 64, {"n": 4, "itl_ms": 2.0})
         for conc in levels:
-            run = await run_level(client, server, conc, script, duration_s=duration)
-            s = run.summary()
-            s["holds_1ms_p99"] = s["chunk_err_us"]["p99"] <= 1000 and s["failed"] == 0
+            s = await level(
+                client,
+                server,
+                conc,
+                script,
+                "capacity, gc paused" if gc_off else "capacity",
+                ok=p99_within_1ms,
+                duration_s=duration,
+                gc_off=gc_off,
+            )
+            s["holds_1ms_p99"] = p99_within_1ms(s)
             runs.append(s)
-            print(row(f"capacity {'ok ' if s['holds_1ms_p99'] else 'BAD'}", s), flush=True)
             if s["holds_1ms_p99"]:
                 best = s
             elif s["chunk_err_us"]["p50"] > 5000:
@@ -238,19 +391,32 @@ async def capacity(server: ScriptedServer, quick: bool) -> dict[str, Any]:
 
 
 async def saturation_cost(server: ScriptedServer, quick: bool) -> dict[str, Any]:
-    """The server sends as fast as it can (no sleeps): the client is the bottleneck."""
-    script = {"n": 256, "ttft_ms": 0.0, "itl_ms": 0.0}
-    async with AsyncLLMClient(server.url) as client:
+    """Client CPU per 1,000 output tokens with the client as the bottleneck.
+
+    ``one_event_per_write``: 256 tokens per request at a 2 ms ITL, one SSE event (one token) per
+    write, concurrency raised until the client's CPU is saturated; the server may saturate first
+    (then the client figure is at the server's ceiling). ``coalesced``: the server sends as fast
+    as it can, every event already due in one write (many events per read, as from a loaded
+    server): the client's ceiling.
+    """
+    out: dict[str, Any] = {}
+    duration = 2.0 if quick else 4.0
+    async with AsyncLLMClient(server.url, tracer_provider=PROVIDER) as client:
         await run_level(client, server, 16, {"n": 16, "itl_ms": 0.0})
-        run = await run_level(client, server, 32, script, duration_s=2.0 if quick else 4.0)
-    s = run.summary()
-    print(
-        f"saturation: {s['tokens_per_s']} tokens/s, client cpu {s['client_cpu_util']} core, "
-        f"{s['client_cpu_s_per_1k_tokens']} CPU-s per 1k tokens, server cpu "
-        f"{s['server_cpu_util']}",
-        flush=True,
-    )
-    return s
+        for name, conc, script in (
+            ("one_event_per_write", 128, {"n": 256, "ttft_ms": 2.0, "itl_ms": 2.0}),
+            ("one_event_per_write", 256, {"n": 256, "ttft_ms": 2.0, "itl_ms": 2.0}),
+            ("coalesced", 64, {"n": 256, "ttft_ms": 0.0, "itl_ms": 0.0, "coalesce": True}),
+        ):
+            s = (await run_level(client, server, conc, script, duration_s=duration)).summary()
+            print(
+                f"saturation {name} C={conc}: {s['tokens_per_s']} tokens/s, client cpu "
+                f"{s['client_cpu_util']} core, {s['client_cpu_s_per_1k_tokens']} CPU-s per 1k "
+                f"tokens, server cpu {s['server_cpu_util']}",
+                flush=True,
+            )
+            out[f"{name}_c{conc}"] = s
+    return out
 
 
 FIRST_REQUEST = """
@@ -313,6 +479,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     with ScriptedServer() as server:
         results["fidelity"] = await fidelity(server, args.quick)
         results["capacity_one_core"] = await capacity(server, args.quick)
+        results["capacity_one_core_gc_paused"] = await capacity(server, args.quick, gc_off=True)
         results["saturation"] = await saturation_cost(server, args.quick)
         results["startup"] = startup(server, args.quick)
     return results
@@ -339,6 +506,8 @@ def main() -> None:
     gc.freeze()
     results = asyncio.run(main_async(args))
     meta["loadavg_end"] = os.getloadavg()
+    PROVIDER.shutdown()
+    meta["spans_exported"] = EXPORTER.spans
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, **results}, indent=2) + "\n")

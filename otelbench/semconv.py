@@ -157,3 +157,47 @@ STATUS_ERROR: Final = "STATUS_CODE_ERROR"
 ENV_OTLP_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
 ENV_OTLP_TRACES_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 ENV_RECORD_CONTENT: Final = "OTELBENCH_RECORD_CONTENT"
+
+# --------------------------------------------------------------------------------------------
+# Engine hooks: the server span per request emitted inside vLLM (engine_hooks/, Option C timing)
+# --------------------------------------------------------------------------------------------
+# The hooks run in vLLM's venv, which has no otelbench: engine_hooks/otelbench_vllm/names.py
+# holds copies of these strings, and tests/unit/engine_hooks/test_names.py checks they agree.
+# The server span also carries vLLM's keys above (VLLM_LATENCY_*, VLLM_USAGE_*, VLLM_REQUEST_ID,
+# VLLM_RESPONSE_FINISH_REASON) and GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS.
+SPAN_HOOK_REQUEST: Final = "otelbench.vllm.request"
+"""SERVER span per request: starts at vLLM's frontend arrival time, ends when the request
+finished (vLLM's stats timestamp of that step); child of the client span via ``traceparent``,
+a root span when the request carried none."""
+SPAN_HOOK_QUEUE: Final = "otelbench.vllm.queue"
+"""Child span: engine-core QUEUED → first SCHEDULED (vLLM's ``time_in_queue``)."""
+SPAN_HOOK_PREFILL: Final = "otelbench.vllm.prefill"
+"""Child span: first SCHEDULED → first token's step (preemptions during prefill included)."""
+SPAN_HOOK_DECODE: Final = "otelbench.vllm.decode"
+"""Child span: first token's step → last token's step (preemptions during decode included)."""
+EVENT_PREEMPTION: Final = "otelbench.vllm.preemption"
+"""Span event on SPAN_HOOK_REQUEST at each PREEMPTED engine event."""
+EVENT_RESUMPTION: Final = "otelbench.vllm.resumption"
+"""Span event at the first SCHEDULED engine event after a preemption."""
+SERVER_TOKEN_OFFSETS_US: Final = "otelbench.server.token_offsets_us"
+"""Int array: for every output token, µs from arrival to the engine step that produced it
+(tokens of one step share the step's timestamp). Length = output tokens."""
+SERVER_MONO_TO_UNIX_OFFSET_NS: Final = "otelbench.server.mono_to_unix_offset_ns"
+"""``time.time_ns() - time.monotonic_ns()`` taken once when the hook loaded in vLLM's frontend:
+the offset used to put the engine's monotonic timestamps on the wall clock."""
+SERVER_PREEMPTIONS: Final = "otelbench.server.preemptions"
+"""Int: the request's PREEMPTED events (= the number of EVENT_PREEMPTION events)."""
+SERVER_ENGINE_REQUEST_ID: Final = "otelbench.server.engine_request_id"
+"""vLLM's internal request id (the external ``gen_ai.request.id`` plus a random suffix)."""
+PREEMPTION_OUTPUT_TOKENS: Final = "otelbench.preemption.output_tokens"
+"""On EVENT_PREEMPTION: output tokens generated before it (vLLM V1 keeps them; not lost)."""
+PREEMPTION_KV_TOKENS_DISCARDED: Final = "otelbench.preemption.kv_tokens_discarded"
+"""On EVENT_PREEMPTION: prompt + output tokens whose KV cache was freed and is recomputed on
+resumption (vLLM V1 preempts by recomputation; prefix-cache hits may save part of it)."""
+PREEMPTION_STALL_US: Final = "otelbench.preemption.stall_us"
+"""On EVENT_RESUMPTION: µs from the preemption to this resumption."""
+ENV_VLLM_HOOKS: Final = "OTELBENCH_VLLM_HOOKS"
+"""``1`` enables the engine hooks in a vLLM process where they are installed."""
+SERVICE_VLLM: Final = "vllm"
+"""``service.name`` of the hooks' spans when ``OTEL_SERVICE_NAME`` is unset."""
+INSTRUMENTATION_SCOPE_HOOKS: Final = "otelbench.vllm"

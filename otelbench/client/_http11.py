@@ -6,9 +6,17 @@ error: httpcore's pool does O(connections²) work each time a request starts or 
 (``AsyncConnectionPool._assign_requests_to_connections``, httpcore 1.0.9: with 64 busy connections
 it took ~80 % of a core and delayed every timestamp by ~100 ms); anyio pauses and resumes the
 socket around every read (two ``epoll_ctl`` calls) inside a cancel scope with its own timer; h11
-yields one event per HTTP chunk. Here one network read is one ``data_received`` callback, one
-wake-up of the reading task and one decoded block of body bytes handed on at once, so the
-instrumented stream proxy stamps each read exactly once.
+yields one event per HTTP chunk, each stamped only when the reading task gets to it.
+
+Here each connection is a non-blocking socket read by an event-loop reader callback with
+``recvmsg``, and every read carries the **kernel's receive timestamp** (``SO_TIMESTAMPNS``,
+converted to ``time.perf_counter_ns()``): the arrival time of a chunk no longer includes the time
+the client took to wake up and read it (the VM's wake-up latency, other streams' processing, a
+garbage collection). What remains: when the client falls more than one inter-chunk interval
+behind on a connection, several packets are read at once (or were merged by the kernel while
+waiting), and all of them carry the time of the last one. The decoded body of the reads waiting
+at a wake-up is handed on as one block, with each read's end offset and time
+(``_Body.otelbench_received_marks``).
 
 Scope, on purpose small: HTTP/1.1 over plain TCP (``http://``); ``https://`` requests go to a
 stock ``httpx.AsyncHTTPTransport``. Response bodies framed by ``Transfer-Encoding: chunked``,
@@ -30,7 +38,9 @@ import asyncio
 import contextlib
 import socket
 import ssl
+import struct
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -44,21 +54,100 @@ _MAX_HEAD = 64 * 1024
 _MAX_CHUNK_LINE = 4096
 
 
-class _Protocol(asyncio.Protocol):
-    """Buffers what the socket delivers; wakes at most one waiting reader."""
+_READ_SIZE = 256 * 1024
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+"""Linux: kernel receive time of the data each ``recvmsg`` returns (``SO_TIMESTAMPNS_OLD``, 35,
+on x86-64 and arm64; Python's ``socket`` module does not name it)."""
+_TIMESPEC = struct.Struct("@qq")
+_ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size)
+
+
+class _ClockOffset:
+    """CLOCK_REALTIME minus CLOCK_MONOTONIC in ns, to turn kernel receive timestamps (wall clock)
+    into ``time.perf_counter_ns()`` values. Measured as a wall-clock reading bracketed by two
+    monotonic ones, keeping the tightest of five brackets (error: half of it, ~0.1 µs; a bracket
+    taken on every read would be off by half of any preemption inside it), and measured again
+    every second, so that a step of the wall clock is followed within a second (a read whose
+    converted time is not within the last second falls back to the read's own time)."""
+
+    __slots__ = ("_at", "_value")
 
     def __init__(self) -> None:
-        self.buf = bytearray()
-        self.eof = False
-        self.exc: BaseException | None = None
-        self.waiter: asyncio.Future[None] | None = None
-        self.drain: asyncio.Future[None] | None = None
-        self.paused = False
-        self.transport: asyncio.Transport | None = None
+        self._value = 0
+        self._at = -(1 << 62)
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+    def get(self, now_mono: int) -> int:
+        if now_mono - self._at > 1_000_000_000:
+            perf, real = time.perf_counter_ns, time.time_ns
+            best = (1 << 62, 0)
+            for _ in range(5):
+                a = perf()
+                r = real()
+                b = perf()
+                if b - a < best[0]:
+                    best = (b - a, r - (a + b) // 2)
+            self._value = best[1]
+            self._at = now_mono
+        return self._value
+
+
+_REAL_MINUS_MONO = _ClockOffset()
+
+
+def _expire(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class _Connection:
+    """One non-blocking TCP socket, read from an event-loop reader callback.
+
+    Every ``recvmsg`` becomes a segment ``(bytes, monotonic ns)``. The time is the kernel's receive
+    timestamp of that data (``SO_TIMESTAMPNS``: for TCP, the last packet the read consumed),
+    converted from CLOCK_REALTIME to ``time.perf_counter_ns()`` with a clock pair read in the same
+    callback. So an arrival time does not include how long the client took to wake up and read:
+    not the virtual machine's wake-up latency, not other streams' processing. Without kernel
+    timestamps (another OS, or a value that does not convert sensibly) the callback's own
+    ``perf_counter_ns()`` is used: the moment ``epoll`` reported the socket, before any task ran.
+    """
+
+    __slots__ = (
+        "eof",
+        "exc",
+        "kernel_stamps",
+        "key",
+        "last_used",
+        "loop",
+        "reading",
+        "segments",
+        "size",
+        "sock",
+        "waiter",
+    )
+
+    def __init__(
+        self, key: tuple[str, int], sock: socket.socket, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.key = key
+        self.sock = sock
+        self.loop = loop
+        self.segments: deque[tuple[bytes, int]] = deque()
+        self.size = 0
+        self.eof = False
+        self.exc: OSError | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.last_used = 0.0
+        self.kernel_stamps = 0
+        """Segments stamped by the kernel (the rest by the reader callback)."""
+        self.reading = True
+        loop.add_reader(sock.fileno(), self._on_readable)
+
+    # -- reading ------------------------------------------------------------------------------
 
     def _wake(self) -> None:
         w = self.waiter
@@ -67,102 +156,127 @@ class _Protocol(asyncio.Protocol):
             if not w.done():
                 w.set_result(None)
 
-    def data_received(self, data: bytes) -> None:
-        self.buf += data
-        if len(self.buf) > _HIGH_WATER and not self.paused and self.transport is not None:
-            self.paused = True
-            self.transport.pause_reading()
-        self._wake()
+    def _stop_reading(self) -> None:
+        if self.reading:
+            self.reading = False
+            self.loop.remove_reader(self.sock.fileno())
 
-    def eof_received(self) -> bool:
-        self.eof = True
-        self._wake()
-        return False
+    def _on_readable(self) -> None:
+        """One ``recvmsg`` per call (the event loop calls again while data remains).
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.eof = True
-        if exc is not None and self.exc is None:
+        A read returns the kernel timestamp of the last packet it consumed; when the client falls
+        more than one inter-chunk interval behind on a connection, the kernel has usually merged
+        the waiting packets already (``tcp_try_coalesce`` keeps the newest timestamp), so reading
+        in small pieces would not recover the earlier times and costs ~1.6x the CPU at saturation
+        (measured); one large read it is.
+        """
+        try:
+            data, anc, _flags, _addr = self.sock.recvmsg(_READ_SIZE, _ANC_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
             self.exc = exc
+            self.eof = True
+            self._stop_reading()
+            self._wake()
+            return
+        if not data:
+            self.eof = True
+            self._stop_reading()
+            self._wake()
+            return
+        now = time.perf_counter_ns()
+        stamp = now
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+                sec, nsec = _TIMESPEC.unpack_from(payload)
+                kernel = sec * 1_000_000_000 + nsec - _REAL_MINUS_MONO.get(now)
+                if now - 1_000_000_000 < kernel <= now:
+                    stamp = kernel
+                    self.kernel_stamps += 1
+        self.segments.append((data, stamp))
+        self.size += len(data)
+        if self.size > _HIGH_WATER:
+            self._stop_reading()
         self._wake()
-        self.resume_writing()
-
-    def pause_writing(self) -> None:
-        if self.drain is None:
-            self.drain = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        d, self.drain = self.drain, None
-        if d is not None and not d.done():
-            d.set_result(None)
-
-
-def _expire(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError())
-
-
-class _Connection:
-    __slots__ = ("key", "last_used", "proto", "transport")
-
-    def __init__(self, key: tuple[str, int], transport: asyncio.Transport, proto: _Protocol):
-        self.key = key
-        self.transport = transport
-        self.proto = proto
-        self.last_used = 0.0
 
     async def wait_readable(self, limit_s: float | None, request: httpx.Request) -> None:
-        """Wait until bytes or EOF are buffered (``httpx.ReadTimeout`` after ``timeout``)."""
-        p = self.proto
-        if p.buf or p.eof:
+        """Wait until a segment or EOF is buffered (``httpx.ReadTimeout`` after ``limit_s``)."""
+        if self.segments or self.eof:
             return
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        p.waiter = fut
-        timer = loop.call_later(limit_s, _expire, fut) if limit_s is not None else None
+        fut: asyncio.Future[None] = self.loop.create_future()
+        self.waiter = fut
+        timer = self.loop.call_later(limit_s, _expire, fut) if limit_s is not None else None
         try:
             await fut
         except TimeoutError:
             raise httpx.ReadTimeout("timed out reading from the target", request=request) from None
         finally:
-            p.waiter = None
+            self.waiter = None
             if timer is not None:
                 timer.cancel()
 
-    def take(self) -> bytes:
-        """Everything buffered, as bytes."""
-        p = self.proto
-        data = bytes(p.buf)
-        p.buf.clear()
-        if p.paused and self.transport is not None:
-            p.paused = False
-            self.transport.resume_reading()
-        return data
+    def take(self) -> tuple[bytes, int]:
+        """The oldest buffered segment and when it arrived; ``(b"", 0)`` when none is."""
+        if not self.segments:
+            return b"", 0
+        data, t = self.segments.popleft()
+        self.size -= len(data)
+        if not self.reading and not self.eof and self.size < _HIGH_WATER // 2:
+            self.reading = True
+            self.loop.add_reader(self.sock.fileno(), self._on_readable)
+        return data, t
+
+    # -- writing ------------------------------------------------------------------------------
 
     async def write(self, data: bytes, limit_s: float | None, request: httpx.Request) -> None:
-        if self.transport.is_closing() or self.proto.eof:
+        if self.eof or self.sock.fileno() < 0:
             raise httpx.WriteError("connection closed by the target", request=request)
-        self.transport.write(data)
-        drain = self.proto.drain
-        if drain is not None:
+        view = memoryview(data)
+        deadline = None if limit_s is None else self.loop.time() + limit_s
+        while view:
             try:
-                await asyncio.wait_for(asyncio.shield(drain), limit_s)
-            except TimeoutError:
-                raise httpx.WriteTimeout(
-                    "timed out writing to the target", request=request
-                ) from None
-        if self.proto.exc is not None:
-            raise httpx.WriteError(str(self.proto.exc), request=request)
+                sent = self.sock.send(view)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                raise httpx.WriteError(str(exc) or type(exc).__name__, request=request) from None
+            view = view[sent:]
+            if view:
+                await self._writable(deadline, request)
+
+    async def _writable(self, deadline: float | None, request: httpx.Request) -> None:
+        fut: asyncio.Future[None] = self.loop.create_future()
+        fd = self.sock.fileno()
+        self.loop.add_writer(fd, _resolve, fut)
+        timer = None
+        if deadline is not None:
+            timer = self.loop.call_at(deadline, _expire, fut)
+        try:
+            await fut
+        except TimeoutError:
+            raise httpx.WriteTimeout("timed out writing to the target", request=request) from None
+        finally:
+            self.loop.remove_writer(fd)
+            if timer is not None:
+                timer.cancel()
+
+    # -- life ---------------------------------------------------------------------------------
 
     def reusable(self, now: float, expiry: float) -> bool:
         return (
-            not self.proto.eof
-            and not self.proto.buf
-            and not self.transport.is_closing()
+            not self.eof
+            and not self.segments
+            and self.sock.fileno() >= 0
             and now - self.last_used < expiry
         )
 
     def close(self) -> None:
-        self.transport.close()
+        if self.sock.fileno() >= 0:
+            self._stop_reading()
+            self.sock.close()
+        self.eof = True
+        self._wake()
 
 
 class _StaleConnection(Exception):
@@ -170,75 +284,87 @@ class _StaleConnection(Exception):
 
 
 class _ChunkedDecoder:
-    """Incremental ``Transfer-Encoding: chunked`` decoder: ``feed(bytes) -> body bytes``."""
+    """Incremental ``Transfer-Encoding: chunked`` decoder: ``feed(bytes) -> body bytes``.
 
-    __slots__ = ("_buf", "_remaining", "_state", "done")
+    Works on the new bytes with indices; only an unfinished size line or CRLF is carried over.
+    """
 
-    _SIZE, _DATA, _DATA_END, _TRAILER = range(4)
+    __slots__ = ("_crlf", "_remaining", "_rest", "_trailer", "done")
 
     def __init__(self) -> None:
-        self._buf = bytearray()
-        self._state = self._SIZE
+        self._rest = b""
         self._remaining = 0
+        """Payload bytes still due in the current chunk."""
+        self._crlf = False
+        """The CRLF after a chunk's payload is due."""
+        self._trailer = False
         self.done = False
 
     def feed(self, data: bytes) -> bytes:
-        buf = self._buf
-        buf += data
+        if self._rest:
+            data = self._rest + data
+            self._rest = b""
         out: list[bytes] = []
         pos = 0
-        n = len(buf)
+        n = len(data)
         while pos < n and not self.done:
-            state = self._state
-            if state == self._DATA:
-                take = min(self._remaining, n - pos)
-                out.append(bytes(buf[pos : pos + take]))
-                pos += take
-                self._remaining -= take
+            if self._remaining:
+                end = pos + self._remaining
+                if end > n:
+                    end = n
+                out.append(data[pos:end])
+                self._remaining -= end - pos
+                pos = end
                 if not self._remaining:
-                    self._state = self._DATA_END
-            elif state == self._SIZE:
-                end = buf.find(b"\r\n", pos)
+                    self._crlf = True
+            elif self._crlf:
+                if n - pos < 2:
+                    break
+                if data[pos] != 13 or data[pos + 1] != 10:
+                    raise ValueError("chunk data not followed by CRLF")
+                pos += 2
+                self._crlf = False
+            else:
+                end = data.find(b"\r\n", pos)
                 if end < 0:
                     if n - pos > _MAX_CHUNK_LINE:
                         raise ValueError("chunk size line too long")
                     break
-                line = bytes(buf[pos:end]).split(b";", 1)[0].strip()
+                line = data[pos:end]
+                pos = end + 2
+                if self._trailer:  # trailer lines until an empty one
+                    if not line:
+                        self.done = True
+                    continue
                 try:
-                    size = int(line, 16)
+                    size = int(line.split(b";", 1)[0], 16)
                 except ValueError:
                     raise ValueError(f"bad chunk size line {line[:40]!r}") from None
                 if size < 0:
                     raise ValueError("negative chunk size")
-                pos = end + 2
                 if size:
                     self._remaining = size
-                    self._state = self._DATA
                 else:
-                    self._state = self._TRAILER
-            elif state == self._DATA_END:
-                if n - pos < 2:
-                    break
-                if buf[pos : pos + 2] != b"\r\n":
-                    raise ValueError("chunk data not followed by CRLF")
-                pos += 2
-                self._state = self._SIZE
-            else:  # trailer lines until an empty one
-                end = buf.find(b"\r\n", pos)
-                if end < 0:
-                    break
-                if end == pos:
-                    self.done = True
-                pos = end + 2
-        del buf[:pos]
-        if self.done and buf:
-            raise ValueError("bytes after the end of a chunked body")
+                    self._trailer = True
+        if pos < n:
+            if self.done:
+                raise ValueError("bytes after the end of a chunked body")
+            self._rest = data[pos:]
         return out[0] if len(out) == 1 else b"".join(out)
 
 
 class _Body(httpx.AsyncByteStream):
     """The response body, one yielded block per network read; returns the connection to the pool
-    when the body ended cleanly, closes it otherwise."""
+    when the body ended cleanly, closes it otherwise.
+
+    A yielded block holds everything that had arrived; ``otelbench_received_marks`` lists, for
+    the block last yielded, ``(end offset, arrival ns)`` of each piece of it that arrived at its
+    own time (``otelbench_received_mono_ns`` is the last of them). The instrumented transport's
+    stream proxy feeds the SSE parser piece by piece with these times.
+    """
+
+    otelbench_received_mono_ns: int
+    otelbench_received_marks: list[tuple[int, int]]
 
     def __init__(
         self,
@@ -248,6 +374,7 @@ class _Body(httpx.AsyncByteStream):
         framing: str,
         length: int,
         leftover: bytes,
+        leftover_ns: int,
         keep_alive: bool,
         read_timeout: float | None,
     ) -> None:
@@ -257,6 +384,8 @@ class _Body(httpx.AsyncByteStream):
         self._framing = framing
         self._length = length
         self._leftover = leftover
+        self.otelbench_received_mono_ns = leftover_ns
+        self.otelbench_received_marks = []
         self._keep_alive = keep_alive
         self._read_timeout = read_timeout
         self._complete = framing == "none"
@@ -274,6 +403,8 @@ class _Body(httpx.AsyncByteStream):
             raise
 
     async def _blocks(self) -> AsyncIterator[bytes]:
+        """Per wake-up, decode every buffered segment and yield them as one block, with each
+        segment's end offset and arrival time in ``otelbench_received_marks``."""
         conn = self._conn
         if conn is None or self._complete:
             if self._complete:
@@ -282,45 +413,63 @@ class _Body(httpx.AsyncByteStream):
         framing = self._framing
         decoder = _ChunkedDecoder() if framing == "chunked" else None
         remaining = self._length
-        data, self._leftover = self._leftover, b""
-        while True:
-            if not data:
+        pending: list[tuple[bytes, int]] = []
+        if self._leftover:
+            pending.append((self._leftover, self.otelbench_received_mono_ns))
+            self._leftover = b""
+        done = False
+        while not done:
+            if not pending:
                 await conn.wait_readable(self._read_timeout, self._request)
-                data = conn.take()
-                if not data:
+                while True:
+                    seg = conn.take()
+                    if not seg[0]:
+                        break
+                    pending.append(seg)
+                if not pending:
                     if framing == "close":
                         self._complete = True
                         self._keep_alive = False
                         self._release()
                         return
-                    if conn.proto.exc is not None:
-                        raise httpx.ReadError(str(conn.proto.exc), request=self._request)
+                    if conn.exc is not None:
+                        raise httpx.ReadError(str(conn.exc), request=self._request)
                     raise self._decode_error(
                         "peer closed connection without sending complete message body"
                         + (" (incomplete chunked read)" if decoder is not None else "")
                     )
-            if decoder is not None:
-                try:
-                    out = decoder.feed(data)
-                except ValueError as exc:
-                    raise self._decode_error(f"malformed chunked body: {exc}") from None
-                done = decoder.done
-            elif framing == "length":
-                if len(data) > remaining:
-                    raise self._decode_error("more body bytes than Content-Length")
-                out = data
-                remaining -= len(data)
-                done = remaining == 0
-            else:
-                out, done = data, False
-            data = b""
+            parts: list[bytes] = []
+            marks: list[tuple[int, int]] = []
+            size = 0
+            for data, received in pending:
+                if decoder is not None:
+                    try:
+                        out = decoder.feed(data)
+                    except ValueError as exc:
+                        raise self._decode_error(f"malformed chunked body: {exc}") from None
+                    done = decoder.done
+                elif framing == "length":
+                    if len(data) > remaining:
+                        raise self._decode_error("more body bytes than Content-Length")
+                    out = data
+                    remaining -= len(data)
+                    done = remaining == 0
+                else:
+                    out = data
+                if out:
+                    parts.append(out)
+                    size += len(out)
+                    marks.append((size, received))
+                if done:
+                    break
+            pending = []
             if done:
                 self._complete = True
                 self._release()
-            if out:
-                yield out
-            if done:
-                return
+            if parts:
+                self.otelbench_received_marks = marks
+                self.otelbench_received_mono_ns = marks[-1][1]
+                yield parts[0] if len(parts) == 1 else b"".join(parts)
 
     def _release(self) -> None:
         conn, self._conn = self._conn, None
@@ -428,21 +577,35 @@ class AsyncHTTP11Transport(httpx.AsyncBaseTransport):
     ) -> _Connection:
         loop = asyncio.get_running_loop()
         try:
-            transport, proto = await asyncio.wait_for(
-                loop.create_connection(_Protocol, host, port), limit_s
-            )
+            return await asyncio.wait_for(self._open_socket(loop, host, port), limit_s)
         except TimeoutError:
             raise httpx.ConnectTimeout(
                 f"timed out connecting to {host}:{port}", request=request
             ) from None
         except OSError as exc:
-            raise httpx.ConnectError(str(exc), request=request) from None
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
+            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from None
+
+    @staticmethod
+    async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> _Connection:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        error: OSError = OSError(f"cannot resolve {host}")
+        for family, kind, proto, _name, addr in infos:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        assert isinstance(transport, asyncio.Transport)
-        return _Connection((host, port), transport, proto)
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+                await loop.sock_connect(sock, addr)
+            except OSError as exc:
+                sock.close()
+                error = exc
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            return _Connection((host, port), sock, loop)
+        raise error
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -492,7 +655,7 @@ class AsyncHTTP11Transport(httpx.AsyncBaseTransport):
     async def _exchange(
         self, conn: _Connection, request: httpx.Request, timeouts: dict[str, float | None]
     ) -> httpx.Response:
-        if conn.proto.eof:
+        if conn.eof:
             raise _StaleConnection
         body = await request.aread()
         head = [f"{request.method} ".encode() + request.url.raw_path + b" HTTP/1.1\r\n"]
@@ -509,18 +672,19 @@ class AsyncHTTP11Transport(httpx.AsyncBaseTransport):
 
         read_timeout = timeouts.get("read")
         buf = b""
+        received = 0
         while True:  # read the head; skip interim 1xx responses
             end = buf.find(b"\r\n\r\n")
             while end < 0:
                 if len(buf) > _MAX_HEAD:
                     raise httpx.RemoteProtocolError("response head too large", request=request)
                 await conn.wait_readable(read_timeout, request)
-                more = conn.take()
+                more, received = conn.take()
                 if not more:
                     if not buf:
                         raise _StaleConnection
-                    if conn.proto.exc is not None:
-                        raise httpx.ReadError(str(conn.proto.exc), request=request)
+                    if conn.exc is not None:
+                        raise httpx.ReadError(str(conn.exc), request=request)
                     raise httpx.RemoteProtocolError(
                         "Server disconnected while sending the response head.", request=request
                     )
@@ -537,7 +701,9 @@ class AsyncHTTP11Transport(httpx.AsyncBaseTransport):
             keep_alive = False
         if framing == "close":
             keep_alive = False
-        stream = _Body(self, conn, request, framing, length, buf, keep_alive, read_timeout)
+        stream = _Body(
+            self, conn, request, framing, length, buf, received, keep_alive, read_timeout
+        )
         return httpx.Response(
             status_code=status,
             headers=headers,

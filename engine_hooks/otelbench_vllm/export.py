@@ -1,0 +1,75 @@
+"""The one module of the hooks that wires the OpenTelemetry SDK: provider, resource, exporter.
+
+Configured by the standard variables only: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (or
+``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/traces``), ``OTEL_EXPORTER_OTLP_*_HEADERS``/``TIMEOUT``
+and ``OTEL_BSP_*`` are read by the SDK itself; ``service.name`` is ``OTEL_SERVICE_NAME`` or
+``vllm``. Export is OTLP/HTTP protobuf through a ``BatchSpanProcessor`` (its own thread; the
+engine's loop only appends the finished spans to a bounded queue). The provider is the hooks'
+own, never the global one (vLLM sets the global provider for its ``llm_request`` span).
+
+Example::
+
+    stats = HookStats()
+    provider = make_tracer_provider(stats)   # spans exported and failed are counted in stats
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from otelbench_vllm import names
+from otelbench_vllm.hook import HookStats
+
+__all__ = ["CountingExporter", "make_tracer_provider"]
+
+_log = logging.getLogger("vllm.plugins.otelbench")
+
+
+class CountingExporter(SpanExporter):
+    """Wraps an exporter: counts spans exported and failed in ``stats``; never raises.
+
+    The SDK already logs each failure; this adds the numbers (``HookStats.spans_export_failed``,
+    ``export_errors`` for exporter exceptions) so that the hook's health can be reported.
+    """
+
+    def __init__(self, inner: SpanExporter, stats: HookStats) -> None:
+        self._inner = inner
+        self._stats = stats
+        self._warned = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self._inner.export(spans)
+        except Exception:  # noqa: BLE001 - an export error is counted, never raised
+            self._stats.add("export_errors")
+            self._stats.add("spans_export_failed", len(spans))
+            if not self._warned:
+                self._warned = True
+                _log.exception("otelbench hooks: span export raised (logged once; counted)")
+            return SpanExportResult.FAILURE
+        if result is SpanExportResult.SUCCESS:
+            self._stats.add("spans_exported", len(spans))
+        else:
+            self._stats.add("spans_export_failed", len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+def make_tracer_provider(stats: HookStats) -> TracerProvider:
+    """The hooks' tracer provider: OTLP/HTTP from the standard ``OTEL_*`` variables."""
+    service = os.environ.get("OTEL_SERVICE_NAME") or names.SERVICE_VLLM
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(BatchSpanProcessor(CountingExporter(OTLPSpanExporter(), stats)))
+    return provider

@@ -1,0 +1,323 @@
+"""Per-request bookkeeping in vLLM's frontend and the server span built when a request finishes.
+
+This module knows vLLM's data only by shape (duck typing): an engine-core output has
+``request_id``, ``new_token_ids`` and ``trace_headers``; an engine-core event has ``type`` and a
+``time.monotonic()`` ``timestamp``; vLLM's per-request ``RequestStateStats`` has
+``arrival_time`` (wall clock) and ``queued_ts``/``scheduled_ts``/``first_token_ts``/
+``last_token_ts`` (monotonic) and ``first_token_latency``. The one module that touches vLLM
+itself is :mod:`otelbench_vllm._vllm_internals`, which calls :class:`RequestHook` from its
+wrappers. It depends on ``opentelemetry-api`` only; the SDK is wired in
+:mod:`otelbench_vllm.export` (or pass ``tracer_provider=``).
+
+Cost model:
+
+- per step and request (the hot path): one attribute lookup and one ``list.append`` of the step's
+  float timestamp per new token (``extend`` when a step brings several); no span, no dict, no
+  allocation beyond the list's amortised growth;
+- per preemption / resumption: one tuple or float appended;
+- per finished request: the span, its three child spans and events are built and handed to the
+  tracer provider (a batch span processor exports them from its own thread).
+
+The per-request state lives in an attribute of vLLM's ``RequestStateStats`` object, so it goes
+away with the request even when the request is aborted and never finishes through the stats.
+
+Example (plain objects shaped like vLLM's)::
+
+    hook = RequestHook(tracer_provider=provider)
+    hook.on_output(output, timestamp=1234.5, req_stats=stats)   # every step
+    hook.on_finished(iteration_timestamp, "length", "cmpl-1-0", 16, stats, num_cached_tokens=0)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from otelbench_vllm import names
+
+__all__ = [
+    "EVENT_PREEMPTED",
+    "EVENT_QUEUED",
+    "EVENT_SCHEDULED",
+    "STATE_ATTR",
+    "HookStats",
+    "RequestHook",
+    "RequestTrace",
+    "mono_to_unix_offset_ns",
+    "token_offsets_us",
+]
+
+_log = logging.getLogger("vllm.plugins.otelbench")
+
+EVENT_QUEUED = 1
+EVENT_SCHEDULED = 2
+EVENT_PREEMPTED = 3
+"""``vllm.v1.engine.EngineCoreEventType`` values (checked against vLLM at load)."""
+
+STATE_ATTR = "_otelbench_trace"
+"""Attribute of vLLM's ``RequestStateStats`` that holds the request's :class:`RequestTrace`."""
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+def mono_to_unix_offset_ns() -> int:
+    """``time.time_ns() - time.monotonic_ns()``, read back to back (the error is well under 1 µs).
+
+    ``CLOCK_MONOTONIC`` is host-wide on Linux, so this one offset converts the engine core's
+    ``time.monotonic()`` timestamps, taken in another process, to wall-clock time.
+    """
+    return time.time_ns() - time.monotonic_ns()
+
+
+def token_offsets_us(token_ts: Sequence[float], arrival_unix_ns: int, offset_ns: int) -> list[int]:
+    """Microseconds from arrival (wall clock) to each token's step timestamp (monotonic seconds).
+
+    ``offset_ns`` is :func:`mono_to_unix_offset_ns`; tokens of one engine step share a timestamp
+    and therefore an offset.
+    """
+    base_us = (arrival_unix_ns - offset_ns) / 1e3
+    return [round(ts * 1e6 - base_us) for ts in token_ts]
+
+
+class RequestTrace:
+    """What the hook collects about one request between its first output and its finish."""
+
+    __slots__ = (
+        "_preempted",
+        "engine_request_id",
+        "preemptions",
+        "resumptions",
+        "token_ts",
+        "trace_headers",
+    )
+
+    def __init__(
+        self, engine_request_id: str | None = None, trace_headers: Mapping[str, str] | None = None
+    ) -> None:
+        self.engine_request_id = engine_request_id
+        self.trace_headers = trace_headers
+        self.token_ts: list[float] = []
+        """The step timestamp (engine core, ``time.monotonic()`` seconds) of every output token."""
+        self.preemptions: list[tuple[float, int]] = []
+        """(monotonic timestamp, output tokens generated before it) per PREEMPTED event."""
+        self.resumptions: list[float] = []
+        """Monotonic timestamp of the first SCHEDULED event after each PREEMPTED event."""
+        self._preempted = False
+
+    def on_tokens(self, timestamp: float, count: int) -> None:
+        if count == 1:
+            self.token_ts.append(timestamp)
+        elif count > 1:
+            self.token_ts.extend([timestamp] * count)
+
+    def on_event(self, event_type: int, timestamp: float) -> None:
+        if event_type == EVENT_PREEMPTED:
+            self.preemptions.append((timestamp, len(self.token_ts)))
+            self._preempted = True
+        elif event_type == EVENT_SCHEDULED and self._preempted:
+            self.resumptions.append(timestamp)
+            self._preempted = False
+
+
+class HookStats:
+    """The hook's own health, counted in the frontend process (read it with :meth:`as_dict`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests_traced = 0
+        self.spans_exported = 0
+        self.spans_export_failed = 0
+        self.export_errors = 0
+        self.hook_errors = 0
+        self.spans_ended = 0
+        """Every span the hooks ended (server and child spans), i.e. handed to the processor."""
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + n)
+
+    @property
+    def spans_unaccounted(self) -> int:
+        """Ended but neither exported nor failed: queued, or dropped by a full processor queue."""
+        return self.spans_ended - self.spans_exported - self.spans_export_failed
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "requests_traced": self.requests_traced,
+            "spans_ended": self.spans_ended,
+            "spans_exported": self.spans_exported,
+            "spans_export_failed": self.spans_export_failed,
+            "spans_unaccounted": self.spans_unaccounted,
+            "export_errors": self.export_errors,
+            "hook_errors": self.hook_errors,
+        }
+
+
+class _Output(Protocol):
+    request_id: str
+    new_token_ids: Sequence[int]
+    trace_headers: Mapping[str, str] | None
+
+
+class _Event(Protocol):
+    type: int
+    timestamp: float
+
+
+def _unix_ns(mono_s: float, offset_ns: int) -> int:
+    return int(mono_s * 1e9) + offset_ns
+
+
+class RequestHook:
+    """Collects per-request timing from vLLM's stats updates and emits the spans at finish.
+
+    ``tracer_provider`` defaults to the one :func:`otelbench_vllm.export.make_tracer_provider`
+    builds from the standard ``OTEL_*`` variables, created on the first finished request (so a
+    process that never finishes a request never starts an export thread).
+    """
+
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None = None,
+        *,
+        stats: HookStats | None = None,
+        offset_ns: int | None = None,
+    ) -> None:
+        self.stats = stats if stats is not None else HookStats()
+        self.offset_ns = offset_ns if offset_ns is not None else mono_to_unix_offset_ns()
+        self._provider = tracer_provider
+        self._tracer: trace.Tracer | None = None
+
+    # ------------------------------------------------------------------ hot path
+    @staticmethod
+    def _state(req_stats: Any, output: _Output | None) -> RequestTrace:
+        state: RequestTrace | None = req_stats.__dict__.get(STATE_ATTR)
+        if state is None:
+            state = RequestTrace(
+                output.request_id if output is not None else None,
+                output.trace_headers if output is not None else None,
+            )
+            setattr(req_stats, STATE_ATTR, state)
+        return state
+
+    def on_output(self, output: _Output, timestamp: float, req_stats: Any) -> None:
+        """One engine-core output of one request (once per step): its tokens' timestamp."""
+        state: RequestTrace | None = req_stats.__dict__.get(STATE_ATTR)
+        if state is None or state.engine_request_id is None:
+            state = self._state(req_stats, output)
+            state.engine_request_id = output.request_id
+            state.trace_headers = output.trace_headers
+        n = len(output.new_token_ids)
+        if n == 1:
+            state.token_ts.append(timestamp)
+        elif n > 1:
+            state.token_ts.extend([timestamp] * n)
+
+    def on_events(self, events: Iterable[_Event], req_stats: Any) -> None:
+        """A request's QUEUED / SCHEDULED / PREEMPTED events (vLLM delivers them in order)."""
+        state = self._state(req_stats, None)
+        for event in events:
+            state.on_event(event.type, event.timestamp)
+
+    # ------------------------------------------------------------------ finish
+    def _get_tracer(self) -> trace.Tracer:
+        if self._tracer is None:
+            if self._provider is None:
+                from otelbench_vllm.export import make_tracer_provider
+
+                self._provider = make_tracer_provider(self.stats)
+            self._tracer = self._provider.get_tracer(names.INSTRUMENTATION_SCOPE_HOOKS)
+        return self._tracer
+
+    def on_finished(
+        self,
+        iteration_timestamp: float,
+        finish_reason: object,
+        request_id: str | None,
+        num_prompt_tokens: int,
+        req_stats: Any,
+        num_cached_tokens: int = 0,
+    ) -> None:
+        """The request finished (``iteration_timestamp``: vLLM's wall-clock time of the step's
+        stats): emit its server span, child spans and events."""
+        state: RequestTrace | None = req_stats.__dict__.pop(STATE_ATTR, None)
+        if state is None:
+            state = RequestTrace()
+        tracer = self._get_tracer()
+        off = self.offset_ns
+        arrival_ns = int(req_stats.arrival_time * 1e9)
+        queued, scheduled = req_stats.queued_ts, req_stats.scheduled_ts
+        first, last = req_stats.first_token_ts, req_stats.last_token_ts
+        offsets = token_offsets_us(state.token_ts, arrival_ns, off)
+        end_ns = int(iteration_timestamp * 1e9)
+        if last:
+            end_ns = max(end_ns, _unix_ns(last, off))
+
+        attributes: dict[str, Any] = {
+            names.VLLM_REQUEST_ID: request_id or "",
+            names.VLLM_RESPONSE_FINISH_REASON: str(finish_reason),
+            names.VLLM_USAGE_PROMPT_TOKENS: num_prompt_tokens,
+            names.VLLM_USAGE_COMPLETION_TOKENS: len(offsets),
+            names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: num_cached_tokens,
+            names.VLLM_LATENCY_E2E: iteration_timestamp - req_stats.arrival_time,
+            names.SERVER_TOKEN_OFFSETS_US: offsets,
+            names.SERVER_PREEMPTIONS: len(state.preemptions),
+            names.SERVER_MONO_TO_UNIX_OFFSET_NS: off,
+        }
+        if state.engine_request_id:
+            attributes[names.SERVER_ENGINE_REQUEST_ID] = state.engine_request_id
+        if first:
+            attributes[names.VLLM_LATENCY_TTFT] = req_stats.first_token_latency
+        if queued and scheduled:
+            attributes[names.VLLM_LATENCY_QUEUE] = scheduled - queued
+        if scheduled and first:
+            attributes[names.VLLM_LATENCY_PREFILL] = first - scheduled
+            attributes[names.VLLM_LATENCY_DECODE] = last - first
+            attributes[names.VLLM_LATENCY_INFERENCE] = last - scheduled
+
+        parent = _PROPAGATOR.extract(state.trace_headers) if state.trace_headers else None
+        span = tracer.start_span(
+            names.SPAN_HOOK_REQUEST,
+            context=parent,
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            start_time=arrival_ns,
+        )
+        for i, (ts, tokens) in enumerate(state.preemptions):
+            span.add_event(
+                names.EVENT_PREEMPTION,
+                {
+                    names.PREEMPTION_OUTPUT_TOKENS: tokens,
+                    names.PREEMPTION_KV_TOKENS_DISCARDED: num_prompt_tokens + tokens,
+                },
+                timestamp=_unix_ns(ts, off),
+            )
+            if i < len(state.resumptions):
+                resumed = state.resumptions[i]
+                span.add_event(
+                    names.EVENT_RESUMPTION,
+                    {names.PREEMPTION_STALL_US: round((resumed - ts) * 1e6)},
+                    timestamp=_unix_ns(resumed, off),
+                )
+        ended = 1
+        in_span = trace.set_span_in_context(span)
+        phases = (
+            (names.SPAN_HOOK_QUEUE, queued, scheduled),
+            (names.SPAN_HOOK_PREFILL, scheduled, first),
+            (names.SPAN_HOOK_DECODE, first, last),
+        )
+        for name, start, end in phases:
+            if start and end:
+                child = tracer.start_span(name, context=in_span, start_time=_unix_ns(start, off))
+                child.end(end_time=_unix_ns(end, off))
+                ended += 1
+        span.end(end_time=end_ns)
+        self.stats.add("spans_ended", ended)
+        self.stats.add("requests_traced")

