@@ -120,17 +120,24 @@ class EmbeddedCollector:
         by_service = self.live_stats().get("spans_by_service", {})
         return sum(n for svc, n in by_service.items() if svc != semconv.SERVICE_CLIENT)
 
-    def wait_for_target_spans(self, expected: int, limit_s: float) -> int:
-        """Wait until ``expected`` target spans are stored, at most ``limit_s``; returns the count.
+    def wait_for_target_spans(self, expected: int, limit_s: float, quiet_s: float = 1.0) -> int:
+        """Wait for the target's spans after the load; returns how many are stored.
 
         Targets export spans in batches on their own schedule (vLLM every 5 s by default), so
-        after the load the run waits for them before it stops the collector.
+        after the load the run waits, at most ``limit_s``, until at least ``expected`` target
+        spans are stored and then until none has arrived for ``quiet_s`` (a target may send
+        several spans per request, from more than one exporter).
         """
         deadline = time.monotonic() + limit_s
         count = self.target_spans()
-        while count < expected and time.monotonic() < deadline:
+        last_change = time.monotonic()
+        while time.monotonic() < deadline:
+            if count >= expected and time.monotonic() - last_change >= quiet_s:
+                break
             time.sleep(0.1)
-            count = self.target_spans()
+            now = self.target_spans()
+            if now != count:
+                count, last_change = now, time.monotonic()
         return count
 
     def stop(self, timeout_s: float = 30.0) -> dict[str, Any]:
@@ -284,6 +291,7 @@ def _launched_vllm(endpoint: str, out_dir: Path, extra: dict[str, Any]) -> Itera
         otlp_traces_endpoint=telemetry.traces_url(endpoint),
         log_path=out_dir / "vllm.log",
         env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
+        hooks=True,
         **extra,
     )
     server.start()

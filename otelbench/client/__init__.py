@@ -18,7 +18,13 @@ Example::
 
 Modules: :mod:`~otelbench.client.sse` (the SSE parser), :mod:`~otelbench.client.openai` (what a
 chunk means: content or not, tokens, usage), :mod:`~otelbench.client.transport` (spans and timing),
-:mod:`~otelbench.client.api` (the high-level client).
+:mod:`~otelbench.client.api` (the high-level client), :mod:`~otelbench.client._http11` (the lean
+HTTP/1.1 transport under ``AsyncLLMClient``: kernel receive timestamps, no O(n²) pool).
+
+For timing fidelity the process that runs the client should keep the garbage collector's pauses
+out of measurement phases (``gc.freeze()`` after start-up, or ``gc.disable()`` during a phase and a
+collection between phases): a pause longer than a stream's inter-chunk interval makes the waiting
+chunks arrive as one read, stamped at the time of the last (bench/client_fidelity.py).
 """
 
 from __future__ import annotations

@@ -220,6 +220,7 @@ MANIFEST: dict[str, Any] = {
     "finished_unix": 1_700_000_001.6,
     "duration_s": 1.6,
     "otelbench_version": "0.1.0",
+    "sut": {"boundary": "Model Engine", "software": "vLLM 0.32.0", "hardware": "2-core CPU"},
     "client": {"http": "httpx"},
     "deviations": ["no warm-up procedure was run before measurement (draft 4.5)"],
     "notes": ["scenario"],

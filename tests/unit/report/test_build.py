@@ -97,6 +97,7 @@ def test_run_section(scenario_store: Path) -> None:
         "finished_unix": 1_700_000_001.6,
         "duration_s": 1.6,
         "otelbench_version": "0.1.0",
+        "sut": {"boundary": "Model Engine", "software": "vLLM 0.32.0", "hardware": "2-core CPU"},
         "notes": ["scenario"],
         "requests": {"total": 4, "succeeded": 3, "failed": 1, "failed_by_type": {"504": 1}},
     }

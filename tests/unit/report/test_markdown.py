@@ -24,7 +24,9 @@ def test_minimum_viable_report_block(scenario_store: Path) -> None:
     for line in [
         "System Identification:",
         "- Model: tiny",
-        "- Hardware: not recorded",
+        "- Hardware: 2-core CPU",
+        "- Software: vLLM 0.32.0 (target http://127.0.0.1:8000)",
+        "- SUT Boundary: Model Engine",
         "Test Configuration:",
         "- Workload: synthetic-uniform",
         "- Load Model: open-loop poisson, 2.0 req/s",
