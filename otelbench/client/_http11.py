@@ -62,6 +62,18 @@ _TIMESPEC = struct.Struct("@qq")
 _ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size)
 
 
+def _ip_literal(host: str, port: int) -> list[tuple[Any, ...]] | None:
+    """``getaddrinfo``'s answer for an IP address, without its thread pool."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        addr = (host, port) if family == socket.AF_INET else (host, port, 0, 0)
+        return [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", addr)]
+    return None
+
+
 class _ClockOffset:
     """CLOCK_REALTIME minus CLOCK_MONOTONIC in ns, to turn kernel receive timestamps (wall clock)
     into ``time.perf_counter_ns()`` values. Measured as a wall-clock reading bracketed by two
@@ -587,7 +599,9 @@ class AsyncHTTP11Transport(httpx.AsyncBaseTransport):
 
     @staticmethod
     async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> _Connection:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = _ip_literal(host, port) or await loop.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM
+        )
         error: OSError = OSError(f"cannot resolve {host}")
         for family, kind, proto, _name, addr in infos:
             sock = socket.socket(family, kind, proto)

@@ -29,6 +29,13 @@ from otelbench.metrics.latency import (
     tpot,
     ttft_by_input_length,
 )
+from otelbench.metrics.server import (
+    TTFT_COMPONENTS,
+    Preemptions,
+    TtftDecomposition,
+    preemption_stats,
+    ttft_decomposition,
+)
 from otelbench.metrics.summary import PERCENTILE_METHOD, PERCENTILES, Summary, percentile, summarize
 from otelbench.metrics.throughput import (
     UNKNOWN_ERROR_TYPE,
@@ -42,13 +49,16 @@ from otelbench.metrics.throughput import (
 __all__ = [
     "PERCENTILES",
     "PERCENTILE_METHOD",
+    "TTFT_COMPONENTS",
     "TTFT_INPUT_BUCKET_EDGES",
     "UNKNOWN_ERROR_TYPE",
     "InputBucket",
     "Outcomes",
+    "Preemptions",
     "Ragged",
     "Summary",
     "Throughput",
+    "TtftDecomposition",
     "consecutive_intervals",
     "group_first",
     "group_last",
@@ -57,10 +67,12 @@ __all__ = [
     "measurement_window_ns",
     "outcomes",
     "percentile",
+    "preemption_stats",
     "summarize",
     "tail_ratio",
     "token_arrival_times",
     "tpot",
     "ttft_by_input_length",
+    "ttft_decomposition",
     "window_throughput",
 ]

@@ -56,6 +56,9 @@ Columns = dict[str, Any]
 NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "span_run": semconv.SPAN_RUN,
     "span_vllm_request": semconv.SPAN_VLLM_REQUEST,
+    "span_hook_request": semconv.SPAN_HOOK_REQUEST,
+    "event_preemption": semconv.EVENT_PREEMPTION,
+    "event_resumption": semconv.EVENT_RESUMPTION,
     "kind_client": semconv.SPAN_KIND_CLIENT,
     "kind_server": semconv.SPAN_KIND_SERVER,
     "status_error": semconv.STATUS_ERROR,
@@ -84,6 +87,12 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "attr_vllm_prompt_tokens": semconv.VLLM_USAGE_PROMPT_TOKENS,
     "attr_vllm_completion_tokens": semconv.VLLM_USAGE_COMPLETION_TOKENS,
     "attr_vllm_request_id": semconv.VLLM_REQUEST_ID,
+    "attr_vllm_finish_reason": semconv.VLLM_RESPONSE_FINISH_REASON,
+    "attr_cache_read_tokens": semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+    "attr_server_preemptions": semconv.SERVER_PREEMPTIONS,
+    "attr_server_token_offsets_us": semconv.SERVER_TOKEN_OFFSETS_US,
+    "attr_preemption_kv_discarded": semconv.PREEMPTION_KV_TOKENS_DISCARDED,
+    "attr_preemption_stall_us": semconv.PREEMPTION_STALL_US,
 }
 """Every name the SQL files bind, as ``$name`` parameters, from :mod:`otelbench.semconv`."""
 
@@ -319,7 +328,24 @@ def extract_client_requests(store: QueryRunner, run_id: str) -> ClientRequests:
     )
 
 
+def _bounds(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    bounds = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
+    return bounds
+
+
 def _server_requests(cols: Columns, client_index: npt.NDArray[np.int64]) -> ServerRequests:
+    n = len(cols["span_id"])
+    absent_f64 = np.full(n, np.nan)
+    no_lists = np.empty(n, dtype=object)
+    no_lists[:] = [np.empty(0, dtype=np.int64) for _ in range(n)]
+    offsets, n_offsets = _flatten_lists(cols.get("token_offsets_us", no_lists))
+    stalls, n_stalls = _flatten_lists(cols.get("stall_us", no_lists))
+    names = (
+        _str_required(cols["span_name"], "span_name")
+        if "span_name" in cols
+        else (semconv.SPAN_VLLM_REQUEST,) * n
+    )
     return ServerRequests(
         trace_id=_str_required(cols["trace_id"], "trace_id"),
         span_id=_str_required(cols["span_id"], "span_id"),
@@ -336,13 +362,24 @@ def _server_requests(cols: Columns, client_index: npt.NDArray[np.int64]) -> Serv
         inference_s=_f64(cols["inference_s"]),
         prompt_tokens=_f64(cols["prompt_tokens"]),
         completion_tokens=_f64(cols["completion_tokens"]),
+        span_name=names,
+        finish_reason=_str(cols["finish_reason"]) if "finish_reason" in cols else (None,) * n,
+        cache_read_tokens=_f64(cols.get("cache_read_tokens", absent_f64)),
+        preemptions=_f64(cols.get("preemptions", absent_f64)),
+        preemption_events=_f64(cols.get("preemption_events", absent_f64)),
+        kv_tokens_discarded=_f64(cols.get("kv_tokens_discarded", absent_f64)),
+        token_bounds=_bounds(n_offsets),
+        token_offset_us=offsets,
+        stall_bounds=_bounds(n_stalls),
+        stall_us=stalls,
     )
 
 
 def extract_run_server_requests(
     store: QueryRunner, run_id: str, client: ClientRequests
 ) -> ServerRequests:
-    """The vLLM server spans that are children of ``client`` (run ``run_id``'s client spans)."""
+    """The server spans that are children of ``client`` (run ``run_id``'s client spans): per
+    client span, the engine hooks' span when there is one, else vLLM's ``llm_request`` span."""
     cols = store.run("run_server_requests", run_id=run_id)
     position = {key: i for i, key in enumerate(zip(client.trace_id, client.span_id, strict=True))}
     parents = zip(

@@ -13,7 +13,8 @@ million requests is one array per field, not a million objects. Conventions:
 
 Units and clock domains are in the field names: ``*_unix_ns`` wall clock; ``*_us``/``*_offset_us``
 client monotonic microseconds since T_submit; server latencies ``*_s`` are seconds as vLLM
-writes them (engine monotonic clock).
+writes them (engine monotonic clock); server ``token_offset_us`` are engine microseconds since the
+request's arrival (the engine hooks' Option C timeline).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from otelbench import semconv
 
 __all__ = ["ClientRequests", "RunData", "RunInfo", "ServerRequests"]
 
@@ -109,11 +112,25 @@ class ClientRequests:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ServerRequests:
-    """vLLM ``llm_request`` spans, one entry per span, ordered by (start, TraceId, SpanId).
+    """Server spans, one entry per span, ordered by (start, TraceId, SpanId).
 
-    ``client_index`` is the position in the run's :class:`ClientRequests` of the client span that
-    is this span's parent, or -1 for a span without an otelbench client parent (live traffic).
-    Latencies are vLLM's ``gen_ai.latency.*`` values in seconds; NaN when absent.
+    A server span is the engine hooks' ``otelbench.vllm.request`` span (``span_name`` is
+    :data:`otelbench.semconv.SPAN_HOOK_REQUEST`) or vLLM's own ``llm_request`` span; a run's
+    client span keeps the hook span when it has both. ``client_index`` is the position in the
+    run's :class:`ClientRequests` of the client span that is this span's parent, or -1 for a span
+    without an otelbench client parent (live traffic). Latencies are the ``gen_ai.latency.*``
+    values in seconds; NaN when absent.
+
+    Hook-only fields (NaN, or empty groups, for an ``llm_request`` span):
+
+    * ``token_offset_us`` grouped by ``token_bounds`` (``n + 1`` entries, the
+      :class:`otelbench.metrics.Ragged` layout): µs from the request's arrival in the engine to
+      the engine step that produced each output token (tokens of one step share a time);
+    * ``preemptions``: the span's ``otelbench.server.preemptions`` count;
+      ``preemption_events``: its preemption span events; ``kv_tokens_discarded``: the sum of
+      their ``otelbench.preemption.kv_tokens_discarded``;
+    * ``stall_us`` grouped by ``stall_bounds``: each resumption event's
+      ``otelbench.preemption.stall_us``.
     """
 
     trace_id: tuple[str, ...]
@@ -131,12 +148,48 @@ class ServerRequests:
     inference_s: F64
     prompt_tokens: F64
     completion_tokens: F64
+    span_name: tuple[str, ...]
+    finish_reason: tuple[str | None, ...]
+    cache_read_tokens: F64
+    preemptions: F64
+    preemption_events: F64
+    kv_tokens_discarded: F64
+    token_bounds: I64
+    token_offset_us: I64
+    stall_bounds: I64
+    stall_us: I64
 
     def __post_init__(self) -> None:
-        _check_lengths(self, len(self.span_id))
+        n = len(self.span_id)
+        ragged = {"token_bounds", "token_offset_us", "stall_bounds", "stall_us"}
+        _check_lengths(self, n, frozenset(ragged))
+        for bounds, values, name in (
+            (self.token_bounds, self.token_offset_us, "token"),
+            (self.stall_bounds, self.stall_us, "stall"),
+        ):
+            if bounds.shape != (n + 1,) or bounds[0] != 0 or np.any(np.diff(bounds) < 0):
+                raise ValueError(f"{name}_bounds must have n+1 non-decreasing entries from 0")
+            if bounds[-1] != values.size:
+                raise ValueError(f"{name}_bounds[-1] must equal the number of {name} entries")
 
     def __len__(self) -> int:
         return len(self.span_id)
+
+    def is_hook(self) -> npt.NDArray[np.bool_]:
+        """True for the engine hooks' spans, False for vLLM's ``llm_request`` spans."""
+        return np.fromiter(
+            (name == semconv.SPAN_HOOK_REQUEST for name in self.span_name),
+            dtype=np.bool_,
+            count=len(self.span_name),
+        )
+
+    def token_offsets(self, i: int) -> I64:
+        """Span ``i``'s per-token offsets (µs since arrival; empty without hook offsets)."""
+        return self.token_offset_us[int(self.token_bounds[i]) : int(self.token_bounds[i + 1])]
+
+    def stalls(self, i: int) -> I64:
+        """Span ``i``'s resumption stalls (µs from each preemption to its resumption)."""
+        return self.stall_us[int(self.stall_bounds[i]) : int(self.stall_bounds[i + 1])]
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -22,8 +22,10 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from otelbench import semconv
 from otelbench.metrics import (
     PERCENTILE_METHOD,
+    TTFT_COMPONENTS,
     Outcomes,
     Ragged,
     consecutive_intervals,
@@ -33,11 +35,13 @@ from otelbench.metrics import (
     group_std,
     outcomes,
     percentile,
+    preemption_stats,
     summarize,
     tail_ratio,
     token_arrival_times,
     tpot,
     ttft_by_input_length,
+    ttft_decomposition,
     window_throughput,
 )
 from otelbench.query import QueryRunner, RunData, extract_run_data, open_store
@@ -77,12 +81,23 @@ FIRST_TOKEN_DEFINITION: Final = (
 TPOT_DEFINITION: Final = (
     "per request, (T_last - T_first) / (output_tokens - 1): the first token is excluded; "
     "output_tokens is gen_ai.usage.output_tokens (the sum of per-chunk tokens when absent); "
-    "undefined for fewer than 2 output tokens. Server TPOT is vLLM's time_in_model_decode / "
+    "undefined for fewer than 2 output tokens. Server TPOT is the same formula over the engine "
+    "hooks' per-token offsets when the server span has them, else vLLM's time_in_model_decode / "
     "(completion_tokens - 1)."
 )
 JITTER_DEFINITION: Final = (
     "per request, the population standard deviation (ddof=0) of its ITL samples, for requests "
     "with at least 2 ITL samples; max pause is the request's largest ITL sample (draft 5.4.4.2)"
+)
+SERVER_OPTION_C: Final = (
+    "Option C (direct token timing, draft 4.6.3) for metrics.server.itl_ms: the engine hooks' "
+    "server span records, for every output token, the µs from the request's arrival in the "
+    "engine to the engine step that produced it (otelbench.server.token_offsets_us). The "
+    "resolution is the engine step: tokens produced in one step (speculative decoding, "
+    "multi-token steps) share the step's time and give zero intervals; the timing excludes "
+    "detokenisation, SSE framing and the network, which Option B (metrics.client.itl_ms) "
+    "includes. Server TTFT and TPOT use the same offsets (first token; (last - first) / "
+    "(tokens - 1)) for the requests that have them"
 )
 STD_DEFINITION: Final = "population standard deviation (ddof=0)"
 THROUGHPUT_WINDOW: Final = (
@@ -101,8 +116,9 @@ CLOCK_DOMAINS: Final = {
         "client span's wall-clock start (otel_traces.Timestamp, ns)"
     ),
     "server": (
-        "vLLM's gen_ai.latency.* durations (seconds) from the engine's own clock; server TTFT "
-        "and e2e start at the request's arrival in the engine"
+        "vLLM's gen_ai.latency.* durations (seconds) and the engine hooks' per-token offsets "
+        "(µs since arrival) from the server host's own clocks; server TTFT and e2e start at "
+        "the request's arrival in the engine"
     ),
     "client_minus_server_ttft": (
         "difference of two durations, each measured on one clock: no cross-host clock "
@@ -222,7 +238,7 @@ def report_from_data(data: RunData) -> dict[str, Any]:
         "run": _run_section(data, result),
         "metrics": metrics,
         "methodology": {
-            "itl_method": _itl_method(dict(sorted(sources.items())), server is not None),
+            "itl_method": _itl_method(dict(sorted(sources.items())), server),
             "first_token_definition": FIRST_TOKEN_DEFINITION,
             "tpot_definition": TPOT_DEFINITION,
             "jitter_definition": JITTER_DEFINITION,
@@ -254,20 +270,97 @@ def _server_metrics(
     if not np.any(joined):
         return None
     idx = s.client_index[joined]
-    server_ttft_ms = s.ttft_s[joined] * 1000.0
-    decode_ms = s.decode_s[joined] * 1000.0
+    hook = s.is_hook()[joined]
     client_ok = data.client.ok[idx]
+
+    # Option C token timeline (hook spans): µs since arrival of every output token.
+    tokens = Ragged(s.token_offset_us.astype(np.float64), s.token_bounds).select(joined)
+    has_offsets = tokens.lengths() > 0
+    first_ms = group_first(tokens) / 1000.0
+    last_ms = group_last(tokens) / 1000.0
+    completion = np.where(
+        np.isfinite(s.completion_tokens[joined]),
+        s.completion_tokens[joined],
+        tokens.lengths().astype(np.float64),
+    )
+    # server TTFT: the first token's offset when the span has offsets, else vLLM's latency key
+    server_ttft_ms = np.where(has_offsets, first_ms, s.ttft_s[joined] * 1000.0)
+    decode_ms = s.decode_s[joined] * 1000.0
+    server_tpot_ms = np.where(
+        has_offsets,
+        tpot(first_ms, last_ms, completion),
+        tpot(np.zeros_like(decode_ms), decode_ms, s.completion_tokens[joined]),
+    )
+    queue_ms = s.queue_s[joined] * 1000.0
+    prefill_ms = s.prefill_s[joined] * 1000.0
     difference = client_ttft_ms[idx] - server_ttft_ms
-    return {
-        "requests_joined": int(np.unique(idx).size),
-        "client_requests_without_server_span": len(data.client) - int(np.unique(idx).size),
+    n_joined = int(np.unique(idx).size)
+    out: dict[str, Any] = {
+        "requests_joined": n_joined,
+        "client_requests_without_server_span": len(data.client) - n_joined,
+        "span_sources": {
+            semconv.SPAN_HOOK_REQUEST: int(hook.sum()),
+            semconv.SPAN_VLLM_REQUEST: int((~hook).sum()),
+        },
         "ttft_ms": _summary(server_ttft_ms),
-        "tpot_ms": _summary(tpot(np.zeros_like(decode_ms), decode_ms, s.completion_tokens[joined])),
+        "tpot_ms": _summary(server_tpot_ms),
         "e2e_ms": _summary(s.e2e_s[joined] * 1000.0),
-        "queue_ms": _summary(s.queue_s[joined] * 1000.0),
-        "prefill_ms": _summary(s.prefill_s[joined] * 1000.0),
+        "queue_ms": _summary(queue_ms),
+        "prefill_ms": _summary(prefill_ms),
         "decode_ms": _summary(decode_ms),
         "client_minus_server_ttft_ms": _summary(difference[client_ok]),
+        "ttft_decomposition_ms": _ttft_decomposition(
+            client_ttft_ms[idx][client_ok],
+            server_ttft_ms[client_ok],
+            queue_ms[client_ok],
+            prefill_ms[client_ok],
+        ),
+    }
+    if not np.any(hook):
+        return out
+
+    itl_us = consecutive_intervals(tokens.select(hook & has_offsets))
+    itl_summary = summarize(itl_us.values / 1000.0)
+    out["itl_ms"] = itl_summary.to_dict()
+    out["itl_per_request"] = {
+        "jitter_ms": _p50_p95_p99(group_std(itl_us) / 1000.0),
+        "max_pause_ms": _p50_p95_p99(group_max(itl_us) / 1000.0),
+    }
+    out["itl_p99_p50_ratio"] = tail_ratio(itl_summary.p99, itl_summary.p50)
+
+    # the span's preemption counter, else its preemption events (NaN: llm_request, unobserved)
+    counts = np.where(
+        np.isfinite(s.preemptions[joined]), s.preemptions[joined], s.preemption_events[joined]
+    )
+    p = preemption_stats(counts, client_ok, s.kv_tokens_discarded[joined])
+    stalls_ms = Ragged(s.stall_us.astype(np.float64), s.stall_bounds).select(joined).values / 1e3
+    out["preemptions"] = {
+        "requests_observed": p.requests_observed,
+        "total": p.total,
+        "requests_preempted": p.requests_preempted,
+        "rate": p.rate,
+        "preemptions_per_request": _summary(p.per_request),
+        "recovered": p.recovered,
+        "recovery_rate": p.recovery_rate,
+        "tokens_lost": p.kv_tokens_discarded,
+        "stall_ms": _summary(stalls_ms),
+    }
+    return out
+
+
+def _ttft_decomposition(
+    client_ttft_ms: npt.NDArray[np.float64],
+    server_ttft_ms: npt.NDArray[np.float64],
+    queue_ms: npt.NDArray[np.float64],
+    prefill_ms: npt.NDArray[np.float64],
+) -> dict[str, Any]:
+    d = ttft_decomposition(client_ttft_ms, server_ttft_ms, queue_ms, prefill_ms)
+    return {
+        "count": int(d.client_ttft.size),
+        "client_ttft": _summary(d.client_ttft),
+        **{name: _summary(d.components[name]) for name in TTFT_COMPONENTS},
+        "share_of_mean": {name: d.share_of_mean[name] for name in TTFT_COMPONENTS},
+        "share_p50": {name: d.share_p50[name] for name in TTFT_COMPONENTS},
     }
 
 
@@ -298,7 +391,7 @@ def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:
     }
 
 
-def _itl_method(sources: dict[str, int], has_server: bool) -> dict[str, Any]:
+def _itl_method(sources: dict[str, int], server: dict[str, Any] | None) -> dict[str, Any]:
     if not sources:
         declared = None
     elif len(sources) == 1:
@@ -327,11 +420,18 @@ def _itl_method(sources: dict[str, int], has_server: bool) -> dict[str, Any]:
             "Option A, reported separately as metrics.client.time_between_chunks_ms, with the "
             "chunk-size distribution in metrics.client.tokens_per_chunk"
         ),
-        "server_side": (
-            "Option C not used: vLLM's llm_request span carries phase durations but no per-token "
-            "timestamps" + ("; its phase durations are in metrics.server" if has_server else "")
-        ),
+        "server_option": "C" if server is not None and "itl_ms" in server else None,
+        "server_side": _server_side(server),
     }
+
+
+def _server_side(server: dict[str, Any] | None) -> str:
+    if server is not None and "itl_ms" in server:
+        return SERVER_OPTION_C
+    return (
+        "Option C not used: vLLM's llm_request span carries phase durations but no per-token "
+        "timestamps" + ("; its phase durations are in metrics.server" if server is not None else "")
+    )
 
 
 def _deviations(

@@ -3,7 +3,9 @@
 Sections: the Appendix C.1 *Minimum Viable Report* block, the 5.1.5.2 TTFT results table, the
 5.1.5.3 TTFT-by-input-length table, the 5.4.5 ITL table (with per-request jitter and maximum
 pause, 5.4.4.2, and time between chunks, 4.6.3 Option A), latency and throughput (5.2.5), a
-client-vs-server table when server spans exist, and the methodology declarations.
+client-vs-server table when server spans exist (server ITL by Option C next to the client's
+Option B when engine-hook spans exist) with the TTFT decomposition (5.1.4.2), a preemption
+section (5.8.4) when any preemption happened, and the methodology declarations.
 
 Latencies are printed in milliseconds with two decimals; absent values print as ``n/a``.
 
@@ -219,13 +221,27 @@ def _server_section(metrics: Mapping[str, Any]) -> list[str]:
     if server is None:
         return []
     client = metrics["client"]
+    pairs = [
+        ("TTFT", client["ttft_ms"], server["ttft_ms"]),
+        ("TPOT", client["tpot_ms"], server["tpot_ms"]),
+        ("End-to-End", client["e2e_ms"], server["e2e_ms"]),
+    ]
+    if "itl_ms" in server:
+        pairs += [
+            ("ITL (client Option B, server Option C)", client["itl_ms"], server["itl_ms"]),
+            (
+                "Jitter (per-request ITL std dev)",
+                client["itl_per_request"]["jitter_ms"],
+                server["itl_per_request"]["jitter_ms"],
+            ),
+            (
+                "Maximum pause (per-request max ITL)",
+                client["itl_per_request"]["max_pause_ms"],
+                server["itl_per_request"]["max_pause_ms"],
+            ),
+        ]
     side = [
-        [name, _ms(c["p50"]), _ms(s["p50"]), _ms(c["p99"]), _ms(s["p99"])]
-        for name, c, s in (
-            ("TTFT", client["ttft_ms"], server["ttft_ms"]),
-            ("TPOT", client["tpot_ms"], server["tpot_ms"]),
-            ("End-to-End", client["e2e_ms"], server["e2e_ms"]),
-        )
+        [name, _ms(c["p50"]), _ms(s["p50"]), _ms(c["p99"]), _ms(s["p99"])] for name, c, s in pairs
     ]
     components = [
         [name, str(s["count"]), _ms(s["p50"]), _ms(s["p95"]), _ms(s["p99"])]
@@ -236,11 +252,20 @@ def _server_section(metrics: Mapping[str, Any]) -> list[str]:
             ("Client − server TTFT", server["client_minus_server_ttft_ms"]),
         )
     ]
-    return [
+    sources = server.get("span_sources", {})
+    lines = [
         "## Client vs server",
         "",
         f"Server spans joined to {server['requests_joined']} client requests "
         f"({server['client_requests_without_server_span']} without one).",
+    ]
+    if sources:
+        lines[-1] += (
+            " Server spans by source: "
+            + ", ".join(f"{name} {count}" for name, count in sources.items())
+            + "."
+        )
+    lines += [
         "",
         *_table(["Metric", "Client P50", "Server P50", "Client P99", "Server P99"], side),
         "",
@@ -249,6 +274,67 @@ def _server_section(metrics: Mapping[str, Any]) -> list[str]:
         *_table(["Component", "Requests", "P50", "P95", "P99"], components),
         "",
     ]
+    lines += _decomposition_section(server.get("ttft_decomposition_ms"))
+    lines += _preemption_section(server.get("preemptions"))
+    return lines
+
+
+_COMPONENT_LABELS = {
+    "network_and_framing": "Network and framing (client − server TTFT)",
+    "arrival_to_queue": "Arrival to queue (server TTFT − queue − prefill)",
+    "queue": "Queue",
+    "prefill": "Prefill",
+}
+
+
+def _share(value: Any) -> str:
+    return NA if value is None else f"{float(value) * 100:.1f}%"
+
+
+def _decomposition_section(d: Mapping[str, Any] | None) -> list[str]:
+    if not d:
+        return []
+    rows = [
+        [
+            label,
+            _ms(d[key]["mean"]),
+            _ms(d[key]["p50"]),
+            _ms(d[key]["p99"]),
+            _share(d["share_of_mean"][key]),
+            _share(d["share_p50"][key]),
+        ]
+        for key, label in _COMPONENT_LABELS.items()
+    ]
+    c = d["client_ttft"]
+    rows.append(["Client TTFT", _ms(c["mean"]), _ms(c["p50"]), _ms(c["p99"]), "100.0%", "100.0%"])
+    return [
+        f"TTFT decomposition (draft 5.1.4.2), {d['count']} successful requests:",
+        "",
+        *_table(["Component", "Mean", "P50", "P99", "Share of mean", "P50 share"], rows),
+        "",
+    ]
+
+
+def _preemption_section(p: Mapping[str, Any] | None) -> list[str]:
+    if not p or not p["total"]:
+        return []
+    stall = p["stall_ms"]
+    per_request = p["preemptions_per_request"]
+    rows = [
+        ["Preemptions", str(p["total"])],
+        ["Requests preempted", f"{p['requests_preempted']} of {p['requests_observed']}"],
+        ["Preemption rate", _share(p["rate"])],
+        [
+            "Preemptions per request (mean / max)",
+            f"{_num(per_request['mean'])} / {_num(per_request['max'], 0)}",
+        ],
+        ["Recovery rate", _share(p["recovery_rate"])],
+        ["KV tokens recomputed (tokens lost)", str(p["tokens_lost"])],
+        ["Stall P50", _ms(stall["p50"])],
+        ["Stall P99", _ms(stall["p99"])],
+        ["Stall Max", _ms(stall["max"])],
+    ]
+    return ["## Preemption (draft 5.8.4)", "", *_table(["Metric", "Value"], rows), ""]
 
 
 def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:

@@ -25,9 +25,19 @@ INSERT INTO otel_traces VALUES (
     make_timestamp_ns($ts), $trace_id, $span_id, $parent_span_id, '', $name, $kind, $service,
     MAP(['service.name'], [$service]), $scope, '',
     MAP(CAST($keys AS VARCHAR[]), CAST($values AS VARCHAR[])),
-    $duration, $status, '', [], [], [], [], [], [], []
+    $duration, $status, '',
+    list_transform(CAST($ev_ts AS BIGINT[]), lambda t: make_timestamp_ns(t)),
+    CAST($ev_names AS VARCHAR[]),
+    list_transform(
+        list_zip(CAST($ev_keys AS VARCHAR[][]), CAST($ev_values AS VARCHAR[][])),
+        lambda kv: MAP(kv[1], kv[2])
+    ),
+    [], [], [], []
 )
 """
+
+Event = tuple[str, int, Mapping[str, Any]]
+"""A span event: (name, wall-clock ns, attributes)."""
 
 
 def attr_text(value: Any) -> str:
@@ -64,6 +74,7 @@ class SpanWriter:
         parent_span_id: str = "",
         service: str = semconv.SERVICE_CLIENT,
         status: str = semconv.STATUS_UNSET,
+        events: Sequence[Event] = (),
     ) -> None:
         keys = list(attributes)
         self.store.connection.execute(
@@ -81,6 +92,10 @@ class SpanWriter:
                 "values": [attr_text(attributes[k]) for k in keys],
                 "duration": duration_ns,
                 "status": status,
+                "ev_ts": [t for _, t, _ in events],
+                "ev_names": [n for n, _, _ in events],
+                "ev_keys": [list(a) for _, _, a in events],
+                "ev_values": [[attr_text(v) for v in a.values()] for _, _, a in events],
             },
         )
 
@@ -196,6 +211,89 @@ class SpanWriter:
                 semconv.VLLM_RESPONSE_FINISH_REASON: '["length"]',
             },
         )
+
+    def hook_span(
+        self,
+        *,
+        trace_id: str,
+        span_id: str,
+        parent_span_id: str,
+        start_ns: int,
+        token_offsets_us: Sequence[int] | None,
+        ttft_s: str,
+        e2e_s: str,
+        queue_s: str,
+        prefill_s: str,
+        decode_s: str,
+        prompt_tokens: int,
+        preemptions: int | None = 0,
+        events: Sequence[Event] = (),
+        request_id: str = "cmpl-h",
+        finish_reason: str = "length",
+    ) -> None:
+        """One engine-hook ``otelbench.vllm.request`` span (as ``engine_hooks`` emits it), with
+        its three phase child spans (which the metrics must ignore)."""
+        attrs: dict[str, Any] = {
+            semconv.VLLM_REQUEST_ID: request_id,
+            semconv.VLLM_RESPONSE_FINISH_REASON: finish_reason,
+            semconv.VLLM_USAGE_PROMPT_TOKENS: prompt_tokens,
+            semconv.VLLM_USAGE_COMPLETION_TOKENS: len(token_offsets_us or ()),
+            semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 0,
+            semconv.VLLM_LATENCY_E2E: e2e_s,
+            semconv.VLLM_LATENCY_TTFT: ttft_s,
+            semconv.VLLM_LATENCY_QUEUE: queue_s,
+            semconv.VLLM_LATENCY_PREFILL: prefill_s,
+            semconv.VLLM_LATENCY_DECODE: decode_s,
+            semconv.VLLM_LATENCY_INFERENCE: repr(float(prefill_s) + float(decode_s)),
+            semconv.SERVER_MONO_TO_UNIX_OFFSET_NS: 1_690_000_000_000_000_000,
+        }
+        if token_offsets_us is not None:
+            attrs[semconv.SERVER_TOKEN_OFFSETS_US] = list(token_offsets_us)
+        if preemptions is not None:
+            attrs[semconv.SERVER_PREEMPTIONS] = preemptions
+        self.span(
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=parent_span_id,
+            name=semconv.SPAN_HOOK_REQUEST,
+            kind=semconv.SPAN_KIND_SERVER,
+            service=semconv.SERVICE_VLLM,
+            start_ns=start_ns,
+            duration_ns=int(float(e2e_s) * 1e9),
+            attributes=attrs,
+            events=events,
+        )
+        for k, name in enumerate(
+            (semconv.SPAN_HOOK_QUEUE, semconv.SPAN_HOOK_PREFILL, semconv.SPAN_HOOK_DECODE)
+        ):
+            self.span(
+                trace_id=trace_id,
+                span_id=span_id[:-1] + "abc"[k],
+                parent_span_id=span_id,
+                name=name,
+                kind=semconv.SPAN_KIND_INTERNAL,
+                service=semconv.SERVICE_VLLM,
+                start_ns=start_ns + k,
+                duration_ns=1,
+                attributes={},
+            )
+
+
+def preemption(t_ns: int, output_tokens: int, kv_tokens_discarded: int) -> Event:
+    """A hook span's preemption event."""
+    return (
+        semconv.EVENT_PREEMPTION,
+        t_ns,
+        {
+            semconv.PREEMPTION_OUTPUT_TOKENS: output_tokens,
+            semconv.PREEMPTION_KV_TOKENS_DISCARDED: kv_tokens_discarded,
+        },
+    )
+
+
+def resumption(t_ns: int, stall_us: int) -> Event:
+    """A hook span's resumption event."""
+    return (semconv.EVENT_RESUMPTION, t_ns, {semconv.PREEMPTION_STALL_US: stall_us})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,5 +481,134 @@ def write_scenario(path: Path, *, with_server: bool = True) -> Path:
             completion_tokens=9,
             request_id="live-2",
         )
+    store.close()
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# A run with engine-hook server spans; every number is worked out by hand in the tests.
+# ---------------------------------------------------------------------------------------------
+HOOK_RUN_ID = "h1"
+
+
+def write_hook_scenario(path: Path) -> Path:
+    """Run h1: four client requests H1–H4 with server children of every kind.
+
+    H1: submit +0 ms, chunks 100/130/150 ms with 1/1/2 tokens, ok. Hook span: offsets
+        60, 80, 100, 100 ms (the last two tokens share one engine step), latency-key TTFT 0.059 s
+        (the first offset wins), queue 20, prefill 30, decode 40 ms, no preemption. vLLM's own
+        llm_request span for it too, starting earlier, with other numbers: it must be ignored.
+    H2: submit +500 ms, chunks 200/300/310 ms, ok. Hook span: offsets 150, 250, 260 ms, queue 50,
+        prefill 80 ms; preempted twice (KV 41 and 42 tokens, stalls 60 and 5 ms).
+    H3: submit +1000 ms, one chunk at 100 ms, then the client timed out (failed). Hook span:
+        offsets 90, 95 ms, queue 10, prefill 70 ms; preempted once (KV 30, stall 30 ms).
+    H4: submit +1500 ms, chunks 40/50 ms, ok. Only an llm_request span: TTFT 0.03 s, queue 0.005,
+        prefill 0.02, decode 0.01 s, 2 completion tokens.
+    """
+    store = SpanWriter(path)
+    manifest = {**MANIFEST, "id": HOOK_RUN_ID, "deviations": [], "notes": []}
+    store.run_span(HOOK_RUN_ID, manifest, T0_NS, 2000 * MS)
+    clients = (
+        (1, 0, [100_000, 130_000, 150_000], [1, 1, 2], None, 160_000),
+        (2, 500, [200_000, 300_000, 310_000], [1, 1, 1], None, 320_000),
+        (3, 1000, [100_000], [1], "timeout", 400_000),
+        (4, 1500, [40_000, 50_000], [1, 1], None, 60_000),
+    )
+    for n, submit_ms, offsets, tokens, error, end_us in clients:
+        store.client_span(
+            run_id=HOOK_RUN_ID,
+            trace_id=trace(n),
+            span_id=span(n),
+            submit_ns=T0_NS + submit_ms * MS,
+            end_offset_us=end_us,
+            chunk_offsets_us=offsets,
+            chunk_tokens=tokens,
+            input_tokens=50,
+            output_tokens=sum(tokens),
+            error_type=error,
+            index=n - 1,
+        )
+    store.server_span(
+        trace_id=trace(1),
+        span_id=span(19),
+        parent_span_id=span(1),
+        start_ns=T0_NS + 9 * MS,
+        ttft_s="0.5",
+        e2e_s="0.9",
+        queue_s="0.3",
+        prefill_s="0.2",
+        decode_s="0.4",
+        prompt_tokens=50,
+        completion_tokens=4,
+        request_id="cmpl-h1-llm",
+    )
+    store.hook_span(
+        trace_id=trace(1),
+        span_id=span(21),
+        parent_span_id=span(1),
+        start_ns=T0_NS + 10 * MS,
+        token_offsets_us=[60_000, 80_000, 100_000, 100_000],
+        ttft_s="0.059",
+        e2e_s="0.11",
+        queue_s="0.02",
+        prefill_s="0.03",
+        decode_s="0.04",
+        prompt_tokens=50,
+        request_id="cmpl-h1",
+    )
+    t2 = T0_NS + 505 * MS
+    store.hook_span(
+        trace_id=trace(2),
+        span_id=span(22),
+        parent_span_id=span(2),
+        start_ns=t2,
+        token_offsets_us=[150_000, 250_000, 260_000],
+        ttft_s="0.15",
+        e2e_s="0.27",
+        queue_s="0.05",
+        prefill_s="0.08",
+        decode_s="0.11",
+        prompt_tokens=40,
+        preemptions=2,
+        events=[
+            preemption(t2 + 160 * MS, 1, 41),
+            resumption(t2 + 220 * MS, 60_000),
+            preemption(t2 + 252 * MS, 2, 42),
+            resumption(t2 + 257 * MS, 5_000),
+        ],
+        request_id="cmpl-h2",
+    )
+    t3 = T0_NS + 1005 * MS
+    store.hook_span(
+        trace_id=trace(3),
+        span_id=span(23),
+        parent_span_id=span(3),
+        start_ns=t3,
+        token_offsets_us=[90_000, 95_000],
+        ttft_s="0.09",
+        e2e_s="0.3",
+        queue_s="0.01",
+        prefill_s="0.07",
+        decode_s="0.005",
+        prompt_tokens=30,
+        preemptions=1,
+        events=[preemption(t3 + 20 * MS, 0, 30), resumption(t3 + 50 * MS, 30_000)],
+        request_id="cmpl-h3",
+        finish_reason="abort",
+    )
+    store.server_span(
+        trace_id=trace(4),
+        span_id=span(24),
+        parent_span_id=span(4),
+        start_ns=T0_NS + 1505 * MS,
+        ttft_s="0.03",
+        e2e_s="0.05",
+        queue_s="0.005",
+        prefill_s="0.02",
+        decode_s="0.01",
+        prompt_tokens=50,
+        completion_tokens=2,
+        request_id="cmpl-h4",
+    )
     store.close()
     return path

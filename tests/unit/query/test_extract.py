@@ -26,12 +26,15 @@ from otelbench.query import (
 from otelbench.query.extract import NAME_PARAMETERS
 from otelbench.store import SpanStore
 from tests.unit.query.spanstore import (
+    HOOK_RUN_ID,
     MANIFEST,
     MS,
     OLD_RUN_ID,
     RUN_ID,
     T0_NS,
     SpanWriter,
+    preemption,
+    resumption,
     span,
     trace,
 )
@@ -242,8 +245,115 @@ def test_live_server_spans_are_those_without_an_otelbench_client_parent(
     assert live.client_index.tolist() == [-1, -1]
     assert live.ttft_s.tolist() == [0.015, 0.02]  # "1.5e-02" is valid decimal text too
     assert live.completion_tokens.tolist() == [98.0, 9.0]
+    assert live.span_name == (semconv.SPAN_VLLM_REQUEST,) * 2
+    assert live.token_bounds.tolist() == [0, 0, 0]
+    assert np.isnan(live.preemptions).all()
     assert window.span_id == (span(200),)  # the window is half-open
     assert after.span_id == (span(201),)
+
+
+def test_llm_request_spans_have_no_hook_data(scenario_store: Path) -> None:
+    with open_store(scenario_store) as store:
+        s = extract_run_data(store).server
+    assert s.span_name == (semconv.SPAN_VLLM_REQUEST,) * 2
+    assert s.is_hook().tolist() == [False, False]
+    assert s.finish_reason == ('["length"]',) * 2
+    for column in (s.preemptions, s.preemption_events, s.kv_tokens_discarded):
+        assert np.isnan(column).all()
+    assert s.token_bounds.tolist() == [0, 0, 0]
+    assert s.stall_bounds.tolist() == [0, 0, 0]
+    assert s.token_offset_us.dtype == np.int64
+
+
+# --- engine-hook server spans --------------------------------------------------------------------
+def test_hook_spans_are_preferred_and_carry_offsets_and_preemption_events(
+    hook_store: Path,
+) -> None:
+    with open_store(hook_store) as store:
+        data = extract_run_data(store)
+    s = data.server
+    assert data.run.run_id == HOOK_RUN_ID
+    # H1 has an earlier llm_request span too: the hook span wins; the phase children are ignored
+    assert s.span_id == (span(21), span(22), span(23), span(24))
+    assert s.client_index.tolist() == [0, 1, 2, 3]
+    assert s.span_name == (semconv.SPAN_HOOK_REQUEST,) * 3 + (semconv.SPAN_VLLM_REQUEST,)
+    assert s.is_hook().tolist() == [True, True, True, False]
+    assert s.request_id == ("cmpl-h1", "cmpl-h2", "cmpl-h3", "cmpl-h4")
+    assert s.finish_reason == ("length", "length", "abort", '["length"]')
+    assert s.ttft_s.tolist() == [0.059, 0.15, 0.09, 0.03]
+    assert s.completion_tokens.tolist() == [4.0, 3.0, 2.0, 2.0]
+    assert s.cache_read_tokens[:3].tolist() == [0.0, 0.0, 0.0]
+    assert math.isnan(s.cache_read_tokens[3])
+    # per-token offsets: JSON text in the store → flat int64 + bounds
+    assert s.token_bounds.tolist() == [0, 4, 7, 9, 9]
+    assert s.token_offset_us.dtype == np.int64
+    assert s.token_offsets(0).tolist() == [60_000, 80_000, 100_000, 100_000]
+    assert s.token_offsets(2).tolist() == [90_000, 95_000]
+    assert s.token_offsets(3).size == 0
+    # preemption counter, events and their attributes (NaN for the llm_request span)
+    assert s.preemptions[:3].tolist() == [0.0, 2.0, 1.0]
+    assert s.preemption_events[:3].tolist() == [0.0, 2.0, 1.0]
+    assert s.kv_tokens_discarded[:3].tolist() == [0.0, 83.0, 30.0]
+    assert np.isnan([s.preemptions[3], s.preemption_events[3], s.kv_tokens_discarded[3]]).all()
+    assert s.stall_bounds.tolist() == [0, 0, 2, 3, 3]
+    assert s.stalls(1).tolist() == [60_000, 5_000]
+    assert s.stalls(2).tolist() == [30_000]
+
+
+def test_a_hook_span_without_offsets_or_counter(tmp_path: Path) -> None:
+    w = SpanWriter(tmp_path / "s.duckdb")
+    w.run_span("x", {"id": "x"}, T0_NS, MS)
+    w.client_span(run_id="x", trace_id=trace(1), span_id=span(1), submit_ns=T0_NS, end_offset_us=9)
+    w.hook_span(
+        trace_id=trace(1),
+        span_id=span(2),
+        parent_span_id=span(1),
+        start_ns=T0_NS,
+        token_offsets_us=None,
+        ttft_s="0.001",
+        e2e_s="0.002",
+        queue_s="0",
+        prefill_s="0.001",
+        decode_s="0.001",
+        prompt_tokens=3,
+        preemptions=None,
+        # a resumption without its stall attribute is not a stall sample
+        events=[preemption(T0_NS + 1, 0, 3), (semconv.EVENT_RESUMPTION, T0_NS + 2, {})],
+    )
+    w.close()
+    with open_store(tmp_path / "s.duckdb") as store:
+        s = extract_run_data(store).server
+    assert s.token_bounds.tolist() == [0, 0]
+    assert math.isnan(s.preemptions[0])
+    assert s.preemption_events.tolist() == [1.0]
+    assert s.kv_tokens_discarded.tolist() == [3.0]
+    assert s.stall_us.size == 0
+
+
+def test_events_of_other_spans_do_not_count(tmp_path: Path) -> None:
+    w = SpanWriter(tmp_path / "s.duckdb")
+    w.run_span("x", {"id": "x"}, T0_NS, MS)
+    w.client_span(run_id="x", trace_id=trace(1), span_id=span(1), submit_ns=T0_NS, end_offset_us=9)
+    w.hook_span(
+        trace_id=trace(1),
+        span_id=span(2),
+        parent_span_id=span(1),
+        start_ns=T0_NS,
+        token_offsets_us=[5],
+        ttft_s="0.000005",
+        e2e_s="0.00001",
+        queue_s="0",
+        prefill_s="0.000005",
+        decode_s="0",
+        prompt_tokens=3,
+        events=[("something.else", T0_NS + 1, {}), resumption(T0_NS + 2, 7)],
+    )
+    w.close()
+    with open_store(tmp_path / "s.duckdb") as store:
+        s = extract_run_data(store).server
+    assert s.preemption_events.tolist() == [0.0]
+    assert s.kv_tokens_discarded.tolist() == [0.0]
+    assert s.stall_us.tolist() == [7]
 
 
 # --- opening stores, dialects and SQL files ----------------------------------------------------

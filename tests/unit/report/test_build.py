@@ -61,6 +61,7 @@ def test_top_level_shape(scenario_store: Path) -> None:
     assert list(report["metrics"]["server"]) == [
         "requests_joined",
         "client_requests_without_server_span",
+        "span_sources",
         "ttft_ms",
         "tpot_ms",
         "e2e_ms",
@@ -68,6 +69,7 @@ def test_top_level_shape(scenario_store: Path) -> None:
         "prefill_ms",
         "decode_ms",
         "client_minus_server_ttft_ms",
+        "ttft_decomposition_ms",
     ]
     assert list(report["methodology"]) == [
         "itl_method",
@@ -214,6 +216,23 @@ def test_server_metrics(scenario_store: Path) -> None:
     diff = server["client_minus_server_ttft_ms"]
     assert diff["count"] == 2
     assert (diff["min"], diff["max"], diff["mean"]) == pytest.approx((40.0, 50.0, 45.0))
+    assert server["span_sources"] == {"otelbench.vllm.request": 0, "llm_request": 2}
+    # no hook spans: no Option C ITL and no preemption data
+    assert "itl_ms" not in server
+    assert "preemptions" not in server
+    # decomposition from llm_request alone: A 100 = 40 + 0 + 10 + 50, B 300 = 50 + 0 + 200 + 50
+    d = server["ttft_decomposition_ms"]
+    assert d["count"] == 2
+    assert d["client_ttft"]["mean"] == pytest.approx(200.0)
+    assert d["network_and_framing"]["mean"] == pytest.approx(45.0)
+    assert d["arrival_to_queue"]["max"] == pytest.approx(0.0, abs=1e-9)
+    assert d["queue"]["mean"] == pytest.approx(105.0)
+    assert d["prefill"]["mean"] == pytest.approx(50.0)
+    assert d["share_of_mean"]["queue"] == pytest.approx(210 / 400)
+    assert d["share_of_mean"]["network_and_framing"] == pytest.approx(90 / 400)
+    # per-request shares: queue 0.1 and 2/3, prefill 0.5 and 1/6
+    assert d["share_p50"]["queue"] == pytest.approx((0.1 + 2 / 3) / 2)
+    assert d["share_p50"]["prefill"] == pytest.approx((0.5 + 1 / 6) / 2)
 
 
 def test_no_server_section_without_server_spans(scenario_store_without_server: Path) -> None:
@@ -231,6 +250,8 @@ def test_methodology_declares_option_b_and_the_deviations(scenario_store: Path) 
     assert m["itl_method"]["option"] == "B"
     assert m["itl_method"]["chunk_token_source"] == "usage"
     assert m["itl_method"]["chunk_token_sources"] == {"usage": 3}
+    assert m["itl_method"]["server_option"] is None
+    assert m["itl_method"]["server_side"].startswith("Option C not used")
     assert "5.1.3.1" in m["first_token_definition"]
     assert "type 7" in m["percentile_method"]
     assert list(m["clock_domains"]) == ["client", "server", "client_minus_server_ttft"]

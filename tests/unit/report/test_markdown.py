@@ -130,6 +130,11 @@ def test_client_vs_server_table(scenario_store: Path) -> None:
     assert "| Prefill | 2 | 50.00 ms | 50.00 ms | 50.00 ms |" in table
     assert "| Decode | 2 | 60.00 ms | 96.00 ms | 99.20 ms |" in table
     assert "| Client − server TTFT | 2 | 45.00 ms | 49.50 ms | 49.90 ms |" in table
+    # llm_request spans only: no server ITL (Option C), no preemption section
+    assert "| ITL (client Option B, server Option C)" not in table
+    assert "## Preemption" not in md
+    assert "TTFT decomposition (draft 5.1.4.2), 2 successful requests:" in table
+    assert "| Queue | 105.00 ms | 105.00 ms | 198.10 ms | 52.5% | 38.3% |" in table
 
 
 def test_no_client_vs_server_table_without_server_spans(

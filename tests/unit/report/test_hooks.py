@@ -1,0 +1,235 @@
+"""report.json and Markdown of a run with engine-hook server spans (Option C), hand-computed.
+
+Scenario (``tests/unit/query/spanstore.write_hook_scenario``): H1–H3 have hook spans (H1 also an
+llm_request span, ignored), H4 only an llm_request span; H3's client request failed.
+
+* Server TTFT: first offsets H1 60, H2 150, H3 90 ms (H1's latency key 59 is not used), H4's
+  latency key 30 → sorted 30 60 90 150: mean 82.5, P50 75.
+* Server TPOT: H1 (100 - 60)/3, H2 (260 - 150)/2 = 55, H3 (95 - 90)/1 = 5, H4 10/(2 - 1) = 10.
+* Server ITL (Option C): H1 20, 20, 0 (two tokens of one step); H2 100, 10; H3 5 → six samples
+  0 5 10 20 20 100: P50 15, P99 20 + .95·80 = 96, mean 155/6. Jitter H1 sqrt(2400/27), H2 45.
+  Max pause 20, 100, 5.
+* Decomposition (successful H1, H2, H4): client 100, 200, 40 = network 40, 50, 10 + arrival to
+  queue 10, 20, 5 + queue 20, 50, 5 + prefill 30, 80, 20 (sums 340 = 100 + 35 + 75 + 130).
+* Preemptions (hook spans H1–H3): 0, 2, 1 → total 3, 2 of 3 preempted, H2 succeeded and H3 did
+  not: recovery 1/2; KV tokens 41 + 42 + 30 = 113; stalls 60, 5, 30 ms.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from otelbench import semconv
+from otelbench.report import build_report, render_json, render_markdown
+from tests.unit.query.spanstore import MS, T0_NS, SpanWriter, span, trace
+from tests.unit.report.test_markdown import section
+
+
+def test_server_keys_with_hook_spans(hook_store: Path) -> None:
+    server = build_report(hook_store)["metrics"]["server"]
+    assert list(server) == [
+        "requests_joined",
+        "client_requests_without_server_span",
+        "span_sources",
+        "ttft_ms",
+        "tpot_ms",
+        "e2e_ms",
+        "queue_ms",
+        "prefill_ms",
+        "decode_ms",
+        "client_minus_server_ttft_ms",
+        "ttft_decomposition_ms",
+        "itl_ms",
+        "itl_per_request",
+        "itl_p99_p50_ratio",
+        "preemptions",
+    ]
+    assert server["requests_joined"] == 4
+    assert server["client_requests_without_server_span"] == 0
+    assert server["span_sources"] == {semconv.SPAN_HOOK_REQUEST: 3, semconv.SPAN_VLLM_REQUEST: 1}
+
+
+def test_server_latencies_from_token_offsets(hook_store: Path) -> None:
+    server = build_report(hook_store)["metrics"]["server"]
+    ttft = server["ttft_ms"]
+    assert (ttft["count"], ttft["min"], ttft["max"]) == (4, 30.0, 150.0)
+    assert (ttft["mean"], ttft["p50"]) == pytest.approx((82.5, 75.0))
+    tpot = server["tpot_ms"]
+    assert tpot["count"] == 4
+    assert (tpot["min"], tpot["max"]) == pytest.approx((5.0, 55.0))
+    assert tpot["p50"] == pytest.approx((10.0 + 40 / 3) / 2)
+    # the ignored llm_request span of H1 said e2e 900 ms: e2e 110, 270, 300, 50
+    assert server["e2e_ms"]["max"] == pytest.approx(300.0)
+    assert server["e2e_ms"]["mean"] == pytest.approx(182.5)
+    assert server["queue_ms"]["max"] == pytest.approx(50.0)
+    diff = server["client_minus_server_ttft_ms"]
+    assert (diff["count"], diff["min"], diff["max"]) == (3, pytest.approx(10.0), 50.0)
+
+
+def test_server_itl_is_option_c(hook_store: Path) -> None:
+    report = build_report(hook_store)
+    server = report["metrics"]["server"]
+    itl = server["itl_ms"]
+    assert (itl["count"], itl["min"], itl["max"]) == (6, 0.0, 100.0)
+    assert itl["mean"] == pytest.approx(155 / 6)
+    assert itl["p50"] == pytest.approx(15.0)
+    assert itl["p99"] == pytest.approx(96.0)
+    assert server["itl_p99_p50_ratio"] == pytest.approx(6.4)
+    jitter = server["itl_per_request"]["jitter_ms"]
+    assert jitter["count"] == 2  # H3 has one interval
+    assert jitter["p50"] == pytest.approx((math.sqrt(2400 / 27) + 45.0) / 2)
+    assert server["itl_per_request"]["max_pause_ms"] == {
+        "count": 3,
+        "p50": pytest.approx(20.0),
+        "p95": pytest.approx(92.0),
+        "p99": pytest.approx(98.4),
+    }
+    method = report["methodology"]["itl_method"]
+    assert method["option"] == "B"  # the client's
+    assert method["server_option"] == "C"
+    assert "Option C" in method["server_side"]
+    assert "engine step" in method["server_side"]
+    assert "share the step's time" in method["server_side"]
+
+
+def test_ttft_decomposition(hook_store: Path) -> None:
+    d = build_report(hook_store)["metrics"]["server"]["ttft_decomposition_ms"]
+    assert list(d) == [
+        "count",
+        "client_ttft",
+        "network_and_framing",
+        "arrival_to_queue",
+        "queue",
+        "prefill",
+        "share_of_mean",
+        "share_p50",
+    ]
+    assert d["count"] == 3
+    assert d["client_ttft"]["mean"] == pytest.approx(340 / 3)
+    means = {k: d[k]["mean"] for k in ("network_and_framing", "arrival_to_queue", "queue")}
+    assert means == pytest.approx(
+        {"network_and_framing": 100 / 3, "arrival_to_queue": 35 / 3, "queue": 25.0}
+    )
+    assert d["prefill"]["p50"] == pytest.approx(30.0)
+    assert d["share_of_mean"] == pytest.approx(
+        {
+            "network_and_framing": 100 / 340,
+            "arrival_to_queue": 35 / 340,
+            "queue": 75 / 340,
+            "prefill": 130 / 340,
+        }
+    )
+    assert d["share_p50"] == pytest.approx(
+        {"network_and_framing": 0.25, "arrival_to_queue": 0.1, "queue": 0.2, "prefill": 0.4}
+    )
+
+
+def test_preemptions(hook_store: Path) -> None:
+    p = build_report(hook_store)["metrics"]["server"]["preemptions"]
+    assert list(p) == [
+        "requests_observed",
+        "total",
+        "requests_preempted",
+        "rate",
+        "preemptions_per_request",
+        "recovered",
+        "recovery_rate",
+        "tokens_lost",
+        "stall_ms",
+    ]
+    assert (p["requests_observed"], p["total"], p["requests_preempted"]) == (3, 3, 2)
+    assert p["rate"] == pytest.approx(2 / 3)
+    per_request = p["preemptions_per_request"]
+    assert (per_request["count"], per_request["mean"], per_request["max"]) == (3, 1.0, 2.0)
+    assert (p["recovered"], p["recovery_rate"]) == (1, 0.5)
+    assert p["tokens_lost"] == 113
+    stall = p["stall_ms"]
+    assert (stall["count"], stall["min"], stall["p50"], stall["max"]) == (3, 5.0, 30.0, 60.0)
+    assert stall["mean"] == pytest.approx(95 / 3)
+
+
+def test_report_with_hooks_is_deterministic(hook_store: Path) -> None:
+    assert render_json(build_report(hook_store)) == render_json(build_report(hook_store))
+
+
+def test_hook_spans_without_preemptions(tmp_path: Path) -> None:
+    w = SpanWriter(tmp_path / "s.duckdb")
+    w.run_span("x", {"id": "x"}, T0_NS, 10 * MS)
+    w.client_span(
+        run_id="x",
+        trace_id=trace(1),
+        span_id=span(1),
+        submit_ns=T0_NS,
+        end_offset_us=9000,
+        chunk_offsets_us=[5000, 6000, 8000],
+        chunk_tokens=[1, 1, 1],
+    )
+    w.hook_span(
+        trace_id=trace(1),
+        span_id=span(2),
+        parent_span_id=span(1),
+        start_ns=T0_NS + MS,
+        token_offsets_us=[3000, 4000, 6000],
+        ttft_s="0.003",
+        e2e_s="0.0065",
+        queue_s="0.001",
+        prefill_s="0.0015",
+        decode_s="0.003",
+        prompt_tokens=8,
+    )
+    w.close()
+    report = build_report(tmp_path / "s.duckdb")
+    server = report["metrics"]["server"]
+    assert server["preemptions"]["total"] == 0
+    assert server["preemptions"]["rate"] == 0.0
+    assert server["preemptions"]["recovery_rate"] is None
+    assert server["preemptions"]["stall_ms"]["count"] == 0
+    assert server["itl_ms"]["count"] == 2
+    assert (server["itl_ms"]["min"], server["itl_ms"]["max"]) == (1.0, 2.0)
+    # client 5 = network 2 + arrival to queue 0.5 + queue 1 + prefill 1.5
+    d = server["ttft_decomposition_ms"]
+    assert d["arrival_to_queue"]["p50"] == pytest.approx(0.5)
+    assert d["share_of_mean"]["network_and_framing"] == pytest.approx(0.4)
+    md = render_markdown(report)
+    assert "## Preemption" not in md
+    assert "| ITL (client Option B, server Option C) | 1.50 ms | 1.50 ms |" in md
+
+
+def test_markdown_with_hook_spans(hook_store: Path) -> None:
+    md = render_markdown(build_report(hook_store))
+    table = section(md, "## Client vs server")
+    assert (
+        "Server spans joined to 4 client requests (0 without one). Server spans by source: "
+        "otelbench.vllm.request 3, llm_request 1."
+    ) in table
+    assert "| TTFT | 100.00 ms | 75.00 ms | 198.00 ms | 148.20 ms |" in table
+    assert "| ITL (client Option B, server Option C) | 15.00 ms | 15.00 ms |" in table
+    assert "| Maximum pause (per-request max ITL) | 30.00 ms | 20.00 ms |" in table
+    assert (
+        "| Component | Mean | P50 | P99 | Share of mean | P50 share |\n"
+        "|---|---|---|---|---|---|\n"
+        "| Network and framing (client − server TTFT) | 33.33 ms | 40.00 ms | 49.80 ms | "
+        "29.4% | 25.0% |\n"
+        "| Arrival to queue (server TTFT − queue − prefill) | 11.67 ms | 10.00 ms | 19.80 ms | "
+        "10.3% | 10.0% |\n"
+        "| Queue | 25.00 ms | 20.00 ms | 49.40 ms | 22.1% | 20.0% |\n"
+        "| Prefill | 43.33 ms | 30.00 ms | 79.00 ms | 38.2% | 40.0% |\n"
+        "| Client TTFT | 113.33 ms | 100.00 ms | 198.00 ms | 100.0% | 100.0% |\n"
+    ) in table
+    preemption = section(md, "## Preemption (draft 5.8.4)")
+    for row in (
+        "| Preemptions | 3 |",
+        "| Requests preempted | 2 of 3 |",
+        "| Preemption rate | 66.7% |",
+        "| Preemptions per request (mean / max) | 1.00 / 2 |",
+        "| Recovery rate | 50.0% |",
+        "| KV tokens recomputed (tokens lost) | 113 |",
+        "| Stall P50 | 30.00 ms |",
+        "| Stall Max | 60.00 ms |",
+    ):
+        assert row in preemption, row
+    methodology = section(md, "## Methodology")
+    assert "- Server-side timing: Option C (direct token timing" in methodology
