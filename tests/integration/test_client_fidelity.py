@@ -11,8 +11,9 @@ away (steal time), the client cannot run when a chunk arrives, and no client cou
 1 ms. So each measurement notes how disturbed the machine was (``/proc/stat``): the CPU time used
 by processes other than the client and the server, and the share of CPU time the host stole. A
 measurement that misses 1 ms is repeated up to three times; it fails at once if the machine was
-quiet during it, and the test is skipped, with all the numbers, only when every attempt missed on
-a disturbed machine. The bound itself is never relaxed.
+quiet during it. When every attempt ran on a disturbed machine, the best attempt must still hold
+the bound for 99 % of its samples (P99 of |error| ≤ 1 ms) — it is not skipped — and all the
+numbers are printed.
 
 Levels: 1 stream and 64 concurrent streams (6,400 chunks/s), 30 chunks each at a 10 ms ± 3 ms
 ITL, the streams out of step. bench/client_fidelity.py measures further (capacity, cost).
@@ -98,6 +99,11 @@ class Outcome:
     @property
     def quiet(self) -> bool:
         return self.others <= OTHERS_QUIET and self.steal <= STEAL_QUIET
+
+    @property
+    def p99_ns(self) -> int:
+        errors = sorted(abs(x) for x in self.ttft_ns + self.itl_ns)
+        return errors[min(len(errors) - 1, int(0.99 * len(errors)))]
 
     @property
     def worst_ns(self) -> int:
@@ -189,7 +195,7 @@ async def test_ttft_and_every_itl_within_1ms(
                 print(outcome.describe())
                 return
             assert not outcome.quiet, f"error over 1 ms on a quiet machine: {outcome.describe()}"
-    pytest.skip(
-        "every attempt missed 1 ms on a disturbed machine: "
-        + " | ".join(o.describe() for o in attempts)
-    )
+    best = min(attempts, key=lambda o: o.p99_ns)
+    report = " | ".join(o.describe() for o in attempts)
+    print("every attempt ran on a disturbed machine: " + report)
+    assert best.p99_ns <= BOUND_NS, f"P99 over 1 ms even at best, on a disturbed machine: {report}"
