@@ -18,6 +18,7 @@ import duckdb
 import pytest
 
 from otelbench import semconv
+from otelbench.sut.vllm_cpu import VllmEnv
 
 pytestmark = pytest.mark.vllm
 
@@ -25,7 +26,7 @@ REQUESTS = 24
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo_run(tmp_path_factory: pytest.TempPathFactory, vllm_env: VllmEnv) -> Path:
     out = tmp_path_factory.mktemp("demo")
     cmd = [
         sys.executable,
@@ -88,6 +89,24 @@ def test_report_has_client_and_server_sides(demo_run: Path) -> None:
     assert server["ttft_ms"]["p50"] <= report["metrics"]["client"]["ttft_ms"]["p50"]
     markdown = (demo_run / "report.md").read_text()
     assert "TTFT" in markdown
+
+
+def test_main_job_reports_engine_timing(demo_run: Path) -> None:
+    """The main job runs with the engine hooks on: server ITL is Option C (per-token engine
+    times, one sample per output token after the first) and TTFT is decomposed per request."""
+    report = json.loads((demo_run / "report.json").read_text())
+    server = report["metrics"]["server"]
+    client = report["metrics"]["client"]
+    assert server["span_sources"][semconv.SPAN_HOOK_REQUEST] == REQUESTS
+    assert report["methodology"]["itl_method"]["server_option"] == "C"
+    # Every output token after the first gives one server ITL sample; the client's count is the
+    # same (Option B gives each token of a merged chunk its own, zero, interval).
+    assert server["itl_ms"]["count"] == client["itl_ms"]["count"]
+    decomposition = server["ttft_decomposition_ms"]
+    assert decomposition["count"] == REQUESTS
+    shares = decomposition["share_of_mean"]
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-9)
+    assert all(v >= 0 for k, v in shares.items() if k != "network_and_framing")
 
 
 def test_report_command_recomputes_the_same_numbers(demo_run: Path) -> None:
