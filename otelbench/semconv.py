@@ -201,3 +201,37 @@ ENV_VLLM_HOOKS: Final = "OTELBENCH_VLLM_HOOKS"
 SERVICE_VLLM: Final = "vllm"
 """``service.name`` of the hooks' spans when ``OTEL_SERVICE_NAME`` is unset."""
 INSTRUMENTATION_SCOPE_HOOKS: Final = "otelbench.vllm"
+
+# --------------------------------------------------------------------------------------------
+# Engine hooks: metrics (OpenTelemetry metrics API, recorded once per finished request)
+# --------------------------------------------------------------------------------------------
+# Copied into engine_hooks/otelbench_vllm/names.py like the span names above. Durations are in
+# seconds (unit ``s``); on Prometheus they read ``<name with _ for .>_seconds_bucket`` etc.
+METRIC_SERVER_TTFT: Final = "gen_ai.server.time_to_first_token"
+"""Histogram (s): arrival → first token's step (vLLM's ``first_token_latency``)."""
+METRIC_SERVER_TPOT: Final = "gen_ai.server.time_per_output_token"
+"""Histogram (s): (last − first token's step) / (output tokens − 1), requests with ≥ 2 tokens."""
+METRIC_SERVER_REQUEST_DURATION: Final = "gen_ai.server.request.duration"
+"""Histogram (s): arrival → finish (the server span's ``gen_ai.latency.e2e``)."""
+METRIC_HOOK_QUEUE: Final = "otelbench.server.queue.duration"
+"""Histogram (s): engine-core QUEUED → first SCHEDULED."""
+METRIC_HOOK_PREFILL: Final = "otelbench.server.prefill.duration"
+"""Histogram (s): first SCHEDULED → first token's step."""
+METRIC_HOOK_DECODE: Final = "otelbench.server.decode.duration"
+"""Histogram (s): first token's step → last token's step."""
+METRIC_HOOK_ITL: Final = "otelbench.server.inter_token_latency"
+"""Histogram (s): every gap between consecutive output-token steps of a request (recorded at
+the request's finish from its token timestamps; tokens of one step give a 0 gap)."""
+METRIC_HOOK_REQUEST_PREEMPTIONS: Final = "otelbench.server.request.preemptions"
+"""Histogram ({preemption}): preemptions per finished request."""
+METRIC_HOOK_PREEMPTIONS: Final = "otelbench.server.preemption.count"
+"""Counter ({preemption}): preemptions of finished requests."""
+METRIC_HOOK_SPANS_ENDED: Final = "otelbench.hook.spans.ended"
+"""Observable counter ({span}): spans the hooks ended (handed to the span processor)."""
+METRIC_HOOK_SPANS_EXPORTED: Final = "otelbench.hook.spans.exported"
+"""Observable counter ({span}): spans the exporter reported exported."""
+METRIC_HOOK_SPANS_FAILED: Final = "otelbench.hook.spans.failed"
+"""Observable counter ({span}): spans whose export failed or raised."""
+METRIC_HOOK_SPANS_UNACCOUNTED: Final = "otelbench.hook.spans.unaccounted"
+"""Observable up-down counter ({span}): ended − exported − failed, i.e. still queued or dropped
+by a full batch-processor queue (the SDK does not count drops separately)."""

@@ -1,4 +1,4 @@
-"""The one module of the hooks that wires the OpenTelemetry SDK: provider, resource, exporter.
+"""The one module of the hooks that wires the OpenTelemetry SDK: providers, resource, exporters.
 
 Configured by the standard variables only: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (or
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/traces``), ``OTEL_EXPORTER_OTLP_*_HEADERS``/``TIMEOUT``
@@ -7,10 +7,18 @@ and ``OTEL_BSP_*`` are read by the SDK itself; ``service.name`` is ``OTEL_SERVIC
 engine's loop only appends the finished spans to a bounded queue). The provider is the hooks'
 own, never the global one (vLLM sets the global provider for its ``llm_request`` span).
 
+Metrics (:func:`make_meter_provider`) go to Prometheus always: a ``PrometheusMetricReader``
+registered on prometheus_client's default ``REGISTRY``, which is the registry vLLM serves on its
+own ``/metrics`` (one API server; with several, vLLM switches to multiprocess mode and these
+metrics are not served). They also go over OTLP/HTTP through a ``PeriodicExportingMetricReader``
+when ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set
+(``OTEL_METRIC_EXPORT_INTERVAL`` etc. are read by the SDK).
+
 Example::
 
     stats = HookStats()
     provider = make_tracer_provider(stats)   # spans exported and failed are counted in stats
+    meters = make_meter_provider()           # its metrics appear on vLLM's /metrics
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ import os
 from collections.abc import Sequence
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -27,7 +37,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from otelbench_vllm import names
 from otelbench_vllm.hook import HookStats
 
-__all__ = ["CountingExporter", "make_tracer_provider"]
+__all__ = ["CountingExporter", "make_meter_provider", "make_metric_readers", "make_tracer_provider"]
 
 _log = logging.getLogger("vllm.plugins.otelbench")
 
@@ -67,9 +77,42 @@ class CountingExporter(SpanExporter):
         return self._inner.force_flush(timeout_millis)
 
 
+def _resource() -> Resource:
+    return Resource.create(
+        {"service.name": os.environ.get("OTEL_SERVICE_NAME") or names.SERVICE_VLLM}
+    )
+
+
 def make_tracer_provider(stats: HookStats) -> TracerProvider:
     """The hooks' tracer provider: OTLP/HTTP from the standard ``OTEL_*`` variables."""
-    service = os.environ.get("OTEL_SERVICE_NAME") or names.SERVICE_VLLM
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider = TracerProvider(resource=_resource())
     provider.add_span_processor(BatchSpanProcessor(CountingExporter(OTLPSpanExporter(), stats)))
     return provider
+
+
+def make_metric_readers(*, prometheus: bool = True) -> list[MetricReader]:
+    """Prometheus on the default registry (``prometheus=True``: once per process), plus OTLP/HTTP
+    when an OTLP metrics endpoint is configured. A Prometheus reader that cannot be set up (the
+    exporter package is missing) is logged once and left out."""
+    readers: list[MetricReader] = []
+    if prometheus:
+        try:
+            from opentelemetry.exporter.prometheus import PrometheusMetricReader
+
+            readers.append(PrometheusMetricReader())
+        except Exception as exc:  # noqa: BLE001 - metrics are optional; spans still work
+            _log.warning("otelbench hooks: no Prometheus metrics (%s)", exc)
+    if os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_ENDPOINT"
+    ):
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+        readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
+    return readers
+
+
+def make_meter_provider(*, prometheus: bool = True) -> MeterProvider:
+    """The hooks' meter provider (its own, not the global one) with :func:`make_metric_readers`."""
+    return MeterProvider(
+        metric_readers=make_metric_readers(prometheus=prometheus), resource=_resource()
+    )

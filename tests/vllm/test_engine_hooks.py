@@ -10,6 +10,11 @@ Requests go through otelbench's own client (``AsyncLLMClient``) with an SDK trac
 exporting to the same receiver, so each request carries a real ``traceparent`` and its client span
 is stored next to the hook's server span.
 
+The hooks' metrics are checked on vLLM's own ``/metrics`` through a real Prometheus
+(``/usr/bin/prometheus``, on loopback, scraping every second, stopped at the end of the test): its
+``histogram_quantile`` of the TTFT histogram over the test's requests agrees with the median TTFT
+of the same requests' hook spans within one bucket.
+
 What vLLM 0.32 does, and these tests pin: without speculative decoding every engine step gives a
 request exactly one token, so a request's token offsets strictly increase (tokens of one step would
 share an offset).
@@ -18,10 +23,15 @@ share an offset).
 from __future__ import annotations
 
 import asyncio
+import bisect
+import contextlib
 import itertools
 import json
+import socket
+import statistics
+import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -350,3 +360,143 @@ def test_forced_preemptions_are_span_events_that_add_up_to_vllms_counter(
     assert after - before > 0, "the tiny KV cache did not force any preemption"
     assert sum(per_request) == after - before
     vllm_measurements["hooks_preemptions_per_request"] = per_request
+
+
+# ----------------------------------------------------------------------------------------------
+# Metrics: the hooks' histograms on vLLM's own /metrics, scraped by a real Prometheus
+# ----------------------------------------------------------------------------------------------
+PROMETHEUS = Path("/usr/bin/prometheus")
+TTFT_BUCKET = "gen_ai_server_time_to_first_token_seconds_bucket"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Prometheus:
+    """A real Prometheus on loopback, scraping one target every second."""
+
+    url: str
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        r = httpx.get(f"{self.url}/api/v1/query", params={"query": promql}, trust_env=False)
+        r.raise_for_status()
+        body = r.json()
+        assert body["status"] == "success", body
+        return list(body["data"]["result"])
+
+    def scalar(self, promql: str) -> float | None:
+        result = self.query(promql)
+        return float(result[0]["value"][1]) if result else None
+
+    def wait(self, promql: str, ok: Callable[[float], bool], timeout: float = 30.0) -> float:
+        deadline = time.monotonic() + timeout
+        value = None
+        while time.monotonic() < deadline:
+            value = self.scalar(promql)
+            if value is not None and ok(value):
+                return value
+            time.sleep(0.25)
+        raise AssertionError(f"{promql}: {value} after {timeout} s")
+
+
+@contextlib.contextmanager
+def prometheus_scraping(target: str, workdir: Path) -> Iterator[Prometheus]:
+    port = free_port()
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+        f"scrape_configs:\n  - job_name: vllm\n    static_configs:\n"
+        f"      - targets: ['{target}']\n"
+    )
+    log = (workdir / "prometheus.log").open("wb")
+    proc = subprocess.Popen(
+        [str(PROMETHEUS), f"--config.file={config}", f"--storage.tsdb.path={workdir / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}"],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, (workdir / "prometheus.log").read_text()[-2000:]
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/-/ready", trust_env=False, timeout=2).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "Prometheus not ready in 30 s"
+            time.sleep(0.2)
+        yield Prometheus(url)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def bucket_index(value: float, bounds: list[float]) -> int:
+    """Index of the histogram bucket (``le`` upper bounds, +Inf last) that holds ``value``."""
+    return bisect.bisect_left(bounds, value)
+
+
+def test_hook_metrics_on_vllms_metrics_agree_with_the_spans_through_prometheus(
+    hooks_server: VllmCpuServer,
+    otlp_receiver: SpanSink,
+    tmp_path: Path,
+    vllm_measurements: dict[str, Any],
+) -> None:
+    target = hooks_server.base_url.removeprefix("http://")
+    with prometheus_scraping(target, tmp_path) as prom:
+        # two scrapes of vLLM's /metrics with the hooks' histogram on it, before the requests
+        prom.wait('count_over_time(up{job="vllm"}[1m])', lambda n: n >= 2)
+        assert prom.scalar('min_over_time(up{job="vllm"}[1m])') == 1.0
+        before = prom.wait(f"sum({TTFT_BUCKET.removesuffix('_bucket')}_count)", lambda n: n >= 1)
+        t0 = time.time()
+        time.sleep(0.1)
+
+        requests = [completion(8) for _ in range(8)]  # 8 × 24 tokens: one KV block each
+        results = send_traced(hooks_server.base_url, otlp_receiver.endpoint, requests)
+        servers = []
+        for result in results:
+            assert result.trace_id is not None
+            spans = wait_for_spans(otlp_receiver, result.trace_id, {semconv.SPAN_HOOK_REQUEST: 1})
+            servers.append(one(spans, semconv.SPAN_HOOK_REQUEST))
+        span_ttfts = sorted(float(s.attributes[semconv.VLLM_LATENCY_TTFT]) for s in servers)
+
+        # two more scrapes once Prometheus has seen all 8 requests
+        count = f"sum({TTFT_BUCKET.removesuffix('_bucket')}_count)"
+        prom.wait(count, lambda n: n >= before + len(requests))
+        time.sleep(2.2)
+        assert prom.scalar(f"sum({TTFT_BUCKET.removesuffix('_bucket')}_count)") == before + 8
+        prom.wait('count_over_time(up{job="vllm"}[2s])', lambda n: n >= 2)
+
+        def since_t0(metric: str, by: str = "") -> str:
+            group = f" by ({by})" if by else ""
+            return f"(sum{group} ({metric}) - sum{group} ({metric} @ {t0:.3f}))"
+
+        assert prom.scalar(since_t0(count.removeprefix("sum(").removesuffix(")"))) == 8
+        prom_p50 = prom.scalar(f"histogram_quantile(0.5, {since_t0(TTFT_BUCKET, 'le')})")
+        assert prom_p50 is not None
+        buckets = prom.query(f"{since_t0(TTFT_BUCKET, 'le')}")
+        bounds = sorted(float(b["metric"]["le"]) for b in buckets)
+        # the ITL histogram got every gap: 7 per 8-token request
+        itl = since_t0("otelbench_server_inter_token_latency_seconds_count")
+        assert prom.scalar(itl) == 7 * len(requests)
+        preempted = since_t0("otelbench_server_request_preemptions_count")
+        assert prom.scalar(preempted) == len(requests)
+
+    span_p50 = statistics.median(span_ttfts)
+    assert abs(bucket_index(prom_p50, bounds) - bucket_index(span_p50, bounds)) <= 1, (
+        prom_p50,
+        span_ttfts,
+    )
+    # and the interpolated value lies between the bucket floors/ceilings of the middle spans
+    lo = bounds[max(bucket_index(span_ttfts[3], bounds) - 1, 0)]
+    hi = bounds[bucket_index(span_ttfts[4], bounds)]
+    assert lo <= prom_p50 <= hi, (prom_p50, span_ttfts)
+    vllm_measurements["hooks_ttft_p50_s_prometheus_vs_spans"] = [prom_p50, span_p50]

@@ -15,6 +15,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -69,11 +71,20 @@ def exporter() -> InMemorySpanExporter:
 
 
 @pytest.fixture
-def hook(exporter: InMemorySpanExporter) -> Iterator[RequestHook]:
+def metric_reader() -> InMemoryMetricReader:
+    return InMemoryMetricReader()
+
+
+@pytest.fixture
+def hook(
+    exporter: InMemorySpanExporter, metric_reader: InMemoryMetricReader
+) -> Iterator[RequestHook]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield RequestHook(tracer_provider=provider, offset_ns=OFFSET_NS)
+    meters = MeterProvider(metric_readers=[metric_reader])
+    yield RequestHook(tracer_provider=provider, offset_ns=OFFSET_NS, meter_provider=meters)
     provider.shutdown()
+    meters.shutdown()
 
 
 def drive(
