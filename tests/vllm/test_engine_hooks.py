@@ -3,8 +3,9 @@
 One extra server for this module (``hooks_server``): hooks enabled (``OTELBENCH_VLLM_HOOKS=1``),
 exporting to the session's embedded receiver, with a tiny KV cache (10 blocks of 32 tokens,
 ``--num-gpu-blocks-override 10 --block-size 32``) so that concurrent long requests are preempted.
-Short requests fit in it side by side and are not preempted. The session's ``vllm_server`` has the
-hooks installed (setup.sh installs them) but not enabled.
+Short requests fit in it side by side and are not preempted. The collector-down test starts one
+more of its own (hooks enabled, default KV cache), exporting to a receiver it stops mid-test.
+The session's ``vllm_server`` has the hooks installed (setup.sh installs them) but not enabled.
 
 Requests go through otelbench's own client (``AsyncLLMClient``) with an SDK tracer provider
 exporting to the same receiver, so each request carries a real ``traceparent`` and its client span
@@ -41,6 +42,7 @@ import pytest
 
 from otelbench import semconv
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
+from otelbench.collector import Receiver
 from otelbench.sut import VllmCpuServer, VllmEnv
 from otelbench.telemetry import make_tracer_provider, shutdown
 
@@ -500,3 +502,141 @@ def test_hook_metrics_on_vllms_metrics_agree_with_the_spans_through_prometheus(
     hi = bounds[bucket_index(span_ttfts[4], bounds)]
     assert lo <= prom_p50 <= hi, (prom_p50, span_ttfts)
     vllm_measurements["hooks_ttft_p50_s_prometheus_vs_spans"] = [prom_p50, span_p50]
+
+
+# ----------------------------------------------------------------------------------------------
+# Collector down: the engine serves at the same speed and the hook counts what it lost
+# ----------------------------------------------------------------------------------------------
+HEALTH_FAILED = semconv.METRIC_HOOK_SPANS_FAILED.replace(".", "_") + "_total"
+HEALTH_EXPORTED = semconv.METRIC_HOOK_SPANS_EXPORTED.replace(".", "_") + "_total"
+HEALTH_ENDED = semconv.METRIC_HOOK_SPANS_ENDED.replace(".", "_") + "_total"
+HEALTH_UNACCOUNTED = semconv.METRIC_HOOK_SPANS_UNACCOUNTED.replace(".", "_")
+SPANS_PER_REQUEST = len(HOOK_SPANS)  # the server span and its queue, prefill and decode spans
+
+
+def hook_health(base_url: str) -> dict[str, float]:
+    """The hooks' span counters on vLLM's ``/metrics`` (summed over label sets; 0 if absent)."""
+    text = httpx.get(f"{base_url}/metrics", timeout=10.0, trust_env=False).text
+    wanted = (HEALTH_ENDED, HEALTH_EXPORTED, HEALTH_FAILED, HEALTH_UNACCOUNTED)
+    found = dict.fromkeys(wanted, 0.0)
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in found:
+            found[name] += float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def wait_health(
+    base_url: str, ok: Callable[[dict[str, float]], bool], timeout: float = 60.0
+) -> dict[str, float]:
+    deadline = time.monotonic() + timeout
+    while True:
+        health = hook_health(base_url)
+        if ok(health) or time.monotonic() >= deadline:
+            return health
+        time.sleep(0.25)
+
+
+def send_untraced(base_url: str, requests: list[CompletionRequest]) -> list[CompletionResult]:
+    """``requests`` concurrently through otelbench's client, without client spans (the
+    collector may be down): the server spans are roots."""
+
+    async def run() -> list[CompletionResult]:
+        async with AsyncLLMClient(base_url, timeout=120.0) as client:
+            return list(await asyncio.gather(*(client.complete(r) for r in requests)))
+
+    return asyncio.run(run())
+
+
+def our_tracebacks(log: str) -> list[str]:
+    """The log's tracebacks that pass through the hooks' package (``otelbench_vllm``)."""
+    blocks = log.split("Traceback (most recent call last)")[1:]
+    return [b[:3000] for b in blocks if "otelbench_vllm" in b[:3000]]
+
+
+def test_collector_down_engine_serves_at_the_same_speed_and_the_hook_counts_the_loss(
+    vllm_env: VllmEnv, tmp_path: Path, vllm_measurements: dict[str, Any]
+) -> None:
+    """One hooks-enabled vLLM, one batch of 8 streamed requests × 64 tokens (``ignore_eos``),
+    twice: phase 1 with an embedded receiver listening on the traces endpoint's fixed port,
+    phase 2 after that receiver is stopped (nothing listens; every export is refused).
+
+    Speed bound: phase-2 median end-to-end time ≤ 1.5 × phase 1's. The batch takes a few seconds
+    of decode on a shared, busy CPU (other test suites run beside this one), so run-to-run noise
+    of 10-30 % is normal there; a hook that blocked the engine on a dead collector would cost
+    the exporter's timeout or retries (≥ 1 s per batch of spans), far beyond 1.5×, so 1.5× keeps
+    the test stable and still catches that. Phase 2 runs second, so the warmed engine is not an
+    advantage for it. The exporter's timeout is 1 s here so that failed exports are counted
+    within seconds.
+
+    Loss accounting: spans the hooks end are exported, failed, or still queued
+    (``unaccounted``); in phase 2 nothing may be exported and the failed counter must grow by
+    at least 4 spans per request (server, queue, prefill, decode) once the exporter gives up.
+    """
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}/v1/traces"
+    receiver = Receiver(tmp_path / "spans.duckdb", port=port).start()
+    server = VllmCpuServer(
+        model_dir=vllm_env.model_dir,
+        venv=vllm_env.venv,
+        otlp_traces_endpoint=endpoint,
+        hooks=True,
+        env={"OTEL_BSP_SCHEDULE_DELAY": "200", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "1"},
+        log_path=tmp_path / "vllm.log",
+    )
+    requests = [completion(64) for _ in range(8)]
+    expected_spans = SPANS_PER_REQUEST * len(requests)
+    try:
+        server.start(timeout=240)
+        base = server.base_url
+        send_untraced(base, [completion(4)])  # warm-up: the first forward pass is slow
+
+        # phase 1: collector up; every span of the batch is exported
+        before1 = wait_health(base, lambda h: h[HEALTH_UNACCOUNTED] == 0)
+        up = send_untraced(base, requests)
+        after1 = wait_health(
+            base, lambda h: h[HEALTH_EXPORTED] - before1[HEALTH_EXPORTED] >= expected_spans
+        )
+        assert after1[HEALTH_EXPORTED] - before1[HEALTH_EXPORTED] == expected_spans, after1
+        assert after1[HEALTH_FAILED] == before1[HEALTH_FAILED] == 0, after1
+        stored = receiver.store.execute(
+            f'SELECT count(*) FROM {semconv.TABLE_TRACES} WHERE "SpanName" = ?',
+            [semconv.SPAN_HOOK_REQUEST],
+        )
+        assert stored[0][0] >= len(requests) + 1
+
+        # phase 2: collector down; nothing listens on the endpoint's port
+        receiver.stop()
+        down = send_untraced(base, requests)
+        after2 = wait_health(
+            base, lambda h: h[HEALTH_FAILED] - after1[HEALTH_FAILED] >= expected_spans
+        )
+        log = log_text(server)
+    finally:
+        server.stop()
+        receiver.stop()
+        leftovers = server.processes()
+        assert not leftovers, f"vLLM processes left after stop(): {leftovers}"
+
+    for results in (up, down):
+        for r in results:
+            assert r.ok, (r.error_type, r.error_message)
+            assert r.output_tokens == 64
+            assert r.end_offset_us is not None
+    assert after2[HEALTH_ENDED] - after1[HEALTH_ENDED] == expected_spans, after2
+    assert after2[HEALTH_EXPORTED] == after1[HEALTH_EXPORTED], after2
+    lost = (after2[HEALTH_FAILED] - after1[HEALTH_FAILED]) + after2[HEALTH_UNACCOUNTED]
+    assert lost >= expected_spans, after2
+    assert after2[HEALTH_FAILED] - after1[HEALTH_FAILED] >= expected_spans, after2
+
+    e2e_up = statistics.median(r.end_offset_us or 0 for r in up)
+    e2e_down = statistics.median(r.end_offset_us or 0 for r in down)
+    assert e2e_down <= 1.5 * e2e_up, (e2e_up, e2e_down)
+
+    assert our_tracebacks(log) == []
+    assert "otelbench hooks: error in" not in log
+    assert "otelbench hooks disabled" not in log
+    vllm_measurements["hooks_collector_down_median_e2e_us_up_vs_down"] = [e2e_up, e2e_down]
+    vllm_measurements["hooks_collector_down_health"] = after2
