@@ -8,5 +8,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 out=${OUT:-out/demo}
 rm -rf "$out"
-.venv/bin/otelbench run --sut vllm-cpu --model tiny --requests 200 --rate 4 --seed 42 \
+.venv/bin/otelbench run --sut vllm-cpu --model tiny --requests 120 --rate 2 --seed 42 \
     --vocab-size 1024 --ignore-eos --out "$out" "$@"

@@ -2,14 +2,14 @@
 
 Nothing here runs per token: :meth:`HookMetrics.record_finished` is called from
 :meth:`otelbench_vllm.hook.RequestHook.on_finished` with what the span is built from. The
-inter-token latency histogram gets the gaps between consecutive token steps of the request, at
-most :data:`MAX_ITL_RECORDS` of them (one ``Histogram.record`` each, 3-10 µs with the SDK): a
-request with more gaps records an evenly strided subset of them (every k-th gap), so the cost at
-a finish is bounded (the whole finish, span and metrics, measured about 1 ms on this project's
-2-core VM by ``bench/hook_hot_path.py``, about two thirds of it these records) and a long request
-weighs at most as much as a 65-token one in the ITL histogram. Every gap of every request is on the span (``token_offsets_us``). The hook's
-health (spans ended / exported / failed / unaccounted) is read from :class:`HookStats` by
-observable instruments at collection time.
+inter-token latency histogram gets the gaps between consecutive token steps of the request, at most
+:data:`MAX_ITL_RECORDS` of them (one ``Histogram.record`` each, 3-10 µs with the SDK): a request
+with more gaps records an evenly strided subset of them (every k-th gap), so the cost at a finish
+is bounded (the whole finish, span and metrics, measured about 1 ms on this project's 2-core VM by
+``bench/hook_hot_path.py``, about two thirds of it these records) and a long request weighs at most
+as much as a 65-token one in the ITL histogram. Every gap of every request is on the span
+(``token_offsets_us``). The hook's health (spans ended / exported / failed / unaccounted) is read
+from :class:`HookStats` by observable instruments at collection time.
 
 This module depends on ``opentelemetry-api`` only; readers and exporters are wired in
 :mod:`otelbench_vllm.export`.
