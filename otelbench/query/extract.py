@@ -301,8 +301,6 @@ def extract_client_requests(store: QueryRunner, run_id: str) -> ClientRequests:
             f"client span {span_ids[i]}: {semconv.CLIENT_CHUNK_OFFSETS_US} has {n_offsets[i]} "
             f"entries but {semconv.CLIENT_CHUNK_TOKENS} has {n_tokens[i]}"
         )
-    bounds = np.zeros(len(span_ids) + 1, dtype=np.int64)
-    np.cumsum(n_offsets, out=bounds[1:])
     return ClientRequests(
         trace_id=_str_required(cols["trace_id"], "trace_id"),
         span_id=span_ids,
@@ -322,7 +320,7 @@ def extract_client_requests(store: QueryRunner, run_id: str) -> ClientRequests:
             tuple(str(r) for r in rs) for rs in np.asarray(cols["finish_reasons"])
         ),
         chunk_token_source=_str(cols["chunk_token_source"]),
-        chunk_bounds=bounds,
+        chunk_bounds=_bounds(n_offsets),
         chunk_offset_us=offsets,
         chunk_tokens=tokens,
     )
