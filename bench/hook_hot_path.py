@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "engine_hooks"))
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import (  # noqa: E402
@@ -95,7 +95,9 @@ def request_stats(arrival_mono: float) -> SimpleNamespace:
 def make_hook(processor: Any) -> tuple[RequestHook, TracerProvider, MeterProvider]:
     provider = TracerProvider()
     provider.add_span_processor(processor)
-    meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    meters = MeterProvider(
+        metric_readers=[InMemoryMetricReader()], exemplar_filter=AlwaysOffExemplarFilter()
+    )  # as otelbench_vllm.export configures it
     hook = RequestHook(tracer_provider=provider, offset_ns=OFFSET_NS, meter_provider=meters)
     return hook, provider, meters
 

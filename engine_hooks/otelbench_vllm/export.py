@@ -28,7 +28,7 @@ import os
 from collections.abc import Sequence
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -112,7 +112,12 @@ def make_metric_readers(*, prometheus: bool = True) -> list[MetricReader]:
 
 
 def make_meter_provider(*, prometheus: bool = True) -> MeterProvider:
-    """The hooks' meter provider (its own, not the global one) with :func:`make_metric_readers`."""
+    """The hooks' meter provider (its own, not the global one) with :func:`make_metric_readers`.
+
+    Exemplars are off: the hooks record after the request's span has ended, outside any span
+    context, so a trace-based filter never samples one and only costs its check per record."""
     return MeterProvider(
-        metric_readers=make_metric_readers(prometheus=prometheus), resource=_resource()
+        metric_readers=make_metric_readers(prometheus=prometheus),
+        resource=_resource(),
+        exemplar_filter=AlwaysOffExemplarFilter(),
     )
