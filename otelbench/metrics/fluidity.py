@@ -1,0 +1,353 @@
+"""Etalon's fluidity-index and fluid token generation rate, with the prefill deadline model.
+
+Pure numpy, no I/O. Source: Etalon (Agrawal et al.), §4.1, Algorithm 1 and §4.2
+(``/work/shared/reference/etalon-paper.txt``); the draft's ITL section (5.4) measures the same
+token timelines without a deadline model.
+
+Definitions:
+
+* **Deadline intervals** of one request: ``T[0]`` = time from the request's arrival to its first
+  token (deadline ``D_p``); ``T[i]`` (``i >= 1``) = time from token ``i - 1`` to token ``i``
+  (deadline ``D_d``). Build them from **server-side per-token times** (one time per generated
+  token), not from client chunks with Option B zero-padding: tokens that share one engine step
+  (speculative decoding, multi-token steps) genuinely share one time and give 0 intervals. A 0
+  interval always meets its deadline and adds ``D_d`` of slack — exactly Etalon's argument (§3.1)
+  that ``k`` tokens delivered in one step can be shown to the user at a uniform pace.
+* **Fluidity-index** (Algorithm 1): walk the intervals with a running ``slack`` (0 at start);
+  deadline ``D = D_p`` for ``i = 0``, else ``D_d``. If ``t <= D + slack`` the deadline is met:
+  ``slack += D - t`` and one deadline is counted. Otherwise ``misses = (t - slack - D) // D_d + 1``
+  deadlines are counted as missed (the stall also swallowed the deadlines of the tokens that
+  *would* have followed) and ``slack`` is reset to 0 (deadlines restart from the late token).
+  The index is ``(total - missed) / total``.
+* **Prefill deadline** (§4.1, "Picking the target latencies"): ``D_p(L) = prefill(L) + S`` where
+  ``prefill(L)`` is a quadratic ``a + b·L + c·L²`` least-squares fit to prefill times profiled in
+  isolation (at least 10 requests per prompt length) and ``S`` is the scheduling slack.
+* **Decode deadline presets** (§4.1): strict 25 ms (chat), medium 50 ms, relaxed 100 ms.
+* **Fluid token generation rate** (§4.2, §5): the smallest ``D_d`` such that at least
+  ``request_fraction`` (0.99) of the requests reach a fluidity-index of at least
+  ``min_fluidity`` (0.9); the rate is ``1 / D_d`` tokens per second.
+
+Ambiguities of Algorithm 1 and how they are resolved (the algorithm is followed literally):
+
+* ``//`` is floor division on floats, as in Python (``numpy.floor_divide``); a token late by
+  exactly ``k·D_d`` past its deadline counts ``k + 1`` misses.
+* The miss count divides by ``D_d`` even for the first token (``D = D_p``): a late first token
+  also misses the decode deadlines that elapsed while it was late.
+* A request with no intervals has no deadline: its index is undefined (NaN), not 1.
+* ``D_p`` is an input per request: :func:`prefill_deadlines` computes it from a fit (line 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from otelbench.errors import ConfigError
+from otelbench.metrics.latency import Ragged
+
+__all__ = [
+    "DECODE_DEADLINE_PRESETS_S",
+    "FluidRate",
+    "PrefillFit",
+    "deadline_intervals",
+    "fit_prefill_time",
+    "fluid_token_generation_rate",
+    "fluidity_index",
+    "fluidity_indices",
+    "prefill_deadlines",
+]
+
+F64 = npt.NDArray[np.float64]
+
+DECODE_DEADLINE_PRESETS_S: Final[Mapping[str, float]] = MappingProxyType(
+    {"strict": 0.025, "medium": 0.050, "relaxed": 0.100}
+)
+"""Etalon's decode (TBT) deadline presets in seconds (§4.1): chat, medium, relaxed."""
+
+MIN_PROFILE_REQUESTS_PER_LENGTH: Final = 10
+"""Etalon profiles each prompt length with 10 isolated requests (§4.1, "tunable")."""
+
+
+def fluidity_index(
+    intervals_s: npt.ArrayLike, prefill_deadline_s: float, decode_deadline_s: float
+) -> float:
+    """Fluidity-index of one request, Etalon Algorithm 1 followed line by line (§4.1).
+
+    ``intervals_s[0]`` is arrival → first token, ``intervals_s[i]`` the ``i``-th inter-token
+    time. NaN when there are no intervals. See the module docstring for the ambiguities.
+
+    >>> fluidity_index([0.5, 0.01, 0.01, 0.30, 0.01], 1.0, 0.1)
+    1.0
+    >>> fluidity_index([0.1, 0.10, 0.10, 0.35, 0.10], 0.1, 0.1)  # 0.25 s late: 3 misses
+    0.5714285714285714
+    """
+    t_all = np.asarray(intervals_s, dtype=np.float64)
+    if t_all.ndim != 1:
+        raise ValueError("intervals must be a 1-D array")
+    _check_deadlines(prefill_deadline_s, decode_deadline_s)
+    total = 0.0
+    missed = 0.0
+    slack = 0.0
+    for i, t in enumerate(t_all.tolist()):
+        d = prefill_deadline_s if i == 0 else decode_deadline_s
+        if t <= d + slack:
+            slack = slack + d - t
+            total += 1
+        else:
+            misses = (t - slack - d) // decode_deadline_s + 1
+            missed += misses
+            total += misses
+            slack = 0.0
+    if total == 0:
+        return float("nan")
+    return (total - missed) / total
+
+
+def _check_deadlines(prefill: float | F64, decode: float) -> None:
+    if not decode > 0:
+        raise ValueError("the decode deadline must be > 0")
+    if np.any(~(np.asarray(prefill) > 0)):
+        raise ValueError("prefill deadlines must be > 0")
+
+
+def fluidity_indices(
+    intervals: Ragged, prefill_deadlines_s: npt.ArrayLike, decode_deadline_s: float
+) -> F64:
+    """:func:`fluidity_index` of every request at once (§4.1); NaN for requests with no interval.
+
+    ``intervals`` holds each request's deadline intervals (:func:`deadline_intervals`);
+    ``prefill_deadlines_s`` is one ``D_p`` per request or a scalar. The loop runs over token
+    positions, vectorised across the requests still generating, and applies exactly the
+    arithmetic of Algorithm 1 (``numpy.floor_divide`` is Python's float ``//``).
+
+    >>> r = Ragged.from_lengths([0.5, 0.01, 0.1, 0.15], [2, 2])
+    >>> fluidity_indices(r, [1.0, 0.1], 0.1).tolist()
+    [1.0, 0.5]
+    """
+    n = len(intervals)
+    dp = np.broadcast_to(np.asarray(prefill_deadlines_s, dtype=np.float64), (n,))
+    _check_deadlines(dp, decode_deadline_s)
+    lengths = intervals.lengths()
+    order = np.argsort(-lengths, kind="stable")  # longest first: active requests are a prefix
+    starts = intervals.bounds[:-1][order]
+    sorted_lengths = lengths[order]
+    dp = dp[order]
+    slack = np.zeros(n)
+    total = np.zeros(n)
+    missed = np.zeros(n)
+    max_len = int(sorted_lengths[0]) if n else 0
+    for k in range(max_len):
+        m = int(np.count_nonzero(sorted_lengths > k))
+        t = intervals.values[starts[:m] + k]
+        d = dp[:m] if k == 0 else np.full(m, decode_deadline_s)
+        s = slack[:m]
+        met = t <= d + s
+        misses = np.floor_divide(t - s - d, decode_deadline_s) + 1.0
+        total[:m] += np.where(met, 1.0, misses)
+        missed[:m] += np.where(met, 0.0, misses)
+        slack[:m] = np.where(met, s + d - t, 0.0)
+    out = np.full(n, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = (total - missed) / total
+    out[order] = np.where(total > 0, ratio, np.nan)
+    return out
+
+
+def deadline_intervals(token_times: Ragged) -> Ragged:
+    """Each request's deadline intervals from its per-token times measured from its arrival.
+
+    ``token_times`` group ``i`` holds request ``i``'s token times (seconds since the request
+    arrived, non-decreasing); the result is ``[t0, t1 - t0, t2 - t1, …]`` per request (§4.1).
+    Tokens of one engine step share a time and give 0 intervals (module docstring).
+
+    >>> deadline_intervals(Ragged.from_lengths([0.2, 0.25, 0.25, 0.3], [3, 1]))[0].tolist()
+    [0.2, 0.04999999999999999, 0.0]
+    """
+    v = token_times.values
+    out = np.empty_like(v)
+    if v.size:
+        out[0] = v[0]
+        out[1:] = np.diff(v)
+        nonempty = token_times.lengths() > 0
+        first = token_times.bounds[:-1][nonempty]
+        out[first] = v[first]
+    if np.any(out < 0):
+        raise ValueError("token times must be >= 0 and non-decreasing within a request")
+    return Ragged(out, token_times.bounds)
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillFit:
+    """Quadratic prefill-time model ``a + b·L + c·L²`` in seconds (Etalon §4.1), with its fit.
+
+    ``r_squared`` is the coefficient of determination over all profiled requests;
+    ``residual_std_s`` the population standard deviation of the residuals.
+    """
+
+    a: float
+    b: float
+    c: float
+    r_squared: float
+    residual_std_s: float
+    lengths: tuple[int, ...]
+    requests: int
+    min_requests_per_length: int
+
+    def predict(self, prompt_tokens: npt.ArrayLike) -> F64:
+        """Predicted isolated prefill time (seconds) of prompts of these lengths."""
+        length = np.asarray(prompt_tokens, dtype=np.float64)
+        return np.asarray(self.a + self.b * length + self.c * length * length, dtype=np.float64)
+
+
+def fit_prefill_time(
+    prompt_tokens: npt.ArrayLike,
+    prefill_s: npt.ArrayLike,
+    *,
+    min_requests_per_length: int = MIN_PROFILE_REQUESTS_PER_LENGTH,
+) -> PrefillFit:
+    """Least-squares quadratic fit of isolated prefill time against prompt length (Etalon §4.1).
+
+    Every profiled request is one point; each distinct length needs at least
+    ``min_requests_per_length`` requests and at least 3 distinct lengths are needed (a quadratic
+    has 3 coefficients). Raises :class:`~otelbench.errors.ConfigError` otherwise.
+
+    >>> lengths = np.repeat([128, 512, 2048], 10)
+    >>> fit = fit_prefill_time(lengths, 0.01 + 2e-5 * lengths + 1e-9 * lengths**2)
+    >>> round(float(fit.predict(1024)), 6), round(fit.r_squared, 6)
+    (0.031529, 1.0)
+    """
+    length = np.asarray(prompt_tokens, dtype=np.float64)
+    y = np.asarray(prefill_s, dtype=np.float64)
+    if length.shape != y.shape or length.ndim != 1:
+        raise ValueError("prompt lengths and prefill times must be 1-D and the same shape")
+    if not (np.all(np.isfinite(length)) and np.all(np.isfinite(y))):
+        raise ValueError("prompt lengths and prefill times must be finite")
+    distinct, counts = np.unique(length, return_counts=True)
+    if distinct.size < 3:
+        raise ConfigError(
+            f"the prefill fit needs at least 3 distinct prompt lengths, got {distinct.size}: "
+            "profile more lengths"
+        )
+    if counts.min() < min_requests_per_length:
+        short = int(distinct[np.argmin(counts)])
+        raise ConfigError(
+            f"prompt length {short} was profiled {int(counts.min())} times; the prefill fit "
+            f"needs at least {min_requests_per_length} requests per length"
+        )
+    c, b, a = np.polyfit(length, y, 2)  # polyfit scales the Vandermonde columns itself
+    pred = a + b * length + c * length * length
+    resid = y - pred
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    r2 = 1.0 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else 1.0
+    return PrefillFit(
+        a=float(a),
+        b=float(b),
+        c=float(c),
+        r_squared=r2,
+        residual_std_s=float(resid.std()),
+        lengths=tuple(int(v) for v in distinct),
+        requests=int(y.size),
+        min_requests_per_length=int(counts.min()),
+    )
+
+
+def prefill_deadlines(
+    fit: PrefillFit, prompt_tokens: npt.ArrayLike, scheduling_slack_s: float
+) -> F64:
+    """Per-request prefill deadline ``D_p = predict_prefill_time(P) + S`` (Algorithm 1, line 2).
+
+    >>> fit = PrefillFit(0.01, 1e-4, 0.0, 1.0, 0.0, (1, 2, 3), 30, 10)
+    >>> prefill_deadlines(fit, [100, 1000], 0.5).tolist()
+    [0.52, 0.61]
+    """
+    if scheduling_slack_s < 0:
+        raise ValueError("the scheduling slack must be >= 0")
+    return fit.predict(prompt_tokens) + scheduling_slack_s
+
+
+@dataclass(frozen=True, slots=True)
+class FluidRate:
+    """Result of the fluid token generation rate search (Etalon §4.2).
+
+    ``decode_deadline_s`` is the smallest ``D_d`` found that meets the requirement, within
+    ``precision_s`` above the true minimum; ``tokens_per_s = 1 / decode_deadline_s``;
+    ``fraction_meeting`` the fraction of requests reaching ``min_fluidity`` at that ``D_d``.
+    """
+
+    decode_deadline_s: float
+    tokens_per_s: float
+    precision_s: float
+    min_fluidity: float
+    request_fraction: float
+    fraction_meeting: float
+    requests: int
+
+
+def fluid_token_generation_rate(
+    intervals: Ragged,
+    prefill_deadlines_s: npt.ArrayLike,
+    *,
+    min_fluidity: float = 0.9,
+    request_fraction: float = 0.99,
+    precision_s: float = 1e-4,
+) -> FluidRate | None:
+    """Smallest decode deadline (and its inverse rate) meeting a fluidity SLO (Etalon §4.2, §5).
+
+    Requests with no interval are left out. The requirement is monotone in ``D_d`` (a larger
+    ``D_d`` never has less slack after any token, so its misses are a subset of a smaller one's,
+    each counting no more), so bisection is exact up to ``precision_s``: the search keeps
+    ``lo`` failing and ``hi`` passing and stops when ``hi - lo <= precision_s``. Once
+    ``D_d >= max interval`` every decode token meets its deadline and a late first token counts
+    one miss, so a larger ``D_d`` changes nothing; if the requirement fails there it cannot be
+    met (e.g. too many first tokens miss ``D_p``) and the result is None.
+
+    As Algorithm 1 carries slack across the prefill, a first token well ahead of ``D_p`` banks
+    ``D_p - T[0]`` that later decode tokens may spend: a generous ``D_p`` lowers the rate's
+    ``D_d``. Choose ``D_p`` from :func:`prefill_deadlines`, as Etalon does.
+
+    >>> r = Ragged.from_lengths([0.1, 0.02, 0.03, 0.02], [4])
+    >>> res = fluid_token_generation_rate(r, [0.1], min_fluidity=1.0, precision_s=1e-6)
+    >>> abs(res.decode_deadline_s - 0.025) <= 1e-6  # 0.02 + 0.03 within 2·D_d
+    True
+    """
+    if not 0 < min_fluidity <= 1:
+        raise ValueError("min_fluidity must be within (0, 1]")
+    if not 0 < request_fraction <= 1:
+        raise ValueError("request_fraction must be within (0, 1]")
+    if not precision_s > 0:
+        raise ValueError("precision_s must be > 0")
+    n = len(intervals)
+    dp = np.broadcast_to(np.asarray(prefill_deadlines_s, dtype=np.float64), (n,))
+    keep = intervals.lengths() > 0
+    r = intervals.select(keep)
+    dp = dp[keep]
+    if len(r) == 0:
+        return None
+
+    def fraction(dd: float) -> float:
+        return float(np.mean(fluidity_indices(r, dp, dd) >= min_fluidity))
+
+    hi = max(float(r.values.max()), precision_s)
+    if fraction(hi) < request_fraction:
+        return None
+    lo = 0.0
+    while hi - lo > precision_s:
+        mid = 0.5 * (lo + hi)
+        if fraction(mid) >= request_fraction:
+            hi = mid
+        else:
+            lo = mid
+    return FluidRate(
+        decode_deadline_s=hi,
+        tokens_per_s=1.0 / hi,
+        precision_s=precision_s,
+        min_fluidity=min_fluidity,
+        request_fraction=request_fraction,
+        fraction_meeting=fraction(hi),
+        requests=len(r),
+    )
