@@ -53,9 +53,11 @@ def test_spec_is_complete() -> None:
 
 def test_unknown_workload_names_the_known_ones() -> None:
     assert "synthetic-uniform" in WORKLOADS
-    with pytest.raises(
-        ConfigError, match="unknown workload 'nope'; known workloads: synthetic-uniform"
-    ):
+    known = (
+        "code-completion, conversation, file, long-context, mixed-classes, sharegpt, "
+        "synthetic-skewed, synthetic-uniform"
+    )
+    with pytest.raises(ConfigError, match=f"unknown workload 'nope'; known workloads: {known}$"):
         make_workload("nope")
 
 
