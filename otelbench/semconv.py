@@ -100,6 +100,17 @@ CLIENT_CHUNKS_TOTAL: Final = "otelbench.client.chunks_total"
 CLIENT_SUBMIT_MONO_NS: Final = "otelbench.client.submit_mono_ns"
 """T_submit on the client's monotonic clock (joins the span to the fixture's send log in tests)."""
 
+CLIENT_THINK_PHASE: Final = "otelbench.client.think_phase"
+"""Set when the response had a reasoning model's think phase: ``ended`` (output followed) or
+``unterminated`` (the stream ended inside it). Absent: no think phase was seen."""
+CLIENT_OUTPUT_PHASE_CHUNK: Final = "otelbench.client.output_phase_chunk"
+"""Index, in ``chunk_offsets_us``, of the first output-phase content chunk after the think
+phase (ADR-0005's first output token); absent unless ``think_phase`` is ``ended``."""
+THINK_PHASE_ENDED: Final = "ended"
+THINK_PHASE_UNTERMINATED: Final = "unterminated"
+THINK_END_MARKER: Final = "</think>"
+"""The text marker that ends a think phase streamed as ordinary text (completions API)."""
+
 CHUNK_TOKENS_FROM_USAGE: Final = "usage"
 CHUNK_TOKENS_ONE_PER_CHUNK: Final = "one_per_chunk"
 
@@ -113,6 +124,13 @@ SPAN_RUN."""
 WORKLOAD_NAME: Final = "otelbench.workload.name"
 REQUEST_CLASS: Final = "otelbench.request.class"
 REQUEST_INDEX: Final = "otelbench.request.index"
+REQUEST_PHASE: Final = "otelbench.request.phase"
+"""Which phase of the run sent the request: ``warmup``, ``probe`` (warm-up's stabilization probes,
+draft 4.5) or ``measure``. Only ``measure`` requests are measured; spans without it (older runs)
+count as ``measure``."""
+PHASE_WARMUP: Final = "warmup"
+PHASE_PROBE: Final = "probe"
+PHASE_MEASURE: Final = "measure"
 REQUEST_SCHEDULED_OFFSET_US: Final = "otelbench.request.scheduled_offset_us"
 """Open loop: when the schedule said to send, µs since the run's start (monotonic)."""
 REQUEST_SCHEDULE_LAG_US: Final = "otelbench.request.schedule_lag_us"

@@ -159,6 +159,10 @@ class CompletionResult:
     span_id: str | None
     chunks_total: int = 0
     chunk_token_source: str | None = None
+    think_phase: str | None = None
+    """``ended`` / ``unterminated`` for a reasoning model's think phase; None: there was none."""
+    output_phase_chunk: int | None = None
+    """Index in ``chunk_offsets_us`` of the first output-phase chunk (ADR-0005's TTOT)."""
 
     @classmethod
     def from_measurement(cls, m: Measurement, exc: BaseException | None = None) -> CompletionResult:
@@ -189,6 +193,8 @@ class CompletionResult:
             span_id=m.span_id,
             chunks_total=m.chunks_total,
             chunk_token_source=m.chunk_token_source,
+            think_phase=m.think_phase,
+            output_phase_chunk=m.output_phase_chunk,
         )
 
 

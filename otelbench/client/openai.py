@@ -41,6 +41,16 @@ Chunks with no text (role-only, empty text, usage-only, a bare finish chunk) are
 Reasoning text (``delta.reasoning_content`` / ``delta.reasoning``) counts as text like ``content``;
 tool-call deltas do not.
 
+**Think and output phases (reasoning-phase ADR-0005).** A reasoning model first streams a *think*
+phase, then the user-visible output. The phase boundary is found without keeping any text: a
+chunk whose text comes from a reasoning field (and has no ``content``) is a think chunk; in plain
+text, a chunk containing ``</think>`` ends the think phase (everything before it was thinking,
+whether or not ``<think>`` opened it), and the chunk itself is output when non-whitespace text
+follows the marker. The first content chunk of the output phase is recorded by its index among
+the recorded chunks (``output_phase_index``); ``think_phase`` says ``ended``, ``unterminated`` (the
+stream stopped inside the think phase, e.g. at ``max_tokens``) or None (no think phase: TTOT is
+TTFT).
+
 These per-chunk counts support the draft's Option A (time between chunks, with the chunk-size
 distribution) and Option B (a chunk's arrival time given to each of its tokens) in 4.6.3.
 
@@ -105,6 +115,12 @@ class Chunk:
     """Choice 0's text holds a non-whitespace character (a content token, draft 5.1.3.1)."""
     role_only: bool = False
     """A chat delta that sets the role and carries no text."""
+    reasoning: bool = False
+    """The text came from a reasoning field (``reasoning_content``/``reasoning``), not content."""
+    think_end: bool = False
+    """The text contains the ``</think>`` marker."""
+    output_after_marker: bool = False
+    """Non-whitespace text follows the ``</think>`` marker in this chunk."""
     finish_reason: str | None = None
     response_id: str | None = None
     model: str | None = None
@@ -159,7 +175,9 @@ def _facts(obj: Any, api: Api, message_key: str) -> Chunk:
         if isinstance(delta, dict):
             # Reasoning models stream their thinking as ``reasoning_content`` (vLLM) or
             # ``reasoning``: generated tokens too, so they count as text.
-            text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+            content = delta.get("content")
+            text = content or delta.get("reasoning_content") or delta.get("reasoning")
+            chunk.reasoning = bool(text) and not content
             if not text and delta.get("role") is not None:
                 chunk.role_only = True
         else:
@@ -169,6 +187,10 @@ def _facts(obj: Any, api: Api, message_key: str) -> Chunk:
     if isinstance(text, str) and text:
         chunk.has_text = True
         chunk.is_content = not text.isspace()
+        if semconv.THINK_END_MARKER in text:
+            chunk.think_end = True
+            after = text.rsplit(semconv.THINK_END_MARKER, 1)[1]
+            chunk.output_after_marker = bool(after) and not after.isspace()
     return chunk
 
 
@@ -217,10 +239,12 @@ class StreamAccumulator:
         "leading_non_content",
         "malformed",
         "offsets_us",
+        "output_phase_index",
         "prompt_tokens",
         "response_id",
         "response_model",
         "t0_mono_ns",
+        "think_seen",
     )
 
     def __init__(self, api: Api, t0_mono_ns: int) -> None:
@@ -243,6 +267,18 @@ class StreamAccumulator:
         self.cached_tokens: int | None = None
         self.malformed = 0
         self.error: str | None = None
+        self.think_seen = False
+        self.output_phase_index: int | None = None
+        """Index in ``offsets_us`` of the first output-phase content chunk after a think phase."""
+
+    @property
+    def think_phase(self) -> str | None:
+        """``ended``, ``unterminated``, or None when no think phase was seen (module doc)."""
+        if not self.think_seen:
+            return None
+        if self.output_phase_index is None:
+            return semconv.THINK_PHASE_UNTERMINATED
+        return semconv.THINK_PHASE_ENDED
 
     @property
     def ttft_us(self) -> int | None:
@@ -283,6 +319,12 @@ class StreamAccumulator:
             self.leading_non_content += 1
             return
         self.offsets_us.append(offset)
+        if self.output_phase_index is None:
+            if c.reasoning or (c.think_end and not c.output_after_marker):
+                self.think_seen = True
+            elif c.think_end or (self.think_seen and c.is_content):
+                self.think_seen = True
+                self.output_phase_index = len(self.offsets_us) - 1
         if ct is None:
             self._cum_known = False
             self._cum.append(-1)

@@ -134,6 +134,10 @@ class Measurement:
     chunk_tokens: list[int] = field(default_factory=list)
     chunk_token_source: str | None = None
     chunks_total: int = 0
+    think_phase: str | None = None
+    """``ended`` / ``unterminated`` when a reasoning model's think phase was seen, else None."""
+    output_phase_chunk: int | None = None
+    """Index in ``chunk_offsets_us`` of the first output-phase chunk after an ended think phase."""
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
@@ -346,6 +350,8 @@ class _Recorder:
             m.chunk_offsets_us = acc.offsets_us
             m.chunk_tokens, m.chunk_token_source = acc.chunk_tokens()
             m.chunks_total = acc.chunks_total
+            m.think_phase = acc.think_phase
+            m.output_phase_chunk = acc.output_phase_index
             m.input_tokens = acc.prompt_tokens
             m.output_tokens = acc.completion_tokens
             m.cached_tokens = acc.cached_tokens
@@ -431,6 +437,10 @@ class _Recorder:
             attrs[semconv.CLIENT_CHUNK_TOKENS] = m.chunk_tokens
             attrs[semconv.CLIENT_CHUNK_TOKEN_SOURCE] = m.chunk_token_source
             attrs[semconv.CLIENT_CHUNKS_TOTAL] = m.chunks_total
+        if m.think_phase is not None:
+            attrs[semconv.CLIENT_THINK_PHASE] = m.think_phase
+        if m.output_phase_chunk is not None:
+            attrs[semconv.CLIENT_OUTPUT_PHASE_CHUNK] = m.output_phase_chunk
         if m.error_type is not None:
             attrs[semconv.ERROR_TYPE] = m.error_type
             span.set_status(Status(StatusCode.ERROR, m.error_message))

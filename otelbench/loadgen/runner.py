@@ -10,10 +10,21 @@ bottleneck, and the run is flagged.
 Closed loop (draft 4.2.4): ``concurrency`` workers each send their next request as soon as the
 previous one completes, until the request count is reached.
 
+Arrival processes (``poisson``, ``uniform``, ``bursty``, ``trace``) are registered in
+:mod:`otelbench.loadgen.arrivals`; their parameters go in ``LoadSpec.arrival_params`` and the
+manifest records them, with defaults filled in, under ``load.arrival``.
+
+Warm-up (draft 4.5): with ``RunConfig.warmup`` set, :func:`otelbench.loadgen.warmup.run_warmup`
+runs on the same client before the measurement starts (see there); its outcome is the manifest's
+``warmup`` entry. Every request's span carries its class (``otelbench.request.class``) and its
+phase (``otelbench.request.phase``: ``warmup``, ``probe`` or ``measure``).
+
 Example::
 
     config = RunConfig(target="http://127.0.0.1:8000", model="tiny",
-                       load=LoadSpec(mode="poisson", requests=100, rate=4.0), seed=1)
+                       load=LoadSpec(mode="bursty", requests=100, rate=4.0,
+                                     arrival_params={"cv": 2.0}),
+                       seed=1, warmup=WarmupSpec())
     outcome = asyncio.run(execute_run(config, tracer_provider=provider))
 """
 
@@ -25,8 +36,10 @@ import json
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -34,39 +47,82 @@ import numpy as np
 from otelbench import __version__, semconv
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
 from otelbench.errors import ConfigError
-from otelbench.loadgen.arrivals import ARRIVALS
+from otelbench.loadgen.arrivals import (
+    ARRIVALS,
+    arrival_needs_rate,
+    arrival_parameters,
+    arrival_schedule,
+)
+from otelbench.loadgen.warmup import (
+    DEFAULT_CONCURRENCY,
+    WARMUP_SEED_OFFSET,
+    WarmupOutcome,
+    WarmupSpec,
+    run_warmup,
+)
 from otelbench.loadgen.workloads import A1_VOCAB_SIZE, WorkloadRequest, make_workload
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["LoadSpec", "RunConfig", "RunOutcome", "execute_run"]
+__all__ = ["LoadSpec", "RequestRecord", "RunConfig", "RunOutcome", "execute_run"]
 
-LoadMode = Literal["poisson", "uniform", "closed_loop"]
+LoadMode = Literal["poisson", "uniform", "bursty", "trace", "closed_loop"]
 
 GIL_SWITCH_INTERVAL_S = 0.00025
 GENERATOR_BOTTLENECK_P99_LAG_MS = 10.0
 """A run whose P99 schedule lag exceeds this is flagged: the generator could not keep time."""
+SEND_SPIN_NS = 1_000_000
+"""The open-loop scheduler sleeps until this long before a send, then yields to the event loop
+(``asyncio.sleep(0)``, so streams keep being read) until the send time. asyncio's epoll waits
+in whole milliseconds, rounded up, so a plain sleep wakes up to 1 ms late; the spin costs at most
+1 ms of CPU per send (see bench/loadgen_limits.py)."""
+
+
+async def _sleep_until(deadline_ns: int) -> None:
+    delay_ns = deadline_ns - time.perf_counter_ns()
+    if delay_ns > SEND_SPIN_NS:
+        await asyncio.sleep((delay_ns - SEND_SPIN_NS) / 1e9)
+    # A deliberate spin: no event can say "the clock reached deadline_ns" sooner than epoll's 1 ms.
+    while time.perf_counter_ns() < deadline_ns:  # noqa: ASYNC110
+        await asyncio.sleep(0)
 
 
 @dataclass(frozen=True)
 class LoadSpec:
-    """How requests arrive: an open-loop arrival process at ``rate``, or closed loop."""
+    """How requests arrive: an open-loop arrival process at ``rate``, or closed loop.
+
+    ``arrival_params`` are the arrival process's own parameters (``bursty``: ``cv``; ``trace``:
+    ``path``, ``time_scale``; ``trace`` needs no ``rate``). The schedule is built once here to
+    check them (a bad trace file fails now, not mid-run).
+
+    Example::
+
+        LoadSpec(mode="bursty", requests=200, rate=10.0, arrival_params={"cv": 3.0})
+        LoadSpec(mode="trace", requests=500, arrival_params={"path": "arrivals.txt"})
+        LoadSpec(mode="closed_loop", requests=200, concurrency=8)
+    """
 
     mode: LoadMode
     requests: int
     rate: float | None = None
     concurrency: int | None = None
+    arrival_params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.requests < 1:
             raise ConfigError(f"--requests must be >= 1, got {self.requests}")
+        params = {k: str(v) if isinstance(v, Path) else v for k, v in self.arrival_params.items()}
+        object.__setattr__(self, "arrival_params", params)
         if self.mode == "closed_loop":
             if self.concurrency is None or self.concurrency < 1:
                 raise ConfigError("closed-loop load needs --concurrency >= 1")
+            if params:
+                raise ConfigError("closed-loop load takes no arrival-process parameters")
         elif self.mode in ARRIVALS:
-            if self.rate is None or not self.rate > 0:
+            if arrival_needs_rate(self.mode) and (self.rate is None or not self.rate > 0):
                 raise ConfigError(f"open-loop {self.mode} load needs --rate > 0")
+            arrival_schedule(self.mode, rate=self.rate, n=self.requests, seed=0, params=params)
         else:
             known = ", ".join([*sorted(ARRIVALS), "closed_loop"])
             raise ConfigError(f"unknown load mode {self.mode!r}; known: {known}")
@@ -91,15 +147,37 @@ class RunConfig:
     Application Gateway or Compound System), ``software``, ``hardware``."""
     timeout_s: float = 600.0
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    warmup: WarmupSpec | None = None
+    """Draft 4.5 warm-up before measurement (:class:`WarmupSpec`); None (the default) runs
+    none and the manifest lists that as a deviation; ``WarmupSpec(cold_start=True)`` declares a
+    cold-start measurement (4.5.3)."""
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One sent request as the runner saw it: which, in which phase, when, and its result."""
+
+    index: int
+    request_class: str
+    phase: str
+    scheduled_offset_us: int | None
+    schedule_lag_us: int | None
+    result: CompletionResult
 
 
 @dataclass
 class RunOutcome:
-    """What the run measured, in memory; the same facts are on the exported spans."""
+    """What the run measured, in memory; the same facts are on the exported spans.
+
+    ``results`` holds the measured requests' results only (completion order); ``records`` every
+    request the run sent, warm-up and probe requests included; ``warmup`` the warm-up outcome.
+    """
 
     run_id: str
     manifest: dict[str, Any]
     results: list[CompletionResult] = field(default_factory=list)
+    records: list[RequestRecord] = field(default_factory=list)
+    warmup: WarmupOutcome | None = None
 
 
 def _lag_summary(lags_us: list[int]) -> dict[str, float | None]:
@@ -113,8 +191,21 @@ def _lag_summary(lags_us: list[int]) -> dict[str, float | None]:
     }
 
 
-def _manifest(config: RunConfig, workload_spec: dict[str, Any]) -> dict[str, Any]:
-    deviations = ["no warm-up procedure was run before measurement (draft 4.5)"]
+def _arrival(load: LoadSpec, seed: int) -> dict[str, Any]:
+    if load.mode == "closed_loop":
+        return {"process": "closed_loop", "concurrency": load.concurrency}
+    return arrival_parameters(load.mode, rate=load.rate, seed=seed, params=load.arrival_params)
+
+
+def _manifest(
+    config: RunConfig, workload_spec: dict[str, Any], items: list[WorkloadRequest]
+) -> dict[str, Any]:
+    deviations = []
+    notes = []
+    if config.warmup is None:
+        deviations.append("no warm-up procedure was run before measurement (draft 4.5)")
+    elif config.warmup.cold_start:
+        notes.append("cold start measurement: warm-up skipped (draft 4.5.3)")
     vocab = workload_spec.get("input", {}).get("vocab_size")
     if config.workload == "synthetic-uniform" and vocab != A1_VOCAB_SIZE:
         deviations.append(
@@ -127,7 +218,8 @@ def _manifest(config: RunConfig, workload_spec: dict[str, Any]) -> dict[str, Any
         "api": config.api,
         "workload": {"name": config.workload, "seed": config.seed, "spec": workload_spec},
         "seed": config.seed,
-        "load": asdict(config.load),
+        "load": {**asdict(config.load), "arrival": _arrival(config.load, config.seed)},
+        "request_classes": dict(sorted(Counter(i.request_class for i in items).items())),
         "otelbench_version": __version__,
         "sut": config.sut,
         "request_options": {
@@ -136,8 +228,9 @@ def _manifest(config: RunConfig, workload_spec: dict[str, Any]) -> dict[str, Any
             "extra_body": config.extra_body,
         },
         "warmup": None,
+        "cold_start": config.warmup is not None and config.warmup.cold_start,
         "deviations": deviations,
-        "notes": [],
+        "notes": notes,
     }
 
 
@@ -151,13 +244,15 @@ async def execute_run(
 
     Per-request failures are results, not exceptions. The run span (``otelbench.run``) carries
     the manifest and is ended even when the run is cancelled, so a partial run is still reported.
+    With ``config.warmup`` set, the warm-up (draft 4.5) runs first on the same client and its
+    outcome is the manifest's ``warmup`` entry; ``on_result`` sees measured requests only.
     """
     from opentelemetry import trace
 
     params = {"seed": config.seed, **config.workload_params}
     workload = make_workload(config.workload, **params)
     items = workload.requests(config.load.requests)
-    manifest = _manifest(config, workload.spec())
+    manifest = _manifest(config, workload.spec(), items)
     outcome = RunOutcome(config.run_id, manifest)
     lags_us: list[int] = []
     extra_body = {**config.extra_body, **({"ignore_eos": True} if config.ignore_eos else {})}
@@ -171,6 +266,17 @@ async def execute_run(
     client = AsyncLLMClient(
         config.target, tracer_provider=tracer_provider, timeout=config.timeout_s
     )
+    offsets_s = (
+        None
+        if config.load.mode == "closed_loop"
+        else arrival_schedule(
+            config.load.mode,
+            rate=config.load.rate,
+            n=len(items),
+            seed=config.seed,
+            params=config.load.arrival_params,
+        )
+    )
     # The span exporter's thread encodes protobuf while streams arrive; with CPython's default
     # 5 ms GIL switch interval it could hold the event loop off a chunk for that long. A 0.25 ms
     # interval bounds that delay well under the draft's 1 ms resolution (4.2.1).
@@ -180,22 +286,26 @@ async def execute_run(
     # collect once now and freeze what exists, so only the run's own young objects are scanned.
     gc.collect()
     gc.freeze()
-    started_unix = time.time()
     t0 = time.perf_counter_ns()
 
-    async def send(item: WorkloadRequest, scheduled_ns: int | None) -> None:
+    async def request(
+        item: WorkloadRequest, phase: str, scheduled_ns: int | None = None
+    ) -> CompletionResult:
         attributes: dict[str, str | int | float | bool] = {
             semconv.RUN_ID: config.run_id,
             semconv.WORKLOAD_NAME: config.workload,
             semconv.REQUEST_INDEX: item.index,
             semconv.REQUEST_CLASS: item.request_class,
+            semconv.REQUEST_PHASE: phase,
         }
+        offset_us = lag_us = None
         if scheduled_ns is not None:
             lag_us = (time.perf_counter_ns() - scheduled_ns) // 1000
             lags_us.append(lag_us)
-            attributes[semconv.REQUEST_SCHEDULED_OFFSET_US] = (scheduled_ns - t0) // 1000
+            offset_us = (scheduled_ns - t0) // 1000
+            attributes[semconv.REQUEST_SCHEDULED_OFFSET_US] = offset_us
             attributes[semconv.REQUEST_SCHEDULE_LAG_US] = lag_us
-        request = CompletionRequest(
+        req = CompletionRequest(
             api=config.api,
             model=config.model,
             prompt=item.prompt_token_ids,
@@ -204,13 +314,39 @@ async def execute_run(
             extra_body=extra_body,
             attributes=attributes,
         )
-        result = await client.complete(request)
+        result = await client.complete(req)
+        outcome.records.append(
+            RequestRecord(item.index, item.request_class, phase, offset_us, lag_us, result)
+        )
+        return result
+
+    async def send(item: WorkloadRequest, scheduled_ns: int | None) -> None:
+        result = await request(item, semconv.PHASE_MEASURE, scheduled_ns)
         outcome.results.append(result)
         if on_result is not None:
             on_result(result)
 
+    started_unix = time.time()
     try:
-        if config.load.mode == "closed_loop":
+        if config.warmup is not None:
+            warm_workload = make_workload(
+                config.workload, **{**params, "seed": config.seed + WARMUP_SEED_OFFSET}
+            )
+            outcome.warmup = await run_warmup(
+                config.warmup,
+                warm_workload,
+                request,
+                concurrency=config.load.concurrency or DEFAULT_CONCURRENCY,
+            )
+            manifest["warmup"] = outcome.warmup.to_manifest()
+            manifest["deviations"].extend(outcome.warmup.deviations)
+            # The warm-up's garbage is collected now, not during the measurement.
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+        started_unix = time.time()
+        t0 = time.perf_counter_ns()
+        if offsets_s is None:
             queue = iter(items)
 
             async def worker() -> None:
@@ -220,16 +356,11 @@ async def execute_run(
             assert config.load.concurrency is not None
             await asyncio.gather(*(worker() for _ in range(config.load.concurrency)))
         else:
-            assert config.load.rate is not None
-            offsets_s = ARRIVALS[config.load.mode](
-                rate=config.load.rate, n=len(items), seed=config.seed
-            )
             tasks: set[asyncio.Task[None]] = set()
             for item, offset_s in zip(items, offsets_s, strict=True):
                 scheduled_ns = t0 + int(offset_s * 1e9)
-                delay_ns = scheduled_ns - time.perf_counter_ns()
-                if delay_ns > 0:
-                    await asyncio.sleep(delay_ns / 1e9)
+                if scheduled_ns > time.perf_counter_ns():
+                    await _sleep_until(scheduled_ns)
                 task = asyncio.create_task(send(item, scheduled_ns))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
@@ -237,6 +368,9 @@ async def execute_run(
                 await asyncio.gather(*tasks)
     finally:
         finished_unix = time.time()
+        if config.warmup is not None and manifest["warmup"] is None:
+            manifest["warmup"] = {"mode": "warm", "interrupted": True}
+            manifest["deviations"].append("the run was interrupted during its warm-up")
         lag = _lag_summary(lags_us)
         manifest.update(
             started_unix=started_unix,

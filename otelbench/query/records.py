@@ -72,6 +72,10 @@ class ClientRequests:
     error_type: tuple[str | None, ...]
     request_index: F64
     request_class: tuple[str | None, ...]
+    think_phase: tuple[str | None, ...]
+    """``ended`` / ``unterminated`` for a reasoning model's think phase; None: no think phase."""
+    output_phase_chunk: F64
+    """Index of the first output-phase chunk after an ended think phase (NaN otherwise)."""
     schedule_lag_us: F64
     ttft_us: F64
     first_event_offset_us: F64

@@ -232,6 +232,44 @@ def test_mixed_usage_falls_back_to_one_per_chunk() -> None:
     assert acc.chunk_tokens() == ([1, 1], semconv.CHUNK_TOKENS_ONE_PER_CHUNK)
 
 
+def test_reasoning_field_think_phase_then_output() -> None:
+    acc = fold(
+        "chat",
+        [
+            (chat({"role": "assistant", "content": ""}), 5),
+            (chat({"reasoning_content": "Let"}), 10),
+            (chat({"reasoning_content": " me think"}), 20),
+            (chat({"content": "\n\n"}), 30),  # whitespace: still not the first output token
+            (chat({"content": "Paris"}), 40),
+            (chat({"content": "."}, finish="stop"), 50),
+            ("[DONE]", 51),
+        ],
+    )
+    assert acc.offsets_us == [10, 20, 30, 40, 50]
+    assert acc.ttft_us == 10  # the first token, whatever its phase
+    assert (acc.think_phase, acc.output_phase_index) == (semconv.THINK_PHASE_ENDED, 3)
+
+
+def test_think_marker_in_text_with_and_without_output_after_it() -> None:
+    acc = fold(
+        "completions",
+        [(cmpl("<think>a"), 10), (cmpl(" b</think>"), 20), (cmpl("Answer"), 30)],
+    )
+    assert (acc.think_phase, acc.output_phase_index) == (semconv.THINK_PHASE_ENDED, 2)
+    # No opening marker, output in the same chunk as the closing one.
+    acc = fold("completions", [(cmpl("a"), 10), (cmpl("b</think> Yes"), 20), (cmpl("!"), 30)])
+    assert (acc.think_phase, acc.output_phase_index) == (semconv.THINK_PHASE_ENDED, 1)
+
+
+def test_unterminated_think_phase_and_no_think_phase() -> None:
+    acc = fold("chat", [(chat({"reasoning": "hmm"}), 10), (chat({"reasoning": "..."}), 20)])
+    assert (acc.think_phase, acc.output_phase_index) == (semconv.THINK_PHASE_UNTERMINATED, None)
+    acc = fold("completions", [(cmpl("<think> no end"), 10), (cmpl("at all"), 20)])
+    assert (acc.think_phase, acc.output_phase_index) == (None, None)  # no marker: no phase
+    acc = fold("chat", [(chat({"content": "Hi"}), 10), (chat({"content": "!"}), 20)])
+    assert (acc.think_phase, acc.output_phase_index) == (None, None)
+
+
 def test_no_content_at_all() -> None:
     acc = fold("chat", [(chat({"role": "assistant"}), 10), ("[DONE]", 20)])
     assert (acc.ttft_us, acc.first_event_offset_us, acc.chunks_total) == (None, 10, 2)

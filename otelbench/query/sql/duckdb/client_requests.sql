@@ -25,6 +25,8 @@ SELECT
     attrs[$attr_error_type]                                          AS error_type,
     CAST(attrs[$attr_request_index] AS BIGINT)                       AS request_index,
     attrs[$attr_request_class]                                       AS request_class,
+    attrs[$attr_think_phase]                                         AS think_phase,
+    CAST(attrs[$attr_output_phase_chunk] AS BIGINT)                  AS output_phase_chunk,
     CAST(attrs[$attr_schedule_lag_us] AS BIGINT)                     AS schedule_lag_us,
     CAST(attrs[$attr_ttft_us] AS BIGINT)                             AS ttft_us,
     CAST(attrs[$attr_first_event_offset_us] AS BIGINT)               AS first_event_offset_us,

@@ -1,0 +1,93 @@
+"""Warm-up's pure parts: the stabilization check, probe summaries and the spec's validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from otelbench.client import CompletionResult
+from otelbench.errors import ConfigError
+from otelbench.loadgen.warmup import WarmupSpec, probe_summary, probe_variation
+
+
+def result(end_us: int | None, ttft_us: int | None, ok: bool = True) -> CompletionResult:
+    return CompletionResult(
+        ok=ok,
+        error_type=None if ok else "500",
+        error_message=None,
+        status_code=200 if ok else 500,
+        submit_unix_ns=0,
+        submit_mono_ns=0,
+        first_event_offset_us=ttft_us,
+        ttft_us=ttft_us,
+        chunk_offsets_us=[],
+        chunk_tokens=[],
+        end_offset_us=end_us,
+        input_tokens=None,
+        output_tokens=None,
+        cached_tokens=None,
+        finish_reason=None,
+        response_id=None,
+        trace_id=None,
+        span_id=None,
+    )
+
+
+def test_probe_variation_is_the_largest_distance_from_the_median() -> None:
+    assert probe_variation([100.0, 104.0, 97.0]) == pytest.approx(0.04)
+    assert probe_variation([100.0, 100.0]) == 0.0
+    assert probe_variation([90.0, 100.0, 120.0]) == pytest.approx(0.20)
+    assert probe_variation([100.0]) is None
+    assert probe_variation([]) is None
+    assert probe_variation([0.0, 0.0]) is None
+
+
+def test_probe_summary() -> None:
+    s = probe_summary(
+        [result(100_000, 30_000), result(105_000, 31_000), result(None, None, ok=False)], 0.10
+    )
+    assert s == {
+        "probes": 3,
+        "ok": 2,
+        "latency_ms": [100.0, 105.0],
+        "ttft_ms": [30.0, 31.0],
+        "median_latency_ms": 102.5,
+        "median_ttft_ms": 30.5,
+        "variation": pytest.approx(2.5 / 102.5),
+        "stabilized": True,
+    }
+    assert probe_summary([result(100_000, 1), result(130_000, 1)], 0.10)["stabilized"] is False
+    failed = probe_summary([result(None, None, ok=False)] * 2, 0.10)
+    assert failed["median_latency_ms"] is None
+    assert failed["stabilized"] is False
+
+
+def test_spec_defaults_are_the_drafts() -> None:
+    spec = WarmupSpec()
+    assert (spec.min_requests, spec.min_output_tokens, spec.threshold) == (100, 10_000, 0.10)
+    assert spec.deviations() == []
+    assert WarmupSpec(cold_start=True, min_requests=1).deviations() == []
+
+
+def test_scaled_down_or_loosened_spec_lists_deviations() -> None:
+    assert WarmupSpec(min_requests=10, min_output_tokens=500, threshold=0.2).deviations() == [
+        "warm-up scaled down to at least 10 requests and 500 output tokens (draft 4.5.1: at "
+        "least 100 requests or 10,000 output tokens, whichever is greater)",
+        "warm-up stabilization threshold 20% is looser than draft 4.5.2's 10%",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"min_requests": -1}, "floors"),
+        ({"min_requests": 0, "min_output_tokens": 0}, "needs min_requests or min_output_tokens"),
+        ({"concurrency": 0}, "concurrency must be >= 1"),
+        ({"probes": 1}, "at least 2 probes"),
+        ({"threshold": -0.1}, "threshold must be >= 0"),
+        ({"max_rounds": 0}, "max_rounds must be >= 1"),
+        ({"max_requests": 50}, "max_requests must be >= min_requests"),
+    ],
+)
+def test_bad_spec_is_a_config_error(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        WarmupSpec(**kwargs)  # type: ignore[arg-type]
