@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -385,5 +386,7 @@ def _config_json(config: RunConfig) -> dict[str, Any]:
         "workload_params": config.workload_params,
         "api": config.api,
         "ignore_eos": config.ignore_eos,
+        "tokenizer": config.tokenizer,
+        "warmup": dataclasses.asdict(config.warmup) if config.warmup is not None else None,
         "pid": os.getpid(),
     }

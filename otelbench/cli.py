@@ -71,6 +71,20 @@ class _Progress:
             )
 
 
+def _key_values(items: list[str], option: str) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as a dict; VALUE as JSON when it parses, else the string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
 @app.command()
 def run(
     out: Annotated[Path, typer.Option(help="Directory for spans.duckdb, report.json, report.md.")],
@@ -83,13 +97,58 @@ def run(
         float | None, typer.Option(help="Open loop: mean arrival rate, requests/s.")
     ] = None,
     arrival: Annotated[
-        str, typer.Option(help="Open-loop arrival process: poisson or uniform.")
+        str,
+        typer.Option(help="Open-loop arrival process: poisson, uniform, bursty or trace."),
     ] = "poisson",
+    burst_cv: Annotated[
+        float | None,
+        typer.Option(help="bursty: coefficient of variation of the gaps (default 3; 1 = Poisson)."),
+    ] = None,
+    trace_file: Annotated[
+        Path | None,
+        typer.Option(help="trace: file of send times, seconds (one per line or a JSON list)."),
+    ] = None,
+    time_scale: Annotated[
+        float | None, typer.Option(help="trace: multiply the file's times by this.")
+    ] = None,
     concurrency: Annotated[
         int | None, typer.Option(help="Closed loop: requests kept in flight.")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the workload and the arrival schedule.")] = 42,
-    workload: Annotated[str, typer.Option(help="Workload name.")] = "synthetic-uniform",
+    workload: Annotated[
+        str,
+        typer.Option(
+            help="Workload: synthetic-uniform, synthetic-skewed, conversation, sharegpt, "
+            "code-completion, long-context, mixed-classes, file (draft Appendix A)."
+        ),
+    ] = "synthetic-uniform",
+    workload_file: Annotated[
+        Path | None,
+        typer.Option(help="Workload file (YAML/JSON, draft 4.3.1); implies --workload file."),
+    ] = None,
+    workload_param: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="KEY=VALUE parameter of the workload (repeatable; VALUE read as JSON when it "
+            "parses, e.g. max_context_len=1024 or path=sharegpt.json)."
+        ),
+    ] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            help="Draft 4.4: cl100k_base (Option B), a tokenizer.json path, or 'server' (the "
+            "target's /tokenize). Text workloads tokenize with it; the report declares it."
+        ),
+    ] = None,
+    cold_start: Annotated[
+        bool, typer.Option(help="Skip the warm-up and report a cold-start measurement (4.5.3).")
+    ] = False,
+    warmup_requests: Annotated[
+        int, typer.Option(help="Warm-up: at least this many requests (draft 4.5: 100).")
+    ] = 100,
+    warmup_tokens: Annotated[
+        int, typer.Option(help="Warm-up: at least this many output tokens (draft 4.5: 10,000).")
+    ] = 10_000,
     vocab_size: Annotated[
         int | None,
         typer.Option(help="Vocabulary size for random token-id prompts (default: draft A.1's)."),
@@ -133,9 +192,19 @@ def run(
     """Run a benchmark and write OUT/report.json and OUT/report.md."""
     from otelbench.benchmark import run_benchmark
     from otelbench.loadgen.runner import LoadSpec, RunConfig
+    from otelbench.loadgen.warmup import WarmupSpec
 
-    if (rate is None) == (concurrency is None):
-        raise typer.BadParameter("give exactly one of --rate (open loop) or --concurrency")
+    if rate is not None and concurrency is not None:
+        raise typer.BadParameter("give one of --rate (open loop) or --concurrency, not both")
+    if rate is None and concurrency is None and arrival != "trace":
+        raise typer.BadParameter("give --rate (open loop) or --concurrency (closed loop)")
+    arrival_params: dict[str, Any] = {}
+    if burst_cv is not None:
+        arrival_params["cv"] = burst_cv
+    if trace_file is not None:
+        arrival_params["path"] = trace_file
+    if time_scale is not None:
+        arrival_params["time_scale"] = time_scale
     if sut not in (None, "vllm-cpu"):
         raise typer.BadParameter(f"unknown --sut {sut!r}; known: vllm-cpu")
     if sut is None and target is None:
@@ -145,8 +214,15 @@ def run(
         requests=requests,
         rate=rate,
         concurrency=concurrency,
+        arrival_params=arrival_params if concurrency is None else {},
     )
     params: dict[str, Any] = {} if vocab_size is None else {"vocab_size": vocab_size}
+    if workload_file is not None:
+        workload, params["path"] = "file", str(workload_file)
+    params.update(_key_values(workload_param or [], "--workload-param"))
+    warmup = WarmupSpec(
+        cold_start=cold_start, min_requests=warmup_requests, min_output_tokens=warmup_tokens
+    )
     try:
         body = json.loads(extra_body) if extra_body else {}
     except json.JSONDecodeError as exc:
@@ -163,6 +239,8 @@ def run(
         ignore_eos=ignore_eos,
         extra_body=body,
         timeout_s=timeout,
+        tokenizer=tokenizer,
+        warmup=warmup,
         sut={
             k: v
             for k, v in (

@@ -30,7 +30,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from otelbench_vllm.hook import EVENT_PREEMPTED, EVENT_QUEUED, EVENT_SCHEDULED, RequestHook
+from otelbench_vllm.hook import (
+    EVENT_PREEMPTED,
+    EVENT_QUEUED,
+    EVENT_SCHEDULED,
+    RequestHook,
+    think_end_token_id_from_env,
+)
 
 __all__ = [
     "SUPPORTED_VERSIONS",
@@ -234,7 +240,8 @@ def install(hook: RequestHook | None = None) -> RequestHook | None:
         if problem is not None:
             _refuse(f"vLLM {version} internals differ: {problem}")
             return None
-        hook = hook if hook is not None else RequestHook()
+        if hook is None:
+            hook = RequestHook(think_end_token_id=think_end_token_id_from_env())
         originals = {name: getattr(IterationStats, name) for name in _EXPECTED_PARAMS}
         for name, wrapper in _wrappers(originals, hook).items():
             wrapper.__wrapped__ = originals[name]  # type: ignore[attr-defined]

@@ -14,6 +14,9 @@ Cost model:
 - per step and request (the hot path): one attribute lookup and one ``list.append`` of the step's
   float timestamp per new token (``extend`` when a step brings several); no span, no dict, no
   allocation beyond the list's amortised growth;
+- with a think-end token id set (``OTELBENCH_VLLM_THINK_END_TOKEN_ID``, a reasoning model's
+  ``</think>``): one membership test of the step's new token ids until that token is seen, which
+  records the index of the first output-phase token (``otelbench.server.output_phase_token``);
 - per preemption / resumption: one tuple or float appended;
 - per finished request: the span, its three child spans and events are built and handed to the
   tracer provider (a batch span processor exports them from its own thread), and the request's
@@ -32,6 +35,7 @@ Example (plain objects shaped like vLLM's)::
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -54,6 +58,7 @@ __all__ = [
     "RequestHook",
     "RequestTrace",
     "mono_to_unix_offset_ns",
+    "think_end_token_id_from_env",
     "token_offsets_us",
 ]
 
@@ -79,6 +84,22 @@ def mono_to_unix_offset_ns() -> int:
     return time.time_ns() - time.monotonic_ns()
 
 
+def think_end_token_id_from_env() -> int | None:
+    """``$OTELBENCH_VLLM_THINK_END_TOKEN_ID`` as an int; None when unset or not an integer."""
+    raw = os.environ.get(names.ENV_VLLM_THINK_END_TOKEN_ID, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        _log.warning(
+            "otelbench hooks: %s=%r is not a token id; think phases are not marked",
+            names.ENV_VLLM_THINK_END_TOKEN_ID,
+            raw,
+        )
+        return None
+
+
 def token_offsets_us(token_ts: Sequence[float], arrival_unix_ns: int, offset_ns: int) -> list[int]:
     """Microseconds from arrival (wall clock) to each token's step timestamp (monotonic seconds).
 
@@ -95,6 +116,7 @@ class RequestTrace:
     __slots__ = (
         "_preempted",
         "engine_request_id",
+        "output_phase_token",
         "preemptions",
         "resumptions",
         "token_ts",
@@ -112,6 +134,8 @@ class RequestTrace:
         """(monotonic timestamp, output tokens generated before it) per PREEMPTED event."""
         self.resumptions: list[float] = []
         """Monotonic timestamp of the first SCHEDULED event after each PREEMPTED event."""
+        self.output_phase_token: int | None = None
+        """Index in ``token_ts`` of the first token after the think-end token, once seen."""
         self._preempted = False
 
     def on_tokens(self, timestamp: float, count: int) -> None:
@@ -195,8 +219,11 @@ class RequestHook:
         stats: HookStats | None = None,
         offset_ns: int | None = None,
         meter_provider: MeterProvider | None = None,
+        think_end_token_id: int | None = None,
     ) -> None:
         self.stats = stats if stats is not None else HookStats()
+        self.think_end_token_id = think_end_token_id
+        """A reasoning model's think-end token (module docstring); None: phases not marked."""
         self.offset_ns = offset_ns if offset_ns is not None else mono_to_unix_offset_ns()
         self._provider = tracer_provider
         self._tracer: trace.Tracer | None = None
@@ -222,11 +249,15 @@ class RequestHook:
             state = self._state(req_stats, output)
             state.engine_request_id = output.request_id
             state.trace_headers = output.trace_headers
-        n = len(output.new_token_ids)
+        new = output.new_token_ids
+        n = len(new)
         if n == 1:
             state.token_ts.append(timestamp)
         elif n > 1:
             state.token_ts.extend([timestamp] * n)
+        end = self.think_end_token_id
+        if end is not None and state.output_phase_token is None and end in new:
+            state.output_phase_token = len(state.token_ts) - n + list(new).index(end) + 1
 
     def on_events(self, events: Iterable[_Event], req_stats: Any) -> None:
         """A request's QUEUED / SCHEDULED / PREEMPTED events (vLLM delivers them in order)."""
@@ -290,6 +321,8 @@ class RequestHook:
         }
         if state.engine_request_id:
             attributes[names.SERVER_ENGINE_REQUEST_ID] = state.engine_request_id
+        if state.output_phase_token is not None:
+            attributes[names.SERVER_OUTPUT_PHASE_TOKEN] = state.output_phase_token
         if first:
             attributes[names.VLLM_LATENCY_TTFT] = req_stats.first_token_latency
         queue_s = prefill_s = decode_s = None

@@ -23,6 +23,9 @@ SERVER_TOKEN_OFFSETS_US: Final = "otelbench.server.token_offsets_us"
 SERVER_MONO_TO_UNIX_OFFSET_NS: Final = "otelbench.server.mono_to_unix_offset_ns"
 SERVER_PREEMPTIONS: Final = "otelbench.server.preemptions"
 SERVER_ENGINE_REQUEST_ID: Final = "otelbench.server.engine_request_id"
+SERVER_OUTPUT_PHASE_TOKEN: Final = "otelbench.server.output_phase_token"
+"""Index, in ``token_offsets_us``, of the first output token after a reasoning model's think
+phase (the token after the think-end token); set only when the hooks know that token's id."""
 PREEMPTION_OUTPUT_TOKENS: Final = "otelbench.preemption.output_tokens"
 PREEMPTION_KV_TOKENS_DISCARDED: Final = "otelbench.preemption.kv_tokens_discarded"
 PREEMPTION_STALL_US: Final = "otelbench.preemption.stall_us"
@@ -42,6 +45,8 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tok
 
 # Environment
 ENV_VLLM_HOOKS: Final = "OTELBENCH_VLLM_HOOKS"
+ENV_VLLM_THINK_END_TOKEN_ID: Final = "OTELBENCH_VLLM_THINK_END_TOKEN_ID"
+"""The id of the token that ends a reasoning model's think phase (e.g. ``</think>``)."""
 SERVICE_VLLM: Final = "vllm"
 INSTRUMENTATION_SCOPE_HOOKS: Final = "otelbench.vllm"
 

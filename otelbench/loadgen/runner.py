@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import json
 import sys
 import time
@@ -53,6 +54,7 @@ from otelbench.loadgen.arrivals import (
     arrival_parameters,
     arrival_schedule,
 )
+from otelbench.loadgen.tokenizers import Tokenizer, load_tokenizer
 from otelbench.loadgen.warmup import (
     DEFAULT_CONCURRENCY,
     WARMUP_SEED_OFFSET,
@@ -60,7 +62,7 @@ from otelbench.loadgen.warmup import (
     WarmupSpec,
     run_warmup,
 )
-from otelbench.loadgen.workloads import A1_VOCAB_SIZE, WorkloadRequest, make_workload
+from otelbench.loadgen.workloads import A1_VOCAB_SIZE, WORKLOADS, WorkloadRequest, make_workload
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -147,6 +149,10 @@ class RunConfig:
     Application Gateway or Compound System), ``software``, ``hardware``."""
     timeout_s: float = 600.0
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    tokenizer: str | None = None
+    """Draft 4.4: ``cl100k_base`` (Option B), a local tokenizer path or ``server`` (the target's
+    ``/tokenize``; Option A). Workloads built from text (``sharegpt``) tokenize with it, and the
+    report declares it. None: prompts are token ids of the target's own vocabulary (Option A)."""
     warmup: WarmupSpec | None = None
     """Draft 4.5 warm-up before measurement (:class:`WarmupSpec`); None (the default) runs
     none and the manifest lists that as a deviation; ``WarmupSpec(cold_start=True)`` declares a
@@ -197,8 +203,32 @@ def _arrival(load: LoadSpec, seed: int) -> dict[str, Any]:
     return arrival_parameters(load.mode, rate=load.rate, seed=seed, params=load.arrival_params)
 
 
+def _tokenizer(config: RunConfig) -> Tokenizer | None:
+    if config.tokenizer is None:
+        return None
+    if config.tokenizer == "server":
+        return load_tokenizer(config.target, model=config.model)
+    return load_tokenizer(config.tokenizer, model=config.model)
+
+
+def _tokenizer_declaration(tokenizer: Tokenizer | None, vocab: object) -> dict[str, Any]:
+    """Draft 4.4.3: which tokenizer the token counts are in."""
+    if tokenizer is not None:
+        return tokenizer.describe()
+    return {
+        "option": "A",
+        "name": "the target's own tokenizer",
+        "source": "prompts are sent as token ids"
+        + (f" drawn from a vocabulary of {vocab}" if vocab else "")
+        + "; input and output counts are the target's usage figures",
+    }
+
+
 def _manifest(
-    config: RunConfig, workload_spec: dict[str, Any], items: list[WorkloadRequest]
+    config: RunConfig,
+    workload_spec: dict[str, Any],
+    items: list[WorkloadRequest],
+    tokenizer: Tokenizer | None = None,
 ) -> dict[str, Any]:
     deviations = []
     notes = []
@@ -218,6 +248,7 @@ def _manifest(
         "api": config.api,
         "workload": {"name": config.workload, "seed": config.seed, "spec": workload_spec},
         "seed": config.seed,
+        "tokenizer": _tokenizer_declaration(tokenizer, vocab),
         "load": {**asdict(config.load), "arrival": _arrival(config.load, config.seed)},
         "request_classes": dict(sorted(Counter(i.request_class for i in items).items())),
         "otelbench_version": __version__,
@@ -232,6 +263,11 @@ def _manifest(
         "deviations": deviations,
         "notes": notes,
     }
+
+
+def _takes_tokenizer(workload: str) -> bool:
+    factory = WORKLOADS.get(workload)
+    return factory is not None and "tokenizer" in inspect.signature(factory).parameters
 
 
 async def execute_run(
@@ -250,9 +286,12 @@ async def execute_run(
     from opentelemetry import trace
 
     params = {"seed": config.seed, **config.workload_params}
+    tokenizer = _tokenizer(config)
+    if tokenizer is not None and "tokenizer" not in params and _takes_tokenizer(config.workload):
+        params["tokenizer"] = tokenizer
     workload = make_workload(config.workload, **params)
     items = workload.requests(config.load.requests)
-    manifest = _manifest(config, workload.spec(), items)
+    manifest = _manifest(config, workload.spec(), items, tokenizer)
     outcome = RunOutcome(config.run_id, manifest)
     lags_us: list[int] = []
     extra_body = {**config.extra_body, **({"ignore_eos": True} if config.ignore_eos else {})}

@@ -158,6 +158,9 @@ class ServerRequests:
     preemptions: F64
     preemption_events: F64
     kv_tokens_discarded: F64
+    output_phase_token: F64
+    """Hook spans of a reasoning model (think-end token id configured): index in the token
+    offsets of the first output-phase token; NaN otherwise."""
     token_bounds: I64
     token_offset_us: I64
     stall_bounds: I64

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
+from otelbench.errors import ConfigError
 from otelbench.metrics import (
     PERCENTILE_METHOD,
     TTFT_COMPONENTS,
@@ -45,6 +46,14 @@ from otelbench.metrics import (
     window_throughput,
 )
 from otelbench.query import QueryRunner, RunData, extract_run_data, open_store
+from otelbench.report.sections import (
+    DEFAULT_PREFILL_DEADLINE_S,
+    classes_section,
+    fluidity_section,
+    itl_shape_section,
+    load_generator_section,
+    reasoning_section,
+)
 
 __all__ = [
     "ITL_MIN_OUTPUT_TOKENS",
@@ -129,19 +138,27 @@ CLOCK_DOMAINS: Final = {
 
 
 def build_report(
-    store: str | os.PathLike[str] | QueryRunner, run_id: str | None = None
+    store: str | os.PathLike[str] | QueryRunner,
+    run_id: str | None = None,
+    *,
+    prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S,
 ) -> dict[str, Any]:
     """The report dict of run ``run_id`` (the latest run when None) in a span store.
 
-    ``store`` is a store file's path (opened read-only) or an open :class:`QueryRunner`.
+    ``store`` is a store file's path (opened read-only) or an open :class:`QueryRunner`;
+    ``prefill_deadline_s`` is the fixed prefill deadline ``D_p`` of ``metrics.fluidity``.
 
     >>> report = build_report("otelbench.duckdb")  # doctest: +SKIP
     >>> report["metrics"]["client"]["ttft_ms"]["p99"]  # doctest: +SKIP
     """
     if isinstance(store, QueryRunner):
-        return report_from_data(extract_run_data(store, run_id))
+        return report_from_data(
+            extract_run_data(store, run_id), prefill_deadline_s=prefill_deadline_s
+        )
     with open_store(store) as runner:
-        return report_from_data(extract_run_data(runner, run_id))
+        return report_from_data(
+            extract_run_data(runner, run_id), prefill_deadline_s=prefill_deadline_s
+        )
 
 
 def render_json(report: dict[str, Any]) -> str:
@@ -167,8 +184,22 @@ def _p50_p95_p99(values: npt.NDArray[np.float64]) -> dict[str, int | float | Non
     }
 
 
-def report_from_data(data: RunData) -> dict[str, Any]:
-    """The report dict from already extracted records (pure: no I/O)."""
+def report_from_data(
+    data: RunData, *, prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S
+) -> dict[str, Any]:
+    """The report dict from already extracted records (pure: no I/O).
+
+    ``prefill_deadline_s`` is the fixed prefill deadline ``D_p`` of ``metrics.fluidity``
+    (Etalon §4.1); it must be > 0.
+
+    >>> report = report_from_data(data, prefill_deadline_s=0.5)  # doctest: +SKIP
+    >>> report["metrics"]["fluidity"]["prefill_deadline"]["deadline_ms"]  # doctest: +SKIP
+    500.0
+    """
+    if not (np.isfinite(prefill_deadline_s) and prefill_deadline_s > 0):
+        raise ConfigError(
+            f"the prefill deadline must be a positive number of seconds, got {prefill_deadline_s}"
+        )
     c = data.client
     ok = c.ok
     result = outcomes(ok, c.error_type)
@@ -209,6 +240,7 @@ def report_from_data(data: RunData) -> dict[str, Any]:
             "max_pause_ms": _p50_p95_p99(group_max(itl_us) / 1000.0),
         },
         "itl_p99_p50_ratio": tail_ratio(itl_summary.p99, itl_summary.p50),
+        "itl_shape": itl_shape_section(itl_ms),
         "ttft_by_input_tokens": [
             b.to_dict() for b in ttft_by_input_length(ttft_ms[ok], input_tokens[ok])
         ],
@@ -222,10 +254,25 @@ def report_from_data(data: RunData) -> dict[str, Any]:
             "requests": rates.requests,
         },
     }
+    reasoning = reasoning_section(data)
+    if reasoning is not None:
+        client_metrics["reasoning"] = reasoning
     metrics: dict[str, Any] = {"client": client_metrics}
     server = _server_metrics(data, ttft_ms)
     if server is not None:
         metrics["server"] = server
+    fluidity = fluidity_section(data, prefill_deadline_s=prefill_deadline_s)
+    if fluidity is not None:
+        metrics["fluidity"] = fluidity
+    classes = classes_section(
+        [label for label, good in zip(c.request_class, ok, strict=True) if good],
+        ttft_ms[ok],
+        end_offset_us[ok] / 1000.0,
+        tpot_ms,
+        Ragged(itl_ms, itl_us.bounds),
+    )
+    if classes is not None:
+        metrics["classes"] = classes
 
     sources = Counter(
         s
@@ -388,6 +435,7 @@ def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:
             "failed": result.failed,
             "failed_by_type": result.failed_by_type,
         },
+        "load_generator": load_generator_section(data),
     }
 
 

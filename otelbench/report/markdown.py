@@ -5,7 +5,9 @@ Sections: the Appendix C.1 *Minimum Viable Report* block, the 5.1.5.2 TTFT resul
 pause, 5.4.4.2, and time between chunks, 4.6.3 Option A), latency and throughput (5.2.5), a
 client-vs-server table when server spans exist (server ITL by Option C next to the client's
 Option B when engine-hook spans exist) with the TTFT decomposition (5.1.4.2), a preemption
-section (5.8.4) when any preemption happened, and the methodology declarations.
+section (5.8.4) when any preemption happened, and the methodology declarations. When the report
+has them: the ITL distribution shape (5.4.4.3), reasoning phases (ADR-0005), fluidity (Etalon
+§4), per-class results and fairness (5.6.5) and the load generator's schedule lag (4.2.5).
 
 Latencies are printed in milliseconds with two decimals; absent values print as ``n/a``.
 
@@ -337,6 +339,149 @@ def _preemption_section(p: Mapping[str, Any] | None) -> list[str]:
     return ["## Preemption (draft 5.8.4)", "", *_table(["Metric", "Value"], rows), ""]
 
 
+def _itl_shape_section(client: Mapping[str, Any]) -> list[str]:
+    shape = client.get("itl_shape")
+    if not shape or not shape["count"]:
+        return []
+    locations = ", ".join(_ms(v) for v in shape["peak_locations_ms"]) or NA
+    rows = [
+        ["ITL Samples", str(shape["count"])],
+        ["Modality", "multimodal" if shape["multimodal"] else "unimodal"],
+        ["Peaks (KDE)", str(shape["peaks"])],
+        ["Peak locations", locations],
+        ["KDE bandwidth", _ms(shape["bandwidth_ms"])],
+        ["P99/P50 Ratio", _num(shape["p99_p50_ratio"])],
+    ]
+    return [
+        "## ITL distribution shape (draft 5.4.4.3)",
+        "",
+        "Client ITL (Option B); peaks of a Gaussian kernel density estimate.",
+        "",
+        *_table(["Metric", "Value"], rows),
+        "",
+    ]
+
+
+def _reasoning_section(client: Mapping[str, Any]) -> list[str]:
+    r = client.get("reasoning")
+    if not r:
+        return []
+    n = r["requests"]
+    rows = [
+        [label, str(s["count"]), fmt(s["p50"]), fmt(s["p95"]), fmt(s["p99"]), fmt(s["mean"])]
+        for label, s, fmt in (
+            ("TTOT (from submission)", r["ttot_ms"], _ms),
+            ("Think-to-output gap", r["think_to_output_gap_ms"], _ms),
+            ("Output-phase ITL", r["output_itl_ms"], _ms),
+            ("Think tokens", r["think_tokens"], _num),
+        )
+    ]
+    return [
+        "## Reasoning phases (ADR-0005)",
+        "",
+        f"{n['with_think_phase']} successful requests with a think phase "
+        f"({n['think_phase_ended']} ended, {n['think_phase_unterminated']} unterminated); "
+        f"{n['without_think_phase']} without one.",
+        "",
+        *_table(["Metric", "Samples", "P50", "P95", "P99", "Mean"], rows),
+        "",
+    ]
+
+
+def _fluidity_section(metrics: Mapping[str, Any]) -> list[str]:
+    f = metrics.get("fluidity")
+    if not f:
+        return []
+    share = f"≥ {_num(f['min_fluidity'])}"
+    rows = [
+        [
+            d["preset"],
+            _ms(d["decode_deadline_ms"]),
+            str(d["fluidity_index"]["count"]),
+            _num(d["fluidity_index"]["p1"], 3),
+            _num(d["fluidity_index"]["p5"], 3),
+            _num(d["fluidity_index"]["p50"], 3),
+            _num(d["fluidity_index"]["mean"], 3),
+            _share(d["fluidity_index"]["fraction_at_least_min"]),
+        ]
+        for d in f["deadlines"]
+    ]
+    rate = f["fluid_token_generation_rate"]
+    requirement = f"{_share(f['request_fraction'])} of requests with a fluidity-index {share}"
+    if rate is None:
+        rate_line = f"Fluid token generation rate: not reached ({requirement} at no D_d)."
+    else:
+        rate_line = (
+            f"Fluid token generation rate: {_unit(rate['tokens_per_s'], 'tok/s', 1)} "
+            f"(D_d = {_ms(rate['decode_deadline_ms'])}, {requirement})."
+        )
+    return [
+        "## Fluidity (Etalon §4)",
+        "",
+        f"Token timeline: {f['source']} ({f['requests']} requests, "
+        f"{f['requests_left_out']} successful requests left out); prefill deadline "
+        f"D_p = {_ms(f['prefill_deadline']['deadline_ms'])} ({f['prefill_deadline']['kind']}).",
+        "",
+        *_table(
+            ["Preset", "D_d", "Requests", "P1", "P5", "P50", "Mean", f"Requests {share}"], rows
+        ),
+        "",
+        rate_line,
+        "",
+    ]
+
+
+def _classes_section(metrics: Mapping[str, Any]) -> list[str]:
+    cl = metrics.get("classes")
+    if not cl:
+        return []
+    rows = [
+        [
+            name,
+            str(c["count"]),
+            *(
+                _ms(c[key][q])
+                for key in ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms")
+                for q in ("p50", "p99")
+            ),
+        ]
+        for name, c in cl["by_class"].items()
+    ]
+    header = ["Class", "Count"] + [
+        f"{label} {q}" for label in ("TTFT", "TPOT", "E2E", "ITL") for q in ("P50", "P99")
+    ]
+    fairness = [["Jain's Fairness Index", _num(cl["jain_index"], 3)]]
+    fairness += [
+        [f"{name} Class Starvation", _share(c["starvation_rate"])]
+        for name, c in cl["by_class"].items()
+    ]
+    return [
+        "## Per-class results (draft 5.6.5)",
+        "",
+        *_table(header, rows),
+        "",
+        *_table(["Metric", "Value"], fairness),
+        "",
+        f"Normalized latency: {cl['reference']}.",
+        "",
+    ]
+
+
+def _load_generator_section(run: Mapping[str, Any]) -> list[str]:
+    g = run.get("load_generator")
+    if not g:
+        return []
+    lag = g["schedule_lag_ms"]
+    rows = [
+        ["Requests", str(lag["count"])],
+        ["Schedule lag P50", _ms(lag["p50"])],
+        ["Schedule lag P99", _ms(lag["p99"])],
+        ["Schedule lag Max", _ms(lag["max"])],
+        ["Generator bottleneck flagged", "yes" if g["generator_bottleneck_flagged"] else "no"],
+    ]
+    return ["## Load generator (draft 4.2.5)", "", *_table(["Metric", "Value"], rows), ""]
+
+
 def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:
     itl = methodology["itl_method"]
     lines = [
@@ -371,7 +516,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines = [f"# otelbench report — run {run['id']}", "", *_minimum_report(report), ""]
     lines += _ttft_section(metrics["client"])
     lines += _itl_section(metrics["client"], report["methodology"]["itl_method"])
+    lines += _itl_shape_section(metrics["client"])
+    lines += _reasoning_section(metrics["client"])
     lines += _latency_throughput_section(metrics["client"])
     lines += _server_section(metrics)
+    lines += _fluidity_section(metrics)
+    lines += _classes_section(metrics)
+    lines += _load_generator_section(run)
     lines += _methodology_section(report["methodology"])
     return "\n".join(lines).rstrip("\n") + "\n"

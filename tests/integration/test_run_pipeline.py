@@ -11,6 +11,7 @@ import json
 import socket
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +35,16 @@ def otelbench(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[s
     )
 
 
-def client_spans(store: Path) -> list[dict[str, Any]]:
+def client_spans(store: Path, phase: str | None = semconv.PHASE_MEASURE) -> list[dict[str, Any]]:
+    """The client spans of the store (of one request phase; None: all), in submit order."""
     with duckdb.connect(str(store), read_only=True) as con:
         rows = con.execute(
             """SELECT "TraceId", "SpanId", "SpanAttributes", "StatusCode" FROM otel_traces
                WHERE "SpanKind" = ? ORDER BY "Timestamp" """,
             [semconv.SPAN_KIND_CLIENT],
         ).fetchall()
-    return [{"trace_id": r[0], "span_id": r[1], "attrs": dict(r[2]), "status": r[3]} for r in rows]
+    spans = [{"trace_id": r[0], "span_id": r[1], "attrs": dict(r[2]), "status": r[3]} for r in rows]
+    return [s for s in spans if phase is None or s["attrs"].get(semconv.REQUEST_PHASE) == phase]
 
 
 def free_port() -> int:
@@ -58,6 +61,7 @@ def poisson_run(scripted_server: ScriptedServer, tmp_path_factory: pytest.TempPa
         "run", "--target", scripted_server.url, "--model", "m", "--requests", "40",
         "--rate", "40", "--seed", "3", "--vocab-size", "1024", "--out", str(out),
         "--extra-body", json.dumps(script), "--span-wait", "0",
+        "--warmup-requests", "8", "--warmup-tokens", "0",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -84,6 +88,21 @@ def test_run_writes_store_and_reports(poisson_run: Path) -> None:
     assert "server" not in report["metrics"] or report["metrics"]["server"] is None
     markdown = (poisson_run / "report.md").read_text()
     assert "TTFT P99" in markdown
+
+
+def test_warmup_requests_are_sent_traced_and_left_out_of_the_report(poisson_run: Path) -> None:
+    """Draft 4.5 through the CLI: 8 warm-up requests and 5 probes before and after, each span
+    marked with its phase; the report counts the 40 measured requests only."""
+    phases = Counter(
+        s["attrs"][semconv.REQUEST_PHASE] for s in client_spans(poisson_run / "spans.duckdb", None)
+    )
+    assert phases == {semconv.PHASE_MEASURE: 40, semconv.PHASE_WARMUP: 8, semconv.PHASE_PROBE: 10}
+    measured = client_spans(poisson_run / "spans.duckdb")
+    warmup = client_spans(poisson_run / "spans.duckdb", semconv.PHASE_WARMUP)
+    first_measured = min(int(s["attrs"][semconv.CLIENT_SUBMIT_MONO_NS]) for s in measured)
+    assert all(int(s["attrs"][semconv.CLIENT_SUBMIT_MONO_NS]) < first_measured for s in warmup)
+    manifest = json.loads((poisson_run / "run.json").read_text())
+    assert manifest["warmup"]["min_requests"] == 8
 
 
 def test_stored_ttft_and_itl_match_the_servers_actual_send_times(
@@ -134,7 +153,7 @@ def test_open_loop_never_waits_for_slow_responses(
     proc = otelbench(
         "run", "--target", scripted_server.url, "--model", "m", "--requests", "20",
         "--rate", "40", "--arrival", "uniform", "--vocab-size", "1024", "--out", str(tmp_path),
-        "--extra-body", json.dumps(script), "--span-wait", "0",
+        "--extra-body", json.dumps(script), "--span-wait", "0", "--cold-start",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     entries = scripted_server.log(tag="pipeline-slow")
@@ -160,7 +179,7 @@ def test_closed_loop_keeps_concurrency(scripted_server: ScriptedServer, tmp_path
     proc = otelbench(
         "run", "--target", scripted_server.url, "--model", "m", "--requests", "12",
         "--concurrency", "3", "--vocab-size", "1024", "--out", str(tmp_path),
-        "--extra-body", json.dumps(script), "--span-wait", "0",
+        "--extra-body", json.dumps(script), "--span-wait", "0", "--cold-start",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     entries = scripted_server.log(tag="pipeline-closed")
@@ -180,7 +199,7 @@ def test_failed_requests_are_counted_and_reported(
     proc = otelbench(
         "run", "--target", scripted_server.url, "--model", "m", "--requests", "5",
         "--rate", "50", "--vocab-size", "1024", "--out", str(tmp_path),
-        "--extra-body", json.dumps(script), "--span-wait", "0",
+        "--extra-body", json.dumps(script), "--span-wait", "0", "--cold-start",
     )  # fmt: skip
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == "otelbench: error: all 5 requests failed (500)"
@@ -198,7 +217,7 @@ def test_cut_streams_fail_with_stream_error(
     proc = otelbench(
         "run", "--target", scripted_server.url, "--model", "m", "--requests", "4",
         "--rate", "50", "--vocab-size", "1024", "--out", str(tmp_path),
-        "--extra-body", json.dumps(script), "--span-wait", "0",
+        "--extra-body", json.dumps(script), "--span-wait", "0", "--cold-start",
     )  # fmt: skip
     assert proc.returncode == 1
     report = json.loads((tmp_path / "report.json").read_text())

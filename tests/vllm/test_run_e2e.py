@@ -46,6 +46,10 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory, vllm_env: VllmEnv) -> Pat
         "--vocab-size",
         "1024",
         "--ignore-eos",
+        "--warmup-requests",
+        "12",
+        "--warmup-tokens",
+        "0",
         "--out",
         str(out),
     ]
@@ -69,6 +73,7 @@ def test_client_and_server_spans_are_joined_for_every_request(demo_run: Path) ->
               ON s."TraceId" = c."TraceId" AND s."ParentSpanId" = c."SpanId"
              AND s."SpanName" = '{semconv.SPAN_VLLM_REQUEST}'
             WHERE c."SpanKind" = '{semconv.SPAN_KIND_CLIENT}'
+              AND c."SpanAttributes"['{semconv.REQUEST_PHASE}'] = '{semconv.PHASE_MEASURE}'
             """
         ).fetchall()
     assert len(rows) == REQUESTS

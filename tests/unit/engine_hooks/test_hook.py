@@ -28,6 +28,7 @@ from otelbench_vllm.hook import (
     HookStats,
     RequestHook,
     RequestTrace,
+    think_end_token_id_from_env,
     token_offsets_us,
 )
 
@@ -211,6 +212,48 @@ def test_finished_request_gives_a_server_span_with_phases_and_offsets(
     assert STATE_ATTR not in vars(stats)  # the state went with the finish
     assert hook.stats.requests_traced == 1
     assert hook.stats.spans_ended == 4
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        ([[5], [7], [99], [8]], 3),  # think-end token alone in a step: the next token is output
+        ([[5], [7, 99, 8], [9]], 3),  # merged step: the token after it in the same step
+        ([[5], [7, 99]], 3),  # finished right after the think phase: index == token count
+        ([[5], [7], [8]], None),  # never seen: no attribute
+    ],
+)
+def test_think_end_token_marks_the_first_output_token(
+    exporter: InMemorySpanExporter, steps: list[list[int]], expected: int | None
+) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    hook = RequestHook(
+        tracer_provider=provider, offset_ns=OFFSET_NS, meter_provider=meters, think_end_token_id=99
+    )
+    stats = request_stats()
+    for i, ids in enumerate(steps):
+        out = SimpleNamespace(request_id="cmpl-1-0-abcd", new_token_ids=ids, trace_headers=None)
+        hook.on_output(out, MONO0 + 0.01 * (i + 1), stats)
+    stats.first_token_ts, stats.last_token_ts = MONO0 + 0.01, MONO0 + 0.01 * len(steps)
+    hook.on_finished(MONO0 + 1 + OFFSET_NS / 1e9, "stop", "cmpl-1-0", 4, stats)
+    attrs = dict(by_name(exporter)[semconv.SPAN_HOOK_REQUEST].attributes or {})
+    assert attrs.get(semconv.SERVER_OUTPUT_PHASE_TOKEN) == expected
+    provider.shutdown()
+    meters.shutdown()
+
+
+def test_think_end_token_id_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(semconv.ENV_VLLM_THINK_END_TOKEN_ID, " 151668 ")
+    assert think_end_token_id_from_env() == 151668
+    monkeypatch.setenv(semconv.ENV_VLLM_THINK_END_TOKEN_ID, "</think>")
+    assert think_end_token_id_from_env() is None
+    assert "is not a token id" in caplog.text
+    monkeypatch.delenv(semconv.ENV_VLLM_THINK_END_TOKEN_ID)
+    assert think_end_token_id_from_env() is None
 
 
 def test_preemptions_and_resumptions_are_span_events(

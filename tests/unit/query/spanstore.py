@@ -230,6 +230,7 @@ class SpanWriter:
         events: Sequence[Event] = (),
         request_id: str = "cmpl-h",
         finish_reason: str = "length",
+        output_phase_token: int | None = None,
     ) -> None:
         """One engine-hook ``otelbench.vllm.request`` span (as ``engine_hooks`` emits it), with
         its three phase child spans (which the metrics must ignore)."""
@@ -251,6 +252,8 @@ class SpanWriter:
             attrs[semconv.SERVER_TOKEN_OFFSETS_US] = list(token_offsets_us)
         if preemptions is not None:
             attrs[semconv.SERVER_PREEMPTIONS] = preemptions
+        if output_phase_token is not None:
+            attrs[semconv.SERVER_OUTPUT_PHASE_TOKEN] = output_phase_token
         self.span(
             trace_id=trace_id,
             span_id=span_id,
@@ -555,6 +558,7 @@ def write_hook_scenario(path: Path) -> Path:
         decode_s="0.04",
         prompt_tokens=50,
         request_id="cmpl-h1",
+        output_phase_token=2,
     )
     t2 = T0_NS + 505 * MS
     store.hook_span(

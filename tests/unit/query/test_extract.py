@@ -6,6 +6,7 @@ import math
 import re
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -146,6 +147,74 @@ def test_missing_chunk_tokens_mean_one_token_per_chunk(tmp_path: Path) -> None:
     assert c.chunk_tokens.tolist() == [1, 1, 1]
     assert c.chunk_tokens.dtype == np.int64
     assert c.chunk_token_source == (semconv.CHUNK_TOKENS_ONE_PER_CHUNK,)
+
+
+def test_warmup_and_probe_requests_are_not_measured(tmp_path: Path) -> None:
+    """Only ``measure`` requests (or spans without a phase) are extracted, client and server."""
+    s = SpanWriter(tmp_path / "s.duckdb")
+    s.run_span("x", MANIFEST, T0_NS, 100 * MS)
+    phases = [semconv.PHASE_WARMUP, semconv.PHASE_PROBE, semconv.PHASE_MEASURE, None]
+    for i, phase in enumerate(phases, start=1):
+        extra = {semconv.REQUEST_PHASE: phase} if phase is not None else {}
+        s.client_span(
+            run_id="x",
+            trace_id=trace(i),
+            span_id=span(i),
+            submit_ns=T0_NS + i * MS,
+            end_offset_us=50,
+            chunk_offsets_us=[10, 20],
+            chunk_tokens=[1, 1],
+            index=i,
+            extra=extra,
+        )
+        s.server_span(
+            trace_id=trace(i),
+            span_id=span(10 + i),
+            parent_span_id=span(i),
+            start_ns=T0_NS + i * MS,
+            ttft_s="0.005",
+            e2e_s="0.04",
+            queue_s="0.001",
+            prefill_s="0.004",
+            decode_s="0.03",
+            prompt_tokens=5,
+            completion_tokens=2,
+        )
+    s.close()
+    with open_store(tmp_path / "s.duckdb") as store:
+        c = extract_client_requests(store, "x")
+        data = extract_run_data(store, "x")
+    assert c.request_index.tolist() == [3.0, 4.0]
+    assert data.server.parent_span_id == (span(3), span(4))
+
+
+def test_reasoning_phase_columns(tmp_path: Path) -> None:
+    s = SpanWriter(tmp_path / "s.duckdb")
+    extras: list[dict[str, Any]] = [
+        {
+            semconv.CLIENT_THINK_PHASE: semconv.THINK_PHASE_ENDED,
+            semconv.CLIENT_OUTPUT_PHASE_CHUNK: 2,
+        },
+        {semconv.CLIENT_THINK_PHASE: semconv.THINK_PHASE_UNTERMINATED},
+        {},
+    ]
+    for i, extra in enumerate(extras, start=1):
+        s.client_span(
+            run_id="x",
+            trace_id=trace(i),
+            span_id=span(i),
+            submit_ns=T0_NS + i * MS,
+            end_offset_us=50,
+            chunk_offsets_us=[10, 20, 30],
+            chunk_tokens=[1, 1, 1],
+            extra=extra,
+        )
+    s.close()
+    with open_store(tmp_path / "s.duckdb") as store:
+        c = extract_client_requests(store, "x")
+    assert c.think_phase == (semconv.THINK_PHASE_ENDED, semconv.THINK_PHASE_UNTERMINATED, None)
+    assert c.output_phase_chunk[0] == 2.0
+    assert np.isnan(c.output_phase_chunk[1:]).all()
 
 
 def test_chunk_array_length_mismatch_is_a_store_error(tmp_path: Path) -> None:
@@ -294,6 +363,8 @@ def test_hook_spans_are_preferred_and_carry_offsets_and_preemption_events(
     assert s.preemptions[:3].tolist() == [0.0, 2.0, 1.0]
     assert s.preemption_events[:3].tolist() == [0.0, 2.0, 1.0]
     assert s.kv_tokens_discarded[:3].tolist() == [0.0, 83.0, 30.0]
+    assert s.output_phase_token[0] == 2.0  # a think-end token marked the third token
+    assert np.isnan(s.output_phase_token[1:]).all()
     assert np.isnan([s.preemptions[3], s.preemption_events[3], s.kv_tokens_discarded[3]]).all()
     assert s.stall_bounds.tolist() == [0, 0, 2, 3, 3]
     assert s.stalls(1).tolist() == [60_000, 5_000]

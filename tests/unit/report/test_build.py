@@ -42,7 +42,7 @@ def test_top_level_shape(scenario_store: Path) -> None:
     report = build_report(scenario_store)
     assert list(report) == ["schema_version", "run", "metrics", "methodology"]
     assert report["schema_version"] == SCHEMA_VERSION == 1
-    assert list(report["metrics"]) == ["client", "server"]
+    assert list(report["metrics"]) == ["client", "server", "fluidity"]
     client = report["metrics"]["client"]
     assert list(client) == [
         "ttft_ms",
@@ -53,6 +53,7 @@ def test_top_level_shape(scenario_store: Path) -> None:
         "tokens_per_chunk",
         "itl_per_request",
         "itl_p99_p50_ratio",
+        "itl_shape",
         "ttft_by_input_tokens",
         "throughput",
     ]
@@ -102,6 +103,7 @@ def test_run_section(scenario_store: Path) -> None:
         "sut": {"boundary": "Model Engine", "software": "vLLM 0.32.0", "hardware": "2-core CPU"},
         "notes": ["scenario"],
         "requests": {"total": 4, "succeeded": 3, "failed": 1, "failed_by_type": {"504": 1}},
+        "load_generator": None,
     }
 
 
@@ -237,7 +239,7 @@ def test_server_metrics(scenario_store: Path) -> None:
 
 def test_no_server_section_without_server_spans(scenario_store_without_server: Path) -> None:
     report = build_report(scenario_store_without_server)
-    assert list(report["metrics"]) == ["client"]
+    assert list(report["metrics"]) == ["client", "fluidity"]
     assert report["metrics"]["client"]["ttft_ms"]["p50"] == pytest.approx(100.0)
     assert report["methodology"]["itl_method"]["server_side"] == (
         "Option C not used: vLLM's llm_request span carries phase durations but no per-token "

@@ -1,4 +1,6 @@
--- client_requests: one row per client span of run $run_id, ordered by (T_submit, TraceId, SpanId).
+-- client_requests: one row per measured client span of run $run_id, ordered by (T_submit, TraceId,
+-- SpanId). Warm-up and probe requests (draft 4.5; $attr_request_phase other than $phase_measure)
+-- are left out; a span without the attribute (runs before warm-up existed) is measured.
 -- Per-chunk arrays arrive as JSON text and are parsed here, as BIGINT[] lists (from_json is
 -- several times faster than CAST(... AS BIGINT[]) on long arrays). A span with chunk offsets
 -- but no chunk token counts gets one token per chunk.
@@ -15,6 +17,7 @@ WITH client AS (
     FROM otel_traces
     WHERE "SpanKind" = $kind_client
       AND "SpanAttributes"[$attr_run_id] = $run_id
+      AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
 )
 SELECT
     trace_id,

@@ -1,4 +1,5 @@
--- run_server_requests: the server span of each of run $run_id's client spans. A server span is a
+-- run_server_requests: the server span of each of run $run_id's measured client spans (warm-up and
+-- probe requests, draft 4.5, are left out, as in client_requests). A server span is a
 -- child of the client span (same TraceId, ParentSpanId = the client's SpanId) that is either the
 -- engine hooks' span ($span_hook_request: per-token offsets and preemption events) or vLLM's own
 -- llm_request span. At most one per client span: a hook span wins over llm_request (both exist
@@ -10,6 +11,7 @@ WITH client AS (
     FROM otel_traces
     WHERE "SpanKind" = $kind_client
       AND "SpanAttributes"[$attr_run_id] = $run_id
+      AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
 ),
 server AS (
     SELECT
@@ -62,6 +64,8 @@ SELECT
     CASE WHEN is_hook THEN
         coalesce(from_json(attrs[$attr_server_token_offsets_us], '["BIGINT"]'), []::BIGINT[])
     ELSE []::BIGINT[] END                                              AS token_offsets_us,
+    CASE WHEN is_hook THEN CAST(attrs[$attr_server_output_phase_token] AS BIGINT) END
+                                                                       AS output_phase_token,
     CASE WHEN is_hook THEN list_filter(list_transform(
         list_filter(events, lambda e: e[1] = $event_resumption),
         lambda e: CAST(e[2][$attr_preemption_stall_us] AS BIGINT)

@@ -1,0 +1,429 @@
+"""The report's per-run analysis sections beyond the draft's core tables.
+
+* ``metrics.fluidity`` — Etalon's fluidity-index and fluid token generation rate (Etalon §4);
+* ``metrics.client.reasoning`` — reasoning-model phases: TTOT, think tokens, output-phase ITL
+  (Meridian ADR-0005);
+* ``metrics.classes`` — per-class latency, Jain's fairness index and starvation (draft 5.6.4);
+* ``metrics.client.itl_shape`` — ITL modality and tail ratio (draft 5.4.4.3);
+* ``run.load_generator`` — the open-loop generator's schedule lag (draft 4.2.5).
+
+Each is a pure function of the run's records (or of arrays already derived from them) that
+returns a JSON-able dict — numbers, strings, lists, dicts, never NaN — or None when the section
+does not apply to the run. The math is in :mod:`otelbench.metrics`; this module picks the
+population, the time source and the units, and declares them in the section itself.
+``docs/report-schema.md`` defines every key.
+
+Usage::
+
+    from otelbench.query import extract_run_data, open_store
+    from otelbench.report.sections import fluidity_section
+
+    with open_store("otelbench.duckdb") as runner:
+        section = fluidity_section(extract_run_data(runner), prefill_deadline_s=0.5)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from otelbench import semconv
+from otelbench.metrics import (
+    DECODE_DEADLINE_PRESETS_S,
+    STARVATION_FACTOR,
+    Ragged,
+    deadline_intervals,
+    fluid_token_generation_rate,
+    fluidity_indices,
+    itl_shape,
+    jain_fairness_index,
+    percentile,
+    reasoning_phases,
+    starvation_rate,
+    summarize,
+    token_arrival_times,
+)
+from otelbench.query import RunData
+
+__all__ = [
+    "DEFAULT_PREFILL_DEADLINE_S",
+    "FLUID_RATE_PRECISION_S",
+    "FLUID_RATE_REQUEST_FRACTION",
+    "GENERATOR_BOTTLENECK_DEVIATION",
+    "MIN_FLUIDITY",
+    "classes_section",
+    "fluidity_section",
+    "itl_shape_section",
+    "load_generator_section",
+    "reasoning_section",
+]
+
+F64 = npt.NDArray[np.float64]
+
+DEFAULT_PREFILL_DEADLINE_S: Final = 1.0
+"""The fixed prefill deadline ``D_p`` of the fluidity section (seconds) when none is given."""
+MIN_FLUIDITY: Final = 0.9
+"""The fluidity-index a request must reach to count as fluid (Etalon §4.2, §5: 0.9)."""
+FLUID_RATE_REQUEST_FRACTION: Final = 0.99
+"""The fraction of requests that must be fluid for the fluid token generation rate (Etalon §5)."""
+FLUID_RATE_PRECISION_S: Final = 1e-4
+"""Bisection precision of the fluid token generation rate's decode deadline (seconds)."""
+GENERATOR_BOTTLENECK_DEVIATION: Final = "load generator fell behind its schedule"
+"""How the load generator's manifest deviation flagging a generator bottleneck begins (4.2.5)."""
+
+SERVER_TIMELINE: Final = (
+    "server: Option C (draft 4.6.3) token times of the engine hooks' span "
+    "(otelbench.server.token_offsets_us), µs from the request's arrival in the engine to the "
+    "engine step that produced each token; the first interval is arrival → first token"
+)
+CLIENT_TIMELINE: Final = (
+    "client: Option B (draft 4.6.3) token times from the content chunks' arrival at the load "
+    "generator, µs since T_submit; the first interval is T_submit → first token (TTFT)"
+)
+SERVER_CHUNK_HANDLING: Final = (
+    "none: every output token has its own engine-step time; tokens produced in one step "
+    "(speculative decoding, multi-token steps) share it and give 0 intervals, which meet their "
+    "deadline and add D_d of slack (Etalon §3.1) — there is no Option B zero-padding"
+)
+CLIENT_CHUNK_HANDLING: Final = (
+    "Option B: a chunk of N tokens arriving at T gives T to all N tokens; its N - 1 zero "
+    "intervals meet their deadlines and add slack, and the interval before the chunk carries "
+    "the whole wait, so a stall counts its misses once. This is the stream as delivered "
+    "(engine, detokenisation, SSE framing and network); with one_per_chunk token counts it is "
+    "the fluidity of chunks, not tokens"
+)
+PREFILL_DEADLINE_DESCRIPTION: Final = (
+    "a declared fixed D_p for every request, not Etalon's D_p(L) = prefill(L) + S (§4.1): that "
+    "needs prefill times profiled in isolation per prompt length, which a plain run has not; "
+    "a procedure test with an isolated prefill profile fits one (otelbench.metrics."
+    "fit_prefill_time, prefill_deadlines). A first token ahead of D_p banks slack that later "
+    "tokens may spend, so a generous D_p raises the index and lowers the fluid rate's D_d"
+)
+REASONING_POPULATION: Final = (
+    "successful requests with a think phase (otelbench.client.think_phase set). Requests "
+    "without one have TTOT = TTFT (metrics.client.ttft_ms) and no think tokens"
+)
+REASONING_BOUNDARY: Final = (
+    "a request's first output-phase token is the first token of the chunk at "
+    "otelbench.client.output_phase_chunk: think tokens = the sum of the chunk token counts "
+    "before that chunk; an unterminated think phase has every token as think token and no "
+    "output phase. Token times are Option B (draft 4.6.3), ms since T_submit"
+)
+CLASS_REFERENCE: Final = (
+    "normalized latency x_i = a request's TTFT / the median TTFT of its own class in this same "
+    "run. The draft (5.6.3 step 2, 5.6.4) normalizes by each class's median TTFT measured in "
+    "isolation, which needs the fairness procedure's isolated baseline runs; with this run's "
+    "class medians as reference, J measures the spread within classes, not the inflation one "
+    "class suffers from another"
+)
+
+
+def _drop_nan(values: npt.ArrayLike) -> F64:
+    a = np.asarray(values, dtype=np.float64)
+    return a[np.isfinite(a)]
+
+
+def _summary(values: npt.ArrayLike) -> dict[str, int | float | None]:
+    return summarize(_drop_nan(values)).to_dict()
+
+
+def _short(values: npt.ArrayLike) -> dict[str, int | float | None]:
+    v = _drop_nan(values)
+    return {
+        "count": int(v.size),
+        "p50": percentile(v, 50),
+        "p95": percentile(v, 95),
+        "p99": percentile(v, 99),
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# metrics.fluidity (Etalon §4)
+# ------------------------------------------------------------------------------------------
+
+
+def _server_token_times(data: RunData) -> Ragged | None:
+    """Option C token times (seconds since arrival) of the successful requests that have them."""
+    s = data.server
+    joined = s.client_index >= 0
+    keep = joined & s.is_hook() & (np.diff(s.token_bounds) > 0)
+    keep[joined] &= data.client.ok[s.client_index[joined]]
+    if not np.any(keep):
+        return None
+    times = Ragged(s.token_offset_us.astype(np.float64) / 1e6, s.token_bounds)
+    return times.select(keep)
+
+
+def _client_token_times(data: RunData) -> Ragged:
+    """Option B token times (seconds since T_submit) of the successful requests with a token."""
+    c = data.client
+    tokens = token_arrival_times(c.chunk_offset_us, c.chunk_tokens, c.chunk_bounds).select(c.ok)
+    tokens = tokens.select(tokens.lengths() > 0)
+    return Ragged(tokens.values / 1e6, tokens.bounds)
+
+
+def _fluidity_distribution(fi: F64, min_fluidity: float) -> dict[str, Any]:
+    return {
+        "count": int(fi.size),
+        "mean": float(fi.mean()),
+        "min": float(fi.min()),
+        "p1": percentile(fi, 1),
+        "p5": percentile(fi, 5),
+        "p50": percentile(fi, 50),
+        "fraction_at_least_min": float(np.mean(fi >= min_fluidity)),
+    }
+
+
+def fluidity_section(
+    data: RunData,
+    *,
+    prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S,
+    min_fluidity: float = MIN_FLUIDITY,
+    request_fraction: float = FLUID_RATE_REQUEST_FRACTION,
+) -> dict[str, Any] | None:
+    """Fluidity-index at Etalon's decode-deadline presets and the fluid token generation rate.
+
+    Etalon §4.1 (Algorithm 1, :func:`otelbench.metrics.fluidity_indices`) and §4.2
+    (:func:`otelbench.metrics.fluid_token_generation_rate`), over the successful requests. The
+    timeline is the engine hooks' per-token offsets (Option C) when any successful request has
+    them — only those requests are then evaluated — else the client's chunk arrivals with Option
+    B. ``D_p`` is ``prefill_deadline_s`` for every request (:data:`PREFILL_DEADLINE_DESCRIPTION`).
+    None when no successful request has a token.
+
+    >>> fluidity_section(data)["deadlines"][0]["decode_deadline_ms"]  # doctest: +SKIP
+    25.0
+    """
+    if not prefill_deadline_s > 0:
+        raise ValueError("the prefill deadline must be > 0 s")
+    times = _server_token_times(data)
+    source = "server"
+    if times is None:
+        times = _client_token_times(data)
+        source = "client"
+    if len(times) == 0:
+        return None
+    intervals = deadline_intervals(times)
+    deadlines = []
+    for preset, dd in DECODE_DEADLINE_PRESETS_S.items():
+        fi = fluidity_indices(intervals, prefill_deadline_s, dd)
+        deadlines.append(
+            {
+                "preset": preset,
+                "decode_deadline_ms": dd * 1000.0,
+                "fluidity_index": _fluidity_distribution(fi, min_fluidity),
+            }
+        )
+    rate = fluid_token_generation_rate(
+        intervals,
+        prefill_deadline_s,
+        min_fluidity=min_fluidity,
+        request_fraction=request_fraction,
+        precision_s=FLUID_RATE_PRECISION_S,
+    )
+    return {
+        "source": source,
+        "timeline": SERVER_TIMELINE if source == "server" else CLIENT_TIMELINE,
+        "chunk_handling": SERVER_CHUNK_HANDLING if source == "server" else CLIENT_CHUNK_HANDLING,
+        "requests": len(times),
+        "requests_left_out": int(data.client.ok.sum()) - len(times),
+        "prefill_deadline": {
+            "kind": "fixed",
+            "deadline_ms": prefill_deadline_s * 1000.0,
+            "description": PREFILL_DEADLINE_DESCRIPTION,
+        },
+        "min_fluidity": min_fluidity,
+        "request_fraction": request_fraction,
+        "deadlines": deadlines,
+        "fluid_token_generation_rate": None
+        if rate is None
+        else {
+            "decode_deadline_ms": rate.decode_deadline_s * 1000.0,
+            "tokens_per_s": rate.tokens_per_s,
+            "precision_ms": rate.precision_s * 1000.0,
+            "fraction_meeting": rate.fraction_meeting,
+            "requests": rate.requests,
+        },
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# metrics.client.reasoning (ADR-0005)
+# ------------------------------------------------------------------------------------------
+
+
+def _phase_boundaries(data: RunData, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Index of each request's first output-phase token (module ``REASONING_BOUNDARY``)."""
+    c = data.client
+    out = np.zeros(rows.size, dtype=np.int64)
+    for k, i in enumerate(rows.tolist()):
+        if c.think_phase[i] is None:
+            continue
+        tokens = c.chunks(i)[1]
+        chunk = c.output_phase_chunk[i]
+        end = int(chunk) if np.isfinite(chunk) else tokens.size
+        out[k] = int(tokens[: max(end, 0)].sum())
+    return out
+
+
+def reasoning_section(data: RunData) -> dict[str, Any] | None:
+    """TTOT, think-to-output gap, think tokens and output-phase ITL (Meridian ADR-0005).
+
+    Over the successful requests with a think phase (:data:`REASONING_POPULATION`), from the
+    client's Option B token times and the chunk index of the first output-phase chunk
+    (:data:`REASONING_BOUNDARY`), by :func:`otelbench.metrics.reasoning_phases`. None when no
+    successful request had a think phase.
+
+    >>> reasoning_section(data)["ttot_ms"]["p50"]  # doctest: +SKIP
+    512.0
+    """
+    c = data.client
+    think = np.fromiter(
+        (p is not None for p in c.think_phase), dtype=np.bool_, count=len(c.think_phase)
+    )
+    rows = np.flatnonzero(c.ok & think)
+    if rows.size == 0:
+        return None
+    mask = np.zeros(len(c), dtype=np.bool_)
+    mask[rows] = True
+    times = token_arrival_times(c.chunk_offset_us, c.chunk_tokens, c.chunk_bounds).select(mask)
+    phases = reasoning_phases(
+        Ragged(times.values / 1000.0, times.bounds), _phase_boundaries(data, rows)
+    )
+    ended = sum(c.think_phase[i] == semconv.THINK_PHASE_ENDED for i in rows.tolist())
+    unterminated = sum(c.think_phase[i] == semconv.THINK_PHASE_UNTERMINATED for i in rows.tolist())
+    return {
+        "requests": {
+            "with_think_phase": int(rows.size),
+            "think_phase_ended": int(ended),
+            "think_phase_unterminated": int(unterminated),
+            "without_think_phase": int(c.ok.sum()) - int(rows.size),
+        },
+        "population": REASONING_POPULATION,
+        "boundary": REASONING_BOUNDARY,
+        "ttot_ms": _summary(phases.ttot),
+        "think_to_output_gap_ms": _summary(phases.think_to_output_gap),
+        "think_tokens": _summary(phases.think_tokens.astype(np.float64)),
+        "output_itl_ms": _summary(phases.output_itl.values),
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# metrics.classes (draft 5.6.4)
+# ------------------------------------------------------------------------------------------
+
+
+def classes_section(
+    labels: Sequence[str | None],
+    ttft_ms: npt.ArrayLike,
+    e2e_ms: npt.ArrayLike,
+    tpot_ms: npt.ArrayLike,
+    itl_ms: Ragged,
+) -> dict[str, Any] | None:
+    """Per-class latency, Jain's fairness index and starvation rate (draft 5.6.4, 5.6.5).
+
+    Every argument has one entry (``itl_ms``: one group) per *successful* request; ``labels``
+    are their ``otelbench.request.class`` (None: no class, left out). None unless at least two
+    distinct classes occur. Jain's index is over the requests with a TTFT whose class median is
+    > 0, normalized by their class's median in this run (:data:`CLASS_REFERENCE`); the
+    starvation rate is the share of a class's requests whose TTFT (their wait, 5.6.3 step 5)
+    exceeds ``STARVATION_FACTOR ×`` the class median.
+
+    >>> classes_section(["a", "b"], [1.0, 2.0], [3.0, 4.0], [1.0, 1.0], itl)  # doctest: +SKIP
+    """
+    ttft = np.asarray(ttft_ms, dtype=np.float64)
+    e2e = np.asarray(e2e_ms, dtype=np.float64)
+    tpot = np.asarray(tpot_ms, dtype=np.float64)
+    n = len(labels)
+    if not (ttft.shape == e2e.shape == tpot.shape == (n,)) or len(itl_ms) != n:
+        raise ValueError("one TTFT, e2e, TPOT and ITL group per request label")
+    names = sorted({label for label in labels if label is not None})
+    if len(names) < 2:
+        return None
+    label_array = np.array([label if label is not None else "" for label in labels], dtype=object)
+    has_label = np.array([label is not None for label in labels], dtype=np.bool_)
+    by_class: dict[str, Any] = {}
+    normalized: list[F64] = []
+    for name in names:
+        member = has_label & (label_array == name)
+        wait = _drop_nan(ttft[member])
+        median = percentile(wait, 50)
+        if median is not None and median > 0:
+            normalized.append(wait / median)
+        by_class[name] = {
+            "count": int(member.sum()),
+            "ttft_ms": _short(wait),
+            "tpot_ms": _short(tpot[member]),
+            "e2e_ms": _short(e2e[member]),
+            "itl_ms": _short(itl_ms.select(member).values),
+            "starvation_rate": starvation_rate(wait) if wait.size else None,
+        }
+    x = np.concatenate(normalized) if normalized else np.empty(0)
+    return {
+        "reference": CLASS_REFERENCE,
+        "jain_index": jain_fairness_index(x) if x.size else None,
+        "jain_requests": int(x.size),
+        "starvation_factor": STARVATION_FACTOR,
+        "requests_without_class": int((~has_label).sum()),
+        "by_class": by_class,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# metrics.client.itl_shape (draft 5.4.4.3)
+# ------------------------------------------------------------------------------------------
+
+
+def itl_shape_section(itl_ms: npt.ArrayLike) -> dict[str, Any]:
+    """Modality (KDE peak count) and P99/P50 of pooled ITL samples in ms (draft 5.4.4.3).
+
+    :func:`otelbench.metrics.itl_shape`; NaN samples are dropped.
+
+    >>> itl_shape_section([10.0, 10.0, 10.0])["peaks"]
+    1
+    """
+    s = itl_shape(_drop_nan(itl_ms))
+    return {
+        "count": s.count,
+        "peaks": s.peaks,
+        "multimodal": s.multimodal,
+        "peak_locations_ms": list(s.peak_locations),
+        "bandwidth_ms": s.bandwidth,
+        "p50_ms": s.p50,
+        "p99_ms": s.p99,
+        "p99_p50_ratio": s.tail_ratio,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# run.load_generator (draft 4.2.5)
+# ------------------------------------------------------------------------------------------
+
+
+def load_generator_section(data: RunData) -> dict[str, Any] | None:
+    """Open-loop schedule lag (actual − scheduled send) P50/P99/max in ms over the run's requests.
+
+    From each client span's ``otelbench.request.schedule_lag_us`` (every request, failed ones
+    included: the lag is about sending). ``generator_bottleneck_flagged`` says whether the run
+    manifest carries the load generator's bottleneck deviation (draft 4.2.5). None for a closed
+    loop (no request has a schedule lag).
+
+    >>> load_generator_section(data)["schedule_lag_ms"]["p99"]  # doctest: +SKIP
+    """
+    lag_ms = _drop_nan(data.client.schedule_lag_us) / 1000.0
+    if lag_ms.size == 0:
+        return None
+    deviations = [str(d) for d in data.run.manifest.get("deviations", [])]
+    return {
+        "schedule_lag_ms": {
+            "count": int(lag_ms.size),
+            "p50": percentile(lag_ms, 50),
+            "p99": percentile(lag_ms, 99),
+            "max": float(lag_ms.max()),
+        },
+        "generator_bottleneck_flagged": any(
+            d.startswith(GENERATOR_BOTTLENECK_DEVIATION) for d in deviations
+        ),
+    }
