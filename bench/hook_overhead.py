@@ -17,10 +17,13 @@ three launches, rotating their order (on, off, absent; off, absent, on; ...), ab
 start-up each.
 
 Per request: TTFT as the client saw it, and decode rate = (output tokens − 1) / (last chunk −
-first chunk). Per round: aggregate output tokens/s over the round's wall time. The table gives
-medians over requests (TTFT p50/p99, decode tok/s p50) and over rounds (aggregate tok/s), and
-each mode's ratio to ``absent``; the JSON also has the per-cycle ratio (each cycle's on and off
-medians over its absent median), whose spread shows how much of a difference is noise.
+first chunk). Per round: aggregate output tokens/s over the round's wall time, and the CPU time
+(``/proc/PID/stat`` user + system) each vLLM process spent per 1,000 output tokens — the hooks
+run in the API server process, and its CPU per token is a far less noisy measure of what they
+cost than throughput on a shared machine. The table gives medians over requests (TTFT p50/p99,
+decode tok/s p50) and over rounds (aggregate tok/s, CPU), and each mode's ratio to
+``absent``; the JSON also has the per-cycle ratio (each cycle's on and off medians over its
+absent median), whose spread shows how much of a difference is noise.
 Target (issue 3): throughput with hooks ≥ 99 % of without.
 
 Usage: ``.venv/bin/python bench/hook_overhead.py [--cycles 2] [--rounds 3] [--requests 64]
@@ -103,6 +106,20 @@ MODE_ENV: dict[str, dict[str, str | None]] = {
 }
 
 
+def cpu_seconds(server: VllmCpuServer) -> dict[str, float]:
+    """User + system CPU seconds so far of each process of the server, by role."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for proc in server.processes():
+        try:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        role = "api_server" if proc.pid == server.pid else proc.name
+        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def run_launch(
     mode: str, env: VllmEnv, endpoint: str, args: argparse.Namespace, workdir: Path, i: int
 ) -> dict[str, Any]:
@@ -119,12 +136,19 @@ def run_launch(
         asyncio.run(run_round(server.base_url, 16, args.concurrency, 32))  # warm-up
         rounds = []
         for r in range(args.rounds):
+            before = cpu_seconds(server)
             got = asyncio.run(
                 run_round(server.base_url, args.requests, args.concurrency, args.max_tokens)
             )
+            after = cpu_seconds(server)
+            got["cpu_ms_per_1k_tokens"] = {
+                role: (after[role] - before.get(role, 0.0)) * 1e6 / got["output_tokens"]
+                for role in after
+            }
             print(
                 f"  launch {i} {mode:>6} round {r}: {got['aggregate_tok_s']:.1f} tok/s, "
-                f"TTFT p50 {statistics.median(got['ttft_ms']):.1f} ms",
+                f"TTFT p50 {statistics.median(got['ttft_ms']):.1f} ms, API server "
+                f"{got['cpu_ms_per_1k_tokens'].get('api_server', 0):.0f} CPU-ms/1k tokens",
                 flush=True,
             )
             rounds.append(got)
@@ -146,6 +170,11 @@ def summarize(launches: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     ttft = [t for r in rounds for t in r["ttft_ms"]]
     decode = [d for r in rounds for d in r["decode_tok_s"]]
     agg = [r["aggregate_tok_s"] for r in rounds]
+    roles = sorted({role for r in rounds for role in r["cpu_ms_per_1k_tokens"]})
+    cpu = {
+        role: statistics.median(r["cpu_ms_per_1k_tokens"].get(role, 0.0) for r in rounds)
+        for role in roles
+    }
     return {
         "rounds": len(rounds),
         "requests": len(ttft),
@@ -154,6 +183,8 @@ def summarize(launches: list[dict[str, Any]], mode: str) -> dict[str, Any]:
         "decode_tok_s_per_request_p50": statistics.median(decode),
         "aggregate_tok_s_median": statistics.median(agg),
         "aggregate_tok_s_per_round": agg,
+        "api_server_cpu_ms_per_1k_tokens": cpu.get("api_server", float("nan")),
+        "cpu_ms_per_1k_tokens_by_process": cpu,
     }
 
 
@@ -205,6 +236,7 @@ def main() -> None:
         ("TTFT p99 (ms)", "ttft_ms_p99"),
         ("decode tok/s per request p50", "decode_tok_s_per_request_p50"),
         ("aggregate output tok/s (median round)", "aggregate_tok_s_median"),
+        ("API server CPU-ms per 1k tokens (median)", "api_server_cpu_ms_per_1k_tokens"),
     ]
     print(f"\n{'':40} {'on':>9} {'off':>9} {'absent':>9} {'on/abs':>7} {'off/abs':>7}")
     for label, key in rows:
