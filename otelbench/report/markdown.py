@@ -462,7 +462,7 @@ def _classes_section(metrics: Mapping[str, Any]) -> list[str]:
         "",
         *_table(["Metric", "Value"], fairness),
         "",
-        f"Normalized latency: {cl['reference']}.",
+        f"Fairness reference: {cl['reference']}.",
         "",
     ]
 

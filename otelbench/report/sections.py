@@ -109,7 +109,8 @@ REASONING_POPULATION: Final = (
 REASONING_BOUNDARY: Final = (
     "a request's first output-phase token is the first token of the chunk at "
     "otelbench.client.output_phase_chunk: think tokens = the sum of the chunk token counts "
-    "before that chunk; an unterminated think phase has every token as think token and no "
+    "before that chunk (a chunk holding both the end marker and output text counts as output); "
+    "an unterminated think phase has every token as think token and no "
     "output phase. Token times are Option B (draft 4.6.3), ms since T_submit"
 )
 CLASS_REFERENCE: Final = (
