@@ -216,7 +216,7 @@ def _tokenizer_declaration(tokenizer: Tokenizer | None, vocab: object) -> dict[s
     if tokenizer is not None:
         return tokenizer.describe()
     return {
-        "option": "A",
+        "option": "A (native)",
         "name": "the target's own tokenizer",
         "source": "prompts are sent as token ids"
         + (f" drawn from a vocabulary of {vocab}" if vocab else "")

@@ -66,6 +66,31 @@ def _workload_text(workload: Any) -> str:
     return NOT_RECORDED if workload is None else str(workload)
 
 
+def _tokenizer_text(tokenizer: Any) -> str:
+    """Draft 4.4.3's declaration in one line."""
+    if not isinstance(tokenizer, Mapping):
+        return NOT_RECORDED
+    parts = [f"Option {tokenizer.get('option')}", str(tokenizer.get("name", NOT_RECORDED))]
+    if tokenizer.get("vocab_size"):
+        parts.append(f"vocabulary {tokenizer['vocab_size']}")
+    if tokenizer.get("source"):
+        parts.append(str(tokenizer["source"]))
+    return ", ".join(parts)
+
+
+def _warmup_text(warmup: Any) -> str:
+    """Draft 4.5's warm-up in one line."""
+    if not isinstance(warmup, Mapping):
+        return "none (listed under Notes)"
+    if warmup.get("mode") == "cold_start":
+        return "skipped: cold-start measurement (draft 4.5.3)"
+    stabilized = "stabilized" if warmup.get("stabilized") else "NOT stabilized"
+    return (
+        f"{warmup.get('requests')} requests, {warmup.get('output_tokens')} output tokens in "
+        f"{_num(warmup.get('duration_s'), 1)} s, probes {stabilized} (draft 4.5)"
+    )
+
+
 def _minimum_report(report: Mapping[str, Any]) -> list[str]:
     run = report["run"]
     client = report["metrics"]["client"]
@@ -92,6 +117,8 @@ def _minimum_report(report: Mapping[str, Any]) -> list[str]:
         f"- Test Duration: {_num(duration, 1)} s"
         if duration is not None
         else "- Test Duration: n/a",
+        f"- Tokenizer: {_tokenizer_text(run.get('tokenizer'))}",
+        f"- Warm-up: {_warmup_text(run.get('warmup'))}",
         "",
         "Key Results:",
         f"- TTFT P50: {_ms(client['ttft_ms']['p50'])}",
