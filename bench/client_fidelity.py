@@ -53,27 +53,11 @@ sys.path.insert(0, str(ROOT))
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import (  # noqa: E402
     BatchSpanProcessor,
-    SpanExporter,
-    SpanExportResult,
 )
 
+from bench.common import CountingExporter  # noqa: E402
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult  # noqa: E402
 from tests.fixtures.scripted_server import ScriptedServer, chunk_errors  # noqa: E402
-
-
-class CountingExporter(SpanExporter):
-    """Counts finished spans and drops them: the SDK's span work without a network exporter."""
-
-    def __init__(self) -> None:
-        self.spans = 0
-
-    def export(self, spans: Any) -> SpanExportResult:
-        self.spans += len(spans)
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        pass
-
 
 EXPORTER = CountingExporter()
 PROVIDER = TracerProvider()

@@ -45,10 +45,9 @@ sys.path.insert(0, str(ROOT))
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import (  # noqa: E402
     BatchSpanProcessor,
-    SpanExporter,
-    SpanExportResult,
 )
 
+from bench.common import CountingExporter  # noqa: E402
 from otelbench.loadgen.runner import (  # noqa: E402
     GENERATOR_BOTTLENECK_P99_LAG_MS,
     LoadSpec,
@@ -58,20 +57,6 @@ from otelbench.loadgen.runner import (  # noqa: E402
 from tests.fixtures.scripted_server import ScriptedServer  # noqa: E402
 
 RESOLUTION_MS = 1.0
-
-
-class CountingExporter(SpanExporter):
-    """Counts finished spans and drops them: the SDK's span work without a network exporter."""
-
-    def __init__(self) -> None:
-        self.spans = 0
-
-    def export(self, spans: Any) -> SpanExportResult:
-        self.spans += len(spans)
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        pass
 
 
 def cpu_s() -> float:
