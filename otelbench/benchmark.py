@@ -347,6 +347,12 @@ def run_benchmark(
             )
             (out_dir / "run.json").write_text(json.dumps(_config_json(config), indent=2) + "\n")
             provider = telemetry.make_tracer_provider(otlp_endpoint, run_id=config.run_id)
+            warmup = config.warmup
+            if warmup is not None and not warmup.cold_start:
+                on_status(
+                    f"warming up (draft 4.5): at least {warmup.min_requests} requests and "
+                    f"{warmup.min_output_tokens} output tokens, probes before and after"
+                )
             on_status(f"run {config.run_id}: {config.load.requests} requests → {config.target}")
             before = collector.target_spans() if collector is not None else 0
             started = time.monotonic()
