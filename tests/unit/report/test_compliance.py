@@ -1,0 +1,671 @@
+"""Configuration summary (draft 5.1.5.1) and methodology compliance (draft 2) of a report.
+
+``full_report()`` is a hand-built report of a run that meets every check: a loopback Model Engine
+with prefix caching declared, a complete Synthetic-Uniform spec, a declared reference tokenizer,
+a draft-sized warm-up that stabilized, 10000 TTFT samples and engine-hook spans (Option C).
+Each test changes the facts one requirement reads and checks the verdict and the evidence.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelbench import semconv
+from otelbench.loadgen.warmup import DRAFT_MIN_OUTPUT_TOKENS, DRAFT_MIN_REQUESTS
+from otelbench.report import build_report, render_json, render_markdown
+from otelbench.report.compliance import (
+    CONFIGURATION_LABELS,
+    NOT_DECLARED,
+    REQUIREMENTS,
+    VERDICT_CONDITIONAL,
+    VERDICT_NOT_COMPLIANT,
+    VERDICT_UNCONDITIONAL,
+    WARMUP_MIN_OUTPUT_TOKENS,
+    WARMUP_MIN_REQUESTS,
+    compliance,
+    configuration_summary,
+)
+from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
+from tests.unit.report.test_markdown import section
+
+CHECKS = [
+    ("sut-boundary", "4.1", "MUST"),
+    ("timing-resolution", "4.2.1", "MUST"),
+    ("timing-resolution-us", "4.2.1", "SHOULD"),
+    ("streaming-per-chunk", "4.2.2", "MUST"),
+    ("open-loop-isolation", "4.2.5", "MUST"),
+    ("request-status", "4.2.6", "MUST"),
+    ("token-counts", "4.2.6", "MUST"),
+    ("workload-spec", "4.3.1", "MUST"),
+    ("dataset-provenance", "4.3.3", "MUST"),
+    ("seed-reported", "4.3.3", "MUST"),
+    ("request-sequence-reproducible", "4.3.3", "SHOULD"),
+    ("tokenizer-spec", "4.4.1", "MUST"),
+    ("token-counting-option", "4.4.2", "MUST"),
+    ("special-tokens", "4.4.3", "MUST"),
+    ("warmup", "4.5.1", "MUST"),
+    ("warmup-verified", "4.5.2", "SHOULD"),
+    ("chunking-declared", "4.6.2", "MUST"),
+    ("itl-method", "4.6.3", "MUST"),
+    ("itl-option-c", "4.6.3", "SHOULD"),
+    ("clock-sync", "4.7", "MUST"),
+    ("guardrail-disclosure", "4.8.1", "MUST"),
+    ("first-token-definition", "5.1.3.1", "MUST"),
+    ("ttft-percentiles", "5.1.4.1", "MUST"),
+    ("sample-count-stated", "5.1.4.3", "MUST"),
+    ("sample-count-p99", "5.1.2.1", "MUST"),
+    ("sample-count-p99-9", "5.1.2.1", "MUST"),
+    ("itl-output-tokens", "5.4.2", "MUST"),
+    ("itl-request-count", "5.4.2", "SHOULD"),
+    ("configuration-summary", "5.1.5.1", "MUST"),
+]
+NOT_APPLICABLE_IN_FULL_REPORT = ["dataset-provenance"]
+
+
+def _summary(count: int, p50: float) -> dict[str, Any]:
+    return {
+        "count": count,
+        "mean": p50 * 1.1,
+        "std": p50 / 4,
+        "min": p50 / 2,
+        "max": p50 * 5,
+        "p50": p50,
+        "p90": p50 * 1.5,
+        "p95": p50 * 2,
+        "p99": p50 * 3,
+        "p99_9": p50 * 4,
+    }
+
+
+def full_report() -> dict[str, Any]:
+    """A report of a run that meets every requirement (only dataset provenance is n/a)."""
+    n = 10_000
+    return {
+        "schema_version": 1,
+        "run": {
+            "id": "r-full",
+            "target": "http://127.0.0.1:8000",
+            "model": "tiny",
+            "api": "completions",
+            "workload": {
+                "name": "synthetic-uniform",
+                "seed": 42,
+                "spec": {
+                    "draft_section": "A.1",
+                    "input": {
+                        "distribution": "uniform",
+                        "min": 128,
+                        "max": 512,
+                        "unit": "tokens",
+                        "content": "random token ids from the vocabulary",
+                    },
+                    "output": {
+                        "distribution": "uniform",
+                        "min": 64,
+                        "max": 256,
+                        "unit": "tokens",
+                        "control": "max_tokens",
+                    },
+                    "prefix_sharing": None,
+                    "system_prompt": None,
+                },
+            },
+            "seed": 42,
+            "tokenizer": {
+                "option": "B (reference)",
+                "name": "cl100k_base",
+                "vocab_size": 100256,
+                "source": "tiktoken",
+                "bos_eos": "excluded from counts",
+                "system_prompt": "counted separately",
+                "tool_call_formatting": "none (no tool calls in the workloads)",
+            },
+            "load": {
+                "mode": "poisson",
+                "rate": 2.0,
+                "concurrency": None,
+                "requests": n,
+                "arrival_params": {},
+                "arrival": {"process": "poisson", "rate": 2.0, "seed": 42},
+            },
+            "request_classes": {"default": n},
+            "warmup": {
+                "mode": "warm",
+                "concurrency": 8,
+                "requests": 120,
+                "failed": 0,
+                "output_tokens": 19_200,
+                "duration_s": 31.25,
+                "drained": True,
+                "probe_before": {"median_latency_ms": 900.0, "variation": 0.3},
+                "probe_after": {"median_latency_ms": 800.0, "variation": 0.04},
+                "stabilized": True,
+                "deviations": [],
+            },
+            "cold_start": False,
+            "started_unix": 1_700_000_000.0,
+            "finished_unix": 1_700_005_000.0,
+            "duration_s": 5000.0,
+            "otelbench_version": "0.1.0",
+            "sut": {
+                "boundary": "Model Engine",
+                "software": "vLLM 0.32.0",
+                "hardware": "1x H100 80 GB",
+                "prefix_caching": False,
+                "load_generator_host": "AMD EPYC (2 cores)",
+            },
+            "notes": [],
+            "requests": {"total": n, "succeeded": n, "failed": 0, "failed_by_type": {}},
+            "load_generator": {
+                "schedule_lag_ms": {"count": n, "p50": 0.05, "p99": 0.4, "max": 1.2},
+                "generator_bottleneck_flagged": False,
+            },
+        },
+        "metrics": {
+            "client": {
+                "ttft_ms": _summary(n, 100.0),
+                "itl_ms": _summary(1_590_000, 20.0),
+                "tokens_per_chunk": _summary(1_600_000, 1.0) | {"max": 1.0},
+                "itl_per_request": {
+                    "jitter_ms": {"count": n, "p50": 3.0, "p95": 5.0, "p99": 8.0},
+                    "max_pause_ms": {"count": n, "p50": 40.0, "p95": 60.0, "p99": 90.0},
+                },
+                "ttft_by_input_tokens": [
+                    {"bucket": "0-256", "count": 3_000},
+                    {"bucket": "256-512", "count": 7_000},
+                ],
+                "throughput": {"output_tokens": 1_600_000, "window_s": 4999.5},
+            },
+            "server": {
+                "requests_joined": n,
+                "span_sources": {semconv.SPAN_HOOK_REQUEST: n, semconv.SPAN_VLLM_REQUEST: 0},
+            },
+        },
+        "methodology": {
+            "itl_method": {
+                "option": "B",
+                "name": "distributed timing (draft 4.6.3 Option B)",
+                "protocol": "HTTP/1.1 Server-Sent Events (OpenAI-compatible streaming)",
+                "chunk_token_source": "usage",
+                "server_option": "C",
+            },
+            "first_token_definition": "time to the first content token (draft 5.1.3.1)",
+            "percentile_method": "linear interpolation between closest ranks",
+            "clock_domains": {
+                "client": "offsets on the load generator's monotonic clock, in µs since T_submit"
+            },
+            "deviations": [],
+        },
+    }
+
+
+def checks_by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in compliance(report)["checks"]}
+
+
+def test_the_checks_their_sections_and_levels() -> None:
+    assert [(r.id, r.section, r.level) for r in REQUIREMENTS] == CHECKS
+    checks = compliance(full_report())["checks"]
+    assert [(c["id"], c["section"], c["level"]) for c in checks] == CHECKS
+    assert all(
+        list(c) == ["id", "section", "level", "requirement", "met", "evidence"] for c in checks
+    )
+    for c in checks:
+        keywords = ("MUST",) if c["level"] == "MUST" else ("SHOULD", "RECOMMENDED")
+        assert any(k in c["requirement"] for k in keywords), c["id"]
+
+
+def test_all_met_is_unconditionally_compliant() -> None:
+    result = compliance(full_report())
+    assert list(result) == [
+        "scope",
+        "verdict_rule",
+        "checks",
+        "counts",
+        "unmet_must",
+        "unmet_should",
+        "verdict",
+    ]
+    assert result["verdict"] == VERDICT_UNCONDITIONAL == "unconditionally compliant"
+    assert (result["unmet_must"], result["unmet_should"]) == ([], [])
+    assert [c["id"] for c in result["checks"] if c["met"] is None] == (
+        NOT_APPLICABLE_IN_FULL_REPORT
+    )
+    assert result["counts"] == {
+        "MUST": {"met": 23, "unmet": 0, "not_applicable": 1},
+        "SHOULD": {"met": 5, "unmet": 0, "not_applicable": 0},
+    }
+
+
+def test_evidence_quotes_the_facts() -> None:
+    checks = checks_by_id(full_report())
+    assert checks["sut-boundary"]["evidence"] == "run.sut.boundary: Model Engine (draft 4.1.1)"
+    assert checks["open-loop-isolation"]["evidence"] == (
+        "open-loop poisson; schedule lag of 10000 requests P50 0.05 ms, P99 0.40 ms, max 1.20 ms; "
+        "sends are scheduled independently of responses, not flagged"
+    )
+    assert checks["seed-reported"]["evidence"] == "run seed 42, arrival schedule seed 42"
+    assert checks["sample-count-p99-9"]["evidence"] == (
+        "10000 requests, 10000 TTFT samples; P99.9 needs at least 10000"
+    )
+    assert checks["warmup"]["evidence"] == (
+        "120 requests and 19200 output tokens in 31.2 s at concurrency 8, queue drained; probes "
+        "stabilized, variation 4.0% (draft 4.5)"
+    )
+    assert checks["warmup-verified"]["evidence"] == (
+        "probe median latency 900.00 ms before, 800.00 ms after; variation across consecutive "
+        "probes 4.0%: stabilized"
+    )
+    assert checks["chunking-declared"]["evidence"] == (
+        "protocol HTTP/1.1 Server-Sent Events (OpenAI-compatible streaming); one token per "
+        "chunk; multi-token chunks handled by Option B"
+    )
+    assert checks["itl-method"]["evidence"] == (
+        "client ITL by Option B: distributed timing (draft 4.6.3 Option B); server ITL by Option C"
+    )
+    assert checks["itl-option-c"]["evidence"] == (
+        "server ITL by Option C from 10000 engine-hook spans (metrics.server)"
+    )
+    assert checks["token-counts"]["evidence"] == (
+        "input token counts for 10000 of 10000 requests with a TTFT; 1600000 output tokens "
+        "counted over 10000 successful requests"
+    )
+    assert checks["ttft-percentiles"]["evidence"] == (
+        "P50 100.00 ms, P90 150.00 ms, P95 200.00 ms, P99 300.00 ms, P99.9 400.00 ms; "
+        "percentiles by linear interpolation between closest ranks"
+    )
+    assert checks["guardrail-disclosure"]["evidence"] == (
+        "none in the measured path: the Model Engine boundary excludes input and output safety "
+        "filtering (draft 4.1.1); failed requests: 0"
+    )
+
+
+def test_a_should_unmet_is_conditionally_compliant() -> None:
+    report = full_report()
+    report["run"]["warmup"]["stabilized"] = False
+    report["run"]["warmup"]["probe_after"]["variation"] = 0.25
+    result = compliance(report)
+    assert result["verdict"] == VERDICT_CONDITIONAL == "conditionally compliant"
+    assert (result["unmet_must"], result["unmet_should"]) == ([], ["warmup-verified"])
+    check = checks_by_id(report)["warmup-verified"]
+    assert check["met"] is False
+    assert check["evidence"].endswith("probes 25.0%: NOT stabilized")
+
+
+def test_no_sut_boundary_is_not_compliant() -> None:
+    report = full_report()
+    del report["run"]["sut"]["boundary"]
+    result = compliance(report)
+    assert result["verdict"] == VERDICT_NOT_COMPLIANT == "not compliant"
+    # without a boundary, nothing says the guardrails are outside the measured path either
+    assert result["unmet_must"] == ["sut-boundary", "guardrail-disclosure", "configuration-summary"]
+    checks = checks_by_id(report)
+    assert checks["sut-boundary"]["evidence"] == (
+        "no SUT boundary declared (run.sut.boundary is absent; --sut-boundary)"
+    )
+    assert checks["guardrail-disclosure"]["evidence"] == (
+        "guardrails not declared for the undeclared boundary; failed requests: 0"
+    )
+    assert checks["configuration-summary"]["evidence"] == (
+        "not declared: SUT configuration and boundary (4.1), Guardrails (4.8.1)"
+    )
+
+
+def test_declared_guardrails_satisfy_disclosure_at_any_boundary() -> None:
+    report = full_report()
+    report["run"]["sut"]["boundary"] = "Application Gateway"
+    report["run"]["sut"]["guardrails"] = {"input_filter": "Llama Guard 3", "output_filter": False}
+    report["run"]["requests"] |= {"succeeded": 9_998, "failed": 2, "failed_by_type": {"400": 2}}
+    check = checks_by_id(report)["guardrail-disclosure"]
+    assert check["met"] is True
+    assert check["evidence"] == (
+        "input_filter: Llama Guard 3; output_filter: disabled; failed requests: 2 (400: 2)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("samples", "unmet"),
+    [
+        (999, ["sample-count-p99", "sample-count-p99-9"]),
+        (1_000, ["sample-count-p99-9"]),
+        (9_999, ["sample-count-p99-9"]),
+        (10_000, []),
+    ],
+)
+def test_sample_counts_of_5_1_4_3(samples: int, unmet: list[str]) -> None:
+    report = full_report()
+    report["metrics"]["client"]["ttft_ms"]["count"] = samples
+    report["metrics"]["client"]["ttft_by_input_tokens"] = [{"bucket": "0-256", "count": samples}]
+    result = compliance(report)
+    assert result["unmet_must"] == unmet
+    assert result["verdict"] == (VERDICT_NOT_COMPLIANT if unmet else VERDICT_UNCONDITIONAL)
+    assert checks_by_id(report)["sample-count-p99"]["evidence"] == (
+        f"10000 requests, {samples} TTFT samples; P99 needs at least 1000"
+    )
+
+
+def test_closed_loop_has_no_open_loop_isolation_to_check() -> None:
+    report = full_report()
+    report["run"]["load"] |= {"mode": "closed_loop", "rate": None, "concurrency": 16}
+    report["run"]["load_generator"] = None
+    check = checks_by_id(report)["open-loop-isolation"]
+    assert (check["met"], check["evidence"]) == (
+        None,
+        "closed-loop run (draft 4.2.4): no arrival schedule to keep",
+    )
+    assert compliance(report)["verdict"] == VERDICT_UNCONDITIONAL
+    assert configuration_summary(report)["load_model"] == (
+        "closed-loop, concurrency 16 (draft 4.2.4)"
+    )
+
+
+def test_a_flagged_generator_bottleneck_fails_open_loop_isolation() -> None:
+    report = full_report()
+    flag = f"{GENERATOR_BOTTLENECK_DEVIATION}: P99 send lag 10.2 ms (> 10 ms) (draft 4.2.5)"
+    report["methodology"]["deviations"] = [flag]
+    report["run"]["load_generator"] = {
+        "schedule_lag_ms": {"count": 10_000, "p50": 0.5, "p99": 10.2, "max": 31.0},
+        "generator_bottleneck_flagged": True,
+    }
+    check = checks_by_id(report)["open-loop-isolation"]
+    assert check["met"] is False
+    assert check["evidence"] == (
+        "open-loop poisson; schedule lag of 10000 requests P50 0.50 ms, P99 10.20 ms, max "
+        f"31.00 ms; {flag}"
+    )
+    assert compliance(report)["unmet_must"] == ["open-loop-isolation"]
+
+
+def test_cold_start_replaces_warm_up() -> None:
+    report = full_report()
+    report["run"]["warmup"] = {"mode": "cold_start", "skipped": True, "deviations": []}
+    report["run"]["cold_start"] = True
+    checks = checks_by_id(report)
+    assert checks["warmup"]["met"] is True
+    assert checks["warmup"]["evidence"] == (
+        "skipped: cold-start measurement declared (draft 4.5.3)"
+    )
+    assert checks["warmup-verified"]["met"] is None
+    assert compliance(report)["verdict"] == VERDICT_UNCONDITIONAL
+
+
+def test_a_short_or_missing_warm_up_fails_4_5_1() -> None:
+    report = full_report()
+    report["run"]["warmup"] |= {"requests": 20, "output_tokens": 500}
+    check = checks_by_id(report)["warmup"]
+    assert check["met"] is False
+    assert check["evidence"].endswith(
+        "; the draft needs at least 100 requests and 10000 output tokens"
+    )
+    report["run"]["warmup"] = None
+    result = compliance(report)
+    assert result["unmet_must"] == ["warmup"]
+    assert result["unmet_should"] == ["warmup-verified"]
+    assert checks_by_id(report)["warmup"]["evidence"] == (
+        "no warm-up was run and no cold-start measurement was declared"
+    )
+
+
+def test_warm_up_floors_are_the_load_generators() -> None:
+    assert (WARMUP_MIN_REQUESTS, WARMUP_MIN_OUTPUT_TOKENS) == (
+        DRAFT_MIN_REQUESTS,
+        DRAFT_MIN_OUTPUT_TOKENS,
+    )
+
+
+def test_a_remote_target_needs_a_declared_clock_synchronization() -> None:
+    report = full_report()
+    report["run"]["target"] = "http://gpu-node-1:8000"
+    check = checks_by_id(report)["clock-sync"]
+    assert check["met"] is False
+    assert check["evidence"] == configuration_summary(report)["clock_synchronization"]
+    assert check["evidence"].startswith(
+        "not verified: target host gpu-node-1 is not loopback and no synchronization method"
+    )
+    report["run"]["sut"]["clock_sync"] = "chrony (NTP), estimated accuracy ±0.5 ms"
+    check = checks_by_id(report)["clock-sync"]
+    assert (check["met"], check["evidence"]) == (True, "chrony (NTP), estimated accuracy ±0.5 ms")
+
+
+@pytest.mark.parametrize(
+    ("target", "loopback"),
+    [
+        ("http://127.0.0.1:8000", True),
+        ("http://localhost:8000/v1", True),
+        ("http://[::1]:8000", True),
+        ("http://10.0.0.7:8000", False),
+        ("https://api.example.com", False),
+    ],
+)
+def test_loopback_targets_share_the_host_clock(target: str, loopback: bool) -> None:
+    report = full_report()
+    report["run"]["target"] = target
+    assert checks_by_id(report)["clock-sync"]["met"] is loopback
+    text = configuration_summary(report)["clock_synchronization"]
+    assert ("CLOCK_MONOTONIC and CLOCK_REALTIME" in text) is loopback
+
+
+def test_without_option_c_the_recommendation_does_not_apply() -> None:
+    report = full_report()
+    del report["metrics"]["server"]
+    report["methodology"]["itl_method"]["server_option"] = None
+    check = checks_by_id(report)["itl-option-c"]
+    assert (check["met"], check["evidence"]) == (
+        None,
+        "not available: no server span with per-token timestamps was joined",
+    )
+    assert compliance(report)["verdict"] == VERDICT_UNCONDITIONAL
+    assert configuration_summary(report)["timing_method"].endswith(
+        "; server: none (no server spans joined)"
+    )
+
+
+def test_native_tokenizer_without_a_declaration_fails_4_4() -> None:
+    report = full_report()
+    report["run"]["tokenizer"] = {
+        "option": "A (native)",
+        "name": "the target's own tokenizer",
+        "source": "prompts are sent as token ids drawn from a vocabulary of 1024",
+    }
+    result = compliance(report)
+    assert result["unmet_must"] == ["tokenizer-spec", "special-tokens"]
+    checks = checks_by_id(report)
+    assert checks["token-counting-option"]["met"] is True
+    assert checks["tokenizer-spec"]["evidence"].endswith(
+        "; not declared: vocabulary size (declare with --tokenizer)"
+    )
+    assert checks["special-tokens"]["evidence"] == (
+        "not declared: BOS/EOS, system prompt, tool-call tokens"
+    )
+
+
+def test_short_outputs_and_few_itl_requests() -> None:
+    report = full_report()
+    short = (
+        "3 of 80 successful requests generated fewer than 50 output tokens, the minimum for ITL "
+        "statistics (5.4.2)"
+    )
+    report["methodology"]["deviations"] = [short]
+    report["metrics"]["client"]["itl_per_request"]["max_pause_ms"]["count"] = 80
+    result = compliance(report)
+    assert (result["unmet_must"], result["unmet_should"]) == (
+        ["itl-output-tokens"],
+        ["itl-request-count"],
+    )
+    checks = checks_by_id(report)
+    assert checks["itl-output-tokens"]["evidence"] == short
+    assert checks["itl-request-count"]["evidence"] == (
+        "per-request ITL statistics from 80 requests (1590000 ITL samples); the draft asks for "
+        "at least 100"
+    )
+
+
+def test_a_dataset_workload_must_declare_its_provenance() -> None:
+    report = full_report()
+    spec = report["run"]["workload"]["spec"]
+    spec["dataset"] = {"path": "sharegpt.json", "sha256": "ab12", "filters": {"min_tokens": 4}}
+    check = checks_by_id(report)["dataset-provenance"]
+    assert check["met"] is False
+    assert check["evidence"] == (
+        "dataset sharegpt.json: version (sha256) ab12; selection not declared; "
+        "preprocessing/filters {'min_tokens': 4}"
+    )
+    spec["dataset"]["selection"] = "seeded shuffle of the kept pairs"
+    assert checks_by_id(report)["dataset-provenance"]["met"] is True
+
+
+def test_configuration_summary_of_a_full_report() -> None:
+    config = configuration_summary(full_report())
+    assert list(config) == list(CONFIGURATION_LABELS)
+    assert config == {
+        "sut_boundary": "Model Engine (draft 4.1.1)",
+        "target": "http://127.0.0.1:8000 (loopback)",
+        "model": "tiny",
+        "hardware": "1x H100 80 GB",
+        "software": "vLLM 0.32.0",
+        "load_generator": "otelbench 0.1.0 on AMD EPYC (2 cores)",
+        "workload": (
+            "synthetic-uniform: draft A.1, input uniform 128–512 tokens, output uniform 64–256 "
+            "tokens (max_tokens), no prefix sharing, no system prompt"
+        ),
+        "seed": "42 (workload generation and arrival schedule)",
+        "tokenizer": (
+            "Option B (reference), cl100k_base, vocabulary 100256, source tiktoken, BOS/EOS "
+            "excluded from counts, system prompt counted separately"
+        ),
+        "load_model": "open-loop, poisson arrivals at 2.0 req/s (draft 4.2.3)",
+        "requests": "10000 measured requests (10000 succeeded, 0 failed); 10000 TTFT samples",
+        "duration": "5000.0 s (run); measurement window 4999.50 s",
+        "warmup": (
+            "120 requests and 19200 output tokens in 31.2 s at concurrency 8, queue drained; "
+            "probes stabilized, variation 4.0% (draft 4.5)"
+        ),
+        "prefix_caching": "disabled",
+        "guardrails": (
+            "none in the measured path: the Model Engine boundary excludes input and output "
+            "safety filtering (draft 4.1.1)"
+        ),
+        "timing_method": (
+            "client: arrival time of every content chunk (HTTP/1.1 Server-Sent Events "
+            "(OpenAI-compatible streaming)) on the load generator's monotonic clock at µs "
+            "resolution; ITL by Option B (distributed timing, draft 4.6.3), time between chunks "
+            "as Option A; server: Option C, per-token engine-step timing from 10000 engine-hook "
+            "spans (10000 requests joined)"
+        ),
+        "clock_synchronization": (
+            "single host (draft 4.7.1): the target 127.0.0.1 is loopback, so the load generator "
+            "and the SUT read the same CLOCK_MONOTONIC and CLOCK_REALTIME"
+        ),
+    }
+
+
+def test_an_empty_report_declares_nothing_and_is_not_compliant() -> None:
+    config = configuration_summary({})
+    assert [k for k, v in config.items() if v != NOT_DECLARED] == [
+        "timing_method",
+        "clock_synchronization",
+    ]
+    assert config["clock_synchronization"].startswith("not verified: the target host is not")
+    result = compliance({})
+    assert result["verdict"] == VERDICT_NOT_COMPLIANT
+    assert "sut-boundary" in result["unmet_must"]
+
+
+def test_compliance_is_pure_and_ignores_its_own_keys() -> None:
+    report = full_report()
+    before = copy.deepcopy(report)
+    first = compliance(report)
+    assert report == before
+    report["configuration"] = {"sut_boundary": "something else"}
+    report["compliance"] = {"verdict": VERDICT_NOT_COMPLIANT}
+    assert compliance(report) == first
+    assert configuration_summary(report) == configuration_summary(before)
+
+
+# --- in a built report and its Markdown ------------------------------------------------------
+
+SCENARIO_UNMET_MUST = [
+    "open-loop-isolation",
+    "workload-spec",
+    "tokenizer-spec",
+    "special-tokens",
+    "warmup",
+    "sample-count-p99",
+    "sample-count-p99-9",
+    "itl-output-tokens",
+    "configuration-summary",
+]
+
+
+def test_a_built_report_carries_configuration_and_compliance(scenario_store: Path) -> None:
+    report = build_report(scenario_store)
+    assert list(report)[-2:] == ["configuration", "compliance"]
+    assert report["configuration"] == configuration_summary(report)
+    assert report["compliance"] == compliance(report)
+    c = report["compliance"]
+    assert c["verdict"] == VERDICT_NOT_COMPLIANT
+    assert c["unmet_must"] == SCENARIO_UNMET_MUST
+    assert c["unmet_should"] == ["warmup-verified", "itl-request-count"]
+    checks = {check["id"]: check for check in c["checks"]}
+    # the facts of the scenario (tests/unit/query/spanstore.py)
+    assert checks["request-status"]["evidence"] == "4 requests: 3 succeeded, 1 failed (504: 1)"
+    assert checks["sample-count-p99"]["evidence"] == (
+        "4 requests, 3 TTFT samples; P99 needs at least 1000"
+    )
+    assert checks["itl-output-tokens"]["evidence"] == (
+        "3 of 3 successful requests generated fewer than 50 output tokens, the minimum for ITL "
+        "statistics (5.4.2)"
+    )
+    assert checks["open-loop-isolation"]["evidence"] == (
+        "open-loop poisson run with no schedule lag recorded: isolation not shown"
+    )
+    assert report["configuration"]["prefix_caching"] == NOT_DECLARED
+    assert render_json(report) == render_json(build_report(scenario_store))
+
+
+def test_markdown_renders_the_summary_and_the_verdict(scenario_store: Path) -> None:
+    report = build_report(scenario_store)
+    md = render_markdown(report)
+    config = section(md, "## Configuration summary (draft 5.1.5.1)")
+    assert "| Item | Value |\n|---|---|\n" in config
+    assert "| SUT configuration and boundary (4.1) | Model Engine (draft 4.1.1) |\n" in config
+    assert "| Prefix caching | not declared |\n" in config
+    table = section(md, "## Methodology Compliance")
+    unmet = ", ".join(f"`{i}`" for i in [*SCENARIO_UNMET_MUST, "warmup-verified"])
+    assert (
+        "**Verdict: not compliant** (draft 2). MUST: 14 met, 9 not met, 1 n/a; SHOULD: 2 met, "
+        f"2 not met, 1 n/a. Not met: {unmet}, `itl-request-count`.\n"
+    ) in table
+    assert "| Check | Section | Level | Met | Evidence |\n|---|---|---|---|---|\n" in table
+    assert (
+        "| `sut-boundary`: The SUT boundary MUST be declared. | 4.1 | MUST | ✓ | "
+        "run.sut.boundary: Model Engine (draft 4.1.1) |\n"
+    ) in table
+    assert "| `warmup-verified`: " in table
+    assert "| 4.5.2 | SHOULD | ✗ | no warm-up, so no verification |\n" in table
+    assert "| 4.6.3 | SHOULD | n/a | not available: " in table
+    assert md.index("## Methodology\n") < md.index("## Configuration summary")
+    assert md.index("## Configuration summary") < md.index("## Methodology Compliance")
+
+
+def test_markdown_of_an_unconditionally_compliant_report(scenario_store: Path) -> None:
+    report = build_report(scenario_store)
+    full = full_report()
+    report["configuration"] = configuration_summary(full)
+    report["compliance"] = compliance(full)
+    md = render_markdown(report)
+    assert (
+        "**Verdict: unconditionally compliant** (draft 2). MUST: 23 met, 0 not met, 1 n/a; "
+        "SHOULD: 5 met, 0 not met, 0 n/a.\n"
+    ) in md
+    assert "Not met:" not in md
+
+
+def test_markdown_cells_escape_pipes(scenario_store: Path) -> None:
+    report = build_report(scenario_store)
+    report["configuration"] = dict(report["configuration"], model="a|b\nc")
+    assert "| Model | a\\|b c |\n" in render_markdown(report)
