@@ -6,6 +6,7 @@ exit 2 (typer's convention). Commands:
 - ``otelbench run``        run a benchmark against a target and write the reports
 - ``otelbench report DIR`` recompute the reports from the stored spans alone
 - ``otelbench collector``  run the embedded OTLP/HTTP collector standalone
+- ``otelbench compare``    compare systems from their runs' reports (draft section 6)
 """
 
 from __future__ import annotations
@@ -311,6 +312,57 @@ def collector(
     serve(store, host=host, port=port)
 
 
+@app.command()
+def compare(
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Run directories or report.json files. SYSTEM=PATH names the run's system; "
+            "other runs are grouped by --group (default: run.sut.software, run.model, "
+            "run.target). The first system is the baseline."
+        ),
+    ],
+    group: Annotated[
+        str | None,
+        typer.Option(
+            help="Group runs into systems by these comma-separated report keys, "
+            "e.g. run.sut.hardware or run.model,run.load.rate."
+        ),
+    ] = None,
+    gpus: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="SYSTEM=N: a system's GPU count (its name or id A, B, …) for output tokens "
+            "per GPU-second (draft 6.2); overrides run.sut.hardware. Repeatable."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Directory for compare.json and compare.md.")
+    ] = None,
+    confidence: Annotated[
+        float, typer.Option(help="Confidence level of the bootstrap intervals.")
+    ] = 0.95,
+    alpha: Annotated[float, typer.Option(help="Significance level of the tests.")] = 0.05,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the bootstrap and of a sampled permutation test.")
+    ] = 0,
+) -> None:
+    """Compare systems from the report.json files of their runs (draft section 6)."""
+    from otelbench.compare import compare_command
+
+    raise typer.Exit(
+        compare_command(
+            runs,
+            group_by=group,
+            gpus=gpus or [],
+            out=out,
+            confidence=confidence,
+            alpha=alpha,
+            seed=seed,
+        )
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning otelbench errors into one line and exit code 1."""
     try:
@@ -322,12 +374,14 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         typer.echo("otelbench: aborted", err=True)
         sys.exit(130)
-    except Exception as exc:  # click usage errors and anything unexpected: one line, no traceback
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+    except typer.TyperException as exc:  # usage errors (typer bundles its own click)
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            typer.echo(f"otelbench: error: {exc}", err=True)
+        sys.exit(int(getattr(exc, "exit_code", 2)))
+    except Exception as exc:  # anything unexpected: one line, no traceback
         if os.environ.get("OTELBENCH_DEBUG"):
             raise
         typer.echo(

@@ -47,6 +47,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from otelbench import semconv
+from otelbench.loadgen.warmup import DRAFT_MIN_OUTPUT_TOKENS, DRAFT_MIN_REQUESTS
 from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
 
 __all__ = [
@@ -56,8 +57,6 @@ __all__ = [
     "VERDICT_CONDITIONAL",
     "VERDICT_NOT_COMPLIANT",
     "VERDICT_UNCONDITIONAL",
-    "WARMUP_MIN_OUTPUT_TOKENS",
-    "WARMUP_MIN_REQUESTS",
     "Requirement",
     "compliance",
     "configuration_summary",
@@ -73,9 +72,6 @@ VERDICT_UNCONDITIONAL: Final = "unconditionally compliant"
 VERDICT_CONDITIONAL: Final = "conditionally compliant"
 VERDICT_NOT_COMPLIANT: Final = "not compliant"
 
-WARMUP_MIN_REQUESTS: Final = 100
-WARMUP_MIN_OUTPUT_TOKENS: Final = 10_000
-"""Draft 4.5.1 item 2: at least 100 requests or 10,000 output tokens, whichever is greater."""
 
 SCOPE: Final = (
     "one run at one load level: the draft's test setup requirements (section 4) and the "
@@ -799,13 +795,13 @@ def _warmup(f: _Facts) -> tuple[Met, str]:
     requests = _int(w.get("requests")) or 0
     tokens = _int(w.get("output_tokens")) or 0
     met = (
-        requests >= WARMUP_MIN_REQUESTS
-        and tokens >= WARMUP_MIN_OUTPUT_TOKENS
+        requests >= DRAFT_MIN_REQUESTS
+        and tokens >= DRAFT_MIN_OUTPUT_TOKENS
         and w.get("drained") is not False
     )
     floors = (
-        f"; the draft needs at least {WARMUP_MIN_REQUESTS} requests and "
-        f"{WARMUP_MIN_OUTPUT_TOKENS} output tokens"
+        f"; the draft needs at least {DRAFT_MIN_REQUESTS} requests and "
+        f"{DRAFT_MIN_OUTPUT_TOKENS} output tokens"
     )
     return met, f"{text}{'' if met else floors}"
 

@@ -249,6 +249,14 @@ def test_bad_input_is_one_line_and_non_zero(args: list[str], message: str, tmp_p
     assert "Traceback" not in proc.stderr
 
 
+def test_usage_error_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    proc = otelbench("run", "--model", "m", "--out", str(tmp_path), "--target", "http://x")
+    assert proc.returncode == 2, proc.stderr
+    assert "give --rate (open loop) or --concurrency (closed loop)" in proc.stderr
+    assert "internal error" not in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_report_on_a_store_that_is_not_ours(tmp_path: Path) -> None:
     (tmp_path / "spans.duckdb").write_bytes(b"this is not a duckdb file at all" * 100)
     proc = otelbench("report", str(tmp_path))

@@ -1,0 +1,1132 @@
+"""Multi-system comparison from the ``report.json`` of independent runs (draft section 6).
+
+``otelbench compare RUN …`` reads finished runs, groups them into **systems**, and compares
+the systems metric by metric, with the first system as the baseline:
+
+1. **Equivalence (6.1, 6.4).** A checklist of what must match between the runs: workload
+   name and specification, seeds, API, load model, request count, test duration, warm-up,
+   tokenizer declaration, timing method, metric definitions, model, SUT boundary, hardware and
+   otelbench version. Each item is ``equal``, ``differs`` (with every system's values, and for
+   nested declarations the dotted keys that differ) or ``not recorded``. Differences are listed
+   as deviations, never fatal. The SUT's software and target are listed too: they identify the
+   systems and are expected to differ.
+2. **Normalization (6.2).** Output tokens per second is the throughput of every run. When a
+   system's GPU count is known (``--gpus SYSTEM=N``, or ``run.sut.hardware`` carrying one, see
+   :func:`gpu_count_from_hardware`) the comparison adds output tokens per GPU-second = output
+   tokens/s ÷ GPUs. A CPU-only system is stated as "no accelerator: not normalized per GPU".
+   Cost normalization (tokens per dollar-hour) needs a price, which no report declares: it is
+   stated as not done.
+3. **Statistics (6.3).** Per system and metric: the mean of the per-run values, the sample
+   standard deviation (ddof = 1) and a seeded percentile-bootstrap confidence interval of the
+   mean (:func:`otelbench.metrics.bootstrap_ci`). Between each system and the baseline: the
+   difference of the means, the relative difference, **Welch's t-test** (two-sided; the primary
+   test, :func:`welch_t_test`) and a two-sided **permutation test** on the difference of the
+   means (exact up to :data:`MAX_EXACT_PERMUTATIONS` splits, :func:`permutation_test`). Both
+   need at least 3 runs per system (6.3); with fewer the table is still printed, without
+   interval or test, and the shortfall is a deviation. p-values are per metric and not
+   corrected for multiple comparisons.
+
+Errors (a missing ``report.json``, unreadable JSON, another ``schema_version``, an unknown
+system in ``--gpus``) are :class:`~otelbench.errors.ConfigError`: one line at the CLI.
+
+Flow: :func:`parse_run_arguments` → :func:`load_run` → :func:`compare_runs` (pure: the
+``compare.json`` dict) → :func:`render_compare_markdown`; :func:`compare_command` does all of
+it for the CLI and writes ``compare.json`` and ``compare.md``.
+
+Usage::
+
+    from pathlib import Path
+    from otelbench.compare import compare_runs, load_run, render_compare_markdown
+
+    runs = [load_run(Path(p), system=s) for s, p in [("a", "out/a1"), ("a", "out/a2"),
+            ("a", "out/a3"), ("b", "out/b1"), ("b", "out/b2"), ("b", "out/b3")]]
+    result = compare_runs(runs, gpus={"b": 1})
+    print(render_compare_markdown(result))
+
+The statistical functions (:func:`welch_t_test`, :func:`permutation_test`,
+:func:`student_t_cdf`, :func:`regularized_incomplete_beta`) are pure and do no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+import numpy as np
+import numpy.typing as npt
+
+from otelbench.errors import ConfigError
+from otelbench.metrics.stats import (
+    MAX_EXACT_PERMUTATIONS,
+    MIN_RUNS,
+    PERMUTATION_RESAMPLES,
+    bootstrap_ci,
+    permutation_test,
+    welch_t_test,
+)
+from otelbench.report.build import SCHEMA_VERSION
+
+__all__ = [
+    "COMPARE_VERSION",
+    "DEFAULT_GROUP_BY",
+    "METRICS",
+    "GpuCount",
+    "MetricSpec",
+    "RunReport",
+    "compare_command",
+    "compare_runs",
+    "gpu_count_from_hardware",
+    "load_run",
+    "parse_run_arguments",
+    "render_compare_markdown",
+]
+
+F64 = npt.NDArray[np.float64]
+
+COMPARE_VERSION: Final = 1
+"""The layout version of ``compare.json``."""
+
+DEFAULT_GROUP_BY: Final = ("run.sut.software", "run.model", "run.target")
+"""The default system identity: the SUT's software, the model and the target URL."""
+
+DURATION_TOLERANCE: Final = 0.10
+"""Test durations count as equal when the longest is at most 10 % above the shortest."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: run arguments and report files
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """One run's ``report.json``, where it came from, and its system when named explicitly."""
+
+    path: Path
+    report: Mapping[str, Any]
+    system: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The run id (``run.id``)."""
+        return str(self.report["run"]["id"])
+
+
+def parse_run_arguments(arguments: Sequence[str]) -> list[tuple[str | None, Path]]:
+    """``[SYSTEM=]PATH`` arguments as (system or None, path).
+
+    An argument is split at its first ``=`` unless it names an existing path as a whole.
+
+    >>> parse_run_arguments(["a=out/r1", "out/r2"])
+    [('a', PosixPath('out/r1')), (None, PosixPath('out/r2'))]
+    """
+    out: list[tuple[str | None, Path]] = []
+    for argument in arguments:
+        name, sep, rest = argument.partition("=")
+        if sep and not Path(argument).exists():
+            if not name or not rest:
+                raise ConfigError(f"run argument {argument!r}: expected SYSTEM=PATH or PATH")
+            out.append((name, Path(rest)))
+        else:
+            out.append((None, Path(argument)))
+    return out
+
+
+def load_run(path: Path, *, system: str | None = None) -> RunReport:
+    """Read a run's ``report.json`` from a run directory or the file itself, and check it.
+
+    Raises :class:`~otelbench.errors.ConfigError` when the file is missing or unreadable, is not
+    JSON, is not an otelbench run report, or has another ``schema_version``.
+    """
+    file = path / "report.json" if path.is_dir() else path
+    if not file.is_file():
+        where = f"no report.json in {path}" if path.is_dir() else f"no such report: {path}"
+        raise ConfigError(f"{where}: give a run directory written by `otelbench run`")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {file}: {exc}") from None
+    try:
+        report = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{file} is not valid JSON ({exc})") from None
+    if not isinstance(report, dict) or "schema_version" not in report:
+        raise ConfigError(f"{file} is not an otelbench run report (no schema_version)")
+    version = report["schema_version"]
+    if version != SCHEMA_VERSION:
+        raise ConfigError(
+            f"{file} has report schema_version {version!r}, this otelbench reads "
+            f"{SCHEMA_VERSION}: rebuild it with `otelbench report` of this version"
+        )
+    run, metrics = report.get("run"), report.get("metrics")
+    if (
+        not isinstance(run, dict)
+        or not isinstance(run.get("id"), str)
+        or not isinstance(metrics, dict)
+        or not isinstance(metrics.get("client"), dict)
+    ):
+        raise ConfigError(f"{file} is not an otelbench run report (no run id or client metrics)")
+    return RunReport(path=file, report=report, system=system)
+
+
+# ---------------------------------------------------------------------------------------------
+# Report access
+# ---------------------------------------------------------------------------------------------
+
+_MISSING: Final = object()
+
+
+def _get(obj: Any, path: str, default: Any = None) -> Any:
+    """The value at a dotted ``path`` of nested mappings, ``default`` when any step is absent."""
+    for part in path.split("."):
+        if not isinstance(obj, Mapping) or part not in obj:
+            return default
+        obj = obj[part]
+    return obj
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _display(value: Any) -> str:
+    if value is None:
+        return "not recorded"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalization per GPU (draft 6.2)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCount:
+    """A system's or run's GPU count for per-GPU normalization, and where it came from.
+
+    ``count`` is None when unknown; 0 means CPU only (no accelerator).
+    """
+
+    count: int | None
+    source: str
+
+
+_GPU_KEY_PATTERN: Final = re.compile(r"\bgpu(?:s|_count)\s*[:=]\s*(\d+)\b", re.IGNORECASE)
+_GPU_TEXT_PATTERN: Final = re.compile(
+    r"(?<![\w.])(\d+)(?:\s*[x×]\s*|\s+)(?:[A-Za-z0-9][\w.-]*\s+){0,3}?GPUs?\b"
+    r"(?!\s*(?:memory|mem|ram|vram)\b)",
+    re.IGNORECASE,
+)
+_CPU_ONLY_PATTERN: Final = re.compile(r"\bno (?:accelerator|gpu)s?\b|\bcpu[ -]only\b", re.I)
+_GPU_DICT_KEYS: Final = ("gpu_count", "gpus", "accelerator_count")
+
+
+def gpu_count_from_hardware(hardware: Any) -> GpuCount:
+    """The GPU count a run's ``run.sut.hardware`` declaration carries, if any.
+
+    Recognized: a mapping with an integer ``gpu_count``, ``gpus`` or ``accelerator_count``;
+    text with ``gpus=N`` / ``gpu_count: N``, or ``N GPU(s)`` / ``N x <up to 3 words> GPU(s)``
+    (not followed by "memory"); text saying "no accelerator", "no GPU" or "CPU only" means 0.
+    Several different counts in one text are ambiguous: unknown. Declare the count with
+    ``--gpus SYSTEM=N`` when in doubt.
+
+    >>> gpu_count_from_hardware("8x NVIDIA H100 80GB GPUs").count
+    8
+    >>> gpu_count_from_hardware("AMD EPYC (2 cores), 24 GiB memory, no accelerator").count
+    0
+    """
+    if isinstance(hardware, Mapping):
+        for key in _GPU_DICT_KEYS:
+            value = hardware.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                return GpuCount(value, f"run.sut.hardware.{key}")
+        return GpuCount(None, "run.sut.hardware declares no GPU count")
+    if not isinstance(hardware, str) or not hardware.strip():
+        return GpuCount(None, "run.sut.hardware not recorded")
+    counts = {int(m) for m in _GPU_KEY_PATTERN.findall(hardware)}
+    if not counts:
+        counts = {int(m) for m in _GPU_TEXT_PATTERN.findall(hardware)}
+    if len(counts) == 1:
+        return GpuCount(counts.pop(), f"run.sut.hardware: {hardware!r}")
+    if len(counts) > 1:
+        return GpuCount(None, f"run.sut.hardware is ambiguous ({sorted(counts)} GPUs)")
+    if _CPU_ONLY_PATTERN.search(hardware):
+        return GpuCount(0, f"run.sut.hardware: {hardware!r}")
+    return GpuCount(None, "run.sut.hardware declares no GPU count")
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics compared
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """A metric compared between systems: one value per run."""
+
+    key: str
+    label: str
+    unit: str
+    better: str
+    """``lower`` or ``higher``: the direction that is an improvement."""
+    source: str
+    """Where the per-run value comes from in ``report.json``."""
+    extract: Callable[[Mapping[str, Any], int | None], float | None]
+    """The run's value from its report and its GPU count (None when unknown, 0 for CPU)."""
+
+
+def _at(path: str) -> Callable[[Mapping[str, Any], int | None], float | None]:
+    def extract(report: Mapping[str, Any], gpus: int | None) -> float | None:
+        return _number(_get(report, path))
+
+    return extract
+
+
+def _error_rate(report: Mapping[str, Any], gpus: int | None) -> float | None:
+    total = _number(_get(report, "run.requests.total"))
+    failed = _number(_get(report, "run.requests.failed"))
+    if total is None or failed is None or total <= 0:
+        return None
+    return failed / total
+
+
+def _per_gpu(report: Mapping[str, Any], gpus: int | None) -> float | None:
+    rate = _number(_get(report, "metrics.client.throughput.output_tokens_per_s"))
+    if rate is None or gpus is None or gpus <= 0:
+        return None
+    return rate / gpus
+
+
+def _latency(name: str, label: str, section: str = "client") -> tuple[MetricSpec, ...]:
+    return tuple(
+        MetricSpec(
+            key=f"{name}_{q}_ms" if section == "client" else f"server_{name}_{q}_ms",
+            label=f"{label} {q.upper()}",
+            unit="ms",
+            better="lower",
+            source=f"metrics.{section}.{name}_ms.{q}",
+            extract=_at(f"metrics.{section}.{name}_ms.{q}"),
+        )
+        for q in ("p50", "p99")
+    )
+
+
+METRICS: Final[tuple[MetricSpec, ...]] = (
+    *_latency("ttft", "TTFT"),
+    *_latency("tpot", "TPOT"),
+    *_latency("itl", "ITL"),
+    *_latency("e2e", "E2E"),
+    MetricSpec(
+        key="output_tokens_per_s",
+        label="Output tokens/s",
+        unit="tok/s",
+        better="higher",
+        source="metrics.client.throughput.output_tokens_per_s",
+        extract=_at("metrics.client.throughput.output_tokens_per_s"),
+    ),
+    MetricSpec(
+        key="output_tokens_per_gpu_s",
+        label="Output tokens per GPU-second",
+        unit="tok/GPU-s",
+        better="higher",
+        source="metrics.client.throughput.output_tokens_per_s / GPU count (draft 6.2)",
+        extract=_per_gpu,
+    ),
+    MetricSpec(
+        key="requests_per_s",
+        label="Requests/s",
+        unit="req/s",
+        better="higher",
+        source="metrics.client.throughput.requests_per_s",
+        extract=_at("metrics.client.throughput.requests_per_s"),
+    ),
+    _latency("ttft", "Server TTFT", "server")[0],
+    MetricSpec(
+        key="error_rate",
+        label="Error rate",
+        unit="fraction",
+        better="lower",
+        source="run.requests.failed / run.requests.total",
+        extract=_error_rate,
+    ),
+)
+"""The metrics compared, in table order. A metric no run has is left out of the comparison."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Equivalence checklist (draft 6.1, 6.4)
+# ---------------------------------------------------------------------------------------------
+
+
+def _present(run: Mapping[str, Any], key: str, none_means: str) -> Any:
+    """``run[key]``; None when the key is absent (an older report), ``none_means`` for null."""
+    if key not in run:
+        return None
+    value = run[key]
+    return none_means if value is None else value
+
+
+def _workload(report: Mapping[str, Any]) -> Any:
+    workload = _get(report, "run.workload")
+    if not isinstance(workload, Mapping):
+        return None
+    return {"name": workload.get("name"), "spec": workload.get("spec")}
+
+
+def _seed(report: Mapping[str, Any]) -> Any:
+    seeds = {"workload": _get(report, "run.workload.seed"), "run": _get(report, "run.seed")}
+    return None if all(v is None for v in seeds.values()) else seeds
+
+
+def _load_model(report: Mapping[str, Any]) -> Any:
+    load = _get(report, "run.load")
+    if not isinstance(load, Mapping):
+        return None
+    return {k: v for k, v in load.items() if k != "requests"}
+
+
+def _request_count(report: Mapping[str, Any]) -> Any:
+    return {
+        "configured": _get(report, "run.load.requests"),
+        "sent": _get(report, "run.requests.total"),
+    }
+
+
+def _duration(report: Mapping[str, Any]) -> Any:
+    value = _number(_get(report, "run.duration_s"))
+    return None if value is None else round(value, 1)
+
+
+def _warmup(report: Mapping[str, Any]) -> Any:
+    warmup = _present(report["run"], "warmup", "none")
+    if not isinstance(warmup, Mapping):
+        return warmup
+    if warmup.get("mode") != "warm":
+        return {"mode": warmup.get("mode")}
+    # The procedure, not its outcome (requests sent, duration, probe results vary by run).
+    return {k: warmup.get(k) for k in ("mode", "procedure", "floors", "concurrency", "probe")}
+
+
+def _tokenizer(report: Mapping[str, Any]) -> Any:
+    return _present(report["run"], "tokenizer", "none declared")
+
+
+def _timing(report: Mapping[str, Any]) -> Any:
+    sources = _get(report, "metrics.server.span_sources")
+    spans = sorted(k for k, v in sources.items() if v) if isinstance(sources, Mapping) else []
+    return {
+        "timing": "client and server spans" if spans else "client only",
+        "server_spans": spans,
+        "itl_option": _get(report, "methodology.itl_method.option"),
+        "server_itl_option": _get(report, "methodology.itl_method.server_option"),
+        "chunk_token_source": _get(report, "methodology.itl_method.chunk_token_source"),
+    }
+
+
+_DEFINITIONS: Final = (
+    "first_token_definition",
+    "tpot_definition",
+    "latency_population",
+    "throughput_window",
+    "percentile_method",
+)
+
+
+def _definitions(report: Mapping[str, Any]) -> Any:
+    methodology = report.get("methodology")
+    if not isinstance(methodology, Mapping):
+        return None
+    return {k: methodology.get(k) for k in _DEFINITIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class _CheckItem:
+    key: str
+    label: str
+    draft: str
+    extract: Callable[[Mapping[str, Any]], Any]
+    identity: bool = False
+    """Identifies the systems (expected to differ): listed, never a deviation."""
+    tolerance: float | None = None
+    """Numeric values count as equal when max ≤ (1 + tolerance) · min."""
+
+
+_CHECKLIST: Final[tuple[_CheckItem, ...]] = (
+    _CheckItem("workload", "Workload (name and specification)", "6.1, 6.4", _workload),
+    _CheckItem("seed", "Seed", "6.1", _seed),
+    _CheckItem("api", "API", "6.1", lambda r: _get(r, "run.api")),
+    _CheckItem("load_model", "Load model and parameters", "6.1", _load_model),
+    _CheckItem("request_count", "Request count", "5.1.5.1, 6.4", _request_count),
+    _CheckItem(
+        "duration", "Test duration (s, within 10 %)", "6.4", _duration, tolerance=DURATION_TOLERANCE
+    ),
+    _CheckItem("warmup", "Warm-up procedure", "4.5, 6.4", _warmup),
+    _CheckItem("tokenizer", "Tokenizer declaration", "4.4.3", _tokenizer),
+    _CheckItem("timing", "Timing method (server spans or client only)", "4.6.3, 4.7", _timing),
+    _CheckItem("definitions", "Metric definitions and success criteria", "6.4", _definitions),
+    _CheckItem("model", "Model", "6.1", lambda r: _get(r, "run.model")),
+    _CheckItem("sut_boundary", "SUT boundary", "4.1, 6.1", lambda r: _get(r, "run.sut.boundary")),
+    _CheckItem("hardware", "Hardware", "6.1, 6.2", lambda r: _get(r, "run.sut.hardware")),
+    _CheckItem(
+        "otelbench_version", "otelbench version", "6.4", lambda r: _get(r, "run.otelbench_version")
+    ),
+    _CheckItem(
+        "software", "SUT software", "6.4", lambda r: _get(r, "run.sut.software"), identity=True
+    ),
+    _CheckItem("target", "Target", "6.4", lambda r: _get(r, "run.target"), identity=True),
+)
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as {dotted key: leaf}; a non-mapping value is the leaf at ``prefix``."""
+    if isinstance(value, Mapping) and value:
+        out: dict[str, Any] = {}
+        for k in sorted(value, key=str):
+            out.update(_flatten(value[k], f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix or "value": value}
+
+
+def _distinct(values: Sequence[Any]) -> list[Any]:
+    seen: dict[str, Any] = {}
+    for v in values:
+        seen.setdefault(_canonical(v), v)
+    return list(seen.values())
+
+
+def _check(item: _CheckItem, systems: Sequence[_System]) -> dict[str, Any]:
+    per_system = {s.name: [item.extract(r.report) for r in s.runs] for s in systems}
+    every = [v for values in per_system.values() for v in values]
+    distinct = _distinct(every)
+    if all(v is None for v in every):
+        status = "not recorded"
+    elif item.tolerance is not None:
+        numbers = [v for v in every if isinstance(v, int | float)]
+        ok = (
+            len(numbers) == len(every)
+            and min(numbers) > 0
+            and max(numbers) <= (1 + item.tolerance) * min(numbers)
+        )
+        status = "equal" if ok else "differs"
+    else:
+        status = "equal" if len(distinct) == 1 else "differs"
+    differences: dict[str, dict[str, list[Any]]] = {}
+    if status == "differs" and item.tolerance is None:
+        flat = {name: [_flatten(v) for v in values] for name, values in per_system.items()}
+        keys = sorted({k for runs in flat.values() for f in runs for k in f})
+        for k in keys:
+            leaves = {name: _distinct([f.get(k) for f in runs]) for name, runs in flat.items()}
+            if len(_distinct([v for vs in leaves.values() for v in vs])) > 1:
+                differences[k] = leaves
+    return {
+        "item": item.key,
+        "label": item.label,
+        "draft": item.draft,
+        "identity": item.identity,
+        "status": status,
+        "values": {name: _distinct(values) for name, values in per_system.items()},
+        "differences": differences,
+    }
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = _display(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _values_text(check: Mapping[str, Any], label: Mapping[str, str], limit: int = 60) -> str:
+    """What differs: ``key: A v, B w; key2: …`` (the dotted keys that differ), each system's
+    distinct values joined by `` / ``; the whole values when there is no key to point at."""
+
+    def systems(per_system: Mapping[str, list[Any]]) -> str:
+        return ", ".join(
+            f"{label[name]} {' / '.join(_short(v, limit) for v in values)}"
+            for name, values in per_system.items()
+        )
+
+    if not check["differences"]:
+        return systems(check["values"])
+    return "; ".join(
+        systems(leaves) if key == "value" else f"{key}: {systems(leaves)}"
+        for key, leaves in check["differences"].items()
+    )
+
+
+def _check_deviation(check: Mapping[str, Any], label: Mapping[str, str]) -> str | None:
+    if check["identity"] or check["status"] == "equal":
+        return None
+    head = f"{check['label']} {check['status']} (draft {check['draft']})"
+    if check["status"] == "not recorded":
+        return f"{head}: equivalence cannot be verified"
+    return f"{head}: {_values_text(check, label)}"
+
+
+def _labels(names: Sequence[str], ids: Sequence[str]) -> dict[str, str]:
+    """How tables and deviations name systems: their names when all are short, else ids."""
+    short = all(len(n) <= 24 for n in names)
+    return {n: (n if short else i) for n, i in zip(names, ids, strict=True)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Grouping runs into systems
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _System:
+    id: str
+    name: str
+    key: dict[str, Any]
+    runs: list[RunReport] = field(default_factory=list)
+
+
+def _system_id(index: int) -> str:
+    return chr(ord("A") + index) if index < 26 else f"S{index + 1}"
+
+
+def _group(runs: Sequence[RunReport], group_by: Sequence[str]) -> list[_System]:
+    systems: dict[str, _System] = {}
+    for run in runs:
+        if run.system is not None:
+            name, key = run.system, {"system": run.system}
+        else:
+            key = {path: _get(run.report, path) for path in group_by}
+            name = " | ".join(_display(v) for v in key.values())
+        if name not in systems:
+            systems[name] = _System(id=_system_id(len(systems)), name=name, key=key)
+        systems[name].runs.append(run)
+    return list(systems.values())
+
+
+def _resolve_gpus(
+    system: _System, declared: Mapping[str, int]
+) -> tuple[list[int | None], dict[str, Any]]:
+    """Per-run GPU counts of a system and the system's normalization statement."""
+    for label in (system.name, system.id):
+        if label in declared:
+            n = declared[label]
+            counts: list[int | None] = [n] * len(system.runs)
+            found = [GpuCount(n, f"--gpus {label}={n}")]
+            break
+    else:
+        found = [gpu_count_from_hardware(_get(r.report, "run.sut.hardware")) for r in system.runs]
+        counts = [g.count for g in found]
+    known = {c for c in counts if c is not None}
+    if any(c is None for c in counts):
+        status = "GPU count not declared: not normalized per GPU (give --gpus SYSTEM=N)"
+        count: int | None = None
+    elif known == {0}:
+        status = "no accelerator: not normalized per GPU"
+        count = 0
+    elif 0 in known:
+        status = "runs mix CPU-only and GPU hardware: not normalized per GPU"
+        count = None
+        counts = [None] * len(counts)
+    else:
+        count = known.pop() if len(known) == 1 else None
+        status = "normalized: output tokens/s ÷ GPU count = output tokens per GPU-second"
+    sources = _distinct([g.source for g in found])
+    return counts, {"count": count, "per_run": counts, "source": sources, "status": status}
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison
+# ---------------------------------------------------------------------------------------------
+
+
+def _verdict(better: str, difference: float, significant: bool | None) -> str:
+    if significant is None:
+        return "not tested"
+    if not significant:
+        return "no significant difference"
+    if difference == 0:
+        return "no significant difference"
+    return "better" if (difference < 0) == (better == "lower") else "worse"
+
+
+def _system_stats(
+    values: list[float], *, confidence: float, resamples: int, seed: int
+) -> dict[str, Any]:
+    n = len(values)
+    if n == 0:
+        return {"n": 0, "values": [], "mean": None, "sample_std": None, "ci": None}
+    ci = None
+    if n >= MIN_RUNS:
+        b = bootstrap_ci(values, confidence=confidence, resamples=resamples, seed=seed)
+        ci = {"low": b.low, "high": b.high}
+    return {
+        "n": n,
+        "values": values,
+        "mean": float(np.mean(values)),
+        "sample_std": float(np.std(values, ddof=1)) if n >= 2 else None,
+        "ci": ci,
+    }
+
+
+def _comparison(
+    spec: MetricSpec,
+    base: Mapping[str, Any],
+    other: Mapping[str, Any],
+    *,
+    alpha: float,
+    seed: int,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "difference": None,
+        "relative_difference": None,
+        "welch": None,
+        "permutation": None,
+        "significant": None,
+        "verdict": "not tested",
+    }
+    if base["mean"] is None or other["mean"] is None:
+        out["verdict"] = "no data"
+        return out
+    difference = other["mean"] - base["mean"]
+    out["difference"] = difference
+    out["relative_difference"] = difference / base["mean"] if base["mean"] != 0 else None
+    if base["n"] < MIN_RUNS or other["n"] < MIN_RUNS:
+        out["verdict"] = f"not tested: fewer than {MIN_RUNS} runs"
+        return out
+    welch = welch_t_test(other["values"], base["values"])
+    perm = permutation_test(other["values"], base["values"], seed=seed)
+    out["welch"] = {"t": welch.t, "df": welch.df, "p": welch.p}
+    out["permutation"] = {
+        "p": perm.p,
+        "exact": perm.exact,
+        "permutations": perm.permutations,
+        "min_p": perm.min_p,
+    }
+    out["significant"] = welch.p < alpha
+    out["verdict"] = _verdict(spec.better, difference, out["significant"])
+    return out
+
+
+def _method(confidence: float, alpha: float, resamples: int, seed: int) -> dict[str, Any]:
+    return {
+        "runs_required": MIN_RUNS,
+        "per_system": (
+            "mean of the per-run values; sample standard deviation (ddof=1); percentile-bootstrap "
+            f"{confidence:.0%} confidence interval of the mean over runs "
+            f"({resamples} resamples, numpy default_rng seed {seed}; otelbench.metrics."
+            "bootstrap_ci); only with at least 3 runs (draft 6.3)"
+        ),
+        "difference": (
+            "system mean - baseline mean; relative difference = difference / baseline mean"
+        ),
+        "primary_test": "welch_t",
+        "welch_t": (
+            "Welch's unequal-variances t-test, two-sided, over the per-run values: "
+            "t = (mean - baseline mean) / sqrt(s^2/n + s_b^2/n_b), Welch-Satterthwaite degrees "
+            "of freedom, p from Student's t CDF (regularized incomplete beta function); assumes "
+            "the per-run values are roughly normal"
+        ),
+        "permutation": (
+            "two-sided permutation test of |difference of means| over the per-run values, exact "
+            f"(all splits) up to {MAX_EXACT_PERMUTATIONS} splits, else {PERMUTATION_RESAMPLES} "
+            "random splits; assumption-free but coarse: with 3 + 3 runs its smallest p is 0.1"
+        ),
+        "significance": (
+            f"significant when Welch's p < {alpha}; each metric is tested on its own, without "
+            "correction for multiple comparisons"
+        ),
+        "confidence": confidence,
+        "alpha": alpha,
+        "bootstrap_resamples": resamples,
+        "seed": seed,
+    }
+
+
+def compare_runs(
+    runs: Sequence[RunReport],
+    *,
+    group_by: Sequence[str] | None = None,
+    gpus: Mapping[str, int] | None = None,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Compare the systems the runs form (draft section 6); returns the ``compare.json`` dict.
+
+    Runs with ``system`` set are grouped by it; the others by the values at the ``group_by``
+    dotted report paths (default :data:`DEFAULT_GROUP_BY`). Systems keep the order of their
+    first run; the first is the baseline. ``gpus`` maps a system's name or id (``A``, ``B``, …)
+    to its GPU count (0 for CPU only) and overrides ``run.sut.hardware``.
+
+    Raises :class:`~otelbench.errors.ConfigError` for no runs, a run given twice, or an
+    unknown system in ``gpus``.
+
+    Example::
+
+        runs = [load_run(Path(d), system=d.split("-")[0]) for d in ["a-1", "a-2", "a-3", "b-1"]]
+        result = compare_runs(runs, gpus={"b": 8})
+        result["metrics"][0]["comparisons"]["b"]["verdict"]  # e.g. "not tested: fewer ..."
+    """
+    if not runs:
+        raise ConfigError("no runs to compare: give run directories or report.json files")
+    seen: dict[str, Path] = {}
+    for run in runs:
+        if run.run_id in seen:
+            raise ConfigError(
+                f"run {run.run_id} is given twice ({seen[run.run_id]} and {run.path}): "
+                "each run counts once"
+            )
+        seen[run.run_id] = run.path
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be within (0, 1), got {confidence}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be within (0, 1), got {alpha}")
+    group_by = tuple(group_by) if group_by else DEFAULT_GROUP_BY
+    systems = _group(runs, group_by)
+    declared = dict(gpus or {})
+    labels = {s.name for s in systems} | {s.id for s in systems}
+    unknown = sorted(set(declared) - labels)
+    if unknown:
+        known = ", ".join(f"{s.id} ({s.name})" for s in systems)
+        raise ConfigError(f"--gpus names unknown system(s) {', '.join(unknown)}; known: {known}")
+    for label, n in declared.items():
+        if n < 0:
+            raise ConfigError(f"--gpus {label}={n}: a GPU count must be >= 0")
+
+    deviations: list[str] = []
+    system_rows: list[dict[str, Any]] = []
+    run_gpus: dict[str, list[int | None]] = {}
+    for s in systems:
+        counts, statement = _resolve_gpus(s, declared)
+        run_gpus[s.name] = counts
+        own = _distinct(
+            [d for r in s.runs for d in (_get(r.report, "methodology.deviations") or [])]
+        )
+        system_rows.append(
+            {
+                "id": s.id,
+                "name": s.name,
+                "key": s.key,
+                "baseline": s is systems[0],
+                "n_runs": len(s.runs),
+                "runs": [{"id": r.run_id, "path": str(r.path)} for r in s.runs],
+                "gpus": statement,
+                "run_deviations": own,
+            }
+        )
+        if len(s.runs) < MIN_RUNS:
+            deviations.append(
+                f"system {s.id} ({s.name}) has {len(s.runs)} run(s); draft 6.3 asks for at least "
+                f"{MIN_RUNS} independent runs: no confidence interval or significance test for it"
+            )
+    if len(systems) == 1:
+        deviations.append(
+            "only one system: nothing to compare it with (name systems with SYSTEM=PATH or "
+            "choose --group)"
+        )
+    elif all(len(s.runs) == 1 for s in systems) and len(runs) > 1:
+        deviations.append(
+            "every run formed its own system (their group keys all differ, e.g. a fresh port "
+            "per launch): name systems with SYSTEM=PATH or choose --group"
+        )
+
+    metrics: list[dict[str, Any]] = []
+    for spec in METRICS:
+        per_system: dict[str, dict[str, Any]] = {}
+        for s in systems:
+            values = [
+                v
+                for r, g in zip(s.runs, run_gpus[s.name], strict=True)
+                if (v := spec.extract(r.report, g)) is not None
+            ]
+            per_system[s.name] = _system_stats(
+                values, confidence=confidence, resamples=resamples, seed=seed
+            )
+        if all(stats["n"] == 0 for stats in per_system.values()):
+            continue
+        base = per_system[systems[0].name]
+        comparisons = {
+            s.name: {
+                "vs": systems[0].name,
+                **_comparison(spec, base, per_system[s.name], alpha=alpha, seed=seed),
+            }
+            for s in systems[1:]
+        }
+        metrics.append(
+            {
+                "key": spec.key,
+                "label": spec.label,
+                "unit": spec.unit,
+                "better": spec.better,
+                "source": spec.source,
+                "systems": per_system,
+                "comparisons": comparisons,
+            }
+        )
+
+    per_gpu = {row["name"]: row["gpus"] for row in system_rows}
+    normalized = [n for n, g in per_gpu.items() if g["status"].startswith("normalized")]
+    if normalized and len(normalized) < len(systems):
+        missing = ", ".join(n for n in per_gpu if n not in normalized)
+        deviations.append(
+            f"per-GPU normalization (draft 6.2) is incomplete: not normalized for {missing}"
+        )
+
+    checklist = [_check(item, systems) for item in _CHECKLIST]
+    label_of = _labels([s.name for s in systems], [s.id for s in systems])
+    deviations.extend(d for c in checklist if (d := _check_deviation(c, label_of)) is not None)
+
+    return {
+        "compare_version": COMPARE_VERSION,
+        "baseline": systems[0].name,
+        "group_by": list(group_by),
+        "method": _method(confidence, alpha, resamples, seed),
+        "systems": system_rows,
+        "metrics": metrics,
+        "normalization": {
+            "throughput": "output tokens per second over each run's measurement window",
+            "per_gpu": "output tokens per GPU-second = output tokens/s ÷ the system's GPU count "
+            "(--gpus SYSTEM=N, else run.sut.hardware)",
+            "systems": per_gpu,
+            "cost": "not normalized: no price (dollars per hour) is declared",
+        },
+        "checklist": checklist,
+        "deviations": deviations,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+# ---------------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:,.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.4g}"
+
+
+def _fmt_metric(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value * 100:.2f} %" if unit == "fraction" else _fmt(value)
+
+
+def _fmt_p(p: float | None) -> str:
+    if p is None:
+        return "n/a"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _system_cell(stats: Mapping[str, Any], unit: str) -> str:
+    if stats["n"] == 0:
+        return "n/a"
+    mean = _fmt_metric(stats["mean"], unit)
+    ci = stats["ci"]
+    if ci is None:
+        return f"{mean} (n={stats['n']}, no CI)"
+    low, high = _fmt_metric(ci["low"], unit), _fmt_metric(ci["high"], unit)
+    return f"{mean} [{low}, {high}] (n={stats['n']})"
+
+
+def _comparison_cell(c: Mapping[str, Any]) -> str:
+    rel = c["relative_difference"]
+    change = "n/a" if rel is None else f"{rel * 100:+.1f} %"
+    if c["welch"] is None:
+        return f"{change}, {c['verdict']}"
+    verdict = f"**{c['verdict']}**" if c["significant"] else c["verdict"]
+    tests = f"p={_fmt_p(c['welch']['p'])} (perm. {_fmt_p(c['permutation']['p'])})"
+    return f"{change}, {tests}, {verdict}"
+
+
+def render_compare_markdown(result: Mapping[str, Any]) -> str:
+    """The comparison as Markdown: systems, results table, normalization, checklist,
+    statistical method and deviations.
+
+    Example::
+
+        print(render_compare_markdown(compare_runs([load_run(Path(d)) for d in dirs])))
+    """
+    systems = result["systems"]
+    head = _labels([s["name"] for s in systems], [s["id"] for s in systems])
+    base = result["baseline"]
+    method = result["method"]
+    lines = [
+        f"# Comparison of {len(systems)} system(s) (draft section 6)",
+        "",
+        "## Systems",
+        "",
+        "| id | system | runs | GPUs |",
+        "|---|---|---|---|",
+    ]
+    for s in systems:
+        tag = " (baseline)" if s["baseline"] else ""
+        runs = ", ".join(r["id"] for r in s["runs"])
+        lines.append(
+            f"| {s['id']} | {_cell(s['name'])}{tag} | {s['n_runs']}: {_cell(runs)} | "
+            f"{_cell(s['gpus']['status'])} |"
+        )
+    conf = f"{method['confidence']:.0%}"
+    others = [s for s in systems if s["name"] != base]
+    lines += [
+        "",
+        "## Results",
+        "",
+        f"Per system: mean over runs [{conf} bootstrap CI] (runs). Against the baseline "
+        f"{head[base]}: relative difference, Welch's t-test p (permutation test p), verdict "
+        f"at α = {method['alpha']}.",
+        "",
+        "| metric | "
+        + " | ".join(_cell(head[s["name"]]) for s in systems)
+        + "".join(f" | {_cell(head[s['name']])} vs {_cell(head[base])}" for s in others)
+        + " |",
+        "|---" * (1 + len(systems) + len(others)) + "|",
+    ]
+    for m in result["metrics"]:
+        unit = "%" if m["unit"] == "fraction" else m["unit"]
+        cells = [f"{m['label']} ({unit})"]
+        cells += [_system_cell(m["systems"][s["name"]], m["unit"]) for s in systems]
+        cells += [_comparison_cell(m["comparisons"][s["name"]]) for s in others]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    norm = result["normalization"]
+    lines += [
+        "",
+        "## Normalization (draft 6.2)",
+        "",
+        f"- Throughput: {norm['throughput']}.",
+        f"- Per GPU: {norm['per_gpu']}.",
+    ]
+    for name, g in norm["systems"].items():
+        lines.append(f"  - {_cell(head[name])}: {g['status']} (from {'; '.join(g['source'])})")
+    lines += [
+        f"- Cost: {norm['cost']}.",
+        "",
+        "## Equivalence checklist (draft 6.1, 6.4)",
+        "",
+        "| item | draft | status | values |",
+        "|---|---|---|---|",
+    ]
+    for c in result["checklist"]:
+        status = c["status"] + (" (identifies the systems)" if c["identity"] else "")
+        if c["status"] == "not recorded":
+            values = "not recorded in any run"
+        elif c["status"] == "equal":
+            values = _short(c["values"][systems[0]["name"]][0], 100)
+        else:
+            values = _values_text(c, head, 50)
+        lines.append(f"| {c['label']} | {c['draft']} | {status} | {_cell(values)} |")
+    lines += [
+        "",
+        "## Statistical method (draft 6.3)",
+        "",
+        f"- Per system: {method['per_system']}.",
+        f"- Difference: {method['difference']}.",
+        f"- Primary test: {method['welch_t']}.",
+        f"- Also: {method['permutation']}.",
+        f"- {method['significance'][0].upper()}{method['significance'][1:]}.",
+        "",
+        "## Deviations",
+        "",
+    ]
+    lines += [f"- {d}" for d in result["deviations"]] or ["- none"]
+    own = [s for s in systems if s["run_deviations"]]
+    if own:
+        lines += ["", "Deviations the runs' own reports record:", ""]
+        for s in own:
+            lines.append(f"- {_cell(head[s['name']])}:")
+            lines += [f"  - {d}" for d in s["run_deviations"]]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI entry
+# ---------------------------------------------------------------------------------------------
+
+
+def _parse_gpus(items: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.rpartition("=")
+        try:
+            count = int(value)
+        except ValueError:
+            count = -1
+        if not sep or not name or count < 0:
+            raise ConfigError(f"--gpus {item!r}: expected SYSTEM=N with N a GPU count >= 0")
+        out[name] = count
+    return out
+
+
+def compare_command(
+    runs: Sequence[str],
+    *,
+    group_by: str | None = None,
+    gpus: Sequence[str] = (),
+    out: Path | None = None,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    seed: int = 0,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """``otelbench compare``: load the runs, compare, print Markdown, write ``--out`` files.
+
+    ``runs`` are ``[SYSTEM=]PATH`` arguments (a run directory or a ``report.json``);
+    ``group_by`` is a comma-separated list of dotted report paths; ``gpus`` are ``SYSTEM=N``
+    items. Writes ``OUT/compare.json`` and ``OUT/compare.md`` when ``out`` is given. Returns the
+    exit code (0); bad input raises :class:`~otelbench.errors.ConfigError`.
+
+    Example::
+
+        compare_command(["a=out/a1", "a=out/a2", "a=out/a3", "b=out/b1", "b=out/b2",
+                         "b=out/b3"], gpus=["b=1"], out=Path("out/compare"))
+    """
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    if not runs:
+        raise ConfigError("no runs to compare: give run directories or report.json files")
+    keys = [k.strip() for k in group_by.split(",") if k.strip()] if group_by else None
+    if group_by is not None and not keys:
+        raise ConfigError("--group: give comma-separated report keys, e.g. run.sut.software")
+    loaded = [load_run(path, system=system) for system, path in parse_run_arguments(runs)]
+    result = compare_runs(
+        loaded,
+        group_by=keys,
+        gpus=_parse_gpus(gpus),
+        confidence=confidence,
+        alpha=alpha,
+        seed=seed,
+    )
+    markdown = render_compare_markdown(result)
+    stdout.write(markdown)
+    if out is not None:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "compare.json").write_text(
+                json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                encoding="utf-8",
+            )
+            (out / "compare.md").write_text(markdown, encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot write the comparison to {out}: {exc}") from None
+        stderr.write(f"otelbench: comparison written to {out}/compare.json and {out}/compare.md\n")
+    return 0
