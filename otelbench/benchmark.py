@@ -43,7 +43,9 @@ from otelbench.collector.receiver import STATS_PATH
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
 from otelbench.loadgen.runner import RunConfig, RunOutcome, execute_run
 from otelbench.loadgen.workloads import make_workload
-from otelbench.report import build_report, render_json, render_markdown
+from otelbench.query import extract_run_data, open_store
+from otelbench.report import render_json, render_markdown, report_from_data
+from otelbench.report.html import plot_data, render_html
 from otelbench.sut.vllm_cpu import SUT_NICENESS, VllmCpuServer
 
 __all__ = [
@@ -283,11 +285,15 @@ class BenchmarkResult:
 def write_reports(
     out_dir: Path, store_path: Path, run_id: str | None = None
 ) -> tuple[dict[str, Any], str]:
-    """Compute the reports from the stored spans alone and write report.json and report.md."""
-    report = build_report(store_path, run_id=run_id)
+    """Compute the reports from the stored spans alone and write report.json, report.md and
+    report.html (self-contained, with plots of the per-request data)."""
+    with open_store(store_path) as runner:
+        data = extract_run_data(runner, run_id)
+    report = report_from_data(data)
     markdown = render_markdown(report)
     (out_dir / "report.json").write_text(render_json(report))
     (out_dir / "report.md").write_text(markdown)
+    (out_dir / "report.html").write_text(render_html(report, plot_data(data)), encoding="utf-8")
     return report, markdown
 
 

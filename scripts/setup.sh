@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All set-up on a fresh machine, idempotent: otelbench's own venv (.venv, with the dev extras),
-# Prometheus from Debian, and the separate vLLM-on-CPU venv with the tiny local model.
+# Prometheus and Chromium from Debian, and the separate vLLM-on-CPU venv with the tiny local model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,13 @@ if ! command -v prometheus >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq prometheus >/dev/null
+fi
+
+if ! command -v chromium >/dev/null 2>&1; then
+    echo "setup: installing chromium (Debian), for the HTML report's browser test"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq chromium >/dev/null
 fi
 
 bash scripts/vllm/setup.sh

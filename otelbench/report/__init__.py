@@ -1,4 +1,5 @@
-"""Run reports: build the ``report.json`` dict from a span store, render it as JSON or Markdown.
+"""Run reports: build the ``report.json`` dict from a span store, render it as JSON, Markdown or
+a self-contained HTML page with plots.
 
 Renderers are registered by format name in :data:`RENDERERS`.
 
@@ -17,6 +18,7 @@ from typing import Any, Final
 
 from otelbench.errors import ConfigError
 from otelbench.report.build import SCHEMA_VERSION, build_report, render_json, report_from_data
+from otelbench.report.html import render_html
 from otelbench.report.markdown import render_markdown
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "build_report",
     "render",
+    "render_html",
     "render_json",
     "render_markdown",
     "report_from_data",
@@ -32,6 +35,7 @@ __all__ = [
 RENDERERS: Final[Mapping[str, Callable[[dict[str, Any]], str]]] = {
     "json": render_json,
     "markdown": render_markdown,
+    "html": render_html,
 }
 """Report renderers by format name."""
 

@@ -55,10 +55,12 @@ __all__ = [
     "GENERATOR_BOTTLENECK_DEVIATION",
     "MIN_FLUIDITY",
     "classes_section",
+    "client_token_times",
     "fluidity_section",
     "itl_shape_section",
     "load_generator_section",
     "reasoning_section",
+    "server_token_times",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -146,7 +148,7 @@ def _short(values: npt.ArrayLike) -> dict[str, int | float | None]:
 # ------------------------------------------------------------------------------------------
 
 
-def _server_token_times(data: RunData) -> Ragged | None:
+def server_token_times(data: RunData) -> Ragged | None:
     """Option C token times (seconds since arrival) of the successful requests that have them."""
     s = data.server
     joined = s.client_index >= 0
@@ -158,7 +160,7 @@ def _server_token_times(data: RunData) -> Ragged | None:
     return times.select(keep)
 
 
-def _client_token_times(data: RunData) -> Ragged:
+def client_token_times(data: RunData) -> Ragged:
     """Option B token times (seconds since T_submit) of the successful requests with a token."""
     c = data.client
     tokens = token_arrival_times(c.chunk_offset_us, c.chunk_tokens, c.chunk_bounds).select(c.ok)
@@ -199,10 +201,10 @@ def fluidity_section(
     """
     if not prefill_deadline_s > 0:
         raise ValueError("the prefill deadline must be > 0 s")
-    times = _server_token_times(data)
+    times = server_token_times(data)
     source = "server"
     if times is None:
-        times = _client_token_times(data)
+        times = client_token_times(data)
         source = "client"
     if len(times) == 0:
         return None

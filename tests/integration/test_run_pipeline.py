@@ -88,6 +88,10 @@ def test_run_writes_store_and_reports(poisson_run: Path) -> None:
     assert "server" not in report["metrics"] or report["metrics"]["server"] is None
     markdown = (poisson_run / "report.md").read_text()
     assert "TTFT P99" in markdown
+    page = (poisson_run / "report.html").read_text()
+    assert page.count(' data-plot="') == 10  # every plot, drawn or marked not measured
+    assert "<script src=" not in page  # self-contained: no external script
+    assert "<link " not in page  # ... nor stylesheet
 
 
 def test_warmup_requests_are_sent_traced_and_left_out_of_the_report(poisson_run: Path) -> None:

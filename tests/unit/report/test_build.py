@@ -305,8 +305,9 @@ def test_report_of_a_named_run_and_from_an_open_store(scenario_store: Path) -> N
 
 
 def test_unknown_render_format() -> None:
-    with pytest.raises(ConfigError, match="unknown report format 'html'; known: json, markdown"):
-        render({}, "html")
+    known = "known: html, json, markdown"
+    with pytest.raises(ConfigError, match=f"unknown report format 'pdf'; {known}"):
+        render({}, "pdf")
 
 
 def test_a_run_without_requests_reports_zero_counts_and_nulls(tmp_path: Path) -> None:
