@@ -70,8 +70,7 @@ from otelbench.report.plots import PALETTE, Axis, Chart
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     MIN_FLUIDITY,
-    client_token_times,
-    server_token_times,
+    fluidity_token_times,
 )
 
 __all__ = [
@@ -321,11 +320,7 @@ def _fluidity_plot(
     timeline and population (:func:`otelbench.report.sections.fluidity_section`)."""
     if not prefill_deadline_s > 0:
         raise ValueError("the prefill deadline must be > 0 s")
-    times = server_token_times(data)
-    source = "server"
-    if times is None:
-        times = client_token_times(data)
-        source = "client"
+    times, source = fluidity_token_times(data)
     if len(times) == 0:
         return None
     intervals = deadline_intervals(times)

@@ -57,6 +57,7 @@ __all__ = [
     "classes_section",
     "client_token_times",
     "fluidity_section",
+    "fluidity_token_times",
     "itl_shape_section",
     "load_generator_section",
     "reasoning_section",
@@ -160,6 +161,15 @@ def server_token_times(data: RunData) -> Ragged | None:
     return times.select(keep)
 
 
+def fluidity_token_times(data: RunData) -> tuple[Ragged, str]:
+    """The token times fluidity is computed from, and their source: the engine's (Option C,
+    ``"server"``) when any successful request has them, else the client's (``"client"``)."""
+    times = server_token_times(data)
+    if times is not None:
+        return times, "server"
+    return client_token_times(data), "client"
+
+
 def client_token_times(data: RunData) -> Ragged:
     """Option B token times (seconds since T_submit) of the successful requests with a token."""
     c = data.client
@@ -201,11 +211,7 @@ def fluidity_section(
     """
     if not prefill_deadline_s > 0:
         raise ValueError("the prefill deadline must be > 0 s")
-    times = server_token_times(data)
-    source = "server"
-    if times is None:
-        times = client_token_times(data)
-        source = "client"
+    times, source = fluidity_token_times(data)
     if len(times) == 0:
         return None
     intervals = deadline_intervals(times)

@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from otelbench.report import SCHEMA_VERSION
+from tests.fixtures.cli import otelbench
 
 pytestmark = pytest.mark.integration
-
-
-def otelbench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "otelbench.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def report(run_id: str, *, software: str, ttft: float, tokens_per_s: float) -> dict[str, Any]:

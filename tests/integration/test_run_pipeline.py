@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,20 +17,10 @@ import duckdb
 import pytest
 
 from otelbench import semconv
+from tests.fixtures.cli import otelbench
 from tests.fixtures.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.integration
-
-
-def otelbench(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "otelbench.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def client_spans(store: Path, phase: str | None = semconv.PHASE_MEASURE) -> list[dict[str, Any]]:
