@@ -52,7 +52,9 @@ __all__ = [
     "BenchmarkResult",
     "EmbeddedCollector",
     "check_target_url",
+    "config_json",
     "describe_host",
+    "describe_sut",
     "preflight",
     "run_benchmark",
     "write_reports",
@@ -245,7 +247,7 @@ def _is_loopback(target: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def _describe_sut(config: RunConfig, info: dict[str, Any], launched: bool) -> dict[str, Any]:
+def describe_sut(config: RunConfig, info: dict[str, Any], launched: bool) -> dict[str, Any]:
     sut = dict(config.sut)
     if launched:
         sut.setdefault("boundary", "Model Engine")
@@ -352,9 +354,9 @@ def run_benchmark(
                 flush_wait = LAUNCHED_SPAN_FLUSH_WAIT_S
             info = preflight(config.target, config.model)
             config = replace(
-                config, sut=_describe_sut(config, info, launched=launch_vllm_cpu is not None)
+                config, sut=describe_sut(config, info, launched=launch_vllm_cpu is not None)
             )
-            (out_dir / "run.json").write_text(json.dumps(_config_json(config), indent=2) + "\n")
+            (out_dir / "run.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
             provider = telemetry.make_tracer_provider(otlp_endpoint, run_id=config.run_id)
             warmup = config.warmup
             if warmup is not None and not warmup.cold_start:
@@ -390,7 +392,7 @@ def run_benchmark(
     return result
 
 
-def _config_json(config: RunConfig) -> dict[str, Any]:
+def config_json(config: RunConfig) -> dict[str, Any]:
     return {
         "run_id": config.run_id,
         "target": config.target,

@@ -7,6 +7,8 @@ exit 2 (typer's convention). Commands:
 - ``otelbench report DIR`` recompute the reports from the stored spans alone
 - ``otelbench collector``  run the embedded OTLP/HTTP collector standalone
 - ``otelbench compare``    compare systems from their runs' reports (draft section 6)
+- ``otelbench test NAME``  a test procedure of draft section 5 (``ttft``, ``throughput``,
+  ``throughput-latency``, ``itl``, ``capacity``): load levels and the section's report
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Annotated, Any
 
 import typer
 
+from otelbench.cli_options import key_values
 from otelbench.errors import ConfigError, OtelbenchError
+from otelbench.procedures.cli import test_app
 
 app = typer.Typer(
     add_completion=False,
@@ -27,6 +31,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="OpenTelemetry-based benchmarking of LLM serving, by the IETF methodology draft.",
 )
+app.add_typer(test_app, name="test")
 
 
 def _fail(message: str) -> None:
@@ -70,20 +75,6 @@ class _Progress:
                 f"otelbench: {self.done}/{self.total} requests done ({self.failed} failed)",
                 err=True,
             )
-
-
-def _key_values(items: list[str], option: str) -> dict[str, Any]:
-    """``KEY=VALUE`` strings as a dict; VALUE as JSON when it parses, else the string."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
 
 
 @app.command()
@@ -220,7 +211,7 @@ def run(
     params: dict[str, Any] = {} if vocab_size is None else {"vocab_size": vocab_size}
     if workload_file is not None:
         workload, params["path"] = "file", str(workload_file)
-    params.update(_key_values(workload_param or [], "--workload-param"))
+    params.update(key_values(workload_param or [], "--workload-param"))
     warmup = WarmupSpec(
         cold_start=cold_start, min_requests=warmup_requests, min_output_tokens=warmup_tokens
     )

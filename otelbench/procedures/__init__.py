@@ -1,0 +1,93 @@
+"""The draft's test procedures (section 5): sequences of load levels and their reports.
+
+A procedure runs load levels — each one a benchmark run with its own run id — through ONE
+embedded collector (all levels land in one ``spans.duckdb``) and, with ``--sut vllm-cpu``, one
+launched vLLM; then it builds its report in the draft's reporting format for its section::
+
+    cli.py (otelbench test …)  →  base.run_procedure
+        session.ProcedureSession   collector (+ SUT), run_level × N, finalize from the store
+        levels                     records → run report → the level's row (pure)
+        planning / profiles        load levels, the max search, draft vs quick sizes (pure)
+        ttft · throughput · tradeoff · itl · capacity   5.1 · 5.2 · 5.3 · 5.4 · 5.5
+        render                     procedure.md around each procedure's tables
+
+Procedures are registered by name in :data:`PROCEDURES`: ``ttft`` (5.1), ``throughput``
+(5.2), ``throughput-latency`` (5.3), ``itl`` (5.4), ``capacity`` (5.5).
+
+Example::
+
+    from pathlib import Path
+    from otelbench.loadgen.runner import RunConfig
+    from otelbench.procedures import (ProcedureSpec, TradeoffParams, TradeoffProcedure,
+                                      get_profile, placeholder_load, run_procedure)
+
+    base = RunConfig(target="http://127.0.0.1:8000", model="tiny", load=placeholder_load())
+    spec = ProcedureSpec(base=base, profile=get_profile("quick"), out_dir=Path("out/5.3"))
+    result = run_procedure(TradeoffProcedure(TradeoffParams()), spec)
+    result.result["knee_index"], result.result["levels"][0]["ttft_p99_ms"]
+"""
+
+from __future__ import annotations
+
+from otelbench.procedures.base import (
+    PROCEDURE_SCHEMA_VERSION,
+    PROCEDURES,
+    Procedure,
+    ProcedureResult,
+    ProcedureSpec,
+    placeholder_load,
+    register_procedure,
+    run_procedure,
+)
+from otelbench.procedures.capacity import CapacityParams, CapacityProcedure
+from otelbench.procedures.itl import ItlParams, ItlProcedure
+from otelbench.procedures.levels import LEVEL_ROW_KEYS, level_row, run_data_from_outcome
+from otelbench.procedures.planning import (
+    ITL_FRACTIONS,
+    SWEEP_FRACTIONS,
+    MaxSearch,
+    fraction_levels,
+    open_loop_requests,
+    search_max,
+)
+from otelbench.procedures.profiles import PROFILES, Profile, get_profile
+from otelbench.procedures.session import Level, ProcedureSession
+from otelbench.procedures.throughput import ThroughputParams, ThroughputProcedure
+from otelbench.procedures.tradeoff import TradeoffParams, TradeoffProcedure, curve_points
+from otelbench.procedures.ttft import TtftParams, TtftProcedure
+
+__all__ = [
+    "ITL_FRACTIONS",
+    "LEVEL_ROW_KEYS",
+    "PROCEDURES",
+    "PROCEDURE_SCHEMA_VERSION",
+    "PROFILES",
+    "SWEEP_FRACTIONS",
+    "CapacityParams",
+    "CapacityProcedure",
+    "ItlParams",
+    "ItlProcedure",
+    "Level",
+    "MaxSearch",
+    "Procedure",
+    "ProcedureResult",
+    "ProcedureSession",
+    "ProcedureSpec",
+    "Profile",
+    "ThroughputParams",
+    "ThroughputProcedure",
+    "TradeoffParams",
+    "TradeoffProcedure",
+    "TtftParams",
+    "TtftProcedure",
+    "curve_points",
+    "fraction_levels",
+    "get_profile",
+    "level_row",
+    "open_loop_requests",
+    "placeholder_load",
+    "register_procedure",
+    "run_data_from_outcome",
+    "run_procedure",
+    "search_max",
+]

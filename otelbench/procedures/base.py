@@ -1,0 +1,335 @@
+"""What every procedure shares: its spec, the registry, the run, the report envelope.
+
+A procedure (one subclass of :class:`Procedure` per draft section, registered by name) runs its
+load levels in a :class:`~otelbench.procedures.session.ProcedureSession`, then builds the
+section's results from the levels' rows (computed from the store) and renders them::
+
+    run_procedure(procedure, spec)
+      ├─ session: collector (+ vLLM) ─ procedure.run(session) ─ levels
+      ├─ session.finalize()            every level's report from the store → OUT/levels/NN/
+      └─ procedure.build(levels)       → OUT/procedure.json (envelope + section's results)
+         procedure.render(result)      → OUT/procedure.md   (the section's reporting format)
+
+The envelope (``procedure.json``'s common keys): ``schema_version``, ``procedure``,
+``draft_section``, ``title``, ``profile``, ``interrupted``, ``error`` (the error that stopped
+it, or null: its partial report is written before the error is raised), ``parameters``,
+``configuration`` (the 5.1.5.1-style configuration summary: SUT, model, hardware, workload,
+warm-up, prefix caching, guardrails), ``levels`` (the section's levels, one row each:
+:data:`~otelbench.procedures.levels.LEVEL_ROW_KEYS` plus ``index``, ``label``, ``report`` path
+and the procedure's own keys), ``runs`` (every level run, a capacity probe included: index,
+label, load, run id, report), ``started_unix``, ``finished_unix``, ``duration_s``, ``store``,
+``deviations``, ``notes``. A section's own keys sit between ``configuration`` and ``runs``.
+
+Example::
+
+    spec = ProcedureSpec(base=config, profile=get_profile("quick"), out_dir=Path("out/ttft"))
+    result = run_procedure(TtftProcedure(TtftParams(rate=2.0)), spec)
+    result.markdown
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Final, TypeVar
+
+from otelbench.errors import ConfigError, OtelbenchError
+from otelbench.loadgen.runner import LoadSpec, RunConfig
+from otelbench.procedures.profiles import Profile
+from otelbench.procedures.progress import ProcedureProgress
+from otelbench.procedures.render import render_procedure
+from otelbench.procedures.session import (
+    NO_WARMUP_DEVIATION_PREFIX,
+    Level,
+    ProcedureInterrupted,
+    ProcedureSession,
+)
+from otelbench.report import render_json
+
+__all__ = [
+    "PROCEDURES",
+    "PROCEDURE_SCHEMA_VERSION",
+    "Procedure",
+    "ProcedureResult",
+    "ProcedureSpec",
+    "level_entry",
+    "placeholder_load",
+    "register_procedure",
+    "run_procedure",
+]
+
+PROCEDURE_SCHEMA_VERSION: Final = 1
+"""Version of the ``procedure.json`` shape; bumped on any incompatible change."""
+
+SINGLE_RUN_DEVIATION: Final = (
+    "each load level was run once: no repetition across independent runs and no confidence "
+    "intervals (draft 6.3 asks for at least 3 runs for comparative claims)"
+)
+
+
+def placeholder_load() -> LoadSpec:
+    """The ``load`` of a procedure's base RunConfig; every level replaces it."""
+    return LoadSpec(mode="closed_loop", requests=1, concurrency=1)
+
+
+@dataclass(frozen=True)
+class ProcedureSpec:
+    """Where and against what a procedure runs; ``base`` holds everything but the load."""
+
+    base: RunConfig
+    profile: Profile
+    out_dir: Path
+    launch_vllm_cpu: dict[str, Any] | None = None
+    span_wait_s: float | None = None
+    gpus: int = 0
+    """Accelerators of the SUT, for tokens per GPU-second (5.2.4.2); 0: none (CPU)."""
+
+
+class Procedure(abc.ABC):
+    """One draft test procedure (5.x); subclasses are registered with
+    :func:`register_procedure`."""
+
+    name: ClassVar[str]
+    section: ClassVar[str]
+    title: ClassVar[str]
+
+    def __init__(self) -> None:
+        self.spec: ProcedureSpec | None = None
+        self.notes: list[str] = []
+
+    def bind(self, spec: ProcedureSpec) -> None:
+        """Resolve the parameters against the profile (before the session starts)."""
+        self.spec = spec
+
+    @property
+    def profile(self) -> Profile:
+        assert self.spec is not None, "bind() the procedure first"
+        return self.spec.profile
+
+    def planned_levels(self) -> int | None:
+        """How many levels the procedure plans (None: a search decides)."""
+        return None
+
+    @abc.abstractmethod
+    def parameters(self) -> dict[str, Any]:
+        """The effective parameters, for the report (5.x.2 setup parameters)."""
+
+    @abc.abstractmethod
+    def run(self, session: ProcedureSession) -> None:
+        """Run the levels (the session is open)."""
+
+    @abc.abstractmethod
+    def build(self, levels: list[Level]) -> dict[str, Any]:
+        """The section's results from the finalized levels; may set ``deviations``."""
+
+    @abc.abstractmethod
+    def render(self, result: dict[str, Any]) -> list[str]:
+        """Markdown lines of the section's reporting format."""
+
+
+P = TypeVar("P", bound=type[Procedure])
+PROCEDURES: Final[dict[str, type[Procedure]]] = {}
+
+
+def register_procedure(cls: P) -> P:
+    """Class decorator: register a procedure under its ``name``."""
+    PROCEDURES[cls.name] = cls
+    return cls
+
+
+@dataclass
+class ProcedureResult:
+    """What :func:`run_procedure` wrote: the JSON dict and Markdown of ``procedure.*``."""
+
+    out_dir: Path
+    result: dict[str, Any]
+    markdown: str
+    levels: list[Level] = field(default_factory=list)
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.result.get("interrupted"))
+
+
+def level_entry(level: Level, **extra: Any) -> dict[str, Any]:
+    """A level's row in ``procedure.json``: index, label, report path, the row, ``extra``."""
+    row = dict(level.row or {})
+    return {
+        "index": level.index,
+        "label": level.label,
+        "report": f"{level.dir_name}/report.json" if level.stored else None,
+        **row,
+        **level.meta,
+        **extra,
+    }
+
+
+def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, Any]:
+    base = session.base
+    first = next((lv.report for lv in session.levels if lv.report is not None), None)
+    run = first["run"] if first else {}
+    warmed = next((lv for lv in session.levels if lv.warmed), None)
+    return {
+        "target": base.target,
+        "model": base.model,
+        "sut": base.sut,
+        "target_reports": session.target_info,
+        "workload": run.get("workload") or {"name": base.workload, "seed": base.seed},
+        "tokenizer": run.get("tokenizer"),
+        "request_options": {"ignore_eos": base.ignore_eos, "extra_body": base.extra_body},
+        "warmup": (
+            {
+                "before_level": warmed.index,
+                "spec": None if base.warmup is None else vars(base.warmup),
+                "outcome": (warmed.report or {}).get("run", {}).get("warmup"),
+            }
+            if warmed is not None
+            else ({"cold_start": True} if base.warmup is None else None)
+        ),
+        "prefix_caching": "as the SUT is configured (not changed by otelbench)",
+        "guardrails": "none configured by otelbench",
+        "gpus": spec.gpus,
+    }
+
+
+def _level_deviations(levels: list[Level]) -> list[str]:
+    """The levels' own run-report deviations, each kind once, with the levels it applies to.
+
+    Deviations that differ only in their figures (sample counts …) are one kind; the text shown
+    is the first level's, and each level's report has its own figures.
+    """
+    kinds: dict[str, tuple[str, list[int], set[str]]] = {}
+    warmed = any(lv.warmed for lv in levels)
+    for level in levels:
+        if level.report is None:
+            continue
+        for text in level.report["methodology"]["deviations"]:
+            if warmed and str(text).startswith(NO_WARMUP_DEVIATION_PREFIX):
+                continue  # the procedure warmed up once, before its first level
+            key = _FIGURES.sub("#", str(text))
+            kind = kinds.setdefault(key, (str(text), [], set()))
+            kind[1].append(level.index)
+            kind[2].add(str(text))
+    out = []
+    for text, idx, variants in kinds.values():
+        if len(idx) == len(levels):
+            where = "every level"
+        else:
+            where = "level" + ("s " if len(idx) > 1 else " ") + ", ".join(map(str, idx))
+        figures = f" (figures of level {idx[0]})" if len(variants) > 1 else ""
+        out.append(f"{where}: {text}{figures}")
+    return out
+
+
+_FIGURES: Final = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _runs(levels: list[Level]) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": lv.index,
+            "label": lv.label,
+            "mode": lv.load.mode,
+            "offered_rps": lv.load.rate,
+            "concurrency": lv.load.concurrency,
+            "requests": lv.load.requests,
+            "run_id": lv.run_id,
+            "warmed": lv.warmed,
+            "interrupted": lv.interrupted,
+            "report": f"{lv.dir_name}/report.json" if lv.stored else None,
+        }
+        for lv in levels
+    ]
+
+
+def run_procedure(
+    procedure: Procedure,
+    spec: ProcedureSpec,
+    *,
+    progress: ProcedureProgress | None = None,
+    write: Callable[[str], None] | None = None,
+) -> ProcedureResult:
+    """Run ``procedure`` per ``spec``: levels, per-level reports, ``procedure.json`` / ``.md``."""
+    procedure.bind(spec)
+    if progress is None:
+        progress = ProcedureProgress(procedure.section, procedure.planned_levels())
+        if write is not None:
+            progress.write = write
+    session = ProcedureSession(
+        spec.out_dir,
+        spec.base,
+        launch_vllm_cpu=spec.launch_vllm_cpu,
+        span_wait_s=spec.span_wait_s,
+        on_status=progress.status,
+        on_level_start=progress.level_started,
+        on_result=progress.result,
+    )
+    interrupted = False
+    failure: OtelbenchError | None = None
+    with session:
+        try:
+            procedure.run(session)
+        except ProcedureInterrupted:
+            interrupted = True
+            progress.status("interrupted: reporting the levels measured so far")
+        except OtelbenchError as exc:  # reported below with what was measured, then raised
+            failure = exc
+    progress.finished()
+    session.finalize()
+    if not session.levels:
+        raise failure or ConfigError("the procedure ran no load level")
+    body = procedure.build(session.levels)
+    deviations = list(body.pop("deviations", []))
+    deviations.append(SINGLE_RUN_DEVIATION)
+    deviations += _level_deviations(session.levels)
+    if interrupted:
+        deviations.insert(0, "the procedure was interrupted; its results are partial")
+    if failure is not None:
+        deviations.insert(
+            0, f"the procedure stopped on an error; its results are partial: {failure}"
+        )
+    finished = session.finished_unix or session.started_unix
+    result: dict[str, Any] = {
+        "schema_version": PROCEDURE_SCHEMA_VERSION,
+        "procedure": procedure.name,
+        "draft_section": procedure.section,
+        "title": procedure.title,
+        "profile": spec.profile.name,
+        "interrupted": interrupted,
+        "error": None if failure is None else str(failure),
+        "parameters": procedure.parameters(),
+        "configuration": _configuration(spec, session),
+        **body,
+        "runs": _runs(session.levels),
+        "started_unix": session.started_unix,
+        "finished_unix": finished,
+        "duration_s": finished - session.started_unix,
+        "store": "spans.duckdb",
+        "deviations": deviations,
+        "notes": list(procedure.notes),
+    }
+    result = _jsonable(result)
+    markdown = render_procedure(result, procedure.render(result))
+    (spec.out_dir / "procedure.json").write_text(render_json(result))
+    (spec.out_dir / "procedure.md").write_text(markdown)
+    if failure is not None:
+        raise failure
+    return ProcedureResult(spec.out_dir, result, markdown, session.levels)
+
+
+def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
+    """Round-trip through JSON so that tuples, paths and numpy scalars are plain values."""
+    out: dict[str, Any] = json.loads(json.dumps(value, default=_default))
+    return out
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -1,0 +1,215 @@
+"""Draft 5.4, Inter-Token Latency Distribution: ITL at 25/50/75/90 % of saturation.
+
+Saturation (the reference rate) is given (``--saturation-rps``) or read from a 5.3 result
+(``procedure.json`` of ``throughput-latency``): the offered rate of its throughput **peak** —
+the level of highest achieved throughput up to the saturation point, which the draft's Table 5
+calls the saturation point ("22 req/s (throughput peaks)").
+
+Each level runs open loop at its fraction of the reference with ``requests`` requests and
+reports (5.4.4) the pooled ITL percentiles P50/P90/P95/P99/P99.9, mean and standard deviation,
+the per-request jitter (std of a request's ITL) and maximum pause P50/P95/P99, and the shape:
+modality (KDE peak count) and the P99/P50 tail ratio — all from the level's run report
+(client-side Option B; server-side Option C next to it when engine-hook spans exist). TTFT is
+never part of ITL (5.4.3).
+
+Example::
+
+    run_procedure(ItlProcedure(ItlParams(saturation_rps=4.0)), spec)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from otelbench.errors import ConfigError
+from otelbench.loadgen.runner import LoadSpec
+from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.planning import ITL_FRACTIONS, fraction_levels
+from otelbench.procedures.profiles import DRAFT_ITL_MIN_OUTPUT_TOKENS, shortfalls
+from otelbench.procedures.render import NA, fmt, table
+from otelbench.procedures.session import Level, ProcedureSession
+
+__all__ = ["ItlParams", "ItlProcedure", "itl_level", "saturation_from_sweep"]
+
+
+def saturation_from_sweep(result: dict[str, Any]) -> tuple[float, str]:
+    """The reference rate from a 5.3 ``procedure.json`` dict, and where it came from.
+
+    >>> saturation_from_sweep({"procedure": "throughput-latency", "peak_index": 1,
+    ...                        "levels": [{"offered_rps": 1.0}, {"offered_rps": 2.0}]})[0]
+    2.0
+    """
+    if result.get("procedure") != "throughput-latency":
+        raise ConfigError("--sweep must be the procedure.json of a throughput-latency (5.3) run")
+    peak = result.get("peak_index")
+    levels = result.get("levels") or []
+    if peak is None or not 0 <= peak < len(levels) or levels[peak].get("offered_rps") is None:
+        raise ConfigError("the 5.3 result has no throughput peak to take saturation from")
+    rate = float(levels[peak]["offered_rps"])
+    return rate, f"offered rate of the throughput peak (level {peak}) of a 5.3 sweep"
+
+
+@dataclass(frozen=True)
+class ItlParams:
+    """5.4.2 setup parameters: the reference (``saturation_rps`` or a 5.3 ``sweep`` file),
+    the fractions, ``requests`` per level (None: the profile's)."""
+
+    saturation_rps: float | None = None
+    sweep: Path | None = None
+    fractions: tuple[float, ...] = ITL_FRACTIONS
+    requests: int | None = None
+    arrival: str = "poisson"
+
+    def __post_init__(self) -> None:
+        if (self.saturation_rps is None) == (self.sweep is None):
+            raise ConfigError("5.4 needs one of --saturation-rps or --sweep (a 5.3 result)")
+        if self.saturation_rps is not None and not self.saturation_rps > 0:
+            raise ConfigError("--saturation-rps must be > 0")
+        if self.arrival in ("closed_loop", "trace"):
+            raise ConfigError("5.4 load levels are open-loop rates")
+        fraction_levels(1.0, self.fractions)
+
+    def reference(self) -> tuple[float, str]:
+        if self.saturation_rps is not None:
+            return self.saturation_rps, "given (--saturation-rps)"
+        assert self.sweep is not None
+        try:
+            result = json.loads(Path(self.sweep).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read the 5.3 result {self.sweep}: {exc}") from None
+        return saturation_from_sweep(result)
+
+
+def itl_level(report: dict[str, Any]) -> dict[str, Any]:
+    """A level's 5.4.4 measurements from its run report (client Option B; server Option C)."""
+    client = report.get("metrics", {}).get("client", {})
+    server = report.get("metrics", {}).get("server") or {}
+    itl = client.get("itl_ms") or {}
+    per_request = client.get("itl_per_request") or {}
+    shape = client.get("itl_shape") or {}
+    out = {
+        "itl_ms": itl,
+        "samples": itl.get("count"),
+        "jitter_ms": per_request.get("jitter_ms"),
+        "max_pause_ms": per_request.get("max_pause_ms"),
+        "p99_p50_ratio": client.get("itl_p99_p50_ratio"),
+        "shape": {
+            "peaks": shape.get("peaks"),
+            "multimodal": shape.get("multimodal"),
+            "peak_locations_ms": shape.get("peak_locations_ms"),
+            "tail_ratio": shape.get("p99_p50_ratio"),
+        },
+        "server_itl_ms": server.get("itl_ms"),
+        "method": (report.get("methodology", {}).get("itl_method") or {}).get("name"),
+    }
+    return out
+
+
+@register_procedure
+class ItlProcedure(Procedure):
+    """Draft 5.4 (module docstring)."""
+
+    name = "itl"
+    section = "5.4"
+    title = "Inter-Token Latency Distribution"
+
+    def __init__(self, params: ItlParams) -> None:
+        super().__init__()
+        self.params = params
+        self.reference_rps, self.reference_source = params.reference()
+
+    @property
+    def requests(self) -> int:
+        return self.params.requests or self.profile.itl_requests
+
+    def planned_levels(self) -> int | None:
+        return len(self.params.fractions)
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            **asdict(self.params),
+            "saturation_rps": self.reference_rps,
+            "saturation_source": self.reference_source,
+            "requests": self.requests,
+            "minimum_output_tokens": DRAFT_ITL_MIN_OUTPUT_TOKENS,
+            "measurement_method": "chunk timing at the client (4.6.3 Option B); server-side "
+            "token timing (Option C) next to it when the target's engine-hook spans exist",
+        }
+
+    def run(self, session: ProcedureSession) -> None:
+        rates = fraction_levels(self.reference_rps, self.params.fractions)
+        for fraction, rate in zip(self.params.fractions, rates, strict=True):
+            load = LoadSpec(mode=self.params.arrival, requests=self.requests, rate=rate)  # type: ignore[arg-type]
+            session.run_level(load, f"{100 * fraction:.0f}% of saturation", {"fraction": fraction})
+
+    def build(self, levels: list[Level]) -> dict[str, Any]:
+        entries = [level_entry(lv, itl=itl_level(lv.report or {})) for lv in levels]
+        deviations = shortfalls(itl_requests=self.requests)
+        marker = f"fewer than {DRAFT_ITL_MIN_OUTPUT_TOKENS} output tokens"
+        short = [
+            lv.index
+            for lv in levels
+            if any(
+                marker in str(d)
+                for d in (lv.report or {}).get("methodology", {}).get("deviations", [])
+            )
+        ]
+        if short:
+            deviations.append(
+                f"level(s) {', '.join(map(str, short))}: some requests generated fewer than "
+                f"{DRAFT_ITL_MIN_OUTPUT_TOKENS} output tokens (5.4.2)"
+            )
+        return {
+            "saturation": {"rps": self.reference_rps, "source": self.reference_source},
+            "levels": entries,
+            "deviations": deviations,
+        }
+
+    def render(self, result: dict[str, Any]) -> list[str]:
+        sat = result["saturation"]
+        lines = [
+            f"Saturation reference: {fmt(sat['rps'], 3)} req/s — {sat['source']}.",
+            "",
+            "## ITL results per load level (5.4.5)",
+            "",
+        ]
+        header = ["Metric"] + [
+            f"{100 * float(lv.get('fraction', 0)):.0f}% ({fmt(lv.get('offered_rps'), 3)} r/s)"
+            for lv in result["levels"]
+        ]
+        itls = [lv["itl"] for lv in result["levels"]]
+
+        def row(name: str, get: Any, digits: int = 2) -> list[str]:
+            return [name] + [fmt(get(i), digits) if get(i) is not None else NA for i in itls]
+
+        rows = [
+            ["ITL Samples"] + [str(i["samples"]) for i in itls],
+            row("ITL P50 (ms)", lambda i: i["itl_ms"].get("p50")),
+            row("ITL P90 (ms)", lambda i: i["itl_ms"].get("p90")),
+            row("ITL P95 (ms)", lambda i: i["itl_ms"].get("p95")),
+            row("ITL P99 (ms)", lambda i: i["itl_ms"].get("p99")),
+            row("ITL P99.9 (ms)", lambda i: i["itl_ms"].get("p99_9")),
+            row("ITL Mean (ms)", lambda i: i["itl_ms"].get("mean")),
+            row("ITL Std Dev (ms)", lambda i: i["itl_ms"].get("std")),
+            row("P99/P50 Ratio", lambda i: i["p99_p50_ratio"]),
+            row("Jitter P50 (ms)", lambda i: (i["jitter_ms"] or {}).get("p50")),
+            row("Jitter P95 (ms)", lambda i: (i["jitter_ms"] or {}).get("p95")),
+            row("Jitter P99 (ms)", lambda i: (i["jitter_ms"] or {}).get("p99")),
+            row("Max pause P50 (ms)", lambda i: (i["max_pause_ms"] or {}).get("p50")),
+            row("Max pause P95 (ms)", lambda i: (i["max_pause_ms"] or {}).get("p95")),
+            row("Max pause P99 (ms)", lambda i: (i["max_pause_ms"] or {}).get("p99")),
+            ["Modality"]
+            + [
+                NA
+                if i["shape"]["peaks"] is None
+                else ("multimodal" if i["shape"]["multimodal"] else "unimodal")
+                + f" ({i['shape']['peaks']} peak(s))"
+                for i in itls
+            ],
+            row("Server ITL P50 (ms, Option C)", lambda i: (i["server_itl_ms"] or {}).get("p50")),
+            row("Server ITL P99 (ms, Option C)", lambda i: (i["server_itl_ms"] or {}).get("p99")),
+        ]
+        return lines + table(header, rows)

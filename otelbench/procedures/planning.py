@@ -1,0 +1,218 @@
+"""Planning a procedure's load levels, and the search for the largest passing level: pure, no I/O.
+
+* :func:`fraction_levels` — load levels as fractions of a reference rate (5.3.3 step 2: 10 %,
+  20 %, … 120 % of the estimated capacity; 5.4.2: 25/50/75/90 % of saturation).
+* :func:`open_loop_requests` — the request count that keeps an open-loop level running for its
+  duration at its rate (``ceil(rate × duration)``, at least a floor).
+* :class:`MaxSearch` — the largest value in ``[lo, hi]`` at which a (presumed monotone)
+  system passes, by bracketing then bisection: draft 5.2.3 step 4 (binary search on the arrival
+  rate) and 5.5.3 step 4 (binary search on concurrency). The caller measures; the search only
+  says which value to try next (:meth:`MaxSearch.next_value`) and learns each verdict
+  (:meth:`MaxSearch.record`).
+
+**The search, as defined here.** Before any verdict it proposes ``start``. While only passes are
+known it grows: ``min(best_pass × growth, hi)`` (``start`` first if it is above the best pass and
+untried); a pass at ``hi`` ends it (``capped``). While only failures are known it shrinks:
+``max(worst_fail / growth, lo)``; a failure at ``lo`` ends it with no passing value. With a pass
+below a failure it bisects, ``(pass + fail) / 2`` (integers: floored, strictly between), until
+``fail − pass <= max(abs_tolerance, rel_tolerance × pass)`` (integers: until adjacent at least).
+It also ends after ``max_steps`` verdicts (``exhausted``). A pass above a known failure (the
+system is not monotone, e.g. noise) is recorded in ``non_monotone`` and moves the failure bound
+above it: the newest evidence wins.
+
+Example::
+
+    search = MaxSearch(start=8, lo=1, hi=512, integer=True)
+    while (c := search.next_value()) is not None:
+        search.record(c, run_level(c).passed)
+    print(search.best, search.first_fail, search.capped)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from otelbench.errors import ConfigError
+
+__all__ = [
+    "ITL_FRACTIONS",
+    "SWEEP_FRACTIONS",
+    "MaxSearch",
+    "SearchStep",
+    "fraction_levels",
+    "open_loop_requests",
+    "search_max",
+]
+
+SWEEP_FRACTIONS: Final = tuple(round(0.1 * k, 1) for k in range(1, 13))
+"""Draft 5.3.3 step 2: 10 %, 20 %, …, 100 %, 110 %, 120 % of the estimated capacity."""
+ITL_FRACTIONS: Final = (0.25, 0.5, 0.75, 0.9)
+"""Draft 5.4.2: 25 %, 50 %, 75 % and 90 % of saturation."""
+
+
+def fraction_levels(reference: float, fractions: Sequence[float] = SWEEP_FRACTIONS) -> list[float]:
+    """``reference × f`` for each fraction, which must be positive and strictly ascending.
+
+    >>> fraction_levels(10.0, (0.1, 0.5, 1.2))
+    [1.0, 5.0, 12.0]
+    """
+    if not (math.isfinite(reference) and reference > 0):
+        raise ConfigError(f"the reference rate must be a positive number, got {reference}")
+    if not fractions or any(f <= 0 for f in fractions):
+        raise ConfigError("load fractions must be positive")
+    if any(b <= a for a, b in itertools.pairwise(fractions)):
+        raise ConfigError("load fractions must be strictly ascending")
+    return [reference * f for f in fractions]
+
+
+def open_loop_requests(rate: float, duration_s: float, min_requests: int = 1) -> int:
+    """Requests an open-loop level at ``rate`` sends over ``duration_s``: ``ceil(rate × d)``,
+    at least ``min_requests``.
+
+    >>> open_loop_requests(2.5, 60.0), open_loop_requests(0.2, 3.0, min_requests=6)
+    (150, 6)
+    """
+    if not (rate > 0 and duration_s >= 0):
+        raise ConfigError("a level needs a rate > 0 and a duration >= 0")
+    return max(int(min_requests), math.ceil(rate * duration_s - 1e-9))
+
+
+@dataclass(frozen=True, slots=True)
+class SearchStep:
+    """One verdict the search learned."""
+
+    value: float
+    passed: bool
+
+
+@dataclass
+class MaxSearch:
+    """Bracket-then-bisect search for the largest passing value (see the module docstring)."""
+
+    start: float
+    lo: float
+    hi: float
+    integer: bool = False
+    growth: float = 2.0
+    abs_tolerance: float = 0.0
+    rel_tolerance: float = 0.0
+    max_steps: int = 30
+    steps: list[SearchStep] = field(default_factory=list)
+    best: float | None = None
+    """The largest passing value below every failure, once known."""
+    first_fail: float | None = None
+    """The smallest failing value above ``best``, once known."""
+    non_monotone: list[SearchStep] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not (0 < self.lo <= self.start <= self.hi) or not math.isfinite(self.hi):
+            raise ConfigError(
+                f"the search needs 0 < lo <= start <= hi, got lo={self.lo}, start={self.start}, "
+                f"hi={self.hi}"
+            )
+        if self.growth <= 1:
+            raise ConfigError("the search's growth factor must be > 1")
+        if self.max_steps < 1:
+            raise ConfigError("the search needs max_steps >= 1")
+        if self.integer:
+            self.start, self.lo, self.hi = (
+                float(round(self.start)),
+                float(math.ceil(self.lo)),
+                float(math.floor(self.hi)),
+            )
+
+    # ------------------------------------------------------------------ state
+    @property
+    def tried(self) -> set[float]:
+        return {s.value for s in self.steps}
+
+    @property
+    def capped(self) -> bool:
+        """The upper bound itself passed: the true maximum may lie above ``hi``."""
+        return self.best is not None and self.best >= self.hi
+
+    @property
+    def exhausted(self) -> bool:
+        """The search stopped at ``max_steps`` before it converged."""
+        return len(self.steps) >= self.max_steps and not self._converged()
+
+    def _tolerance(self) -> float:
+        tol = max(self.abs_tolerance, self.rel_tolerance * (self.best or 0.0))
+        return max(tol, 1.0) if self.integer else tol
+
+    def _converged(self) -> bool:
+        if self.best is None:
+            return self.first_fail is not None and self.first_fail <= self.lo
+        if self.first_fail is None:
+            return self.best >= self.hi
+        return self.first_fail - self.best <= self._tolerance()
+
+    # ------------------------------------------------------------------ protocol
+    def record(self, value: float, passed: bool) -> None:
+        """Learn that the system passed (or failed) at ``value``."""
+        step = SearchStep(float(value), bool(passed))
+        self.steps.append(step)
+        if passed:
+            if self.first_fail is not None and value >= self.first_fail:
+                self.non_monotone.append(step)
+                self.first_fail = None
+                failures = [s.value for s in self.steps if not s.passed and s.value > value]
+                self.first_fail = min(failures) if failures else None
+            if self.best is None or value > self.best:
+                self.best = float(value)
+        else:
+            if self.best is not None and value <= self.best:
+                self.non_monotone.append(step)
+                passes = [s.value for s in self.steps if s.passed and s.value < value]
+                self.best = max(passes) if passes else None
+            if self.first_fail is None or value < self.first_fail:
+                self.first_fail = float(value)
+
+    def next_value(self) -> float | None:
+        """The next value to measure, or None when the search is over."""
+        if len(self.steps) >= self.max_steps or self._converged():
+            return None
+        if not self.steps:
+            return self.start
+        if self.first_fail is None:
+            assert self.best is not None
+            if self.start > self.best and self.start not in self.tried:
+                return self.start
+            return self._fresh(min(self.best * self.growth, self.hi), up=True)
+        if self.best is None:
+            return self._fresh(max(self.first_fail / self.growth, self.lo), up=False)
+        mid = (self.best + self.first_fail) / 2.0
+        if self.integer:
+            mid = float(math.floor(mid))
+            if not self.best < mid < self.first_fail:
+                return None
+        return mid
+
+    def _fresh(self, value: float, *, up: bool) -> float | None:
+        if self.integer:
+            value = float(math.ceil(value) if up else math.floor(value))
+            if up and self.best is not None and value <= self.best:
+                value = self.best + 1
+            if not up and self.first_fail is not None and value >= self.first_fail:
+                value = self.first_fail - 1
+            value = min(max(value, self.lo), self.hi)
+        return None if value in self.tried else value
+
+
+def search_max(
+    passes: Callable[[float], bool],
+    search: MaxSearch,
+) -> MaxSearch:
+    """Drive ``search`` with a synchronous verdict function (tests, simulations); returns it.
+
+    >>> s = search_max(lambda c: c <= 40, MaxSearch(start=8, lo=1, hi=512, integer=True))
+    >>> s.best, s.first_fail
+    (40.0, 41.0)
+    """
+    while (value := search.next_value()) is not None:
+        search.record(value, passes(value))
+    return search

@@ -1,0 +1,62 @@
+"""The capacity estimate a sweep or a search starts from (draft 5.3.3 step 1).
+
+Either given (``--capacity-rps``, e.g. a published specification or an earlier result) or
+measured by a short **closed-loop probe**: ``probe_requests`` requests at ``probe_concurrency``
+in flight; the estimate is the probe's achieved request throughput (completed requests per
+second over its window). A closed loop at a concurrency the target can batch runs it near its
+capacity without queueing past it; the estimate is only a starting point (5.3 sweeps to 120 %
+of it, 5.2 searches around it).
+
+Example::
+
+    capacity = estimate_capacity(session, given=None, concurrency=8, requests=16)
+    capacity["rps"], capacity["source"]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otelbench.errors import TargetError
+from otelbench.loadgen.runner import LoadSpec
+from otelbench.procedures.base import level_entry
+from otelbench.procedures.session import Level, ProcedureSession
+
+__all__ = ["PROBE_ROLE", "capacity_section", "estimate_capacity"]
+
+PROBE_ROLE = "capacity-probe"
+
+
+def estimate_capacity(
+    session: ProcedureSession, *, given: float | None, concurrency: int, requests: int
+) -> float:
+    """The capacity estimate in requests/s: ``given``, else a closed-loop probe's throughput."""
+    if given is not None:
+        return given
+    level = session.run_level(
+        LoadSpec(mode="closed_loop", requests=requests, concurrency=concurrency),
+        f"capacity probe (closed loop, concurrency {concurrency})",
+        {"role": PROBE_ROLE},
+    )
+    rps = (level.live_row or {}).get("achieved_rps")
+    if not rps:
+        raise TargetError(
+            "the capacity probe completed no request; check the target (or give --capacity-rps)"
+        )
+    return float(rps)
+
+
+def capacity_section(
+    levels: list[Level], given: float | None, concurrency: int, requests: int
+) -> dict[str, Any]:
+    """The report's ``capacity`` block: the estimate, its source and the probe's level."""
+    probe = next((lv for lv in levels if lv.meta.get("role") == PROBE_ROLE), None)
+    if given is not None:
+        return {"rps": given, "source": "given (--capacity-rps)", "probe": None}
+    live = probe.live_row if probe is not None else None
+    return {
+        "rps": (live or {}).get("achieved_rps"),
+        "source": f"closed-loop probe: {requests} requests at concurrency {concurrency}, "
+        "achieved request throughput (as measured live, when the levels were planned)",
+        "probe": level_entry(probe) if probe is not None else None,
+    }

@@ -1,0 +1,130 @@
+"""``procedure.md``: the common header and footer around a procedure's own tables.
+
+Header: title and draft section, profile, the configuration summary (5.1.5.1-style) and the
+parameters. Footer: the levels and their run reports, deviations, notes. Latencies print in
+ms with the precision given; absent values as ``n/a``.
+
+Example::
+
+    markdown = render_procedure(result, ["## Results", "", *table(["a"], [["1"]])])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["NA", "fmt", "pct", "render_procedure", "table"]
+
+NA = "n/a"
+
+
+def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
+    """A number with ``digits`` decimals (and `` unit``), or ``n/a``."""
+    if value is None:
+        return NA
+    text = f"{float(value):.{digits}f}"
+    return f"{text} {unit}" if unit else text
+
+
+def pct(value: Any, digits: int = 1) -> str:
+    """A ratio as a percentage, or ``n/a``."""
+    return NA if value is None else f"{100.0 * float(value):.{digits}f}%"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, Mapping | list):
+        return "`" + json.dumps(value, sort_keys=True) + "`"
+    return str(value)
+
+
+def _configuration(result: Mapping[str, Any]) -> list[str]:
+    c = result["configuration"]
+    sut = c.get("sut") or {}
+    workload = c.get("workload") or {}
+    warmup = c.get("warmup")
+    if warmup is None:
+        warm = "none"
+    elif warmup.get("cold_start"):
+        warm = "skipped (cold start, 4.5.3)"
+    else:
+        outcome = warmup.get("outcome") or {}
+        warm = (
+            f"draft 4.5 warm-up before level {warmup['before_level']}"
+            + (f": {outcome.get('requests')} requests" if outcome.get("requests") else "")
+            + (
+                f", stabilized: {outcome.get('stabilized')}"
+                if outcome.get("stabilized") is not None
+                else ""
+            )
+            + "; the SUT stays warm between levels"
+        )
+    rows = [
+        ["SUT boundary", str(sut.get("boundary", "not declared"))],
+        ["SUT software", str(sut.get("software", "not declared"))],
+        ["Hardware", str(sut.get("hardware", "not declared"))],
+        ["Target", str(c.get("target"))],
+        ["Model", str(c.get("model"))],
+        ["Workload", f"{workload.get('name')} (seed {workload.get('seed')})"],
+        ["Warm-up", warm],
+        ["Prefix caching", str(c.get("prefix_caching"))],
+        ["Guardrails", str(c.get("guardrails"))],
+    ]
+    return ["## Configuration summary", "", *table(["Item", "Value"], rows), ""]
+
+
+def render_procedure(result: Mapping[str, Any], body: Sequence[str]) -> str:
+    """The whole ``procedure.md``: header, the procedure's ``body`` lines, footer."""
+    lines = [
+        f"# {result['title']} (draft {result['draft_section']})",
+        "",
+        f"Procedure `{result['procedure']}`, profile `{result['profile']}`"
+        + (" — **interrupted, partial results**" if result.get("interrupted") else "")
+        + f"; {len(result.get('runs', []))} run(s) in "
+        + f"{fmt(result.get('duration_s'), 0)} s; spans in `{result['store']}`.",
+        "",
+        *_configuration(result),
+        "## Parameters",
+        "",
+        *table(
+            ["Parameter", "Value"],
+            [[k, _value(v)] for k, v in result["parameters"].items()],
+        ),
+        "",
+        *body,
+        "",
+        "## Runs (one per load level)",
+        "",
+        *table(
+            ["#", "Label", "Load", "Requests", "Run id", "Report"],
+            [
+                [
+                    str(lv["index"]),
+                    str(lv["label"]),
+                    (
+                        f"concurrency {lv.get('concurrency')}"
+                        if lv.get("mode") == "closed_loop"
+                        else f"{fmt(lv.get('offered_rps'), 3)} req/s {lv.get('mode')}"
+                    ),
+                    str(lv.get("requests")),
+                    str(lv.get("run_id")),
+                    f"`{lv['report']}`" if lv.get("report") else NA,
+                ]
+                for lv in result.get("runs", [])
+            ],
+        ),
+        "",
+        "## Deviations from the draft",
+        "",
+        *([f"- {d}" for d in result["deviations"]] or ["- none"]),
+    ]
+    if result.get("notes"):
+        lines += ["", "## Notes", "", *[f"- {n}" for n in result["notes"]]]
+    return "\n".join(lines) + "\n"

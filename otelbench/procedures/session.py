@@ -1,0 +1,271 @@
+"""A procedure's session: ONE collector (and ONE launched SUT) for all its load levels.
+
+::
+
+    ProcedureSession.__enter__   embedded collector → OUT/spans.duckdb; vLLM launched (optional)
+                                 with its tracer pointed at that collector; preflight
+    run_level() × N              one run per level (its own run id, OUT/levels/NN/run.json):
+                                 execute_run → flush spans → wait for the target's spans →
+                                 live report from the records in memory (levels.py)
+    __exit__                     stop vLLM, stop the collector (the store is now readable)
+    finalize()                   every level's report from the store → OUT/levels/NN/report.*
+
+Warm-up (draft 4.5) runs once, before the first level's measurement; the SUT stays warm between
+levels, so later levels run without one (their run reports list "no warm-up" as the runner
+always does; the procedure report states what happened instead).
+
+Example::
+
+    with ProcedureSession(out, base_config, progress=progress) as session:
+        level = session.run_level(LoadSpec(mode="poisson", requests=60, rate=2.0), "20%")
+        print(level.row["ttft_p99_ms"])
+    session.finalize()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+from otelbench import telemetry
+from otelbench.benchmark import (
+    LAUNCHED_SPAN_FLUSH_WAIT_S,
+    VLLM_SPAN_FLUSH_WAIT_S,
+    EmbeddedCollector,
+    check_target_url,
+    config_json,
+    describe_sut,
+    preflight,
+)
+from otelbench.client import CompletionResult
+from otelbench.errors import ConfigError, OtelbenchError
+from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_run
+from otelbench.loadgen.workloads import make_workload
+from otelbench.procedures.levels import level_row, run_data_from_outcome
+from otelbench.query import RunData, extract_run_data, open_store
+from otelbench.report import render_json, render_markdown, report_from_data
+
+__all__ = ["Level", "ProcedureInterrupted", "ProcedureSession"]
+
+NO_WARMUP_DEVIATION_PREFIX: Final = "no warm-up procedure was run"
+"""How the runner's manifest words a run without warm-up (otelbench.loadgen.runner)."""
+
+
+class ProcedureInterrupted(OtelbenchError):
+    """Ctrl-C during a level: the procedure stops; what was measured is still reported."""
+
+
+@dataclass
+class Level:
+    """One load level of a procedure: its run, its row (live, then from the store)."""
+
+    index: int
+    """1-based, in the order run; the level's directory is ``levels/NN``."""
+    label: str
+    run_id: str
+    load: LoadSpec
+    out_dir: Path
+    warmed: bool
+    """This level's run carried the procedure's warm-up."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """What the procedure planned for the level (fraction, role in a search, …)."""
+    live_row: dict[str, Any] | None = None
+    row: dict[str, Any] | None = None
+    """From the store once finalized (else the live row)."""
+    report: dict[str, Any] | None = None
+    """The run report: live (no server spans) until finalized, then from the store."""
+    data: RunData | None = None
+    stored: bool = False
+    """``report`` and ``row`` come from the store (and the report files are written)."""
+    interrupted: bool = False
+
+    @property
+    def dir_name(self) -> str:
+        return f"levels/{self.index:02d}"
+
+
+class ProcedureSession:
+    """One collector, optionally one launched vLLM, and the procedure's levels (module doc)."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        base: RunConfig,
+        *,
+        launch_vllm_cpu: dict[str, Any] | None = None,
+        span_wait_s: float | None = None,
+        on_status: Callable[[str], None] = lambda _msg: None,
+        on_level_start: Callable[[Level], None] = lambda _level: None,
+        on_result: Callable[[CompletionResult], None] | None = None,
+    ) -> None:
+        make_workload(base.workload, seed=base.seed, **base.workload_params)  # fail early
+        if launch_vllm_cpu is None:
+            check_target_url(base.target)
+        self.out_dir = out_dir
+        self.base = base
+        self.launch_vllm_cpu = launch_vllm_cpu
+        self.span_wait_s = span_wait_s
+        self.on_status = on_status
+        self.on_level_start = on_level_start
+        self.on_result = on_result
+        self.store_path = out_dir / "spans.duckdb"
+        self.levels: list[Level] = []
+        self.target_info: dict[str, Any] = {}
+        self.collector_stats: dict[str, Any] = {}
+        self.interrupted = False
+        self.started_unix = time.time()
+        self.finished_unix: float | None = None
+        self._collector: EmbeddedCollector | None = None
+        self._stack = contextlib.ExitStack()
+        self._warmup_pending = base.warmup is not None
+
+    # ------------------------------------------------------------------ life cycle
+    def __enter__(self) -> ProcedureSession:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.store_path.exists():
+            raise ConfigError(
+                f"{self.store_path} exists: give a new --out directory for each procedure"
+            )
+        self._collector = EmbeddedCollector(self.store_path)
+        self.on_status(f"starting the embedded collector → {self.store_path}")
+        endpoint = self._collector.start()
+        try:
+            if self.launch_vllm_cpu is not None:
+                self.on_status("starting vLLM on CPU (about 30–60 s), once for every level")
+                url = self._stack.enter_context(self._launched_vllm(endpoint))
+                self.base = replace(self.base, target=url)
+            self.target_info = preflight(self.base.target, self.base.model)
+            sut = describe_sut(
+                self.base, self.target_info, launched=self.launch_vllm_cpu is not None
+            )
+            self.base = replace(self.base, sut=sut)
+        except BaseException:
+            self._stack.close()
+            self.collector_stats = self._collector.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.finished_unix = time.time()
+        try:
+            self._stack.close()
+        finally:
+            if self._collector is not None:
+                self.collector_stats = self._collector.stop()
+
+    @contextlib.contextmanager
+    def _launched_vllm(self, endpoint: str) -> Iterator[str]:
+        from otelbench.sut.vllm_cpu import VllmCpuServer
+
+        assert self.launch_vllm_cpu is not None
+        server = VllmCpuServer(
+            otlp_traces_endpoint=telemetry.traces_url(endpoint),
+            log_path=self.out_dir / "vllm.log",
+            env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
+            hooks=True,
+            **self.launch_vllm_cpu,
+        )
+        server.start()
+        try:
+            yield server.base_url
+        finally:
+            server.stop()
+
+    @property
+    def endpoint(self) -> str:
+        assert self._collector is not None, "the session is not open"
+        return self._collector.endpoint
+
+    # ------------------------------------------------------------------ levels
+    def run_level(self, load: LoadSpec, label: str, meta: dict[str, Any] | None = None) -> Level:
+        """Run one level and return it with its live row; raises ProcedureInterrupted on ^C."""
+        collector = self._collector
+        assert collector is not None, "run_level() outside the session"
+        warm = self._warmup_pending
+        config = replace(
+            self.base,
+            load=load,
+            run_id=f"{self.base.run_id}-{len(self.levels) + 1:02d}",
+            warmup=self.base.warmup if warm else None,
+        )
+        level = Level(
+            index=len(self.levels) + 1,
+            label=label,
+            run_id=config.run_id,
+            load=load,
+            out_dir=self.out_dir / f"levels/{len(self.levels) + 1:02d}",
+            warmed=warm,
+            meta=dict(meta or {}),
+        )
+        self.levels.append(level)
+        level.out_dir.mkdir(parents=True, exist_ok=True)
+        (level.out_dir / "run.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
+        self.on_level_start(level)
+        provider = telemetry.make_tracer_provider(self.endpoint, run_id=config.run_id)
+        before = collector.target_spans()
+        started = time.monotonic()
+        outcome: RunOutcome | None = None
+        try:
+            outcome = asyncio.run(
+                execute_run(config, tracer_provider=provider, on_result=self.on_result)
+            )
+        except KeyboardInterrupt:
+            level.interrupted = self.interrupted = True
+        finally:
+            telemetry.shutdown(provider)
+            self._wait_for_target_spans(
+                before, len(outcome.results) if outcome else load.requests, started
+            )
+        self._warmup_pending = False
+        if outcome is None:
+            raise ProcedureInterrupted("interrupted during level " + str(level.index))
+        data = run_data_from_outcome(outcome)
+        level.data, level.report = data, report_from_data(data)
+        level.live_row = level.row = level_row(data, level.report)
+        return level
+
+    def _wait_for_target_spans(self, before: int, sent: int, started: float) -> None:
+        collector = self._collector
+        assert collector is not None
+        wait = (
+            LAUNCHED_SPAN_FLUSH_WAIT_S
+            if self.launch_vllm_cpu is not None
+            else VLLM_SPAN_FLUSH_WAIT_S
+        )
+        if self.span_wait_s is not None:
+            wait = self.span_wait_s
+        if wait <= 0:
+            return
+        traced = collector.target_spans() > before
+        if traced or time.monotonic() - started < wait:
+            collector.wait_for_target_spans(before + sent, wait)
+
+    # ------------------------------------------------------------------ reports
+    def finalize(self) -> None:
+        """After the session: every level's report from the store, written to its directory."""
+        if not self.store_path.exists() or not self.levels:
+            return
+        with open_store(self.store_path) as runner:
+            for level in self.levels:
+                try:
+                    data = extract_run_data(runner, level.run_id)
+                except OtelbenchError as exc:
+                    self.on_status(f"level {level.index}: no stored run ({exc})")
+                    continue
+                report = report_from_data(data)
+                (level.out_dir / "report.json").write_text(render_json(report))
+                (level.out_dir / "report.md").write_text(render_markdown(report))
+                level.data, level.report, level.stored = data, report, True
+                level.row = level_row(data, report)

@@ -1,0 +1,381 @@
+"""Draft 5.2, Output Token Throughput: search for the maximum sustainable arrival rate.
+
+Procedure (5.2.3): estimate capacity (:mod:`~otelbench.procedures.probe`), run a reference
+level at the lowest rate of the range (the "lower load" of 5.2.3.1's latency criterion), then
+search the rate (:class:`~otelbench.procedures.planning.MaxSearch`: from the capacity estimate,
+growing ×1.5 while levels pass, bisecting once one fails, until the bracket is within the rate
+step). Each level is open loop (Poisson by default) for the level duration.
+
+A level **passes** (is sustainable) when
+
+* it is not saturated by 5.2.3.1 (:func:`~otelbench.procedures.levels.saturation_at`: the
+  in-flight queue grows while requests arrive, completions < 90 % of arrivals, or TTFT P99 >
+  10 × the reference level's TTFT P50), and
+* with a latency constraint (5.2.2.3), its TTFT P99 and TPOT P99 are within the SLO, and
+* at least one request succeeded.
+
+Without an SLO the search finds the saturation point (5.2.3 step 4.1), with one the highest
+level meeting it (4.2). The steady-state check of 5.2.3.2 (ramp-up excluded, throughput and
+latency stable across the two halves, queue not growing) is reported per level; a maximum
+level that is not steady is a deviation, not a failure. Reported (5.2.5): output, request and
+input throughput at the maximum sustainable level, the sustainable load, tokens per
+GPU-second (with ``gpus`` > 0), and TTFT/TPOT/E2E P50/P95/P99 there. With an SLO, the
+highest level measured that was not saturated is reported too (``highest_unsaturated_rps``:
+the maximum without the SLO, as far as the SLO search's levels show it).
+
+Example::
+
+    run_procedure(ThroughputProcedure(ThroughputParams(slo_ttft_p99_ms=500)), spec)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+from otelbench.errors import ConfigError
+from otelbench.loadgen.runner import LoadSpec
+from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.levels import saturation_at
+from otelbench.procedures.planning import MaxSearch, open_loop_requests
+from otelbench.procedures.probe import capacity_section, estimate_capacity
+from otelbench.procedures.profiles import shortfalls
+from otelbench.procedures.render import NA, fmt, pct, table
+from otelbench.procedures.session import Level, ProcedureSession
+from otelbench.procedures.tradeoff import slo_ratio
+
+__all__ = ["SEARCH_ROLE", "ThroughputParams", "ThroughputProcedure", "throughput_verdict"]
+
+SEARCH_ROLE: Final = "rate-search"
+RECOMMENDED_DURATION_S: Final = 300.0
+"""5.2.2.1: 300 s RECOMMENDED for stable measurement."""
+GROWTH: Final = 1.5
+
+
+def throughput_verdict(
+    row: dict[str, Any],
+    lower_load_p50_ms: float | None,
+    slo_ttft_p99_ms: float | None = None,
+    slo_tpot_p99_ms: float | None = None,
+) -> dict[str, Any]:
+    """Whether a level is sustainable (module docstring), with the reasons when it is not.
+
+    >>> v = throughput_verdict({"succeeded": 10, "queue_growth": "stable", "arrival_rps": 2.0,
+    ...                         "completion_rps": 1.98, "ttft_p99_ms": 80.0,
+    ...                         "tpot_p99_ms": 20.0}, 50.0, slo_ttft_p99_ms=60.0)
+    >>> v["passed"], v["reasons"]
+    (False, ['TTFT/TPOT P99 above the SLO (worst P99/SLO ratio 1.33)'])
+    """
+    sat = saturation_at(row, lower_load_p50_ms)
+    reasons = []
+    if not row.get("succeeded"):
+        reasons.append("no request succeeded")
+    if sat["saturated"]:
+        reasons.append("saturated (5.2.3.1): " + ", ".join(sat["fired"]))
+    ratio = slo_ratio(row, slo_ttft_p99_ms, slo_tpot_p99_ms)
+    has_slo = slo_ttft_p99_ms is not None or slo_tpot_p99_ms is not None
+    if has_slo and ratio is None:
+        reasons.append("the SLO could not be assessed (no P99 measured)")
+    elif ratio is not None and ratio > 1.0:
+        reasons.append(f"TTFT/TPOT P99 above the SLO (worst P99/SLO ratio {ratio:.2f})")
+    return {"passed": not reasons, "reasons": reasons, "saturation": sat, "slo_ratio": ratio}
+
+
+@dataclass(frozen=True)
+class ThroughputParams:
+    """5.2.2 setup parameters; None takes the profile's value or one derived from capacity
+    (``min_rps`` = 10 %, ``max_rps`` = 200 %, ``rate_step`` = profile resolution × capacity)."""
+
+    capacity_rps: float | None = None
+    min_rps: float | None = None
+    max_rps: float | None = None
+    rate_step: float | None = None
+    level_duration_s: float | None = None
+    min_level_requests: int | None = None
+    probe_concurrency: int | None = None
+    probe_requests: int | None = None
+    arrival: str = "poisson"
+    slo_ttft_p99_ms: float | None = None
+    slo_tpot_p99_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("capacity_rps", "min_rps", "max_rps", "rate_step"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ConfigError(f"--{name.replace('_', '-')} must be > 0")
+        if self.min_rps is not None and self.max_rps is not None and self.min_rps > self.max_rps:
+            raise ConfigError("--min-rps must not exceed --max-rps")
+        if self.arrival in ("closed_loop", "trace"):
+            raise ConfigError("the 5.2 rate search runs open-loop levels")
+
+
+@register_procedure
+class ThroughputProcedure(Procedure):
+    """Draft 5.2 (module docstring)."""
+
+    name = "throughput"
+    section = "5.2"
+    title = "Output Token Throughput"
+
+    def __init__(self, params: ThroughputParams) -> None:
+        super().__init__()
+        self.params = params
+        self.search: MaxSearch | None = None
+        self.bounds: dict[str, float] = {}
+
+    @property
+    def duration_s(self) -> float:
+        return self.params.level_duration_s or self.profile.level_duration_s
+
+    @property
+    def min_requests(self) -> int:
+        return self.params.min_level_requests or self.profile.min_level_requests
+
+    @property
+    def probe_concurrency(self) -> int:
+        return self.params.probe_concurrency or self.profile.probe_concurrency
+
+    @property
+    def probe_requests(self) -> int:
+        return self.params.probe_requests or self.profile.probe_requests
+
+    @property
+    def has_slo(self) -> bool:
+        return self.params.slo_ttft_p99_ms is not None or self.params.slo_tpot_p99_ms is not None
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            **asdict(self.params),
+            **self.bounds,
+            "level_duration_s": self.duration_s,
+            "min_level_requests": self.min_requests,
+            "probe_concurrency": self.probe_concurrency,
+            "probe_requests": self.probe_requests,
+            "max_levels": self.profile.search_max_levels,
+            "load_model": "open-loop",
+            "search": f"binary search on the arrival rate (bracket ×{GROWTH}, then bisection)",
+            "criterion": "highest level meeting the SLO and not saturated"
+            if self.has_slo
+            else "highest level not saturated (5.2.3.1)",
+        }
+
+    def _level(self, session: ProcedureSession, rate: float, label: str) -> bool:
+        lower = [
+            lv
+            for lv in session.levels
+            if lv.meta.get("role") == SEARCH_ROLE and (lv.load.rate or 0) < rate
+        ]
+        reference = min(lower, key=lambda lv: lv.load.rate or 0) if lower else None
+        p50 = (reference.live_row or {}).get("ttft_p50_ms") if reference else None
+        load = LoadSpec(
+            mode=self.params.arrival,  # type: ignore[arg-type]
+            requests=open_loop_requests(rate, self.duration_s, self.min_requests),
+            rate=rate,
+        )
+        level = session.run_level(load, label, {"role": SEARCH_ROLE})
+        verdict = throughput_verdict(
+            level.live_row or {}, p50, self.params.slo_ttft_p99_ms, self.params.slo_tpot_p99_ms
+        )
+        level.meta["live_verdict"] = verdict["passed"]
+        level.meta["lower_load_level"] = reference.index if reference else None
+        return bool(verdict["passed"])
+
+    def run(self, session: ProcedureSession) -> None:
+        p = self.params
+        capacity = estimate_capacity(
+            session,
+            given=p.capacity_rps,
+            concurrency=self.probe_concurrency,
+            requests=self.probe_requests,
+        )
+        lo = p.min_rps or 0.1 * capacity
+        hi = p.max_rps or 2.0 * capacity
+        step = p.rate_step or self.profile.rate_resolution * capacity
+        self.bounds = {"capacity_estimate_rps": capacity, "min_rps": lo, "max_rps": hi}
+        self.bounds["rate_step"] = step
+        search = MaxSearch(
+            start=min(max(capacity, lo), hi),
+            lo=lo,
+            hi=hi,
+            growth=GROWTH,
+            abs_tolerance=step,
+            max_steps=self.profile.search_max_levels,
+        )
+        self.search = search
+        search.record(lo, self._level(session, lo, "reference (lowest rate)"))
+        while (rate := search.next_value()) is not None:
+            search.record(rate, self._level(session, rate, f"search {len(search.steps) + 1}"))
+
+    def build(self, levels: list[Level]) -> dict[str, Any]:
+        p = self.params
+        entries: list[dict[str, Any]] = []
+        by_index = {lv.index: lv for lv in levels}
+        for lv in levels:
+            if lv.meta.get("role") != SEARCH_ROLE:
+                continue
+            ref_index = lv.meta.get("lower_load_level")
+            ref = by_index.get(ref_index) if ref_index is not None else None
+            p50 = (ref.row or {}).get("ttft_p50_ms") if ref is not None else None
+            verdict = throughput_verdict(lv.row or {}, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
+            if verdict["passed"] != lv.meta.get("live_verdict"):
+                self.notes.append(
+                    f"level {lv.index}: the verdict from the stored spans ({verdict['passed']}) "
+                    f"differs from the live one the search used ({lv.meta.get('live_verdict')})"
+                )
+            entries.append(level_entry(lv, verdict=verdict))
+        search = self.search
+        best = search.best if search is not None else None
+        best_entry = next(
+            (e for e in entries if best is not None and e.get("offered_rps") == best), None
+        )
+        deviations = shortfalls(level_duration_s=self.duration_s)
+        if self.duration_s < RECOMMENDED_DURATION_S:
+            self.notes.append(
+                f"{self.duration_s:g} s per level; 5.2.2.1 recommends {RECOMMENDED_DURATION_S:g} s"
+            )
+        if search is not None and search.exhausted:
+            deviations.append(
+                f"the search stopped after {search.max_steps} levels before converging to the "
+                f"rate step; the maximum lies between {fmt(search.best, 3)} and "
+                f"{fmt(search.first_fail, 3)} req/s"
+            )
+        if search is not None and search.capped:
+            self.notes.append(
+                "the highest rate of the range was sustainable: the maximum may lie above --max-rps"
+            )
+        if search is not None and search.non_monotone:
+            self.notes.append(
+                "the system was not monotone in rate: "
+                + ", ".join(
+                    f"{s.value:.3g} req/s {'passed' if s.passed else 'failed'}"
+                    for s in search.non_monotone
+                )
+                + " against the bracket so far (noise); the newest verdict was kept"
+            )
+        if best_entry is not None and not (best_entry.get("steady_state") or {}).get("steady"):
+            deviations.append(
+                "steady state (5.2.3.2) was not verified at the maximum sustainable level"
+            )
+        self.notes.append(
+            "batch utilization (5.2.4.2) is not measurable: the target reports no batch sizes"
+        )
+        gpus = self.spec.gpus if self.spec is not None else 0
+        out_tps = best_entry.get("output_tokens_per_s") if best_entry else None
+        summary = {
+            "level_index": best_entry["index"] if best_entry else None,
+            "max_output_tokens_per_s": out_tps,
+            "max_requests_per_s": best_entry.get("achieved_rps") if best_entry else None,
+            "max_input_tokens_per_s": best_entry.get("input_tokens_per_s") if best_entry else None,
+            "sustainable_load_rps": best,
+            "tokens_per_gpu_s": out_tps / gpus if out_tps is not None and gpus > 0 else None,
+            "gpus": gpus,
+            "criterion": "slo" if self.has_slo else "saturation",
+            "highest_unsaturated_rps": max(
+                (
+                    e["offered_rps"]
+                    for e in entries
+                    if not e["verdict"]["saturation"]["saturated"] and e.get("succeeded")
+                ),
+                default=None,
+            ),
+        }
+        latency = {
+            metric: {
+                q: (best_entry.get(f"{metric}_{q}_ms") if best_entry else None)
+                for q in ("p50", "p95", "p99")
+            }
+            for metric in ("ttft", "tpot", "e2e")
+        }
+        return {
+            "capacity": capacity_section(
+                levels, p.capacity_rps, self.probe_concurrency, self.probe_requests
+            ),
+            "slo": {"ttft_p99_ms": p.slo_ttft_p99_ms, "tpot_p99_ms": p.slo_tpot_p99_ms},
+            "levels": entries,
+            "search": {
+                "steps": [{"rps": s.value, "passed": s.passed} for s in search.steps]
+                if search
+                else [],
+                "best_rps": best,
+                "first_fail_rps": search.first_fail if search else None,
+                "capped": search.capped if search else False,
+                "exhausted": search.exhausted if search else False,
+                "rate_step": self.bounds.get("rate_step"),
+            },
+            "summary": summary,
+            "latency_at_max": latency,
+            "deviations": deviations,
+        }
+
+    def render(self, result: dict[str, Any]) -> list[str]:
+        s = result["summary"]
+        gpu = (
+            fmt(s["tokens_per_gpu_s"], 1, "tok/s/GPU")
+            if s["tokens_per_gpu_s"] is not None
+            else "n/a (no accelerator declared; --gpus)"
+        )
+        lines = [
+            "## Summary results (5.2.5.1)",
+            "",
+            *table(
+                ["Metric", "Value"],
+                [
+                    ["Max Output Throughput", fmt(s["max_output_tokens_per_s"], 1, "tok/s")],
+                    ["Max Request Throughput", fmt(s["max_requests_per_s"], 3, "req/s")],
+                    ["Max Input Throughput", fmt(s["max_input_tokens_per_s"], 1, "tok/s")],
+                    ["Sustainable Load", fmt(s["sustainable_load_rps"], 3, "req/s")],
+                    [
+                        "Highest unsaturated load measured (no SLO)",
+                        fmt(s["highest_unsaturated_rps"], 3, "req/s"),
+                    ],
+                    ["Tokens per GPU-second", gpu],
+                    [
+                        "Criterion",
+                        "SLO and no saturation"
+                        if s["criterion"] == "slo"
+                        else "no saturation (5.2.3.1)",
+                    ],
+                ],
+            ),
+            "",
+            "## Latency at maximum throughput (5.2.5.2)",
+            "",
+        ]
+        lat = result["latency_at_max"]
+        lines += table(
+            ["Metric", "P50", "P95", "P99"],
+            [
+                [name] + [fmt(lat[key][q], 1, "ms") for q in ("p50", "p95", "p99")]
+                for key, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "End-to-End"))
+            ],
+        )
+        lines += ["", "## Search (5.2.3)", ""]
+        rows = []
+        for lv in result["levels"]:
+            v = lv["verdict"]
+            steady = (lv.get("steady_state") or {}).get("steady")
+            rows.append(
+                [
+                    str(lv["index"]),
+                    fmt(lv.get("offered_rps"), 3),
+                    fmt(lv.get("output_tokens_per_s"), 1),
+                    fmt(lv.get("ttft_p99_ms"), 1),
+                    fmt(lv.get("tpot_p99_ms"), 1),
+                    pct(lv.get("completion_ratio")),
+                    str(lv.get("queue_growth") or NA),
+                    NA if steady is None else ("yes" if steady else "no"),
+                    "pass" if v["passed"] else "fail: " + "; ".join(v["reasons"]),
+                ]
+            )
+        lines += table(
+            ["#", "Offered (r/s)", "Output (tok/s)", "TTFT P99 (ms)", "TPOT P99 (ms)",
+             "Completion/arrival", "Queue", "Steady", "Verdict"],
+            rows,
+        )  # fmt: skip
+        search = result["search"]
+        lines += [
+            "",
+            f"Maximum sustainable rate: {fmt(search['best_rps'], 3)} req/s; lowest failing: "
+            f"{fmt(search['first_fail_rps'], 3)} req/s (rate step {fmt(search['rate_step'], 3)}).",
+        ]
+        return lines

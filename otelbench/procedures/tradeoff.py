@@ -1,0 +1,324 @@
+"""Draft 5.3, Throughput-Latency Tradeoff: an open-loop sweep from 10 % to 120 % of capacity.
+
+Procedure (5.3.3): estimate capacity (:mod:`~otelbench.procedures.probe`), define the levels
+10 %, 20 %, …, 120 % of it (at least 10), run each in ascending order (open loop, Poisson by
+default) for the level duration, record offered load, achieved throughput and latency
+percentiles. Derived (5.3.4, :func:`otelbench.metrics.throughput_latency_points`):
+
+* **knee** — the first level whose TTFT P99 exceeds 2 × the minimum TTFT P99 (the draft's
+  Table 5 names TTFT P99);
+* **saturation** — the first level whose achieved output-token throughput is lower than the
+  previous level's (None when it never decreases; ``peak_index`` is then the highest);
+* **optimal operating point** — the level of highest output-token throughput meeting the SLO
+  (TTFT P99 and/or TPOT P99 limits; None without an SLO).
+
+Levels whose TTFT P99 or throughput is undefined (every request failed) take no part in the
+derived points. The ``levels`` block (one entry per sweep level, the probe apart) is what a
+renderer plots: ``offered_rps``, ``achieved_rps``, ``output_tokens_per_s``, ``ttft_p50_ms``,
+``ttft_p99_ms``, ``e2e_p99_ms`` … with ``knee_index``, ``saturation_index``, ``optimal_index``
+and ``peak_index`` indexing it.
+
+Example::
+
+    run_procedure(TradeoffProcedure(TradeoffParams(capacity_rps=4.0)), spec)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from otelbench.errors import ConfigError
+from otelbench.loadgen.runner import LoadSpec
+from otelbench.metrics import throughput_latency_points
+from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.levels import saturation_at
+from otelbench.procedures.planning import SWEEP_FRACTIONS, fraction_levels, open_loop_requests
+from otelbench.procedures.probe import PROBE_ROLE, capacity_section, estimate_capacity
+from otelbench.procedures.profiles import shortfalls
+from otelbench.procedures.render import NA, fmt, pct, table
+from otelbench.procedures.session import Level, ProcedureSession
+
+__all__ = ["SWEEP_ROLE", "TradeoffParams", "TradeoffProcedure", "curve_points", "slo_ratio"]
+
+SWEEP_ROLE = "sweep"
+
+
+@dataclass(frozen=True)
+class TradeoffParams:
+    """5.3.2 setup parameters; None takes the profile's value."""
+
+    capacity_rps: float | None = None
+    fractions: tuple[float, ...] = SWEEP_FRACTIONS
+    level_duration_s: float | None = None
+    min_level_requests: int | None = None
+    probe_concurrency: int | None = None
+    probe_requests: int | None = None
+    arrival: str = "poisson"
+    slo_ttft_p99_ms: float | None = None
+    slo_tpot_p99_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.capacity_rps is not None and not self.capacity_rps > 0:
+            raise ConfigError("--capacity-rps must be > 0")
+        if self.arrival in ("closed_loop", "trace"):
+            raise ConfigError("5.3 requires open-loop load with a rate (5.3.2)")
+        fraction_levels(1.0, self.fractions)  # validates
+
+
+def slo_ratio(
+    row: dict[str, Any], slo_ttft_p99_ms: float | None, slo_tpot_p99_ms: float | None
+) -> float | None:
+    """The level's worst P99 / SLO ratio (<= 1: meets every SLO given); None when undefined.
+
+    >>> slo_ratio({"ttft_p99_ms": 50.0, "tpot_p99_ms": 30.0}, 100.0, 20.0)
+    1.5
+    """
+    ratios = []
+    for key, slo in (("ttft_p99_ms", slo_ttft_p99_ms), ("tpot_p99_ms", slo_tpot_p99_ms)):
+        if slo is None:
+            continue
+        value = row.get(key)
+        if value is None:
+            return None
+        ratios.append(float(value) / slo)
+    return max(ratios) if ratios else None
+
+
+def curve_points(
+    rows: list[dict[str, Any]],
+    slo_ttft_p99_ms: float | None = None,
+    slo_tpot_p99_ms: float | None = None,
+) -> dict[str, Any]:
+    """Knee, saturation, optimal and peak indices (into ``rows``) with their reasons (5.3.4).
+
+    >>> rows = [{"offered_rps": r, "output_tokens_per_s": t, "ttft_p99_ms": p}
+    ...         for r, t, p in [(2, 284, 142), (6, 852, 178), (10, 1420, 267), (14, 1988, 512)]]
+    >>> p = curve_points(rows, slo_ttft_p99_ms=300)
+    >>> p["knee_index"], p["saturation_index"], p["optimal_index"], p["peak_index"]
+    (3, None, 2, 3)
+    """
+    usable = [
+        i
+        for i, r in enumerate(rows)
+        if r.get("offered_rps") is not None
+        and r.get("output_tokens_per_s") is not None
+        and r.get("ttft_p99_ms") is not None
+    ]
+    out: dict[str, Any] = {
+        "knee_index": None,
+        "saturation_index": None,
+        "optimal_index": None,
+        "peak_index": None,
+        "min_ttft_p99_ms": None,
+        "reasons": {},
+        "levels_used": usable,
+    }
+    if not usable:
+        out["reasons"] = {k: "no level has a defined throughput and TTFT P99" for k in
+                          ("knee", "saturation", "optimal", "peak")}  # fmt: skip
+        return out
+    load = [float(rows[i]["offered_rps"]) for i in usable]
+    thr = [float(rows[i]["output_tokens_per_s"]) for i in usable]
+    p99 = [float(rows[i]["ttft_p99_ms"]) for i in usable]
+    points = throughput_latency_points(load, thr, p99)
+    ratios = [slo_ratio(rows[i], slo_ttft_p99_ms, slo_tpot_p99_ms) for i in usable]
+    optimal: int | None = None
+    if slo_ttft_p99_ms is not None or slo_tpot_p99_ms is not None:
+        finite = [r if r is not None else math.inf for r in ratios]
+        if any(np.isfinite(finite)):
+            worst = [min(r, 1e300) for r in finite]
+            optimal = throughput_latency_points(load, thr, worst, slo_p99=1.0).optimal
+    reasons = {
+        "knee": (
+            f"TTFT P99 first exceeds 2 × the minimum ({points.min_p99:.2f} ms)"
+            if points.knee is not None
+            else f"TTFT P99 never exceeds 2 × its minimum ({points.min_p99:.2f} ms)"
+        ),
+        "saturation": (
+            "achieved output-token throughput first decreases from the previous level"
+            if points.saturation is not None
+            else "achieved output-token throughput never decreases from one level to the "
+            "next: no saturation point within the sweep (see peak_index)"
+        ),
+        "optimal": (
+            "highest output-token throughput meeting the SLO"
+            if optimal is not None
+            else (
+                "no SLO given"
+                if slo_ttft_p99_ms is None and slo_tpot_p99_ms is None
+                else "no level meets the SLO"
+            )
+        ),
+        "peak": "highest achieved output-token throughput up to the saturation point",
+    }
+    out.update(
+        knee_index=None if points.knee is None else usable[points.knee],
+        saturation_index=None if points.saturation is None else usable[points.saturation],
+        optimal_index=None if optimal is None else usable[optimal],
+        peak_index=usable[points.peak],
+        min_ttft_p99_ms=points.min_p99,
+        reasons=reasons,
+    )
+    return out
+
+
+@register_procedure
+class TradeoffProcedure(Procedure):
+    """Draft 5.3 (module docstring)."""
+
+    name = "throughput-latency"
+    section = "5.3"
+    title = "Throughput-Latency Tradeoff"
+
+    def __init__(self, params: TradeoffParams) -> None:
+        super().__init__()
+        self.params = params
+        self.capacity_rps: float | None = None
+
+    @property
+    def duration_s(self) -> float:
+        return self.params.level_duration_s or self.profile.level_duration_s
+
+    @property
+    def min_requests(self) -> int:
+        return self.params.min_level_requests or self.profile.min_level_requests
+
+    @property
+    def probe_concurrency(self) -> int:
+        return self.params.probe_concurrency or self.profile.probe_concurrency
+
+    @property
+    def probe_requests(self) -> int:
+        return self.params.probe_requests or self.profile.probe_requests
+
+    def planned_levels(self) -> int | None:
+        probe = 0 if self.params.capacity_rps is not None else 1
+        return len(self.params.fractions) + probe
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            **asdict(self.params),
+            "level_duration_s": self.duration_s,
+            "min_level_requests": self.min_requests,
+            "probe_concurrency": self.probe_concurrency,
+            "probe_requests": self.probe_requests,
+            "load_model": "open-loop (required by 5.3.2)",
+        }
+
+    def run(self, session: ProcedureSession) -> None:
+        capacity = estimate_capacity(
+            session,
+            given=self.params.capacity_rps,
+            concurrency=self.probe_concurrency,
+            requests=self.probe_requests,
+        )
+        self.capacity_rps = capacity
+        for fraction, rate in zip(
+            self.params.fractions, fraction_levels(capacity, self.params.fractions), strict=True
+        ):
+            load = LoadSpec(
+                mode=self.params.arrival,  # type: ignore[arg-type]
+                requests=open_loop_requests(rate, self.duration_s, self.min_requests),
+                rate=rate,
+            )
+            session.run_level(
+                load,
+                f"{100 * fraction:.0f}% of capacity",
+                {"role": SWEEP_ROLE, "fraction": fraction},
+            )
+
+    def build(self, levels: list[Level]) -> dict[str, Any]:
+        sweep = [lv for lv in levels if lv.meta.get("role") == SWEEP_ROLE]
+        p = self.params
+        entries = [level_entry(lv) for lv in sweep]
+        reference_p50 = entries[0].get("ttft_p50_ms") if entries else None
+        for i, entry in enumerate(entries):
+            entry["saturation_criteria"] = saturation_at(entry, reference_p50 if i else None)
+            entry["slo_ratio"] = slo_ratio(entry, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
+        points = curve_points(entries, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
+        deviations = shortfalls(level_duration_s=self.duration_s, levels=len(sweep))
+        if any(lv.meta.get("role") == PROBE_ROLE for lv in levels):
+            self.notes.append(
+                "capacity was estimated by a closed-loop probe; its level is in "
+                "capacity.probe, not in levels"
+            )
+        return {
+            "capacity": capacity_section(
+                levels, p.capacity_rps, self.probe_concurrency, self.probe_requests
+            ),
+            "slo": {"ttft_p99_ms": p.slo_ttft_p99_ms, "tpot_p99_ms": p.slo_tpot_p99_ms},
+            "levels": entries,
+            "knee_index": points["knee_index"],
+            "saturation_index": points["saturation_index"],
+            "optimal_index": points["optimal_index"],
+            "peak_index": points["peak_index"],
+            "min_ttft_p99_ms": points["min_ttft_p99_ms"],
+            "derived": {
+                name: {
+                    "index": points[f"{name}_index"],
+                    "offered_rps": (
+                        entries[points[f"{name}_index"]]["offered_rps"]
+                        if points[f"{name}_index"] is not None
+                        else None
+                    ),
+                    "reason": points["reasons"][name],
+                }
+                for name in ("knee", "saturation", "optimal", "peak")
+            },
+            "deviations": deviations,
+        }
+
+    def render(self, result: dict[str, Any]) -> list[str]:
+        cap = result["capacity"]
+        lines = [
+            "## Capacity estimate (5.3.3 step 1)",
+            "",
+            f"{fmt(cap.get('rps'), 3)} req/s — {cap.get('source')}.",
+            "",
+            "## Throughput-latency table (5.3.5)",
+            "",
+        ]
+        rows = []
+        for lv in result["levels"]:
+            rows.append(
+                [
+                    fmt(lv.get("offered_rps"), 3),
+                    fmt(lv.get("achieved_rps"), 3),
+                    fmt(lv.get("output_tokens_per_s"), 1),
+                    fmt(lv.get("ttft_p50_ms"), 1),
+                    fmt(lv.get("ttft_p95_ms"), 1),
+                    fmt(lv.get("ttft_p99_ms"), 1),
+                    fmt(lv.get("tpot_p50_ms"), 1),
+                    fmt(lv.get("tpot_p99_ms"), 1),
+                    fmt(lv.get("e2e_p50_ms"), 1),
+                    fmt(lv.get("e2e_p99_ms"), 1),
+                    pct(lv.get("success_rate")),
+                    str(lv.get("queue_growth") or NA),
+                ]
+            )
+        lines += table(
+            ["Offered (r/s)", "Achieved (r/s)", "Achieved (tok/s)", "TTFT P50", "TTFT P95",
+             "TTFT P99", "TPOT P50", "TPOT P99", "E2E P50", "E2E P99", "Success", "Queue"],
+            rows,
+        )  # fmt: skip
+        lines += ["", "Latencies in ms.", ""]
+        for name, label in (
+            ("knee", "Knee point"),
+            ("saturation", "Saturation point"),
+            ("optimal", "Optimal operating point"),
+            ("peak", "Throughput peak"),
+        ):
+            d = result["derived"][name]
+            i = d["index"]
+            at = (
+                f"{fmt(d['offered_rps'], 3)} req/s "
+                f"(levels[{i}], run #{result['levels'][i]['index']})"
+                if i is not None
+                else "none"
+            )
+            lines.append(f"- {label}: {at} — {d['reason']}")
+        return lines

@@ -1,0 +1,285 @@
+"""The draft's procedures end to end against the scripted SSE server, whose timing is known.
+
+Real parts only: the scripted server in its own process, the embedded collector in another, the
+load generator here; every level lands in one spans.duckdb and every report is recomputed from
+it. The server's TTFT and ITL are scripted per request (``extra_body.script``), so the reports
+must show them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from otelbench import semconv
+from otelbench.loadgen.runner import RunConfig
+from otelbench.loadgen.warmup import WarmupSpec
+from otelbench.procedures import (
+    LEVEL_ROW_KEYS,
+    CapacityParams,
+    CapacityProcedure,
+    ItlParams,
+    ItlProcedure,
+    ProcedureSpec,
+    ThroughputParams,
+    ThroughputProcedure,
+    TradeoffParams,
+    TradeoffProcedure,
+    TtftParams,
+    TtftProcedure,
+    get_profile,
+    placeholder_load,
+    run_procedure,
+)
+from tests.fixtures.scripted_server import ScriptedServer
+
+pytestmark = pytest.mark.integration
+
+
+def spec(server: ScriptedServer, out: Path, script: dict[str, Any], **kw: Any) -> ProcedureSpec:
+    base = RunConfig(
+        target=server.url,
+        model="m",
+        load=placeholder_load(),
+        seed=5,
+        workload_params={"vocab_size": 1024},
+        extra_body={"script": script},
+        warmup=kw.pop("warmup", WarmupSpec(min_requests=4, min_output_tokens=0, probes=2)),
+    )
+    return ProcedureSpec(
+        base=base, profile=get_profile("quick"), out_dir=out, span_wait_s=0.0, **kw
+    )
+
+
+def stored_runs(store: Path) -> list[str]:
+    with duckdb.connect(str(store), read_only=True) as con:
+        rows = con.execute(
+            f"""SELECT DISTINCT "SpanAttributes"['{semconv.RUN_ID}'] FROM otel_traces
+                WHERE "SpanName" = '{semconv.SPAN_RUN}'"""
+        ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def test_ttft_procedure_reports_the_scripted_ttft(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    script = {"name": "fixed", "ttft_ms": 40.0, "itl_ms": 5.0, "n": 8, "tag": "proc-ttft"}
+    result = run_procedure(
+        TtftProcedure(TtftParams(rate=20.0, requests=30)),
+        spec(scripted_server, tmp_path, script),
+        write=lambda _line: None,
+    )
+    r = result.result
+    assert r["procedure"] == "ttft"
+    assert r["draft_section"] == "5.1"
+    assert r["profile"] == "quick"
+    assert r["parameters"]["requests"] == 30
+    ttft = r["results"]["ttft_ms"]
+    assert r["results"]["sample_count"] == ttft["count"] == 30
+    assert 40.0 <= ttft["min"] <= ttft["p50"] < 50.0
+    assert ttft["p99"] < 150.0
+    assert sum(r["distribution"]["histogram"]["counts"]) == 30
+    assert [q for q, _ in r["distribution"]["cdf_ms"]] == list(range(0, 101, 5))
+    # the scripted server reports 7 prompt tokens for every request: one bucket
+    assert r["ttft_by_input_tokens_applicable"] is False
+    assert r["components"]["source"] is None
+    assert any("1000 the draft requires" in d for d in r["deviations"])
+    assert r["configuration"]["warmup"]["before_level"] == 1
+    [level] = r["levels"]
+    assert level["report"] == "levels/01/report.json"
+    stored = json.loads((tmp_path / "levels/01/report.json").read_text())
+    assert stored["run"]["id"] == level["run_id"]
+    assert stored["metrics"]["client"]["ttft_ms"] == ttft
+    assert stored_runs(tmp_path / "spans.duckdb") == [level["run_id"]]
+    md = (tmp_path / "procedure.md").read_text()
+    assert "# Time to First Token (draft 5.1)" in md
+    assert "| TTFT P99.9 |" in md
+    assert "## Distribution (5.1.5.4)" in md
+    assert json.loads((tmp_path / "procedure.json").read_text()) == r
+
+
+def test_throughput_latency_sweep_runs_twelve_levels_in_one_store(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    script = {"name": "fixed", "ttft_ms": 10.0, "itl_ms": 2.0, "n": 5, "tag": "proc-sweep"}
+    params = TradeoffParams(
+        capacity_rps=40.0, level_duration_s=0.3, min_level_requests=4, arrival="uniform",
+        slo_ttft_p99_ms=1000.0,
+    )  # fmt: skip
+    lines: list[str] = []
+    result = run_procedure(
+        TradeoffProcedure(params), spec(scripted_server, tmp_path, script), write=lines.append
+    )
+    r = result.result
+    levels = r["levels"]
+    assert len(levels) == 12
+    offered = [lv["offered_rps"] for lv in levels]
+    assert offered == pytest.approx([4.0 * k for k in range(1, 13)])
+    assert [lv["fraction"] for lv in levels] == pytest.approx([0.1 * k for k in range(1, 13)])
+    assert [lv["requests"] for lv in levels] == [4, 4, 4, 5, 6, 8, 9, 10, 11, 12, 14, 15]
+    for lv in levels:
+        assert set(LEVEL_ROW_KEYS) <= set(lv)
+        assert lv["success_rate"] == 1.0
+        assert 10.0 <= lv["ttft_p50_ms"] < 30.0
+        assert lv["output_tokens_per_s"] == pytest.approx(5 * lv["achieved_rps"])
+        assert (tmp_path / lv["report"]).exists()
+    assert r["capacity"] == {"rps": 40.0, "source": "given (--capacity-rps)", "probe": None}
+    for key in ("knee_index", "saturation_index"):
+        assert r[key] is None or 0 <= r[key] < 12
+        assert r["derived"][key.removesuffix("_index")]["reason"]
+    assert r["optimal_index"] is not None  # every level meets a 1 s TTFT SLO
+    assert r["optimal_index"] == r["peak_index"] or r["saturation_index"] is not None
+    assert len(stored_runs(tmp_path / "spans.duckdb")) == 12
+    assert sum("level 12/12" in line for line in lines) == 1
+    md = result.markdown
+    assert "## Throughput-latency table (5.3.5)" in md
+    assert "- Knee point:" in md
+
+
+def test_itl_procedure_reports_the_scripted_itl(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    script = {"name": "fixed", "ttft_ms": 5.0, "itl_ms": 8.0, "n": 12, "tag": "proc-itl"}
+    result = run_procedure(
+        ItlProcedure(ItlParams(saturation_rps=40.0, requests=6)),
+        spec(scripted_server, tmp_path, script, warmup=None),
+        write=lambda _line: None,
+    )
+    r = result.result
+    assert r["saturation"] == {"rps": 40.0, "source": "given (--saturation-rps)"}
+    assert [lv["offered_rps"] for lv in r["levels"]] == pytest.approx([10.0, 20.0, 30.0, 36.0])
+    for lv in r["levels"]:
+        itl = lv["itl"]
+        assert itl["samples"] == 6 * 11
+        assert 7.0 <= itl["itl_ms"]["p50"] <= 10.0
+        assert itl["jitter_ms"]["p50"] < 4.0
+        assert itl["p99_p50_ratio"] == pytest.approx(itl["itl_ms"]["p99"] / itl["itl_ms"]["p50"])
+        assert itl["shape"]["peaks"] >= 1
+        assert itl["server_itl_ms"] is None
+    assert any("12 requests" in d or "6 requests per level" in d for d in r["deviations"])
+    assert r["configuration"]["warmup"] == {"cold_start": True}
+    assert "| ITL P50 (ms) |" in result.markdown
+
+
+def test_throughput_search_is_capped_when_every_rate_is_sustained(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    script = {"name": "fixed", "ttft_ms": 10.0, "itl_ms": 2.0, "n": 5, "tag": "proc-search"}
+    params = ThroughputParams(
+        capacity_rps=20.0, level_duration_s=1.0, min_level_requests=4, arrival="uniform"
+    )
+    result = run_procedure(
+        ThroughputProcedure(params), spec(scripted_server, tmp_path, script),
+        write=lambda _line: None,
+    )  # fmt: skip
+    r = result.result
+    assert [s["rps"] for s in r["search"]["steps"]] == pytest.approx([2.0, 20.0, 30.0, 40.0])
+    assert all(s["passed"] for s in r["search"]["steps"])
+    assert r["search"]["capped"] is True
+    assert r["summary"]["sustainable_load_rps"] == pytest.approx(40.0)
+    assert r["summary"]["criterion"] == "saturation"
+    assert r["summary"]["highest_unsaturated_rps"] == pytest.approx(40.0)
+    assert r["summary"]["max_output_tokens_per_s"] == pytest.approx(
+        r["levels"][-1]["output_tokens_per_s"]
+    )
+    assert r["latency_at_max"]["ttft"]["p50"] == r["levels"][-1]["ttft_p50_ms"]
+    assert all(lv["verdict"]["passed"] for lv in r["levels"])
+    assert "## Summary results (5.2.5.1)" in result.markdown
+
+
+def test_throughput_search_with_an_unmeetable_slo_finds_nothing(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    script = {"name": "fixed", "ttft_ms": 30.0, "itl_ms": 2.0, "n": 5, "tag": "proc-slo"}
+    params = ThroughputParams(
+        capacity_rps=20.0, level_duration_s=0.3, min_level_requests=4, slo_ttft_p99_ms=20.0
+    )
+    result = run_procedure(
+        ThroughputProcedure(params), spec(scripted_server, tmp_path, script, warmup=None),
+        write=lambda _line: None,
+    )  # fmt: skip
+    r = result.result
+    assert [s["rps"] for s in r["search"]["steps"]] == [2.0]
+    assert r["search"]["best_rps"] is None
+    assert r["summary"]["sustainable_load_rps"] is None
+    assert r["summary"]["criterion"] == "slo"
+    assert r["summary"]["highest_unsaturated_rps"] == 2.0  # the reference level: not saturated
+    [level] = r["levels"]
+    assert level["verdict"]["passed"] is False
+    assert level["verdict"]["reasons"][0].startswith("TTFT/TPOT P99 above the SLO")
+
+
+def test_capacity_search_on_concurrency(scripted_server: ScriptedServer, tmp_path: Path) -> None:
+    script = {"name": "fixed", "ttft_ms": 30.0, "itl_ms": 2.0, "n": 5, "tag": "proc-capacity"}
+    params = CapacityParams(
+        initial_concurrency=2, max_concurrency=8, slo_ttft_p99_ms=500.0, requests_per_slot=2
+    )
+    result = run_procedure(
+        CapacityProcedure(params), spec(scripted_server, tmp_path, script, warmup=None),
+        write=lambda _line: None,
+    )  # fmt: skip
+    r = result.result
+    assert [(s["concurrency"], s["passed"]) for s in r["search"]["steps"]] == [
+        (2, True), (4, True), (8, True),
+    ]  # fmt: skip
+    assert r["max_concurrency"] == 8
+    assert r["search"]["capped"] is True
+    assert [lv["requests"] for lv in r["levels"]] == [4, 8, 16]
+    assert [lv["concurrency"] for lv in r["levels"]] == [2, 4, 8]
+    assert r["throughput_at_max_tokens_per_s"] == r["levels"][-1]["output_tokens_per_s"]
+    assert r["tokens_in_flight_at_max"] > 0
+    assert any("fixed output length" in d for d in r["deviations"])
+    assert "Maximum concurrent requests meeting criteria: 8" in result.markdown
+
+
+def test_cli_runs_a_procedure_and_reports_bad_input_in_one_line(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    script = {"script": {"name": "fixed", "ttft_ms": 20.0, "n": 4, "tag": "proc-cli"}}
+    cmd = [sys.executable, "-m", "otelbench.cli", "test", "ttft", "--target", scripted_server.url,
+           "--model", "m", "--profile", "quick", "--rate", "30", "--requests", "12",
+           "--vocab-size", "1024", "--extra-body", json.dumps(script), "--span-wait", "0",
+           "--warmup-requests", "4", "--out", str(tmp_path / "ok")]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "otelbench [5.1]: level 1/1" in proc.stderr
+    assert "# Time to First Token (draft 5.1)" in proc.stdout
+    r = json.loads((tmp_path / "ok" / "procedure.json").read_text())
+    assert r["results"]["sample_count"] == 12
+    bad = [sys.executable, "-m", "otelbench.cli", "test", "ttft", "--target", scripted_server.url,
+           "--model", "m", "--out", str(tmp_path / "bad")]  # fmt: skip
+    proc = subprocess.run(bad, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "otelbench: error: 5.1 needs one of --rate (open loop) or --concurrency (closed loop)"
+    ]
+
+
+def test_a_failed_capacity_probe_still_writes_a_partial_report(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    from otelbench.errors import TargetError
+
+    script = {"name": "error_500", "tag": "proc-fail"}
+    params = TradeoffParams(probe_requests=4, probe_concurrency=2)
+    with pytest.raises(TargetError, match="the capacity probe completed no request"):
+        run_procedure(
+            TradeoffProcedure(params), spec(scripted_server, tmp_path, script, warmup=None),
+            write=lambda _line: None,
+        )  # fmt: skip
+    r = json.loads((tmp_path / "procedure.json").read_text())
+    assert r["error"].startswith("the capacity probe completed no request")
+    assert r["deviations"][0].startswith("the procedure stopped on an error")
+    assert r["levels"] == []
+    assert r["knee_index"] is None
+    [probe] = r["runs"]
+    assert probe["report"] == "levels/01/report.json"
+    report = json.loads((tmp_path / probe["report"]).read_text())
+    assert report["run"]["requests"]["failed_by_type"] == {"500": 4}

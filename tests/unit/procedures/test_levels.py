@@ -1,0 +1,150 @@
+"""A level's records → run report → row, from in-memory results with known timing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from otelbench import semconv
+from otelbench.client import CompletionResult
+from otelbench.loadgen.runner import RequestRecord, RunOutcome
+from otelbench.procedures.levels import (
+    LEVEL_ROW_KEYS,
+    in_flight,
+    level_row,
+    run_data_from_outcome,
+    saturation_at,
+)
+from otelbench.report import report_from_data
+
+S = 1_000_000_000  # ns per second
+T0 = 1_700_000_000 * S
+
+
+def result(
+    i: int, submit_s: float, ttft_ms: float, itl_ms: float, n: int = 5, *, ok: bool = True
+) -> CompletionResult:
+    offsets = [int(ttft_ms * 1000 + k * itl_ms * 1000) for k in range(n)] if ok else []
+    return CompletionResult(
+        ok=ok,
+        error_type=None if ok else "500",
+        error_message=None if ok else "scripted HTTP 500",
+        status_code=200 if ok else 500,
+        submit_unix_ns=T0 + int(submit_s * S),
+        submit_mono_ns=int(submit_s * S),
+        first_event_offset_us=offsets[0] if offsets else None,
+        ttft_us=offsets[0] if offsets else None,
+        chunk_offsets_us=offsets,
+        chunk_tokens=[1] * len(offsets),
+        end_offset_us=offsets[-1] + 100 if offsets else 1000,
+        input_tokens=100 + i if ok else None,
+        output_tokens=n if ok else None,
+        cached_tokens=None,
+        finish_reason="length" if ok else None,
+        response_id=f"cmpl-{i}",
+        trace_id=f"{i:032x}",
+        span_id=f"{i:016x}",
+        chunks_total=n,
+        chunk_token_source="usage" if ok else None,
+    )
+
+
+def outcome(results: list[CompletionResult], rate: float | None = 2.0) -> RunOutcome:
+    load = (
+        {"mode": "poisson", "requests": len(results), "rate": rate, "concurrency": None}
+        if rate is not None
+        else {"mode": "closed_loop", "requests": len(results), "rate": None, "concurrency": 2}
+    )
+    manifest = {
+        "id": "run-1",
+        "load": load,
+        "started_unix": T0 / S,
+        "finished_unix": T0 / S + 30,
+        "duration_s": 30.0,
+        "deviations": [],
+    }
+    out = RunOutcome("run-1", manifest)
+    for i, r in enumerate(results):
+        out.records.append(RequestRecord(i, "default", semconv.PHASE_MEASURE, 0, 0, r))
+        out.results.append(r)
+    # a warm-up request: not part of the level
+    warm = result(99, -5.0, 1.0, 1.0)
+    out.records.append(RequestRecord(99, "default", semconv.PHASE_WARMUP, None, None, warm))
+    return out
+
+
+def row_of(results: list[CompletionResult], rate: float | None = 2.0) -> dict[str, object]:
+    data = run_data_from_outcome(outcome(results, rate))
+    return level_row(data, report_from_data(data))
+
+
+def test_in_flight_counts_submissions_and_completions() -> None:
+    t, d = in_flight([0, S, 2 * S], [3 * S, 2 * S, 4 * S])
+    assert t.tolist() == [0.0, 1.0, 2.0, 2.0, 3.0, 4.0]
+    assert d.tolist() == [1.0, 2.0, 1.0, 2.0, 1.0, 0.0]
+    empty_t, empty_d = in_flight([], [])
+    assert empty_t.size == empty_d.size == 0
+
+
+def test_live_records_become_run_data_without_warmup_requests() -> None:
+    results = [result(i, 0.5 * i, 20.0 + i, 10.0) for i in range(10)]
+    data = run_data_from_outcome(outcome(list(reversed(results))))
+    assert len(data.client) == 10
+    assert data.client.submit_unix_ns.tolist() == sorted(data.client.submit_unix_ns.tolist())
+    assert data.client.ttft_us.tolist() == [(20.0 + i) * 1000 for i in range(10)]
+    assert len(data.server) == 0
+    assert data.run.run_id == "run-1"
+
+
+def test_level_row_has_the_scripted_latencies() -> None:
+    # 20 requests at 2 req/s, TTFT 20..39 ms, ITL 10 ms, 5 tokens each (4 intervals)
+    results = [result(i, 0.5 * i, 20.0 + i, 10.0) for i in range(20)]
+    row = row_of(results)
+    assert tuple(row) == LEVEL_ROW_KEYS
+    assert row["offered_rps"] == 2.0
+    assert row["requests"] == row["succeeded"] == 20
+    assert row["success_rate"] == 1.0
+    assert row["ttft_p50_ms"] == pytest.approx(float(np.percentile(np.arange(20, 40), 50)))
+    assert row["ttft_p99_ms"] == pytest.approx(float(np.percentile(np.arange(20, 40), 99)))
+    assert row["tpot_p50_ms"] == pytest.approx(10.0)
+    e2e = np.arange(20, 40) + 40 + 0.1
+    assert row["e2e_p99_ms"] == pytest.approx(float(np.percentile(e2e, 99)))
+    assert row["arrival_rps"] == pytest.approx(2.0)
+    assert row["completion_rps"] == pytest.approx(19 / (9.5 + 0.019))
+    assert row["completion_ratio"] == pytest.approx(1.0, abs=0.01)
+    assert row["queue_growth"] == "stable"
+    assert row["max_in_flight"] == 1
+    assert row["steady_state"]["steady"] is True  # type: ignore[index]
+    # tokens in flight: each request holds 100+i input + 5 output tokens for ~e2e
+    assert 0 < row["tokens_in_flight"] < 105 + 19  # type: ignore[operator]
+
+
+def test_a_saturated_level_shows_queue_growth_and_low_completion() -> None:
+    # arrivals every 0.1 s, each request 10x slower than the last: completions fall behind
+    results = [result(i, 0.1 * i, 50.0 + 100.0 * i, 10.0) for i in range(40)]
+    row = row_of(results, rate=10.0)
+    assert row["queue_growth"] == "growing"
+    sat = saturation_at(row, lower_load_p50_ms=50.0)
+    assert sat["saturated"]
+    assert sat["fired"][0] == "queue_growth"
+    assert "completion_rate" in sat["fired"]
+    assert "latency_blowup" in sat["fired"]
+    assert sat["completion_ratio"] == pytest.approx(row["completion_ratio"])
+
+
+def test_failures_count_against_success_and_completion() -> None:
+    results = [result(i, 0.5 * i, 20.0, 10.0, ok=i % 4 != 0) for i in range(20)]
+    row = row_of(results)
+    assert row["failed"] == 5
+    assert row["success_rate"] == 0.75
+    assert row["failed_by_type"] == {"500": 5}
+    assert row["completion_ratio"] == pytest.approx(0.75, abs=0.05)
+
+
+def test_closed_loop_row_has_no_offered_rate() -> None:
+    results = [result(i, 0.5 * (i // 2), 20.0, 10.0) for i in range(10)]
+    row = row_of(results, rate=None)
+    assert row["mode"] == "closed_loop"
+    assert row["offered_rps"] is None
+    assert row["concurrency"] == 2
+    assert saturation_at(row, None)["fired"] == []
