@@ -181,7 +181,7 @@ def run(
         typer.Option(help="Longest wait for the target's spans after the load, s (default: auto)."),
     ] = None,
 ) -> None:
-    """Run a benchmark and write OUT/report.json and OUT/report.md."""
+    """Run a benchmark and write OUT/report.json, report.md and report.html."""
     from otelbench.benchmark import run_benchmark
     from otelbench.loadgen.runner import LoadSpec, RunConfig
     from otelbench.loadgen.warmup import WarmupSpec
@@ -280,7 +280,7 @@ def report(
     ] = None,
     run_id: Annotated[str | None, typer.Option(help="Which run (default: the latest).")] = None,
 ) -> None:
-    """Recompute report.json and report.md from the stored spans alone."""
+    """Recompute report.json, report.md and report.html from the stored spans alone."""
     from otelbench.benchmark import write_reports
 
     store_path = store or directory / "spans.duckdb"
