@@ -9,10 +9,12 @@ launched vLLM; then it builds its report in the draft's reporting format for its
         levels                     records → run report → the level's row (pure)
         planning / profiles        load levels, the max search, draft vs quick sizes (pure)
         ttft · throughput · tradeoff · itl · capacity   5.1 · 5.2 · 5.3 · 5.4 · 5.5
+        fairness · long_context                         5.6 · 5.9
         render                     procedure.md around each procedure's tables
 
 Procedures are registered by name in :data:`PROCEDURES`: ``ttft`` (5.1), ``throughput``
-(5.2), ``throughput-latency`` (5.3), ``itl`` (5.4), ``capacity`` (5.5).
+(5.2), ``throughput-latency`` (5.3), ``itl`` (5.4), ``capacity`` (5.5), ``fairness`` (5.6),
+``long-context`` (5.9).
 
 Example::
 
@@ -40,8 +42,10 @@ from otelbench.procedures.base import (
     run_procedure,
 )
 from otelbench.procedures.capacity import CapacityParams, CapacityProcedure
+from otelbench.procedures.fairness import FairnessParams, FairnessProcedure
 from otelbench.procedures.itl import ItlParams, ItlProcedure
 from otelbench.procedures.levels import LEVEL_ROW_KEYS, level_row, run_data_from_outcome
+from otelbench.procedures.long_context import LongContextParams, LongContextProcedure
 from otelbench.procedures.planning import (
     ITL_FRACTIONS,
     SWEEP_FRACTIONS,
@@ -65,9 +69,13 @@ __all__ = [
     "SWEEP_FRACTIONS",
     "CapacityParams",
     "CapacityProcedure",
+    "FairnessParams",
+    "FairnessProcedure",
     "ItlParams",
     "ItlProcedure",
     "Level",
+    "LongContextParams",
+    "LongContextProcedure",
     "MaxSearch",
     "Procedure",
     "ProcedureResult",

@@ -7,6 +7,8 @@
     otelbench test throughput-latency  [--capacity-rps R] [--slo-ttft-p99-ms MS]  (5.3)
     otelbench test itl                 --saturation-rps R | --sweep 5.3/procedure.json  (5.4)
     otelbench test capacity            [--initial-concurrency 8] [--slo-ttft-p99-ms MS]  (5.5)
+    otelbench test fairness            --rate R [--short-ratio 0.8]                 (5.6)
+    otelbench test long-context        [--length N …] [--max-context-len N]         (5.9)
 
 Every command takes ``--out DIR --model NAME`` and ``--target URL`` or ``--sut vllm-cpu``
 (launched once for all levels), ``--profile draft|quick`` and the workload options of
@@ -439,6 +441,114 @@ def capacity(
     _run(CapacityProcedure(params), spec)
 
 
+@test_app.command()
+def fairness(
+    out: Out,
+    model: Model,
+    rate: Annotated[float, typer.Option(help="The mixed run's arrival rate, req/s.")],
+    target: Target = None,
+    sut: Sut = None,
+    profile: ProfileOpt = "draft",
+    short_ratio: Annotated[float, typer.Option(help="Share of short requests (draft 0.8).")] = 0.8,
+    requests: Annotated[
+        int | None,
+        typer.Option(help="Mixed-run requests (default: 500 of the smaller class; draft)."),
+    ] = None,
+    isolated_rate: Annotated[
+        float | None,
+        typer.Option(help="Each class alone at this rate (default: its share of --rate)."),
+    ] = None,
+    arrival: Arrival = "poisson",
+    seed: Seed = 42,
+    workload: Workload = "mixed-classes",
+    workload_param: WorkloadParam = None,
+    vocab_size: VocabSize = None,
+    ignore_eos: IgnoreEos = False,
+    extra_body: ExtraBody = None,
+    timeout: Timeout = 600.0,
+    tokenizer: Tokenizer = None,
+    cold_start: ColdStart = False,
+    warmup_requests: WarmupRequests = None,
+    warmup_tokens: WarmupTokens = None,
+    span_wait: SpanWait = None,
+    max_model_len: MaxModelLen = 1024,
+    sut_boundary: Boundary = None,
+    sut_hardware: Hardware = None,
+    sut_software: Software = None,
+    gpus: Gpus = 0,
+) -> None:
+    """5.6 Scheduling Fairness: each request class alone, then the 80/20 mix."""
+    spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["fairness"]})
+    from otelbench.procedures.fairness import FairnessParams, FairnessProcedure
+
+    params = FairnessParams(
+        rate=rate,
+        short_ratio=short_ratio,
+        requests=requests,
+        isolated_rate=isolated_rate,
+        arrival=arrival,
+    )
+    _run(FairnessProcedure(params), spec)
+
+
+@test_app.command("long-context")
+def long_context(
+    out: Out,
+    model: Model,
+    target: Target = None,
+    sut: Sut = None,
+    profile: ProfileOpt = "draft",
+    length: Annotated[
+        list[int] | None,
+        typer.Option(help="Context length, tokens (repeatable; default 1K…128K, draft 5.9.2)."),
+    ] = None,
+    max_context_len: Annotated[
+        int | None,
+        typer.Option(help="The SUT's context window (default: --max-model-len with --sut)."),
+    ] = None,
+    output_tokens: Annotated[int, typer.Option(help="Output tokens per request.")] = 256,
+    requests: Annotated[
+        int | None, typer.Option(help="Requests per length (default: the profile's; draft 20).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Closed-loop concurrency (draft 1-4).")] = 1,
+    seed: Seed = 42,
+    workload: Workload = "long-context",
+    workload_param: WorkloadParam = None,
+    vocab_size: VocabSize = None,
+    ignore_eos: IgnoreEos = False,
+    extra_body: ExtraBody = None,
+    timeout: Timeout = 600.0,
+    tokenizer: Tokenizer = None,
+    cold_start: ColdStart = False,
+    warmup_requests: WarmupRequests = None,
+    warmup_tokens: WarmupTokens = None,
+    span_wait: SpanWait = None,
+    max_model_len: MaxModelLen = 1024,
+    sut_boundary: Boundary = None,
+    sut_hardware: Hardware = None,
+    sut_software: Software = None,
+    gpus: Gpus = 0,
+) -> None:
+    """5.9 Long Context Scaling: one level per input length, TTFT scaling fits."""
+    spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["long-context"]})
+    from otelbench.procedures.long_context import (
+        DRAFT_CONTEXT_LENGTHS,
+        LongContextParams,
+        LongContextProcedure,
+    )
+
+    if max_context_len is None and sut is not None:
+        max_context_len = max_model_len
+    params = LongContextParams(
+        lengths=tuple(length) if length else DRAFT_CONTEXT_LENGTHS,
+        max_context_len=max_context_len,
+        output_tokens=output_tokens,
+        requests=requests,
+        concurrency=concurrency,
+    )
+    _run(LongContextProcedure(params), spec)
+
+
 _COMMON_EXCLUDED: set[str] = set()
 _OWN: dict[str, set[str]] = {
     "ttft": _COMMON_EXCLUDED | {"rate", "concurrency", "arrival", "requests"},
@@ -477,5 +587,8 @@ _OWN: dict[str, set[str]] = {
         "min_duration",
         "resolution",
     },
+    "fairness": _COMMON_EXCLUDED | {"rate", "short_ratio", "requests", "isolated_rate", "arrival"},
+    "long-context": _COMMON_EXCLUDED
+    | {"length", "max_context_len", "output_tokens", "requests", "concurrency"},
 }
 """Each command's own options (and local names), left out of the common spec."""

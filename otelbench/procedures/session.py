@@ -189,13 +189,24 @@ class ProcedureSession:
         return self._collector.endpoint
 
     # ------------------------------------------------------------------ levels
-    def run_level(self, load: LoadSpec, label: str, meta: dict[str, Any] | None = None) -> Level:
-        """Run one level and return it with its live row; raises ProcedureInterrupted on ^C."""
+    def run_level(
+        self,
+        load: LoadSpec,
+        label: str,
+        meta: dict[str, Any] | None = None,
+        *,
+        overrides: dict[str, Any] | None = None,
+    ) -> Level:
+        """Run one level and return it with its live row; raises ProcedureInterrupted on ^C.
+
+        ``overrides``: RunConfig fields this level changes (``workload``, ``workload_params``
+        …), e.g. one request class alone (5.6) or one input length (5.9).
+        """
         collector = self._collector
         assert collector is not None, "run_level() outside the session"
         warm = self._warmup_pending
         config = replace(
-            self.base,
+            replace(self.base, **(overrides or {})),
             load=load,
             run_id=f"{self.base.run_id}-{len(self.levels) + 1:02d}",
             warmup=self.base.warmup if warm else None,

@@ -24,8 +24,12 @@ from otelbench.procedures import (
     LEVEL_ROW_KEYS,
     CapacityParams,
     CapacityProcedure,
+    FairnessParams,
+    FairnessProcedure,
     ItlParams,
     ItlProcedure,
+    LongContextParams,
+    LongContextProcedure,
     ProcedureSpec,
     ThroughputParams,
     ThroughputProcedure,
@@ -283,3 +287,71 @@ def test_a_failed_capacity_probe_still_writes_a_partial_report(
     assert probe["report"] == "levels/01/report.json"
     report = json.loads((tmp_path / probe["report"]).read_text())
     assert report["run"]["requests"]["failed_by_type"] == {"500": 4}
+
+
+def test_fairness_runs_each_class_alone_then_the_mix(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    script = {"name": "fixed", "ttft_ms": 10.0, "itl_ms": 2.0, "n": 4, "tag": "proc-fair"}
+    result = run_procedure(
+        FairnessProcedure(FairnessParams(rate=40.0, requests=20)),
+        spec(scripted_server, tmp_path, script, warmup=None),
+        write=lambda _line: None,
+    )
+    r = result.result
+    assert r["procedure"] == "fairness"
+    assert r["draft_section"] == "5.6"
+    assert [lv["label"] for lv in r["levels"]] == ["isolated short", "isolated long", "mixed 80/20"]
+    assert [lv["role"] for lv in r["levels"]] == ["isolated", "isolated", "mixed"]
+    assert r["levels"][0]["offered_rps"] == pytest.approx(32.0)
+    assert r["levels"][1]["offered_rps"] == pytest.approx(8.0)
+    assert len(stored_runs(tmp_path / "spans.duckdb")) == 3
+    by_class = {c["request_class"]: c for c in r["classes"]}
+    assert set(by_class) == {"short", "long"}
+    assert by_class["short"]["isolated_count"] == 16
+    assert by_class["long"]["isolated_count"] == 6  # the quick profile's floor
+    assert by_class["short"]["mixed_count"] + by_class["long"]["mixed_count"] == 20
+    for c in r["classes"]:
+        if c["mixed_count"]:
+            assert 10.0 <= c["ttft_p50_mixed_ms"] < 40.0
+            assert c["ttft_inflation_p50"] == pytest.approx(1.0, abs=0.8)
+            assert 0.0 <= c["starvation_rate"] <= 1.0
+        assert 10.0 <= c["ttft_p50_isolated_ms"] <= c["e2e_p50_isolated_ms"]
+    assert 0.5 < r["jain_index"] <= 1.0
+    assert r["normalized_requests"] == 20
+    assert "## Per-class latency, isolated vs mixed (5.6.4)" in result.markdown
+    assert "Jain's fairness index" in result.markdown
+
+
+def test_long_context_runs_one_level_per_capped_length(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    script = {"name": "fixed", "ttft_ms": 5.0, "itl_ms": 1.0, "n": 3, "tag": "proc-long"}
+    params = LongContextParams(
+        lengths=(256, 512, 1024, 4096), max_context_len=1280, output_tokens=16, requests=4
+    )
+    result = run_procedure(
+        LongContextProcedure(params),
+        spec(scripted_server, tmp_path, script, warmup=None),
+        write=lambda _line: None,
+    )
+    r = result.result
+    assert r["procedure"] == "long-context"
+    assert r["draft_section"] == "5.9"
+    assert [lv["input_tokens"] for lv in r["levels"]] == [256, 512, 1024, 1264]
+    assert [lv["requested_tokens"] for lv in r["levels"]] == [256, 512, 1024, 4096]
+    assert all(lv["mode"] == "closed_loop" and lv["concurrency"] == 1 for lv in r["levels"])
+    assert [row["input_tokens"] for row in r["lengths"]] == [256, 512, 1024, 1264]
+    for row in r["lengths"]:
+        assert row["count"] == 4
+        assert 5.0 <= row["ttft_p50_ms"] < 40.0
+        assert row["ttft_mean_ms"] > 0
+        assert row["time_per_input_token_us"] > 0
+    fits = r["fits"]
+    assert fits["best_fit"] in ("linear", "power_law")
+    assert fits["power_law"]["requests"] == fits["linear"]["requests"] == 16
+    assert 0.0 <= fits["power_law"]["r_squared"] <= 1.0
+    assert any("capped to 1264" in d for d in r["deviations"])
+    assert any("4 requests per context length" in d for d in r["deviations"])
+    assert "## Long context scaling (5.9.5)" in result.markdown
+    assert "Best fit:" in result.markdown
