@@ -24,6 +24,7 @@ from otelbench.loadgen.tokenizers import (
     verify_roundtrip,
 )
 from otelbench.loadgen.workloads import make_workload
+from otelbench.sut.vllm_cpu import default_model_dir
 
 CORPUS = [
     "hello world how are you today",
@@ -31,8 +32,6 @@ CORPUS = [
     "tell me about the world, the world is big and round",
     "def main():\n    return 42\n",
 ] * 20
-
-TINY_LLAMA = Path("~/.cache/otelbench/tiny-llama").expanduser()
 
 
 def build_tiny_tokenizer(directory: Path) -> Path:
@@ -85,9 +84,11 @@ def test_hf_tokenizer_round_trips_and_declares(tiny_tokenizer: HFTokenizer, tiny
     assert d["name"] == "tiny"
 
 
-@pytest.mark.skipif(not (TINY_LLAMA / "tokenizer.json").is_file(), reason="needs setup.sh")
-def test_tiny_llama_tokenizer_when_present() -> None:
-    tok = load_tokenizer(str(TINY_LLAMA))
+def test_the_tiny_llama_tokenizer() -> None:
+    """The served tiny model's own tokenizer (scripts/setup.sh writes it; CI runs setup)."""
+    model_dir = default_model_dir()
+    assert (model_dir / "tokenizer.json").is_file(), f"no {model_dir}: run scripts/setup.sh"
+    tok = load_tokenizer(str(model_dir))
     assert tok.vocab_size == 1024
     assert tok.bos_token_id == 0
     assert tok.eos_token_id == 1
