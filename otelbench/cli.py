@@ -13,7 +13,6 @@ exit 2 (typer's convention). Commands:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from otelbench.cli_options import key_values
+from otelbench.cli_options import declared_sut, json_object, key_values
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.procedures.cli import test_app
 
@@ -215,12 +214,7 @@ def run(
     warmup = WarmupSpec(
         cold_start=cold_start, min_requests=warmup_requests, min_output_tokens=warmup_tokens
     )
-    try:
-        body = json.loads(extra_body) if extra_body else {}
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--extra-body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise ConfigError("--extra-body must be a JSON object")
+    body = json_object(extra_body, "--extra-body")
     config = RunConfig(
         target=target or "",
         model=model,
@@ -233,15 +227,7 @@ def run(
         timeout_s=timeout,
         tokenizer=tokenizer,
         warmup=warmup,
-        sut={
-            k: v
-            for k, v in (
-                ("boundary", sut_boundary),
-                ("hardware", sut_hardware),
-                ("software", sut_software),
-            )
-            if v
-        },
+        sut=declared_sut(sut_boundary, sut_hardware, sut_software),
     )
     launch = {"max_model_len": max_model_len, "served_model_name": model} if sut else None
     with _Progress(requests) as progress:

@@ -7,7 +7,7 @@ from typing import Any
 
 from otelbench.errors import ConfigError
 
-__all__ = ["key_values"]
+__all__ = ["declared_sut", "json_object", "key_values"]
 
 
 def key_values(items: list[str], option: str) -> dict[str, Any]:
@@ -26,3 +26,26 @@ def key_values(items: list[str], option: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+def json_object(text: str | None, option: str) -> dict[str, Any]:
+    """The JSON object an option gives (``{}`` when not given); anything else is a ConfigError.
+
+    >>> json_object('{"top_k": 5}', "--extra-body")
+    {'top_k': 5}
+    """
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{option} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{option} must be a JSON object")
+    return value
+
+
+def declared_sut(
+    boundary: str | None, hardware: str | None, software: str | None
+) -> dict[str, str]:
+    """The SUT as the user declared it (``--sut-boundary``/``-hardware``/``-software``)."""
+    pairs = (("boundary", boundary), ("hardware", hardware), ("software", software))
+    return {key: value for key, value in pairs if value}

@@ -19,14 +19,12 @@ progress on stderr.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from otelbench.cli_options import key_values
-from otelbench.errors import ConfigError
+from otelbench.cli_options import declared_sut, json_object, key_values
 
 __all__ = ["test_app"]
 
@@ -133,12 +131,7 @@ def _spec(
     prof = get_profile(profile)
     params: dict[str, Any] = {} if vocab_size is None else {"vocab_size": vocab_size}
     params.update(key_values(workload_param or [], "--workload-param"))
-    try:
-        body = json.loads(extra_body) if extra_body else {}
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--extra-body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise ConfigError("--extra-body must be a JSON object")
+    body = json_object(extra_body, "--extra-body")
     warmup = None
     if not cold_start:
         warmup = prof.warmup
@@ -158,15 +151,7 @@ def _spec(
         timeout_s=timeout,
         tokenizer=tokenizer,
         warmup=warmup,
-        sut={
-            k: v
-            for k, v in (
-                ("boundary", sut_boundary),
-                ("hardware", sut_hardware),
-                ("software", sut_software),
-            )
-            if v
-        },
+        sut=declared_sut(sut_boundary, sut_hardware, sut_software),
     )
     launch = {"max_model_len": max_model_len, "served_model_name": model} if sut else None
     return ProcedureSpec(
