@@ -513,6 +513,10 @@ class ParametricWorkload:
     deviations: tuple[str, ...] = ()
     synthetic: bool = True
     extra_spec: Mapping[str, Any] = field(default_factory=dict)
+    shared_seed: int | None = None
+    """Seed of the shared parts (system prompt, shared contexts); None: ``seed``. Two workloads
+    with the same ``shared_seed`` and different ``seed`` share prefixes but not bodies (a warm
+    prefix cache without whole-prompt repeats, draft 5.7)."""
 
     def __post_init__(self) -> None:
         if self.vocab_size < 2:
@@ -526,7 +530,8 @@ class ParametricWorkload:
             raise ConfigError(f"class names must be unique, got {names}")
 
     def _shared(self) -> tuple[list[int], list[list[int]]]:
-        rng = random.Random(f"{self.seed}:shared")
+        shared_seed = self.seed if self.shared_seed is None else self.shared_seed
+        rng = random.Random(f"{shared_seed}:shared")
         system = _ids(rng, self.vocab_size, self.system_prompt.tokens) if self.system_prompt else []
         contexts = []
         if self.prefix_sharing is not None:
@@ -586,6 +591,7 @@ class ParametricWorkload:
             "name": self.name,
             "draft_section": self.draft_section,
             "seed": self.seed,
+            **({} if self.shared_seed is None else {"shared_seed": self.shared_seed}),
             "synthetic": self.synthetic,
             "input": {
                 **(first.input.describe() if single else {"distribution": "per class"}),
@@ -687,6 +693,7 @@ def conversation(
     output_min: int = 4,
     output_max: int = 2048,
     temperature: float = 0.0,
+    shared_seed: int | None = None,
 ) -> ParametricWorkload:
     """Conversation, draft A.3, as a SYNTHETIC stand-in for ShareGPT (``synthetic: true``).
 
@@ -715,6 +722,7 @@ def conversation(
             ),
         ),
         system_prompt=SystemPrompt(system_prompt_tokens, system_prompt_share),
+        shared_seed=shared_seed,
         content={"domain": "conversation (synthetic stand-in)", "language": None},
         notes=(
             "SYNTHETIC stand-in for ShareGPT (vicuna_cleaned, 2023-04-12): lengths match A.3.2's "
@@ -745,6 +753,7 @@ def code_completion(
     output_min: int = 16,
     output_max: int = 2048,
     temperature: float = 0.0,
+    shared_seed: int | None = None,
 ) -> ParametricWorkload:
     """Code Completion, draft A.4: shared repository contexts, Zipf-distributed.
 
@@ -777,6 +786,7 @@ def code_completion(
         prefix_sharing=PrefixSharing(
             contexts, Uniform(context_min, context_max), share_ratio, zipf_s
         ),
+        shared_seed=shared_seed,
         content={"domain": "code (synthetic stand-in)", "language": None},
         notes=(
             "input = [repository context][completion site]; the input distribution above is "

@@ -39,6 +39,7 @@ from typing import Any, ClassVar, Final, TypeVar
 
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
+from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.profiles import Profile
 from otelbench.procedures.progress import ProcedureProgress
 from otelbench.procedures.render import render_procedure
@@ -87,6 +88,8 @@ class ProcedureSpec:
     span_wait_s: float | None = None
     gpus: int = 0
     """Accelerators of the SUT, for tokens per GPU-second (5.2.4.2); 0: none (CPU)."""
+    configurations: tuple[SutConfiguration, ...] = ()
+    """The SUT configurations a comparing procedure (5.7, 5.10) runs; empty: its defaults."""
 
 
 class Procedure(abc.ABC):
@@ -96,6 +99,8 @@ class Procedure(abc.ABC):
     name: ClassVar[str]
     section: ClassVar[str]
     title: ClassVar[str]
+    compares_configurations: ClassVar[bool] = False
+    """True: the session starts no SUT; :meth:`run` calls ``session.use_configuration``."""
 
     def __init__(self) -> None:
         self.spec: ProcedureSpec | None = None
@@ -193,6 +198,7 @@ def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, 
         "prefix_caching": "as the SUT is configured (not changed by otelbench)",
         "guardrails": "none configured by otelbench",
         "gpus": spec.gpus,
+        **({"configurations": session.configurations} if session.configurations else {}),
     }
 
 
@@ -267,6 +273,7 @@ def run_procedure(
         on_status=progress.status,
         on_level_start=progress.level_started,
         on_result=progress.result,
+        defer_sut=procedure.compares_configurations,
     )
     interrupted = False
     failure: OtelbenchError | None = None

@@ -7,6 +7,9 @@
     run_level() × N              one run per level (its own run id, OUT/levels/NN/run.json):
                                  execute_run → flush spans → wait for the target's spans →
                                  live report from the records in memory (levels.py)
+    use_configuration(c)         (5.7, 5.10) stop the SUT, start configuration ``c`` (a vLLM
+                                 launch with extra arguments, a user's launch command, or a
+                                 running URL), preflight it; the next level warms up again
     __exit__                     stop vLLM, stop the collector (the store is now readable)
     finalize()                   every level's report from the store → OUT/levels/NN/report.*
 
@@ -48,6 +51,7 @@ from otelbench.client import CompletionResult
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_run
 from otelbench.loadgen.workloads import make_workload
+from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
 from otelbench.query import RunData, extract_run_data, open_store
 from otelbench.report import render_json, render_markdown, report_from_data
@@ -104,9 +108,12 @@ class ProcedureSession:
         on_status: Callable[[str], None] = lambda _msg: None,
         on_level_start: Callable[[Level], None] = lambda _level: None,
         on_result: Callable[[CompletionResult], None] | None = None,
+        defer_sut: bool = False,
     ) -> None:
+        """``defer_sut``: start no SUT and check no target on entry; the procedure calls
+        :meth:`use_configuration` before its first level (5.7, 5.10)."""
         make_workload(base.workload, seed=base.seed, **base.workload_params)  # fail early
-        if launch_vllm_cpu is None:
+        if launch_vllm_cpu is None and not defer_sut:
             check_target_url(base.target)
         self.out_dir = out_dir
         self.base = base
@@ -122,8 +129,15 @@ class ProcedureSession:
         self.interrupted = False
         self.started_unix = time.time()
         self.finished_unix: float | None = None
+        self.defer_sut = defer_sut
+        self.configuration: SutConfiguration | None = None
+        """The configuration the SUT now runs in (None: the one it was given)."""
+        self.configurations: dict[str, dict[str, Any]] = {}
+        """Per configuration used: how it was reached, what the target said, the SUT summary."""
+        self._declared_sut = dict(base.sut)
         self._collector: EmbeddedCollector | None = None
         self._stack = contextlib.ExitStack()
+        """The running SUT (a launched vLLM or a launch command), closed on a switch or exit."""
         self._warmup_pending = base.warmup is not None
 
     # ------------------------------------------------------------------ life cycle
@@ -136,6 +150,8 @@ class ProcedureSession:
         self._collector = EmbeddedCollector(self.store_path)
         self.on_status(f"starting the embedded collector → {self.store_path}")
         endpoint = self._collector.start()
+        if self.defer_sut:
+            return self
         try:
             if self.launch_vllm_cpu is not None:
                 self.on_status("starting vLLM on CPU (about 30–60 s), once for every level")
@@ -166,22 +182,76 @@ class ProcedureSession:
                 self.collector_stats = self._collector.stop()
 
     @contextlib.contextmanager
-    def _launched_vllm(self, endpoint: str) -> Iterator[str]:
+    def _launched_vllm(
+        self, endpoint: str, extra_args: tuple[str, ...] = (), log_name: str = "vllm.log"
+    ) -> Iterator[str]:
         from otelbench.sut.vllm_cpu import VllmCpuServer
 
-        assert self.launch_vllm_cpu is not None
+        launch = dict(self.launch_vllm_cpu or {})
+        launch["extra_args"] = (*launch.get("extra_args", ()), *extra_args)
         server = VllmCpuServer(
             otlp_traces_endpoint=telemetry.traces_url(endpoint),
-            log_path=self.out_dir / "vllm.log",
+            log_path=self.out_dir / log_name,
             env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
             hooks=True,
-            **self.launch_vllm_cpu,
+            **launch,
         )
         server.start()
         try:
             yield server.base_url
         finally:
             server.stop()
+
+    def use_configuration(self, config: SutConfiguration) -> None:
+        """Stop the SUT, bring up ``config`` (a restart unless it is a running URL), check it.
+
+        The next level warms up again (the draft's procedures warm up after every restart,
+        e.g. 5.7.3 step 2); the level's ``meta`` records the configuration's label.
+        """
+        from otelbench.sut.command import CommandServer
+
+        endpoint = self.endpoint
+        self._stack.close()  # the previous configuration's server, if otelbench started one
+        self._stack = contextlib.ExitStack()
+        log_name = f"sut-{config.label}.log"
+        if config.vllm_args is not None:
+            if self.launch_vllm_cpu is None:
+                raise ConfigError(
+                    f"configuration {config.label!r} launches vllm-cpu: give --sut vllm-cpu"
+                )
+            self.on_status(f"configuration {config.label}: starting vLLM on CPU (30–60 s)")
+            url = self._stack.enter_context(
+                self._launched_vllm(endpoint, config.vllm_args, log_name)
+            )
+        else:
+            assert config.url is not None
+            url = config.url
+            check_target_url(url)
+            if config.command is not None:
+                self.on_status(f"configuration {config.label}: running its launch command")
+                server = CommandServer(
+                    config.command,
+                    url,
+                    otlp_traces_endpoint=telemetry.traces_url(endpoint),
+                    log_path=self.out_dir / log_name,
+                )
+                self._stack.enter_context(server)
+        self.target_info = preflight(url, self.base.model)
+        sut = describe_sut(
+            replace(self.base, target=url, sut=self._declared_sut),
+            self.target_info,
+            launched=config.vllm_args is not None,
+        )
+        self.base = replace(self.base, target=url, sut=sut)
+        self.configuration = config
+        self.configurations[config.label] = {
+            **config.describe(),
+            "url": url,
+            "target_reports": self.target_info,
+            "sut": sut,
+            "log": log_name if config.restarted else None,
+        }
+        self._warmup_pending = self.base.warmup is not None
 
     @property
     def endpoint(self) -> str:
@@ -204,6 +274,8 @@ class ProcedureSession:
         """
         collector = self._collector
         assert collector is not None, "run_level() outside the session"
+        if not self.base.target:
+            raise ConfigError("no SUT configuration is in use: call use_configuration() first")
         warm = self._warmup_pending
         config = replace(
             replace(self.base, **(overrides or {})),
@@ -220,6 +292,8 @@ class ProcedureSession:
             warmed=warm,
             meta=dict(meta or {}),
         )
+        if self.configuration is not None:
+            level.meta.setdefault("configuration", self.configuration.label)
         self.levels.append(level)
         level.out_dir.mkdir(parents=True, exist_ok=True)
         (level.out_dir / "run.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
@@ -250,11 +324,10 @@ class ProcedureSession:
     def _wait_for_target_spans(self, before: int, sent: int, started: float) -> None:
         collector = self._collector
         assert collector is not None
-        wait = (
-            LAUNCHED_SPAN_FLUSH_WAIT_S
-            if self.launch_vllm_cpu is not None
-            else VLLM_SPAN_FLUSH_WAIT_S
+        launched = self.launch_vllm_cpu is not None or (
+            self.configuration is not None and self.configuration.restarted
         )
+        wait = LAUNCHED_SPAN_FLUSH_WAIT_S if launched else VLLM_SPAN_FLUSH_WAIT_S
         if self.span_wait_s is not None:
             wait = self.span_wait_s
         if wait <= 0:

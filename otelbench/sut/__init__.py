@@ -1,4 +1,4 @@
-"""Systems under test that otelbench can start for itself: a real vLLM on CPU, for now.
+"""Systems under test that otelbench can start for itself: a real vLLM on CPU, or any command.
 
 Example::
 
@@ -11,10 +11,11 @@ Example::
 
 from __future__ import annotations
 
+from otelbench.sut.command import CommandServer
+from otelbench.sut.process import SUT_NICENESS, GroupProcess, ManagedServer
 from otelbench.sut.vllm_cpu import (
     VllmCpuServer,
     VllmEnv,
-    VllmProcess,
     default_model_dir,
     default_venv,
     otelbench_home,
@@ -22,9 +23,12 @@ from otelbench.sut.vllm_cpu import (
 )
 
 __all__ = [
+    "SUT_NICENESS",
+    "CommandServer",
+    "GroupProcess",
+    "ManagedServer",
     "VllmCpuServer",
     "VllmEnv",
-    "VllmProcess",
     "default_model_dir",
     "default_venv",
     "otelbench_home",

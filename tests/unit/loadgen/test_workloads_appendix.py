@@ -6,6 +6,7 @@ import json
 import math
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -339,3 +340,24 @@ def test_mixed_classes_records_class_and_ratio() -> None:
     ]
     with pytest.raises(ConfigError, match="short_ratio"):
         make_workload("mixed-classes", short_ratio=1.5)
+
+
+@pytest.mark.parametrize("name", ["code-completion", "conversation"])
+def test_shared_seed_keeps_the_shared_prefixes_and_changes_the_bodies(name: str) -> None:
+    """Draft 5.7's warm level: the same shared prefixes as the run seed, new request bodies."""
+    first = make_workload(name, seed=7, vocab_size=1024).requests(200)
+    warm = make_workload(name, seed=8, vocab_size=1024, shared_seed=7).requests(200)
+    other = make_workload(name, seed=8, vocab_size=1024).requests(200)
+
+    def prefixes(reqs: list[Any]) -> set[tuple[int, ...]]:
+        return {
+            tuple(r.prompt_token_ids[: r.shared_prefix_len]) for r in reqs if r.shared_prefix_len
+        }
+
+    assert prefixes(first)
+    assert prefixes(warm) <= prefixes(first)
+    assert not prefixes(other) & prefixes(first)
+    assert not {tuple(r.prompt_token_ids) for r in warm} & {
+        tuple(r.prompt_token_ids) for r in first
+    }
+    assert make_workload(name, seed=8, vocab_size=1024, shared_seed=7).spec()["shared_seed"] == 7
