@@ -15,6 +15,7 @@ from otelbench.query.extract import (
     Dialect,
     QueryRunner,
     extract_client_requests,
+    extract_guardrail_spans,
     extract_live_server_requests,
     extract_run,
     extract_run_data,
@@ -24,16 +25,24 @@ from otelbench.query.extract import (
     open_store,
     register_dialect,
 )
-from otelbench.query.records import ClientRequests, RunData, RunInfo, ServerRequests
+from otelbench.query.records import (
+    ClientRequests,
+    GuardrailSpans,
+    RunData,
+    RunInfo,
+    ServerRequests,
+)
 
 __all__ = [
     "ClientRequests",
     "Dialect",
+    "GuardrailSpans",
     "QueryRunner",
     "RunData",
     "RunInfo",
     "ServerRequests",
     "extract_client_requests",
+    "extract_guardrail_spans",
     "extract_live_server_requests",
     "extract_run",
     "extract_run_data",

@@ -33,13 +33,20 @@ import numpy.typing as npt
 
 from otelbench import semconv
 from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
-from otelbench.query.records import ClientRequests, RunData, RunInfo, ServerRequests
+from otelbench.query.records import (
+    ClientRequests,
+    GuardrailSpans,
+    RunData,
+    RunInfo,
+    ServerRequests,
+)
 from otelbench.store import SpanStore
 
 __all__ = [
     "Dialect",
     "QueryRunner",
     "extract_client_requests",
+    "extract_guardrail_spans",
     "extract_live_server_requests",
     "extract_run",
     "extract_run_data",
@@ -57,6 +64,8 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "span_run": semconv.SPAN_RUN,
     "span_vllm_request": semconv.SPAN_VLLM_REQUEST,
     "span_hook_request": semconv.SPAN_HOOK_REQUEST,
+    "span_gateway_request": semconv.SPAN_GATEWAY_REQUEST,
+    "span_guardrail_filter": semconv.SPAN_GUARDRAIL_FILTER,
     "event_preemption": semconv.EVENT_PREEMPTION,
     "event_resumption": semconv.EVENT_RESUMPTION,
     "kind_client": semconv.SPAN_KIND_CLIENT,
@@ -98,6 +107,19 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "attr_server_output_phase_token": semconv.SERVER_OUTPUT_PHASE_TOKEN,
     "attr_preemption_kv_discarded": semconv.PREEMPTION_KV_TOKENS_DISCARDED,
     "attr_preemption_stall_us": semconv.PREEMPTION_STALL_US,
+    "attr_guardrail_filter_name": semconv.GUARDRAIL_FILTER_NAME,
+    "attr_guardrail_filter_type": semconv.GUARDRAIL_FILTER_TYPE,
+    "attr_guardrail_stage": semconv.GUARDRAIL_STAGE,
+    "attr_guardrail_decision": semconv.GUARDRAIL_DECISION,
+    "attr_guardrail_rule": semconv.GUARDRAIL_RULE,
+    "attr_guardrail_error": semconv.GUARDRAIL_ERROR,
+    "attr_guardrail_invocations": semconv.GUARDRAIL_INVOCATIONS,
+    "attr_guardrail_busy_us": semconv.GUARDRAIL_BUSY_US,
+    "attr_guardrail_chunk_busy_us": semconv.GUARDRAIL_CHUNK_BUSY_US,
+    "attr_guardrail_input_filters": semconv.RESOURCE_GUARDRAIL_INPUT_FILTERS,
+    "attr_guardrail_output_filters": semconv.RESOURCE_GUARDRAIL_OUTPUT_FILTERS,
+    "attr_guardrail_config_sha256": semconv.RESOURCE_GUARDRAIL_CONFIG_SHA256,
+    "attr_guardrail_block_response": semconv.RESOURCE_GUARDRAIL_BLOCK_RESPONSE,
 }
 """Every name the SQL files bind, as ``$name`` parameters, from :mod:`otelbench.semconv`."""
 
@@ -407,9 +429,44 @@ def extract_live_server_requests(
     return _server_requests(cols, np.full(n, -1, dtype=np.int64))
 
 
+def extract_guardrail_spans(
+    store: QueryRunner, run_id: str, client: ClientRequests
+) -> GuardrailSpans:
+    """The guardrail filter spans in the traces of run ``run_id``'s measured client spans."""
+    cols = store.run("run_guardrail_spans", run_id=run_id)
+    position = {key: i for i, key in enumerate(zip(client.trace_id, client.span_id, strict=True))}
+    trace_ids = _str_required(cols["trace_id"], "trace_id")
+    owners = zip(trace_ids, _str_required(cols["client_span_id"], "client_span_id"), strict=True)
+    busy, n_busy = _flatten_lists(cols["chunk_busy_us"])
+    return GuardrailSpans(
+        trace_id=trace_ids,
+        span_id=_str_required(cols["span_id"], "span_id"),
+        client_index=np.fromiter((position.get(o, -1) for o in owners), dtype=np.int64),
+        start_unix_ns=_i64(cols["start_unix_ns"], "start_unix_ns"),
+        duration_ns=_i64(cols["duration_ns"], "duration_ns"),
+        filter_name=_str(cols["filter_name"]),
+        filter_type=_str(cols["filter_type"]),
+        stage=_str(cols["stage"]),
+        decision=_str(cols["decision"]),
+        rule=_str(cols["rule"]),
+        error=_str(cols["error"]),
+        invocations=_f64(cols["invocations"]),
+        busy_us=_f64(cols["busy_us"]),
+        resource_input_filters=_str(cols["resource_input_filters"]),
+        resource_output_filters=_str(cols["resource_output_filters"]),
+        resource_config_sha256=_str(cols["resource_config_sha256"]),
+        resource_block_response=_str(cols["resource_block_response"]),
+        service_name=_str(cols["service_name"]),
+        chunk_bounds=_bounds(n_busy),
+        chunk_busy_us=busy,
+    )
+
+
 def extract_run_data(store: QueryRunner, run_id: str | None = None) -> RunData:
-    """The run (``run_id``, or the latest), its client requests and their server children."""
+    """The run (``run_id``, or the latest), its client requests, their server children and the
+    guardrail filter spans in their traces."""
     run = extract_run(store, run_id)
     client = extract_client_requests(store, run.run_id)
     server = extract_run_server_requests(store, run.run_id, client)
-    return RunData(run=run, client=client, server=server)
+    guardrails = extract_guardrail_spans(store, run.run_id, client)
+    return RunData(run=run, client=client, server=server, guardrails=guardrails)

@@ -20,7 +20,7 @@ request's arrival (the engine hooks' Option C timeline).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from otelbench import semconv
 
-__all__ = ["ClientRequests", "RunData", "RunInfo", "ServerRequests"]
+__all__ = ["ClientRequests", "GuardrailSpans", "RunData", "RunInfo", "ServerRequests"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -200,9 +200,72 @@ class ServerRequests:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class GuardrailSpans:
+    """Guardrail filter spans of a run's measured requests, one entry per filter, request and
+    stage, ordered by (start, TraceId, SpanId) (otelbench.guardrails; draft 4.8, 5.10).
+
+    ``client_index`` is the position in the run's :class:`ClientRequests` of the request whose
+    trace the span is in. An input span times one invocation (``duration_ns`` ≈ ``busy_us``);
+    an output span runs from the filter's first to its last invocation on the stream and sums
+    them up: ``busy_us`` over all, ``chunk_busy_us`` (grouped by ``chunk_bounds``) per SSE event.
+    The ``resource_*`` fields disclose the configuration the span was produced under (4.8.1).
+    """
+
+    trace_id: tuple[str, ...]
+    span_id: tuple[str, ...]
+    client_index: I64
+    start_unix_ns: I64
+    duration_ns: I64
+    filter_name: tuple[str | None, ...]
+    filter_type: tuple[str | None, ...]
+    stage: tuple[str | None, ...]
+    decision: tuple[str | None, ...]
+    rule: tuple[str | None, ...]
+    error: tuple[str | None, ...]
+    invocations: F64
+    busy_us: F64
+    resource_input_filters: tuple[str | None, ...]
+    resource_output_filters: tuple[str | None, ...]
+    resource_config_sha256: tuple[str | None, ...]
+    resource_block_response: tuple[str | None, ...]
+    service_name: tuple[str | None, ...]
+    chunk_bounds: I64
+    chunk_busy_us: I64
+
+    def __post_init__(self) -> None:
+        n = len(self.span_id)
+        _check_lengths(self, n, frozenset({"chunk_bounds", "chunk_busy_us"}))
+        b = self.chunk_bounds
+        if b.shape != (n + 1,) or b[0] != 0 or np.any(np.diff(b) < 0):
+            raise ValueError("chunk_bounds must have n+1 non-decreasing entries starting at 0")
+        if b[-1] != self.chunk_busy_us.size:
+            raise ValueError("chunk_bounds[-1] must equal the number of chunk entries")
+
+    def __len__(self) -> int:
+        return len(self.span_id)
+
+    def chunk_busy(self, i: int) -> I64:
+        """Span ``i``'s per-event busy times, µs (empty for an input span)."""
+        return self.chunk_busy_us[int(self.chunk_bounds[i]) : int(self.chunk_bounds[i + 1])]
+
+    @classmethod
+    def empty(cls) -> GuardrailSpans:
+        """No guardrail span (a target without otelbench guardrails)."""
+        none: tuple[str | None, ...] = ()
+        i64 = np.empty(0, dtype=np.int64)
+        f64 = np.empty(0, dtype=np.float64)
+        return cls(
+            (), (), i64, i64, i64, none, none, none, none, none, none, f64, f64,
+            none, none, none, none, none, np.zeros(1, dtype=np.int64), i64,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class RunData:
-    """Everything a run report needs: the run, its client requests, their server children."""
+    """Everything a run report needs: the run, its client requests, their server children and
+    the guardrail filter spans in their traces."""
 
     run: RunInfo
     client: ClientRequests
     server: ServerRequests
+    guardrails: GuardrailSpans = field(default_factory=GuardrailSpans.empty)

@@ -47,6 +47,7 @@ from otelbench.metrics import (
 )
 from otelbench.query import QueryRunner, RunData, extract_run_data, open_store
 from otelbench.report.compliance import compliance, configuration_summary
+from otelbench.report.guardrails import guardrails_section
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     classes_section,
@@ -274,6 +275,9 @@ def report_from_data(
     )
     if classes is not None:
         metrics["classes"] = classes
+    guardrails = guardrails_section(data)
+    if guardrails is not None:
+        metrics["guardrails"] = guardrails
 
     sources = Counter(
         s

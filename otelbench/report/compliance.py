@@ -372,6 +372,24 @@ def _guardrails(f: _Facts) -> str | None:
     declared = _declared(f.sut.get("guardrails"))
     if declared is not None:
         return declared
+    measured = _map(_map(f.report.get("metrics")).get("guardrails"))
+    if measured:
+        d = _map(measured.get("disclosure"))
+        stages = []
+        for stage in ("input", "output"):
+            names = [str(n) for n in d.get(f"{stage}_filters") or []]
+            stages.append(
+                f"{stage} filtering enabled ({', '.join(names)})"
+                if names
+                else f"{stage} filtering disabled"
+            )
+        refused = _int(_map(measured.get("refusals")).get("requests")) or 0
+        sha = _text(d.get("config_sha256"))
+        return (
+            f"otelbench guardrails, from their spans: {'; '.join(stages)}; {refused} "
+            f"request(s) refused by a guardrail"
+            + (f"; configuration sha256 {sha[:12]}" if sha else "")
+        )
     if _text(f.sut.get("boundary")) == "Model Engine":
         return (
             "none in the measured path: the Model Engine boundary excludes input and output "

@@ -54,6 +54,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from otelbench import semconv
 from otelbench.metrics import (
     DECODE_DEADLINE_PRESETS_S,
     Ragged,
@@ -379,6 +380,24 @@ def _preemption_plot(
     }
 
 
+def _input_guardrail_window(data: RunData) -> dict[int, list[float]]:
+    """Per client request, [first start, last end] of its input filter spans (ms since
+    T_submit)."""
+    g, c = data.guardrails, data.client
+    out: dict[int, list[float]] = {}
+    for i in range(len(g)):
+        j = int(g.client_index[i])
+        if j < 0 or g.stage[i] != semconv.GUARDRAIL_STAGE_INPUT:
+            continue
+        start = float(g.start_unix_ns[i] - c.submit_unix_ns[j]) / 1e6
+        end = start + float(g.duration_ns[i]) / 1e6
+        if j in out:
+            out[j] = [min(out[j][0], start), max(out[j][1], end)]
+        else:
+            out[j] = [start, end]
+    return {j: [round(a, 3), round(b, 3)] for j, (a, b) in out.items()}
+
+
 def _waterfall(
     data: RunData,
     submit_s: F64,
@@ -396,6 +415,7 @@ def _waterfall(
     rng = np.random.default_rng(seed)
     chosen = np.sort(rng.choice(candidates, size=k, replace=False)) if k else candidates[:0]
     span_of = _server_span_of_client(data)
+    guard = _input_guardrail_window(data)
     rows = []
     for i in chosen.tolist():
         server = None
@@ -420,7 +440,7 @@ def _waterfall(
                 "ttft_ms": _rounded([ttft_ms[i]], 3)[0],
                 "end_ms": _rounded([end_ms[i]], 3)[0],
                 "server": server,
-                "guardrail_ms": None,
+                "guardrail_ms": guard.get(int(i)),
             }
         )
     return {
@@ -431,7 +451,11 @@ def _waterfall(
             "server phases start at the server span's start minus T_submit, two wall clocks: "
             "exact on one host, off by the clock offset between two"
         ),
-        "guardrail": "no guardrail span is recorded: guardrail_ms is null",
+        "guardrail": (
+            "guardrail_ms: [start, end] of the request's input guardrail filters, ms since "
+            "T_submit on the span's wall clock (null: no input filter span); output filters run "
+            "during the stream and are in metrics.guardrails"
+        ),
         "requests": rows,
     }
 

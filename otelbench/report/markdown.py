@@ -499,6 +499,52 @@ def _classes_section(metrics: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _guardrails_section(metrics: Mapping[str, Any]) -> list[str]:
+    g = metrics.get("guardrails")
+    if not g:
+        return []
+    d = g["disclosure"]
+    rows = [
+        [
+            f["name"],
+            f["stage"],
+            str(f["spans"]),
+            ", ".join(f"{k}: {v}" for k, v in f["decisions"].items()),
+            ", ".join(f"{k}: {v}" for k, v in f["errors"].items()) or "none",
+            _ms(f["busy_ms_per_request"]["p50"]),
+            _ms(f["busy_ms_per_request"]["p99"]),
+            _ms((f.get("busy_ms_per_event") or {}).get("p99")),
+        ]
+        for f in g["filters"]
+    ]
+    added = g["added_latency"]
+    added_rows = [
+        [label, str(added[key]["count"]), _ms(added[key]["p50"]), _ms(added[key]["p99"])]
+        for key, label in (
+            ("input_ms", "Input filters (adds to TTFT)"),
+            ("output_first_event_ms", "Output filters, first event (adds to TTFT)"),
+            ("ttft_ms", "TTFT added"),
+            ("output_per_event_ms", "Output filters, per later event (adds to ITL)"),
+        )
+    ]
+    refusals = g["refusals"]
+    by_stage = ", ".join(f"{k}: {v}" for k, v in refusals["by_stage"].items()) or "none"
+    header = ["Filter", "Stage", "Spans", "Decisions", "Errors", "Busy P50", "Busy P99"]
+    return [
+        "## Guardrails (draft 4.8.1, 5.10)",
+        "",
+        f"- Input filtering: {', '.join(d['input_filters']) or 'disabled'}",
+        f"- Output filtering: {', '.join(d['output_filters']) or 'disabled'}",
+        f"- Refused requests: {refusals['requests']} (by stage: {by_stage})",
+        f"- Requests with guardrail spans: {g['requests_with_guardrail_spans']}",
+        "",
+        *_table([*header, "Per event P99"], rows),
+        "",
+        *_table(["Added latency", "Requests", "P50", "P99"], added_rows),
+        "",
+    ]
+
+
 def _load_generator_section(run: Mapping[str, Any]) -> list[str]:
     g = run.get("load_generator")
     if not g:
@@ -607,6 +653,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += _server_section(metrics)
     lines += _fluidity_section(metrics)
     lines += _classes_section(metrics)
+    lines += _guardrails_section(metrics)
     lines += _load_generator_section(run)
     lines += _methodology_section(report["methodology"])
     lines += _configuration_section(report)

@@ -23,7 +23,7 @@ T0_NS = 1_700_000_000_000_000_000
 _INSERT = """
 INSERT INTO otel_traces VALUES (
     make_timestamp_ns($ts), $trace_id, $span_id, $parent_span_id, '', $name, $kind, $service,
-    MAP(['service.name'], [$service]), $scope, '',
+    MAP(CAST($res_keys AS VARCHAR[]), CAST($res_values AS VARCHAR[])), $scope, '',
     MAP(CAST($keys AS VARCHAR[]), CAST($values AS VARCHAR[])),
     $duration, $status, '',
     list_transform(CAST($ev_ts AS BIGINT[]), lambda t: make_timestamp_ns(t)),
@@ -75,8 +75,10 @@ class SpanWriter:
         service: str = semconv.SERVICE_CLIENT,
         status: str = semconv.STATUS_UNSET,
         events: Sequence[Event] = (),
+        resource: Mapping[str, Any] | None = None,
     ) -> None:
         keys = list(attributes)
+        res = {"service.name": service, **(resource or {})}
         self.store.connection.execute(
             _INSERT,
             {
@@ -88,6 +90,8 @@ class SpanWriter:
                 "kind": kind,
                 "service": service,
                 "scope": semconv.INSTRUMENTATION_SCOPE,
+                "res_keys": list(res),
+                "res_values": [attr_text(v) for v in res.values()],
                 "keys": keys,
                 "values": [attr_text(attributes[k]) for k in keys],
                 "duration": duration_ns,

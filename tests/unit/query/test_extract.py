@@ -489,6 +489,7 @@ def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
     assert names == [
         "client_requests.sql",
         "live_server_requests.sql",
+        "run_guardrail_spans.sql",
         "run_server_requests.sql",
         "runs.sql",
     ]

@@ -1,9 +1,11 @@
 -- run_server_requests: the server span of each of run $run_id's measured client spans (warm-up and
--- probe requests, draft 4.5, are left out, as in client_requests). A server span is a
--- child of the client span (same TraceId, ParentSpanId = the client's SpanId) that is either the
--- engine hooks' span ($span_hook_request: per-token offsets and preemption events) or vLLM's own
--- llm_request span. At most one per client span: a hook span wins over llm_request (both exist
--- when vLLM's own tracing is on too), then the earliest. Token offsets arrive as JSON text and
+-- probe requests, draft 4.5, are left out, as in client_requests). A server span is the engine
+-- hooks' span ($span_hook_request: per-token offsets and preemption events) or vLLM's own
+-- llm_request span, and a child of the client span (same TraceId, ParentSpanId = the client's
+-- SpanId) — or, behind otelbench's guardrail gateway, a child of the gateway span
+-- ($span_gateway_request) that is the client span's child. At most one per client span: a hook
+-- span wins over llm_request (both exist when vLLM's own tracing is on too), then the earliest.
+-- parent_span_id is the CLIENT span's id either way. Token offsets arrive as JSON text and
 -- are parsed here as BIGINT[]; the preemption and resumption span events are read with list
 -- functions (hook-only columns are NULL, or empty lists, for an llm_request span).
 WITH client AS (
@@ -13,11 +15,19 @@ WITH client AS (
       AND "SpanAttributes"[$attr_run_id] = $run_id
       AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
 ),
+parents AS (
+    SELECT trace_id, span_id, span_id AS client_span_id FROM client
+    UNION ALL
+    SELECT g."TraceId", g."SpanId", c.span_id
+    FROM otel_traces AS g
+    JOIN client AS c ON g."TraceId" = c.trace_id AND g."ParentSpanId" = c.span_id
+    WHERE g."SpanName" = $span_gateway_request
+),
 server AS (
     SELECT
         s."TraceId"                                       AS trace_id,
         s."SpanId"                                        AS span_id,
-        s."ParentSpanId"                                  AS parent_span_id,
+        p.client_span_id                                  AS parent_span_id,
         s."SpanName"                                      AS span_name,
         s."SpanName" = $span_hook_request                 AS is_hook,
         s."Timestamp"                                     AS ts,
@@ -25,12 +35,12 @@ server AS (
         s."SpanAttributes"                                AS attrs,
         list_zip(s."Events.Name", s."Events.Attributes")  AS events
     FROM otel_traces AS s
-    JOIN client AS c
-      ON s."TraceId" = c.trace_id AND s."ParentSpanId" = c.span_id
+    JOIN parents AS p
+      ON s."TraceId" = p.trace_id AND s."ParentSpanId" = p.span_id
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
       AND s."SpanKind" = $kind_server
     QUALIFY row_number() OVER (
-        PARTITION BY s."TraceId", s."ParentSpanId"
+        PARTITION BY s."TraceId", p.client_span_id
         ORDER BY s."SpanName" = $span_hook_request DESC, s."Timestamp", s."SpanId"
     ) = 1
 )
