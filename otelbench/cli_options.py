@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final, Literal
 
 from otelbench.errors import ConfigError
 
-__all__ = ["declared_sut", "json_object", "key_values"]
+__all__ = ["PROMPT_FORMATS", "declared_sut", "json_object", "key_values", "prompt_format"]
 
 
 def key_values(items: list[str], option: str) -> dict[str, Any]:
@@ -49,3 +49,19 @@ def declared_sut(
     """The SUT as the user declared it (``--sut-boundary``/``-hardware``/``-software``)."""
     pairs = (("boundary", boundary), ("hardware", hardware), ("software", software))
     return {key: value for key, value in pairs if value}
+
+
+PROMPT_FORMATS: Final = ("token_ids", "text")
+
+
+def prompt_format(value: str) -> Literal["token_ids", "text"]:
+    """``--prompt-format``: ``token_ids`` or ``text`` (RunConfig.prompt_format).
+
+    >>> prompt_format("text")
+    'text'
+    """
+    if value == "token_ids":
+        return "token_ids"
+    if value == "text":
+        return "text"
+    raise ConfigError(f"--prompt-format must be one of {', '.join(PROMPT_FORMATS)}, got {value!r}")

@@ -153,6 +153,11 @@ class RunConfig:
     """Draft 4.4: ``cl100k_base`` (Option B), a local tokenizer path or ``server`` (the target's
     ``/tokenize``; Option A). Workloads built from text (``sharegpt``) tokenize with it, and the
     report declares it. None: prompts are token ids of the target's own vocabulary (Option A)."""
+    prompt_format: Literal["token_ids", "text"] = "token_ids"
+    """How prompts are sent: ``token_ids`` (``prompt`` as a list of ids, token-exact; the
+    default) or ``text``, the ids decoded by the declared ``tokenizer`` (needed where the path
+    to the engine reads text, e.g. guardrail filters, draft 5.10; a server may re-tokenize the
+    text to a slightly different count, and its usage reports what it counted)."""
     warmup: WarmupSpec | None = None
     """Draft 4.5 warm-up before measurement (:class:`WarmupSpec`); None (the default) runs
     none and the manifest lists that as a deviation; ``WarmupSpec(cold_start=True)`` declares a
@@ -254,6 +259,7 @@ def _manifest(
         "otelbench_version": __version__,
         "sut": config.sut,
         "request_options": {
+            "prompt_format": config.prompt_format,
             "ignore_eos": config.ignore_eos,
             "stream": True,
             "extra_body": config.extra_body,
@@ -287,11 +293,28 @@ async def execute_run(
 
     params = {"seed": config.seed, **config.workload_params}
     tokenizer = _tokenizer(config)
+    if config.prompt_format == "text" and tokenizer is None:
+        raise ConfigError(
+            "prompt_format 'text' decodes the prompts' token ids: declare a tokenizer "
+            "(a tokenizer.json, 'server' or cl100k_base)"
+        )
     if tokenizer is not None and "tokenizer" not in params and _takes_tokenizer(config.workload):
         params["tokenizer"] = tokenizer
     workload = make_workload(config.workload, **params)
     items = workload.requests(config.load.requests)
     manifest = _manifest(config, workload.spec(), items, tokenizer)
+    texts: dict[tuple[int, ...], str] = {}
+    if tokenizer is not None and config.prompt_format == "text":
+        for item in items:  # decoded before the schedule starts, not on its clock
+            texts[tuple(item.prompt_token_ids)] = tokenizer.decode(item.prompt_token_ids)
+
+    def prompt_of(item: WorkloadRequest) -> str | list[int]:
+        if tokenizer is None or config.prompt_format != "text":
+            return item.prompt_token_ids
+        key = tuple(item.prompt_token_ids)
+        if key not in texts:  # a warm-up or probe request
+            texts[key] = tokenizer.decode(item.prompt_token_ids)
+        return texts[key]
     outcome = RunOutcome(config.run_id, manifest)
     lags_us: list[int] = []
     extra_body = {**config.extra_body, **({"ignore_eos": True} if config.ignore_eos else {})}
@@ -347,7 +370,7 @@ async def execute_run(
         req = CompletionRequest(
             api=config.api,
             model=config.model,
-            prompt=item.prompt_token_ids,
+            prompt=prompt_of(item),
             max_tokens=item.max_tokens,
             temperature=item.temperature,
             extra_body=extra_body,

@@ -9,6 +9,7 @@ section's results from the levels' rows (computed from the store) and renders th
       ├─ session.finalize()            every level's report from the store → OUT/levels/NN/
       └─ procedure.build(levels)       → OUT/procedure.json (envelope + section's results)
          procedure.render(result)      → OUT/procedure.md   (the section's reporting format)
+                                         OUT/procedure.html (its curve, links to the levels)
 
 The envelope (``procedure.json``'s common keys): ``schema_version``, ``procedure``,
 ``draft_section``, ``title``, ``profile``, ``interrupted``, ``error`` (the error that stopped
@@ -50,6 +51,7 @@ from otelbench.procedures.session import (
     ProcedureSession,
 )
 from otelbench.report import render_json
+from otelbench.report.html import render_procedure_html
 
 __all__ = [
     "PROCEDURES",
@@ -70,6 +72,9 @@ SINGLE_RUN_DEVIATION: Final = (
     "each load level was run once: no repetition across independent runs and no confidence "
     "intervals (draft 6.3 asks for at least 3 runs for comparative claims)"
 )
+
+
+PER_CONFIGURATION: Final = "per SUT configuration (see the configurations)"
 
 
 def placeholder_load() -> LoadSpec:
@@ -195,8 +200,17 @@ def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, 
             if warmed is not None
             else ({"cold_start": True} if base.warmup is None else None)
         ),
-        "prefix_caching": "as the SUT is configured (not changed by otelbench)",
-        "guardrails": "none configured by otelbench",
+        "prefix_caching": (
+            PER_CONFIGURATION
+            if session.configurations
+            else "as the SUT is configured (not changed by otelbench)"
+        ),
+        "guardrails": (
+            PER_CONFIGURATION
+            if session.configurations
+            else (first or {}).get("configuration", {}).get("guardrails")
+            or "none configured by otelbench"
+        ),
         "gpus": spec.gpus,
         **({"configurations": session.configurations} if session.configurations else {}),
     }
@@ -323,6 +337,9 @@ def run_procedure(
     markdown = render_procedure(result, procedure.render(result))
     (spec.out_dir / "procedure.json").write_text(render_json(result))
     (spec.out_dir / "procedure.md").write_text(markdown)
+    (spec.out_dir / "procedure.html").write_text(
+        render_procedure_html(result, markdown), encoding="utf-8"
+    )
     if failure is not None:
         raise failure
     return ProcedureResult(spec.out_dir, result, markdown, session.levels)

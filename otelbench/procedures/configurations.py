@@ -28,8 +28,8 @@ Example::
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from otelbench.errors import ConfigError
@@ -49,6 +49,8 @@ class SutConfiguration:
     command: str | None = None
     vllm_args: tuple[str, ...] | None = None
     description: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Environment added to a launched server's (vLLM launcher or command)."""
 
     def __post_init__(self) -> None:
         if not self.label or not self.label.replace("-", "").replace("_", "").isalnum():
@@ -80,6 +82,7 @@ class SutConfiguration:
             "vllm_args": None if self.vllm_args is None else list(self.vllm_args),
             "restarted": self.restarted,
             "description": self.description,
+            "env": dict(self.env),
         }
 
 

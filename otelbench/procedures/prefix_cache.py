@@ -271,7 +271,6 @@ class PrefixCacheProcedure(Procedure):
                 "system_prompt_tokens": None if sp is None else sp.tokens,
                 "system_prompt_share": None if sp is None else sp.share,
             },
-            "configurations": {k: v.describe() for k, v in self.configurations().items()},
             "warm_level": (
                 f"seed {self.spec.base.seed + WARM_SEED_OFFSET} bodies, shared prefixes of seed "
                 f"{self.spec.base.seed} (populated by the cold level)"

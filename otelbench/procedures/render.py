@@ -77,13 +77,38 @@ def _configuration(result: Mapping[str, Any]) -> list[str]:
         ["Prefix caching", str(c.get("prefix_caching"))],
         ["Guardrails", str(c.get("guardrails"))],
     ]
-    return ["## Configuration summary", "", *table(["Item", "Value"], rows), ""]
+    lines = ["## Configuration summary", "", *table(["Item", "Value"], rows), ""]
+    configurations = c.get("configurations") or {}
+    if configurations:
+        lines += ["## SUT configurations", ""]
+        lines += table(
+            ["Label", "Started by", "URL", "Description"],
+            [
+                [
+                    str(label),
+                    {"vllm-cpu": "otelbench (vLLM on CPU)", "command": "its launch command"}.get(
+                        str(conf.get("kind")), "already running"
+                    )
+                    + (f": `{' '.join(conf['vllm_args'])}`" if conf.get("vllm_args") else ""),
+                    str(conf.get("url")),
+                    str(conf.get("description") or ""),
+                ]
+                for label, conf in configurations.items()
+            ],
+        )
+        lines.append("")
+    return lines
+
+
+def _source(section: str) -> str:
+    """``draft 5.3`` for a draft section; a reference outside the draft (``Etalon §4.2``) as is."""
+    return f"draft {section}" if section[:1].isdigit() else section
 
 
 def render_procedure(result: Mapping[str, Any], body: Sequence[str]) -> str:
     """The whole ``procedure.md``: header, the procedure's ``body`` lines, footer."""
     lines = [
-        f"# {result['title']} (draft {result['draft_section']})",
+        f"# {result['title']} ({_source(str(result['draft_section']))})",
         "",
         f"Procedure `{result['procedure']}`, profile `{result['profile']}`"
         + (" — **interrupted, partial results**" if result.get("interrupted") else "")

@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -55,6 +55,7 @@ from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
 from otelbench.query import RunData, extract_run_data, open_store
 from otelbench.report import render_json, render_markdown, report_from_data
+from otelbench.report.html import plot_data, render_html
 
 __all__ = ["Level", "ProcedureInterrupted", "ProcedureSession"]
 
@@ -183,7 +184,11 @@ class ProcedureSession:
 
     @contextlib.contextmanager
     def _launched_vllm(
-        self, endpoint: str, extra_args: tuple[str, ...] = (), log_name: str = "vllm.log"
+        self,
+        endpoint: str,
+        extra_args: tuple[str, ...] = (),
+        log_name: str = "vllm.log",
+        env: Mapping[str, str] | None = None,
     ) -> Iterator[str]:
         from otelbench.sut.vllm_cpu import VllmCpuServer
 
@@ -192,11 +197,15 @@ class ProcedureSession:
         server = VllmCpuServer(
             otlp_traces_endpoint=telemetry.traces_url(endpoint),
             log_path=self.out_dir / log_name,
-            env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
+            env={"OTEL_BSP_SCHEDULE_DELAY": "200", **(env or {})},
             hooks=True,
             **launch,
         )
         server.start()
+        # The served model's own tokenizer (Option A, draft 4.4), as `otelbench run` declares it.
+        self.base = replace(
+            self.base, tokenizer=self.base.tokenizer or str(server.vllm_env.model_dir)
+        )
         try:
             yield server.base_url
         finally:
@@ -221,7 +230,7 @@ class ProcedureSession:
                 )
             self.on_status(f"configuration {config.label}: starting vLLM on CPU (30–60 s)")
             url = self._stack.enter_context(
-                self._launched_vllm(endpoint, config.vllm_args, log_name)
+                self._launched_vllm(endpoint, config.vllm_args, log_name, config.env)
             )
         else:
             assert config.url is not None
@@ -233,6 +242,7 @@ class ProcedureSession:
                     config.command,
                     url,
                     otlp_traces_endpoint=telemetry.traces_url(endpoint),
+                    env=config.env,
                     log_path=self.out_dir / log_name,
                 )
                 self._stack.enter_context(server)
@@ -351,5 +361,8 @@ class ProcedureSession:
                 report = report_from_data(data)
                 (level.out_dir / "report.json").write_text(render_json(report))
                 (level.out_dir / "report.md").write_text(render_markdown(report))
+                (level.out_dir / "report.html").write_text(
+                    render_html(report, plot_data(data)), encoding="utf-8"
+                )
                 level.data, level.report, level.stored = data, report, True
                 level.row = level_row(data, report)

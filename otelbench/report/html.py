@@ -81,6 +81,7 @@ __all__ = [
     "PLOT_DATA_VERSION",
     "plot_data",
     "render_html",
+    "render_procedure_html",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -1398,6 +1399,8 @@ svg.chart .legend-item text { fill: #222; }
 dl { background: #fff; border: 1px solid #ddd; padding: 8px 12px; }
 dt { font-weight: 600; margin-top: 6px; } dd { margin: 0 0 0 16px; color: #333; }
 ul.deviations li { margin: 3px 0; }
+pre.markdown { background: #fff; border: 1px solid #ddd; padding: 8px 12px; white-space: pre-wrap;
+  font-size: 12px; }
 """
 
 _HEAD_SCRIPT: Final = (
@@ -1459,6 +1462,73 @@ def render_html(report: Mapping[str, Any], plot_data: Mapping[str, Any] | None =
             _deviations(report),
             "<h2>Methodology</h2>",
             _methodology(report),
+            f"<script>{_TAIL_SCRIPT}</script>",
+            "</body></html>\n",
+        ]
+    )
+
+
+def _curve_levels(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The procedure's levels that form one load curve: open-loop levels by offered rate (or,
+    when fewer than 3, closed-loop levels by concurrency), of one configuration, by load."""
+    levels = [lv for lv in result.get("levels") or [] if isinstance(lv, Mapping)]
+    if len({lv.get("configuration") for lv in levels}) > 1:
+        return []  # configurations compared (5.7, 5.10): no single curve
+    for key in ("offered_rps", "concurrency"):
+        rows = [lv for lv in levels if _number(lv.get(key)) is not None]
+        if key == "concurrency":
+            rows = [lv for lv in rows if _number(lv.get("offered_rps")) is None]
+        if len(rows) >= 3:
+            return sorted(rows, key=lambda lv: float(lv[key]))
+    return []
+
+
+def render_procedure_html(result: Mapping[str, Any], markdown: str) -> str:
+    """``procedure.html``: the procedure's throughput-latency curve (when its levels form one),
+    links to each level's ``report.html``, and ``procedure.md`` itself. Self-contained, like
+    :func:`render_html`, with the same script markers.
+
+    >>> page = render_procedure_html(result.result, result.markdown)  # doctest: +SKIP
+    """
+    section = str(result.get("draft_section", ""))
+    source = f"draft {section}" if section[:1].isdigit() else section
+    title = f"{result.get('title', 'procedure')} ({source}) — otelbench procedure"
+    fig = _Figure("throughput_latency", "Throughput–latency curve")
+    curve = _curve_levels(result)
+    if curve:
+        block: dict[str, Any] = {"levels": curve}
+        if curve == result.get("levels"):  # the procedure's own points (5.3.4), when it has them
+            for key in ("knee", "saturation", "peak", "optimal"):
+                if f"{key}_index" in result:
+                    block[key] = result[f"{key}_index"]
+        _throughput_latency(fig, {"procedure": block}, {})
+    else:
+        fig.note = "the procedure's levels do not form one load curve"
+    links = "".join(
+        f'<li><a href="{_esc(str(run["report"]).removesuffix(".json") + ".html")}">'
+        f"{_esc(run.get('index'))}. {_esc(run.get('label'))}</a></li>"
+        if run.get("report")
+        else f"<li>{_esc(run.get('index'))}. {_esc(run.get('label'))} (no stored report)</li>"
+        for run in result.get("runs") or []
+        if isinstance(run, Mapping)
+    )
+    return "".join(
+        [
+            "<!DOCTYPE html>\n",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_esc(title)}</title>",
+            f"<style>{_CSS}</style>",
+            f"<script>{_HEAD_SCRIPT}</script>",
+            "</head><body>",
+            f"<h1>{_esc(title)}</h1>",
+            f'<p class="subtitle">profile {_esc(result.get("profile", NA))} · procedure schema '
+            f"{_esc(result.get('schema_version', NA))} · IETF LLM benchmarking methodology</p>",
+            f'<div class="plots">{fig.html()}</div>',
+            "<h2>Levels (each with its own report)</h2>",
+            f"<ul>{links}</ul>",
+            "<h2>Procedure report</h2>",
+            f'<pre class="markdown">{_esc(markdown)}</pre>',
             f"<script>{_TAIL_SCRIPT}</script>",
             "</body></html>\n",
         ]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from otelbench.report import report_from_data
-from otelbench.report.html import PLOTS, plot_data, render_html
+from otelbench.report.html import PLOTS, plot_data, render_html, render_procedure_html
 from tests.unit.report.test_html import PROCEDURE, REQS, Page, html_run
 
 pytestmark = pytest.mark.integration
@@ -122,3 +122,36 @@ def test_chromium_takes_a_screenshot(chromium: str, page_file: Path, tmp_path: P
     height = int.from_bytes(png[20:24], "big")
     assert (width, height) == (1280, 4000)
     assert len(png) > 50_000  # a blank page compresses to a few kB
+
+
+def test_the_procedure_page_draws_its_curve_in_chromium(chromium: str, tmp_path: Path) -> None:
+    """procedure.html: the draft's Table 5 levels as a 5.3 sweep, one level's link per run."""
+    levels = [
+        {**row, "ttft_p99_ms": row["p99_ms"], "index": i + 1, "label": f"level {i + 1}"}
+        for i, row in enumerate(PROCEDURE["levels"])
+    ]
+    result = {
+        "schema_version": 1,
+        "procedure": "throughput-latency",
+        "draft_section": "5.3",
+        "title": "Throughput-Latency Tradeoff",
+        "profile": "quick",
+        "levels": levels,
+        "runs": [
+            {"index": lv["index"], "label": lv["label"], "report": f"levels/{i:02d}/report.json"}
+            for i, lv in enumerate(levels, start=1)
+        ],
+    }
+    page = tmp_path / "procedure.html"
+    page.write_text(render_procedure_html(result, "# Throughput <b>"), encoding="utf-8")
+    out = run_chromium(chromium, tmp_path, "--dump-dom", page.as_uri())
+    assert out.returncode == 0, out.stderr[-2000:]
+    dom = Page(out.stdout)
+    (html,) = [e for e in dom.elements if e.tag == "html"]
+    assert "data-script-error" not in html.attrs
+    assert (html.attrs.get("data-plots"), html.attrs.get("data-plots-drawn")) == ("1", "1")
+    assert [e.attrs["href"] for e in dom.elements if e.tag == "a"][:2] == [
+        "levels/01/report.html",
+        "levels/02/report.html",
+    ]
+    assert "# Throughput <b>" in out.stdout.replace("&lt;", "<").replace("&gt;", ">")

@@ -104,6 +104,7 @@ def test_run_section(scenario_store: Path) -> None:
         "seed": 7,
         "tokenizer": MANIFEST["tokenizer"],
         "load": {"mode": "poisson", "rate": 2.0, "concurrency": None, "requests": 4},
+        "request_options": None,  # the scenario's manifest predates them
         "request_classes": {"default": 4},
         "warmup": None,
         "cold_start": False,
