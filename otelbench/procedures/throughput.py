@@ -1,10 +1,19 @@
-"""Draft 5.2, Output Token Throughput: search for the maximum sustainable arrival rate.
+"""Draft 5.2, Output Token Throughput: search for the maximum sustainable load.
 
 Procedure (5.2.3): estimate capacity (:mod:`~otelbench.procedures.probe`), run a reference
-level at the lowest rate of the range (the "lower load" of 5.2.3.1's latency criterion), then
-search the rate (:class:`~otelbench.procedures.planning.MaxSearch`: from the capacity estimate,
-growing ×1.5 while levels pass, bisecting once one fails, until the bracket is within the rate
-step). Each level is open loop (Poisson by default) for the level duration.
+level at the lowest load of the range (the "lower load" of 5.2.3.1's latency criterion), then
+search the load (:class:`~otelbench.procedures.planning.MaxSearch`: from the capacity estimate,
+growing ×1.5 while levels pass, bisecting once one fails, until the bracket is within the
+step). The load model is either of 5.2.2.2's:
+
+* **open loop** (the default): the arrival rate is searched; each level is open loop (Poisson
+  by default) for the level duration;
+* **closed loop** (``load_model="closed-loop"``): the concurrency is searched (integers, from
+  the capacity probe's concurrency); a level at concurrency ``c`` sends ``c`` × the probe's
+  request throughput per in-flight request × the level duration requests (at least the
+  profile's minimum), so that it lasts about the level duration. In a closed loop the client
+  queue cannot grow and completions keep pace with arrivals by construction, so of 5.2.3.1's
+  criteria the latency one (TTFT P99 > 10 × the lowest level's P50) is the one that fires.
 
 A level **passes** (is sustainable) when
 
@@ -30,6 +39,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
@@ -97,8 +107,27 @@ class ThroughputParams:
     arrival: str = "poisson"
     slo_ttft_p99_ms: float | None = None
     slo_tpot_p99_ms: float | None = None
+    load_model: str = "open-loop"
+    """5.2.2.2: ``open-loop`` (search the arrival rate) or ``closed-loop`` (the concurrency)."""
+    min_concurrency: int | None = None
+    max_concurrency: int | None = None
+    concurrency_step: int | None = None
 
     def __post_init__(self) -> None:
+        if self.load_model not in ("open-loop", "closed-loop"):
+            raise ConfigError(
+                f"--load-model must be open-loop or closed-loop, got {self.load_model!r}"
+            )
+        for name in ("min_concurrency", "max_concurrency", "concurrency_step"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+        if (
+            self.min_concurrency is not None
+            and self.max_concurrency is not None
+            and self.min_concurrency > self.max_concurrency
+        ):
+            raise ConfigError("--min-concurrency must not exceed --max-concurrency")
         for name in ("capacity_rps", "min_rps", "max_rps", "rate_step"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -140,6 +169,15 @@ class ThroughputProcedure(Procedure):
         return self.params.probe_requests or self.profile.probe_requests
 
     @property
+    def closed(self) -> bool:
+        return self.params.load_model == "closed-loop"
+
+    @property
+    def load_key(self) -> str:
+        """The level row key of the searched load."""
+        return "concurrency" if self.closed else "offered_rps"
+
+    @property
     def has_slo(self) -> bool:
         return self.params.slo_ttft_p99_ms is not None or self.params.slo_tpot_p99_ms is not None
 
@@ -152,26 +190,36 @@ class ThroughputProcedure(Procedure):
             "probe_concurrency": self.probe_concurrency,
             "probe_requests": self.probe_requests,
             "max_levels": self.profile.search_max_levels,
-            "load_model": "open-loop",
-            "search": f"binary search on the arrival rate (bracket ×{GROWTH}, then bisection)",
+            "load_model": self.params.load_model,
+            "search": f"binary search on the {'concurrency' if self.closed else 'arrival rate'} "
+            f"(bracket ×{GROWTH}, then bisection)",
             "criterion": "highest level meeting the SLO and not saturated"
             if self.has_slo
             else "highest level not saturated (5.2.3.1)",
         }
 
-    def _level(self, session: ProcedureSession, rate: float, label: str) -> bool:
+    def _load_of(self, level: Level) -> float:
+        return float((level.load.concurrency if self.closed else level.load.rate) or 0)
+
+    def _level(self, session: ProcedureSession, value: float, label: str) -> bool:
         lower = [
             lv
             for lv in session.levels
-            if lv.meta.get("role") == SEARCH_ROLE and (lv.load.rate or 0) < rate
+            if lv.meta.get("role") == SEARCH_ROLE and self._load_of(lv) < value
         ]
-        reference = min(lower, key=lambda lv: lv.load.rate or 0) if lower else None
+        reference = min(lower, key=self._load_of) if lower else None
         p50 = (reference.live_row or {}).get("ttft_p50_ms") if reference else None
-        load = LoadSpec(
-            mode=self.params.arrival,  # type: ignore[arg-type]
-            requests=open_loop_requests(rate, self.duration_s, self.min_requests),
-            rate=rate,
-        )
+        if self.closed:
+            c = int(value)
+            per_slot_rps = self.bounds["capacity_estimate_rps"] / self.probe_concurrency
+            requests = max(self.min_requests, c, math.ceil(c * per_slot_rps * self.duration_s))
+            load = LoadSpec(mode="closed_loop", requests=requests, concurrency=c)
+        else:
+            load = LoadSpec(
+                mode=self.params.arrival,  # type: ignore[arg-type]
+                requests=open_loop_requests(value, self.duration_s, self.min_requests),
+                rate=value,
+            )
         level = session.run_level(load, label, {"role": SEARCH_ROLE})
         verdict = throughput_verdict(
             level.live_row or {}, p50, self.params.slo_ttft_p99_ms, self.params.slo_tpot_p99_ms
@@ -188,21 +236,32 @@ class ThroughputProcedure(Procedure):
             concurrency=self.probe_concurrency,
             requests=self.probe_requests,
         )
-        lo = p.min_rps or 0.1 * capacity
-        hi = p.max_rps or 2.0 * capacity
-        step = p.rate_step or self.profile.rate_resolution * capacity
-        self.bounds = {"capacity_estimate_rps": capacity, "min_rps": lo, "max_rps": hi}
-        self.bounds["rate_step"] = step
+        self.bounds = {"capacity_estimate_rps": capacity}
+        if self.closed:
+            lo = float(p.min_concurrency or 1)
+            hi = float(p.max_concurrency or 8 * self.probe_concurrency)
+            start = float(self.probe_concurrency)
+            step = float(p.concurrency_step or 1)
+            self.bounds |= {"min_concurrency": lo, "max_concurrency": hi, "concurrency_step": step}
+        else:
+            lo = p.min_rps or 0.1 * capacity
+            hi = p.max_rps or 2.0 * capacity
+            start = capacity
+            step = p.rate_step or self.profile.rate_resolution * capacity
+            self.bounds |= {"min_rps": lo, "max_rps": hi, "rate_step": step}
         search = MaxSearch(
-            start=min(max(capacity, lo), hi),
+            start=min(max(start, lo), hi),
             lo=lo,
             hi=hi,
+            integer=self.closed,
             growth=GROWTH,
             abs_tolerance=step,
+            rel_tolerance=self.profile.concurrency_resolution if self.closed else 0.0,
             max_steps=self.profile.search_max_levels,
         )
         self.search = search
-        search.record(lo, self._level(session, lo, "reference (lowest rate)"))
+        lowest = "reference (lowest concurrency)" if self.closed else "reference (lowest rate)"
+        search.record(lo, self._level(session, lo, lowest))
         while (rate := search.next_value()) is not None:
             search.record(rate, self._level(session, rate, f"search {len(search.steps) + 1}"))
 
@@ -226,7 +285,7 @@ class ThroughputProcedure(Procedure):
         search = self.search
         best = search.best if search is not None else None
         best_entry = next(
-            (e for e in entries if best is not None and e.get("offered_rps") == best), None
+            (e for e in entries if best is not None and e.get(self.load_key) == best), None
         )
         deviations = shortfalls(level_duration_s=self.duration_s)
         if self.duration_s < RECOMMENDED_DURATION_S:
@@ -234,20 +293,23 @@ class ThroughputProcedure(Procedure):
                 f"{self.duration_s:g} s per level; 5.2.2.1 recommends {RECOMMENDED_DURATION_S:g} s"
             )
         if search is not None and search.exhausted:
+            unit = "concurrent requests" if self.closed else "req/s"
             deviations.append(
                 f"the search stopped after {search.max_steps} levels before converging to the "
-                f"rate step; the maximum lies between {fmt(search.best, 3)} and "
-                f"{fmt(search.first_fail, 3)} req/s"
+                f"step; the maximum lies between {fmt(search.best, 3)} and "
+                f"{fmt(search.first_fail, 3)} {unit}"
             )
         if search is not None and search.capped:
+            bound = "--max-concurrency" if self.closed else "--max-rps"
             self.notes.append(
-                "the highest rate of the range was sustainable: the maximum may lie above --max-rps"
+                f"the highest load of the range was sustainable: the maximum may lie above {bound}"
             )
         if search is not None and search.non_monotone:
             self.notes.append(
                 "the system was not monotone in rate: "
                 + ", ".join(
-                    f"{s.value:.3g} req/s {'passed' if s.passed else 'failed'}"
+                    f"{s.value:.3g} {'concurrent' if self.closed else 'req/s'} "
+                    f"{'passed' if s.passed else 'failed'}"
                     for s in search.non_monotone
                 )
                 + " against the bracket so far (noise); the newest verdict was kept"
@@ -266,13 +328,15 @@ class ThroughputProcedure(Procedure):
             "max_output_tokens_per_s": out_tps,
             "max_requests_per_s": best_entry.get("achieved_rps") if best_entry else None,
             "max_input_tokens_per_s": best_entry.get("input_tokens_per_s") if best_entry else None,
-            "sustainable_load_rps": best,
+            "load_model": p.load_model,
+            "sustainable_load_rps": None if self.closed else best,
+            "sustainable_concurrency": int(best) if self.closed and best is not None else None,
             "tokens_per_gpu_s": out_tps / gpus if out_tps is not None and gpus > 0 else None,
             "gpus": gpus,
             "criterion": "slo" if self.has_slo else "saturation",
-            "highest_unsaturated_rps": max(
+            ("highest_unsaturated_concurrency" if self.closed else "highest_unsaturated_rps"): max(
                 (
-                    e["offered_rps"]
+                    e[self.load_key]
                     for e in entries
                     if not e["verdict"]["saturation"]["saturated"] and e.get("succeeded")
                 ),
@@ -293,14 +357,21 @@ class ThroughputProcedure(Procedure):
             "slo": {"ttft_p99_ms": p.slo_ttft_p99_ms, "tpot_p99_ms": p.slo_tpot_p99_ms},
             "levels": entries,
             "search": {
-                "steps": [{"rps": s.value, "passed": s.passed} for s in search.steps]
+                "variable": "concurrency" if self.closed else "rps",
+                "steps": [
+                    {("concurrency" if self.closed else "rps"): s.value, "passed": s.passed}
+                    for s in search.steps
+                ]
                 if search
                 else [],
-                "best_rps": best,
-                "first_fail_rps": search.first_fail if search else None,
+                "best_rps": None if self.closed else best,
+                "first_fail_rps": None if self.closed or not search else search.first_fail,
+                "best_concurrency": best if self.closed else None,
+                "first_fail_concurrency": search.first_fail if self.closed and search else None,
                 "capped": search.capped if search else False,
                 "exhausted": search.exhausted if search else False,
                 "rate_step": self.bounds.get("rate_step"),
+                "concurrency_step": self.bounds.get("concurrency_step"),
             },
             "summary": summary,
             "latency_at_max": latency,
@@ -309,6 +380,13 @@ class ThroughputProcedure(Procedure):
 
     def render(self, result: dict[str, Any]) -> list[str]:
         s = result["summary"]
+        closed = s.get("load_model") == "closed-loop"
+
+        def load_text(summary: dict[str, Any]) -> str:
+            if closed:
+                return fmt(summary.get("sustainable_concurrency"), 0, "concurrent requests")
+            return fmt(summary.get("sustainable_load_rps"), 3, "req/s")
+
         gpu = (
             fmt(s["tokens_per_gpu_s"], 1, "tok/s/GPU")
             if s["tokens_per_gpu_s"] is not None
@@ -323,10 +401,12 @@ class ThroughputProcedure(Procedure):
                     ["Max Output Throughput", fmt(s["max_output_tokens_per_s"], 1, "tok/s")],
                     ["Max Request Throughput", fmt(s["max_requests_per_s"], 3, "req/s")],
                     ["Max Input Throughput", fmt(s["max_input_tokens_per_s"], 1, "tok/s")],
-                    ["Sustainable Load", fmt(s["sustainable_load_rps"], 3, "req/s")],
+                    ["Sustainable Load", load_text(s)],
                     [
                         "Highest unsaturated load measured (no SLO)",
-                        fmt(s["highest_unsaturated_rps"], 3, "req/s"),
+                        fmt(s.get("highest_unsaturated_rps"), 3, "req/s")
+                        if closed is False
+                        else fmt(s.get("highest_unsaturated_concurrency"), 0, "concurrent"),
                     ],
                     ["Tokens per GPU-second", gpu],
                     [
@@ -357,7 +437,7 @@ class ThroughputProcedure(Procedure):
             rows.append(
                 [
                     str(lv["index"]),
-                    fmt(lv.get("offered_rps"), 3),
+                    fmt(lv.get("concurrency"), 0) if closed else fmt(lv.get("offered_rps"), 3),
                     fmt(lv.get("output_tokens_per_s"), 1),
                     fmt(lv.get("ttft_p99_ms"), 1),
                     fmt(lv.get("tpot_p99_ms"), 1),
@@ -368,14 +448,22 @@ class ThroughputProcedure(Procedure):
                 ]
             )
         lines += table(
-            ["#", "Offered (r/s)", "Output (tok/s)", "TTFT P99 (ms)", "TPOT P99 (ms)",
-             "Completion/arrival", "Queue", "Steady", "Verdict"],
+            ["#", "Concurrency" if closed else "Offered (r/s)", "Output (tok/s)",
+             "TTFT P99 (ms)", "TPOT P99 (ms)", "Completion/arrival", "Queue", "Steady",
+             "Verdict"],
             rows,
         )  # fmt: skip
         search = result["search"]
-        lines += [
-            "",
-            f"Maximum sustainable rate: {fmt(search['best_rps'], 3)} req/s; lowest failing: "
-            f"{fmt(search['first_fail_rps'], 3)} req/s (rate step {fmt(search['rate_step'], 3)}).",
-        ]
+        if closed:
+            line = (
+                f"Maximum sustainable concurrency: {fmt(search['best_concurrency'], 0)}; lowest "
+                f"failing: {fmt(search['first_fail_concurrency'], 0)} (closed loop)."
+            )
+        else:
+            line = (
+                f"Maximum sustainable rate: {fmt(search['best_rps'], 3)} req/s; lowest failing: "
+                f"{fmt(search['first_fail_rps'], 3)} req/s (rate step "
+                f"{fmt(search['rate_step'], 3)})."
+            )
+        lines += ["", line]
         return lines

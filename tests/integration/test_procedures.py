@@ -219,6 +219,35 @@ def test_throughput_search_with_an_unmeetable_slo_finds_nothing(
     assert level["verdict"]["reasons"][0].startswith("TTFT/TPOT P99 above the SLO")
 
 
+def test_closed_loop_throughput_search_on_concurrency(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """5.2.2.2's closed-loop load model: the search runs on concurrency; each level is sized
+    from the capacity estimate per in-flight request (20 req/s over 2 = 10 req/s per slot)."""
+    script = {"name": "fixed", "ttft_ms": 10.0, "itl_ms": 2.0, "n": 5, "tag": "proc-closed"}
+    params = ThroughputParams(
+        capacity_rps=20.0, probe_concurrency=2, level_duration_s=0.5, min_level_requests=4,
+        load_model="closed-loop", max_concurrency=6,
+    )  # fmt: skip
+    result = run_procedure(
+        ThroughputProcedure(params), spec(scripted_server, tmp_path, script, warmup=None),
+        write=lambda _line: None,
+    )  # fmt: skip
+    r = result.result
+    assert r["search"]["variable"] == "concurrency"
+    assert [s["concurrency"] for s in r["search"]["steps"]] == [1, 2, 3, 5, 6]
+    assert all(s["passed"] for s in r["search"]["steps"])
+    assert [lv["requests"] for lv in r["levels"]] == [5, 10, 15, 25, 30]
+    assert [lv["mode"] for lv in r["levels"]] == ["closed_loop"] * 5
+    assert r["search"]["capped"] is True
+    assert r["summary"]["sustainable_concurrency"] == 6
+    assert r["summary"]["sustainable_load_rps"] is None
+    assert r["summary"]["highest_unsaturated_concurrency"] == 6
+    assert r["parameters"]["load_model"] == "closed-loop"
+    assert "Maximum sustainable concurrency: 6" in result.markdown
+    assert "| # | Concurrency |" in result.markdown
+
+
 def test_capacity_search_on_concurrency(scripted_server: ScriptedServer, tmp_path: Path) -> None:
     script = {"name": "fixed", "ttft_ms": 30.0, "itl_ms": 2.0, "n": 5, "tag": "proc-capacity"}
     params = CapacityParams(
