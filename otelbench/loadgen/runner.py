@@ -315,6 +315,7 @@ async def execute_run(
         if key not in texts:  # a warm-up or probe request
             texts[key] = tokenizer.decode(item.prompt_token_ids)
         return texts[key]
+
     outcome = RunOutcome(config.run_id, manifest)
     lags_us: list[int] = []
     extra_body = {**config.extra_body, **({"ignore_eos": True} if config.ignore_eos else {})}

@@ -9,12 +9,17 @@ launched vLLM; then it builds its report in the draft's reporting format for its
         levels                     records → run report → the level's row (pure)
         planning / profiles        load levels, the max search, draft vs quick sizes (pure)
         ttft · throughput · tradeoff · itl · capacity   5.1 · 5.2 · 5.3 · 5.4 · 5.5
-        fairness · long_context                         5.6 · 5.9
+        fairness · prefix_cache · memory_pressure       5.6 · 5.7 · 5.8
+        long_context · guardrail_overhead               5.9 · 5.10
+        configurations             the SUT configurations 5.7 and 5.10 compare (restarts)
+        fluidity                                        Etalon §4.2 capacity evaluation
         render                     procedure.md around each procedure's tables
 
 Procedures are registered by name in :data:`PROCEDURES`: ``ttft`` (5.1), ``throughput``
 (5.2), ``throughput-latency`` (5.3), ``itl`` (5.4), ``capacity`` (5.5), ``fairness`` (5.6),
-``long-context`` (5.9).
+``prefix-cache`` (5.7), ``memory-pressure`` (5.8), ``long-context`` (5.9),
+``guardrail-overhead`` (5.10), ``fluidity`` (Etalon's capacity evaluation: the maximum rate
+meeting a fluidity-index SLO, Etalon §4.2).
 
 Example::
 
@@ -43,9 +48,15 @@ from otelbench.procedures.base import (
 )
 from otelbench.procedures.capacity import CapacityParams, CapacityProcedure
 from otelbench.procedures.fairness import FairnessParams, FairnessProcedure
+from otelbench.procedures.fluidity import FluidityParams, FluidityProcedure
+from otelbench.procedures.guardrail_overhead import (
+    GuardrailOverheadParams,
+    GuardrailOverheadProcedure,
+)
 from otelbench.procedures.itl import ItlParams, ItlProcedure
 from otelbench.procedures.levels import LEVEL_ROW_KEYS, level_row, run_data_from_outcome
 from otelbench.procedures.long_context import LongContextParams, LongContextProcedure
+from otelbench.procedures.memory_pressure import MemoryPressureParams, MemoryPressureProcedure
 from otelbench.procedures.planning import (
     ITL_FRACTIONS,
     SWEEP_FRACTIONS,
@@ -54,6 +65,7 @@ from otelbench.procedures.planning import (
     open_loop_requests,
     search_max,
 )
+from otelbench.procedures.prefix_cache import PrefixCacheParams, PrefixCacheProcedure
 from otelbench.procedures.profiles import PROFILES, Profile, get_profile
 from otelbench.procedures.session import Level, ProcedureSession
 from otelbench.procedures.throughput import ThroughputParams, ThroughputProcedure
@@ -71,12 +83,20 @@ __all__ = [
     "CapacityProcedure",
     "FairnessParams",
     "FairnessProcedure",
+    "FluidityParams",
+    "FluidityProcedure",
+    "GuardrailOverheadParams",
+    "GuardrailOverheadProcedure",
     "ItlParams",
     "ItlProcedure",
     "Level",
     "LongContextParams",
     "LongContextProcedure",
     "MaxSearch",
+    "MemoryPressureParams",
+    "MemoryPressureProcedure",
+    "PrefixCacheParams",
+    "PrefixCacheProcedure",
     "Procedure",
     "ProcedureResult",
     "ProcedureSession",

@@ -77,7 +77,11 @@ def test_registry_names_the_procedures() -> None:
         "itl": "5.4",
         "capacity": "5.5",
         "fairness": "5.6",
+        "prefix-cache": "5.7",
+        "memory-pressure": "5.8",
         "long-context": "5.9",
+        "guardrail-overhead": "5.10",
+        "fluidity": "Etalon §4.2",
     }
 
 
