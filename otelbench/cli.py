@@ -21,7 +21,9 @@ from typing import Annotated, Any
 import typer
 
 from otelbench.cli_options import declared_sut, json_object, key_values
+from otelbench.cli_options import prompt_format as parse_prompt_format
 from otelbench.errors import ConfigError, OtelbenchError
+from otelbench.guardrails.cli import gateway
 from otelbench.procedures.cli import test_app
 
 app = typer.Typer(
@@ -31,6 +33,7 @@ app = typer.Typer(
     help="OpenTelemetry-based benchmarking of LLM serving, by the IETF methodology draft.",
 )
 app.add_typer(test_app, name="test")
+app.command("gateway")(gateway)
 
 
 def _fail(message: str) -> None:
@@ -131,6 +134,13 @@ def run(
             "target's /tokenize). Text workloads tokenize with it; the report declares it."
         ),
     ] = None,
+    prompt_format: Annotated[
+        str,
+        typer.Option(
+            help="'token_ids' (token-exact, the default) or 'text' (ids decoded by --tokenizer, "
+            "for paths that read text, e.g. guardrails)."
+        ),
+    ] = "token_ids",
     cold_start: Annotated[
         bool, typer.Option(help="Skip the warm-up and report a cold-start measurement (4.5.3).")
     ] = False,
@@ -226,6 +236,7 @@ def run(
         extra_body=body,
         timeout_s=timeout,
         tokenizer=tokenizer,
+        prompt_format=parse_prompt_format(prompt_format),
         warmup=warmup,
         sut=declared_sut(sut_boundary, sut_hardware, sut_software),
     )

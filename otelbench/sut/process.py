@@ -162,7 +162,9 @@ class ManagedServer(abc.ABC):
     log_prefix: ClassVar[str] = "otelbench-server-"
     """Prefix of the log file made under /tmp when no ``log_path`` is given."""
 
-    def __init__(self, *, log_path: Path | str | None = None, niceness: int = SUT_NICENESS):
+    def __init__(
+        self, *, log_path: str | os.PathLike[str] | None = None, niceness: int = SUT_NICENESS
+    ) -> None:
         if not 0 <= niceness <= 19:
             raise ConfigError(f"niceness must be 0..19, got {niceness}")
         self.niceness = niceness

@@ -14,9 +14,13 @@
 #      `pip install --no-deps` from a temporary copy (no dependencies: vLLM already has the
 #      OpenTelemetry packages; the copy keeps build/ and *.egg-info out of the repo), and
 #      opentelemetry-exporter-prometheus (--no-deps; its dependencies are vLLM's) for their metrics
-#   6. writes the tiny Llama (config + trained tokenizer, no weights) to
+#   6. installs otelbench itself (its guardrail middleware, `vllm serve --middleware
+#      otelbench.guardrails.middleware.GuardrailMiddleware`) the same way: `pip install --no-deps`
+#      from a temporary copy of pyproject.toml, README.md and otelbench/ (the guardrails import only
+#      what vLLM already has: the standard library, OpenTelemetry, httpx, pyyaml)
+#   7. writes the tiny Llama (config + trained tokenizer, no weights) to
 #      ${OTELBENCH_VLLM_MODEL:-${OTELBENCH_HOME:-~/.cache/otelbench}/tiny-llama}
-# Steps 1-5 are recorded in a stamp file in the venv; when the stamp matches, they are skipped.
+# Steps 1-6 are recorded in a stamp file in the venv; when the stamp matches, they are skipped.
 #
 # Environment: OTELBENCH_HOME, OTELBENCH_VLLM_VENV, OTELBENCH_VLLM_MODEL as above;
 # OTELBENCH_VLLM_PYTHON: the python that creates the venv (default python3; must be 3.11, the
@@ -54,11 +58,15 @@ cli_sha="$(sha256sum "$here/vllm_cli.py" | cut -d' ' -f1)"
 hooks_src="$(cd "$here/../../engine_hooks" && pwd)"
 hooks_sha="$(cd "$hooks_src" && find . -type f \( -name '*.py' -o -name '*.toml' -o -name '*.md' -o -name 'py.typed' \) \
     -not -path './build/*' -not -path '*.egg-info/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)"
+repo_root="$(cd "$here/../.." && pwd)"
+otelbench_sha="$(cd "$repo_root" && { find otelbench -type f \( -name '*.py' -o -name '*.sql' -o -name 'py.typed' \) \
+    -not -path '*/__pycache__/*'; echo pyproject.toml; } | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)"
 expected_stamp="setup_version=$SETUP_VERSION
 dist=$VLLM_DIST==$VLLM_VERSION
 removed=${REMOVE[*]}
 cli_sha256=$cli_sha
-hooks_sha256=$hooks_sha"
+hooks_sha256=$hooks_sha
+otelbench_sha256=$otelbench_sha"
 
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$expected_stamp" && -f "$cli_dst" ]]; then
     say "venv already set up ($VLLM_DIST $VLLM_VERSION, stamp $stamp)"
@@ -129,6 +137,21 @@ EOF
     rm -rf "$hooks_tmp"
     "$venv/bin/python" -c 'import otelbench_vllm, otelbench_vllm.stat_logger, opentelemetry.exporter.prometheus' \
         || die "the engine hooks do not import in $venv"
+
+    say "installing otelbench (--no-deps, for its guardrail middleware) from $repo_root"
+    otelbench_tmp="$(mktemp -d)"
+    cp "$repo_root/pyproject.toml" "$repo_root/README.md" "$otelbench_tmp/"
+    cp -r "$repo_root/otelbench" "$otelbench_tmp/"
+    find "$otelbench_tmp" -name '__pycache__' -type d -prune -exec rm -rf {} +
+    if ! "$venv/bin/python" -m pip install --no-deps --no-build-isolation --force-reinstall \
+            --progress-bar off "$otelbench_tmp" >>"$log" 2>&1; then
+        rm -rf "$otelbench_tmp"
+        log_tail
+        die "pip install --no-deps otelbench failed (full log: $log)"
+    fi
+    rm -rf "$otelbench_tmp"
+    "$venv/bin/python" -c 'import otelbench.guardrails.middleware, otelbench.guardrails.classifier' \
+        || die "otelbench's guardrail middleware does not import in $venv"
 
     say "checking that the vLLM CLI starts"
     if ! out="$("$venv/bin/python" "$cli_dst" --version 2>&1)"; then
