@@ -116,6 +116,7 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "attr_guardrail_invocations": semconv.GUARDRAIL_INVOCATIONS,
     "attr_guardrail_busy_us": semconv.GUARDRAIL_BUSY_US,
     "attr_guardrail_chunk_busy_us": semconv.GUARDRAIL_CHUNK_BUSY_US,
+    "attr_guardrail_output_added_us": semconv.GUARDRAIL_OUTPUT_ADDED_US,
     "attr_guardrail_input_filters": semconv.RESOURCE_GUARDRAIL_INPUT_FILTERS,
     "attr_guardrail_output_filters": semconv.RESOURCE_GUARDRAIL_OUTPUT_FILTERS,
     "attr_guardrail_config_sha256": semconv.RESOURCE_GUARDRAIL_CONFIG_SHA256,
@@ -438,6 +439,7 @@ def extract_guardrail_spans(
     trace_ids = _str_required(cols["trace_id"], "trace_id")
     owners = zip(trace_ids, _str_required(cols["client_span_id"], "client_span_id"), strict=True)
     busy, n_busy = _flatten_lists(cols["chunk_busy_us"])
+    added, n_added = _flatten_lists(cols["output_added_us"])
     return GuardrailSpans(
         trace_id=trace_ids,
         span_id=_str_required(cols["span_id"], "span_id"),
@@ -459,6 +461,8 @@ def extract_guardrail_spans(
         service_name=_str(cols["service_name"]),
         chunk_bounds=_bounds(n_busy),
         chunk_busy_us=busy,
+        added_bounds=_bounds(n_added),
+        output_added_us=added,
     )
 
 

@@ -231,15 +231,24 @@ class GuardrailSpans:
     service_name: tuple[str | None, ...]
     chunk_bounds: I64
     chunk_busy_us: I64
+    added_bounds: I64
+    output_added_us: I64
+    """Output spans, grouped by ``added_bounds``: µs the whole output stage (every output
+    filter, SSE parsing and re-encoding) held each SSE event; the same on every output span of
+    a response."""
 
     def __post_init__(self) -> None:
         n = len(self.span_id)
-        _check_lengths(self, n, frozenset({"chunk_bounds", "chunk_busy_us"}))
-        b = self.chunk_bounds
-        if b.shape != (n + 1,) or b[0] != 0 or np.any(np.diff(b) < 0):
-            raise ValueError("chunk_bounds must have n+1 non-decreasing entries starting at 0")
-        if b[-1] != self.chunk_busy_us.size:
-            raise ValueError("chunk_bounds[-1] must equal the number of chunk entries")
+        ragged = {"chunk_bounds", "chunk_busy_us", "added_bounds", "output_added_us"}
+        _check_lengths(self, n, frozenset(ragged))
+        for bounds, values, name in (
+            (self.chunk_bounds, self.chunk_busy_us, "chunk"),
+            (self.added_bounds, self.output_added_us, "added"),
+        ):
+            if bounds.shape != (n + 1,) or bounds[0] != 0 or np.any(np.diff(bounds) < 0):
+                raise ValueError(f"{name}_bounds must have n+1 non-decreasing entries from 0")
+            if bounds[-1] != values.size:
+                raise ValueError(f"{name}_bounds[-1] must equal the number of {name} entries")
 
     def __len__(self) -> int:
         return len(self.span_id)
@@ -247,6 +256,10 @@ class GuardrailSpans:
     def chunk_busy(self, i: int) -> I64:
         """Span ``i``'s per-event busy times, µs (empty for an input span)."""
         return self.chunk_busy_us[int(self.chunk_bounds[i]) : int(self.chunk_bounds[i + 1])]
+
+    def output_added(self, i: int) -> I64:
+        """Span ``i``'s output-stage time per SSE event, µs (empty for an input span)."""
+        return self.output_added_us[int(self.added_bounds[i]) : int(self.added_bounds[i + 1])]
 
     @classmethod
     def empty(cls) -> GuardrailSpans:
@@ -257,6 +270,7 @@ class GuardrailSpans:
         return cls(
             (), (), i64, i64, i64, none, none, none, none, none, none, f64, f64,
             none, none, none, none, none, np.zeros(1, dtype=np.int64), i64,
+            np.zeros(1, dtype=np.int64), i64,
         )  # fmt: skip
 
 

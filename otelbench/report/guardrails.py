@@ -14,9 +14,11 @@ clock, µs, reported in ms):
   for an output filter also per SSE event.
 * ``added_latency.input_ms`` — per request, the sum of the input filters' busy time: the engine
   sees the request only after them, so it adds to TTFT one for one.
-* ``added_latency.output_first_event_ms`` / ``output_per_event_ms`` — per request, the output
-  filters' busy time on the first SSE event (it adds to TTFT) and on every later event (it adds
-  to that event's inter-token latency), summed over the output filters event by event.
+* ``added_latency.output_first_event_ms`` / ``output_per_event_ms`` — per request, the time the
+  output stage held the first SSE event (it adds to TTFT) and every later event (it adds to that
+  event's inter-token latency): the stage's own measurement (``otelbench.guardrail.output.
+  added_us``: every output filter plus SSE parsing and re-encoding), or, from producers that do
+  not record it, the output filters' busy times summed event by event.
 * ``added_latency.ttft_ms`` — ``input_ms + output_first_event_ms`` per request.
 * ``refusals`` — requests with at least one ``block`` decision, by stage and by filter.
 
@@ -47,9 +49,9 @@ GUARDRAIL_DEFINITIONS: Final = {
     "busy": "time spent inside the filter, summed over its invocations for the request "
     "(the filter's own monotonic clock)",
     "input_ms": "per request, the sum of the input filters' busy time (adds to TTFT)",
-    "output_first_event_ms": "per request, the output filters' busy time on the first SSE "
-    "event (adds to TTFT)",
-    "output_per_event_ms": "per SSE event after the first, the output filters' busy time "
+    "output_first_event_ms": "per request, the time the output stage (filters, SSE parsing and "
+    "re-encoding) held the first SSE event (adds to TTFT)",
+    "output_per_event_ms": "per SSE event after the first, the time the output stage held it "
     "(adds to that event's inter-token latency)",
     "refusal": "a request with at least one block decision",
 }
@@ -116,8 +118,8 @@ def guardrails_section(data: RunData) -> dict[str, Any] | None:
     n = len(data.client)
     input_ms = np.zeros(n)
     has_input = np.zeros(n, dtype=np.bool_)
-    first_event = np.zeros(n)
-    later: dict[int, list[npt.NDArray[np.int64]]] = defaultdict(list)
+    stage_events: dict[int, npt.NDArray[np.int64]] = {}  # the output stage's own, per request
+    filter_events: dict[int, list[npt.NDArray[np.int64]]] = defaultdict(list)
     has_output = np.zeros(n, dtype=np.bool_)
     for i in np.flatnonzero(joined).tolist():
         j = int(g.client_index[i])
@@ -125,18 +127,23 @@ def guardrails_section(data: RunData) -> dict[str, Any] | None:
             has_input[j] = True
             input_ms[j] += (g.busy_us[i] if np.isfinite(g.busy_us[i]) else 0.0) / 1000.0
         elif g.stage[i] == semconv.GUARDRAIL_STAGE_OUTPUT:
-            events = g.chunk_busy(i)
             has_output[j] = True
-            if events.size:
-                first_event[j] += events[0] / 1000.0
-                later[j].append(events[1:])
+            if g.output_added(i).size:
+                stage_events.setdefault(j, g.output_added(i))  # the same on every output span
+            filter_events[j].append(g.chunk_busy(i))
+    first_event = np.zeros(n)
     per_event: list[F64] = []
-    for arrays in later.values():  # sum over output filters, event by event
-        width = max((a.size for a in arrays), default=0)
-        total = np.zeros(width)
-        for a in arrays:
-            total[: a.size] += a / 1000.0
-        per_event.append(total)
+    for j in np.flatnonzero(has_output).tolist():
+        if j in stage_events:
+            events = stage_events[j] / 1000.0
+        else:  # sum the output filters' own times, event by event
+            arrays = filter_events[j]
+            events = np.zeros(max((a.size for a in arrays), default=0))
+            for a in arrays:
+                events[: a.size] += a / 1000.0
+        if events.size:
+            first_event[j] = events[0]
+            per_event.append(events[1:])
     filtered = has_input | has_output
     refused = np.zeros(n, dtype=np.bool_)
     refusals_by_stage: Counter[str] = Counter()

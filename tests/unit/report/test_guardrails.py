@@ -4,15 +4,16 @@ Scenario: the shared client spans A–D (``tests/unit/query/spanstore.write_scen
 server spans) plus guardrail spans as otelbench's middleware and gateway write them:
 
 * A (inside vLLM: children of the client span): input ``banned`` allows, busy 100 µs; output
-  ``pii`` allows over 4 SSE events of 50, 20, 30, 10 µs (busy 110).
+  ``pii`` allows over 4 SSE events of 50, 20, 30, 10 µs (busy 110), and the output stage held
+  them 60, 25, 35, 15 µs (its own measurement, filter plus SSE handling).
 * B (through the gateway: a gateway span is the client span's child, and the filter span and
   vLLM's ``llm_request`` span are the gateway span's children): input ``banned`` allows, 300 µs.
 * D (failed): input ``banned`` blocks (rule ``keyword[0]``), 80 µs.
 * A filter span of live traffic (a trace with no client span): not counted.
 
 So ``banned``: 3 spans, allow 2 / block 1, busy 80, 100, 300 µs → P50 0.1 ms. Input added per
-request: A 0.1, B 0.3, D 0.08 ms; output's first event (A): 0.05 ms; TTFT added A 0.15, B 0.3,
-D 0.08; later events: 0.02, 0.03, 0.01 ms. One refusal (input, ``banned``).
+request: A 0.1, B 0.3, D 0.08 ms; the output stage's first event (A): 0.06 ms; TTFT added A
+0.16, B 0.3, D 0.08; later events: 0.025, 0.035, 0.015 ms. One refusal (input, ``banned``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def filter_span(
     decision: str,
     busy_us: int,
     chunk_busy_us: list[int] | None = None,
+    added_us: list[int] | None = None,
     rule: str | None = None,
 ) -> None:
     attrs: dict[str, object] = {
@@ -59,6 +61,8 @@ def filter_span(
     }
     if chunk_busy_us is not None:
         attrs[semconv.GUARDRAIL_CHUNK_BUSY_US] = chunk_busy_us
+    if added_us is not None:
+        attrs[semconv.GUARDRAIL_OUTPUT_ADDED_US] = added_us
     if rule is not None:
         attrs[semconv.GUARDRAIL_RULE] = rule
     store.span(
@@ -77,7 +81,13 @@ def filter_span(
 
 @pytest.fixture
 def guarded_store(tmp_path: Path) -> Path:
-    path = write_scenario(tmp_path / "guarded.duckdb", with_server=False)
+    return write_guarded(tmp_path / "guarded.duckdb")
+
+
+def write_guarded(path: Path, *, stage_totals: bool = True) -> Path:
+    """The scenario above; without ``stage_totals`` the output span lacks the stage's own
+    per-event times (a producer that does not record them)."""
+    write_scenario(path, with_server=False)
     store = SpanWriter(path)
     try:
         filter_span(
@@ -102,6 +112,7 @@ def guarded_store(tmp_path: Path) -> Path:
             decision="allow",
             busy_us=110,
             chunk_busy_us=[50, 20, 30, 10],
+            added_us=[60, 25, 35, 15] if stage_totals else None,
         )
         store.span(
             trace_id=trace(2),
@@ -163,7 +174,7 @@ def guarded_store(tmp_path: Path) -> Path:
         )
     finally:
         store.close()
-    return path  # fmt: skip
+    return path
 
 
 def test_filters_refusals_and_added_latency(guarded_store: Path) -> None:
@@ -184,10 +195,10 @@ def test_filters_refusals_and_added_latency(guarded_store: Path) -> None:
     added = g["added_latency"]
     assert added["input_ms"]["count"] == 3
     assert added["input_ms"]["mean"] == pytest.approx((0.1 + 0.3 + 0.08) / 3)
-    assert added["output_first_event_ms"]["p50"] == pytest.approx(0.05)
-    assert added["ttft_ms"]["p50"] == pytest.approx(0.15)
+    assert added["output_first_event_ms"]["p50"] == pytest.approx(0.06)
+    assert added["ttft_ms"]["p50"] == pytest.approx(0.16)
     assert added["output_per_event_ms"]["count"] == 3
-    assert added["output_per_event_ms"]["mean"] == pytest.approx(0.02)
+    assert added["output_per_event_ms"]["mean"] == pytest.approx(0.025)
     assert g["disclosure"]["input_filters"] == ["banned"]
     assert g["disclosure"]["output_filters"] == ["pii"]
     assert g["disclosure"]["services"] == [semconv.SERVICE_GUARDRAILS]
@@ -217,3 +228,11 @@ def test_no_guardrail_span_no_section(tmp_path: Path) -> None:
     report = build_report(path)
     assert "guardrails" not in report["metrics"]
     assert "## Guardrails" not in render_markdown(report)
+
+
+def test_without_the_stage_totals_the_output_filters_times_are_summed(tmp_path: Path) -> None:
+    path = write_guarded(tmp_path / "no-totals.duckdb", stage_totals=False)
+    added = build_report(path)["metrics"]["guardrails"]["added_latency"]
+    assert added["output_first_event_ms"]["p50"] == pytest.approx(0.05)
+    assert added["output_per_event_ms"]["mean"] == pytest.approx(0.02)
+    assert added["ttft_ms"]["p50"] == pytest.approx(0.15)

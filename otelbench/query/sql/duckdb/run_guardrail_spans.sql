@@ -3,8 +3,9 @@
 -- client_requests), one row per filter, request and stage, ordered by (start, TraceId, SpanId).
 -- Inside vLLM a filter span is the client span's child; behind otelbench's gateway it is the
 -- gateway span's child: either way it shares the client span's TraceId, which is how it is
--- joined (client_span_id). Per-event busy times arrive as JSON text and are parsed here as
--- BIGINT[]. The resource attributes disclose the guardrail configuration (draft 4.8.1).
+-- joined (client_span_id). Per-event times arrive as JSON text and are parsed here as BIGINT[]:
+-- chunk_busy_us is the filter's own, output_added_us the whole output stage's (the same array on
+-- every output span of a response). The resource attributes disclose the guardrail configuration (draft 4.8.1).
 WITH client AS (
     SELECT "TraceId" AS trace_id, "SpanId" AS span_id
     FROM otel_traces
@@ -28,6 +29,8 @@ SELECT
     CAST(f."SpanAttributes"[$attr_guardrail_busy_us] AS BIGINT)       AS busy_us,
     coalesce(from_json(f."SpanAttributes"[$attr_guardrail_chunk_busy_us], '["BIGINT"]'),
              []::BIGINT[])                                            AS chunk_busy_us,
+    coalesce(from_json(f."SpanAttributes"[$attr_guardrail_output_added_us], '["BIGINT"]'),
+             []::BIGINT[])                                            AS output_added_us,
     f."ResourceAttributes"[$attr_guardrail_input_filters]             AS resource_input_filters,
     f."ResourceAttributes"[$attr_guardrail_output_filters]            AS resource_output_filters,
     f."ResourceAttributes"[$attr_guardrail_config_sha256]             AS resource_config_sha256,
