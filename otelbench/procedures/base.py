@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Final, TypeVar
+from typing import Any, ClassVar, Final, Protocol, TypeVar, cast
 
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
@@ -56,6 +56,7 @@ from otelbench.report.html import render_procedure_html
 __all__ = [
     "PROCEDURES",
     "PROCEDURE_SCHEMA_VERSION",
+    "LevelSizes",
     "Procedure",
     "ProcedureResult",
     "ProcedureSpec",
@@ -139,6 +140,45 @@ class Procedure(abc.ABC):
     @abc.abstractmethod
     def render(self, result: dict[str, Any]) -> list[str]:
         """Markdown lines of the section's reporting format."""
+
+
+class _SizedParams(Protocol):
+    level_duration_s: float | None
+    min_level_requests: int | None
+    probe_concurrency: int | None
+    probe_requests: int | None
+
+
+class LevelSizes:
+    """The sizes of an open-loop search or sweep: each from the procedure's ``params`` when
+    given, else from its profile. For procedures whose params have ``level_duration_s``,
+    ``min_level_requests``, ``probe_concurrency`` and ``probe_requests`` (5.2, 5.3, 5.10,
+    fluidity); mix in before :class:`Procedure`."""
+
+    profile: Profile
+
+    def _sized(self) -> _SizedParams:
+        return cast(_SizedParams, getattr(self, "params"))  # noqa: B009 (set by the procedure)
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds per load level."""
+        return float(self._sized().level_duration_s or self.profile.level_duration_s)
+
+    @property
+    def min_requests(self) -> int:
+        """Fewest requests per load level."""
+        return int(self._sized().min_level_requests or self.profile.min_level_requests)
+
+    @property
+    def probe_concurrency(self) -> int:
+        """Concurrency of the closed-loop capacity probe."""
+        return int(self._sized().probe_concurrency or self.profile.probe_concurrency)
+
+    @property
+    def probe_requests(self) -> int:
+        """Requests of the closed-loop capacity probe."""
+        return int(self._sized().probe_requests or self.profile.probe_requests)
 
 
 P = TypeVar("P", bound=type[Procedure])

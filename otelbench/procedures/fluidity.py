@@ -92,7 +92,7 @@ from otelbench.metrics import (
     percentile,
     token_arrival_times,
 )
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import MaxSearch, open_loop_requests
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
@@ -381,7 +381,7 @@ class FluidityParams:
 
 
 @register_procedure
-class FluidityProcedure(Procedure):
+class FluidityProcedure(LevelSizes, Procedure):
     """Etalon's capacity evaluation (module docstring)."""
 
     name = "fluidity"
@@ -398,22 +398,6 @@ class FluidityProcedure(Procedure):
             if params.prefill_deadline_s is None
             else PrefillDeadline(fixed_s=params.prefill_deadline_s)
         )
-
-    @property
-    def duration_s(self) -> float:
-        return self.params.level_duration_s or self.profile.level_duration_s
-
-    @property
-    def min_requests(self) -> int:
-        return self.params.min_level_requests or self.profile.min_level_requests
-
-    @property
-    def probe_concurrency(self) -> int:
-        return self.params.probe_concurrency or self.profile.probe_concurrency
-
-    @property
-    def probe_requests(self) -> int:
-        return self.params.probe_requests or self.profile.probe_requests
 
     def parameters(self) -> dict[str, Any]:
         return {

@@ -70,7 +70,13 @@ from otelbench import semconv
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.effects import guardrail_overhead, percent_change
-from otelbench.procedures.base import Procedure, ProcedureSpec, level_entry, register_procedure
+from otelbench.procedures.base import (
+    LevelSizes,
+    Procedure,
+    ProcedureSpec,
+    level_entry,
+    register_procedure,
+)
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.planning import open_loop_requests
 from otelbench.procedures.profiles import shortfalls
@@ -204,7 +210,7 @@ def _ms(level: Level) -> tuple[F64, F64]:
 
 
 @register_procedure
-class GuardrailOverheadProcedure(Procedure):
+class GuardrailOverheadProcedure(LevelSizes, Procedure):
     """Draft 5.10 (module docstring)."""
 
     name = "guardrail-overhead"
@@ -253,22 +259,6 @@ class GuardrailOverheadProcedure(Procedure):
                 )
             self.configs = [given[label] for label in CONFIGURATIONS if label in given]
 
-    @property
-    def level_duration_s(self) -> float:
-        return self.params.level_duration_s or self.profile.level_duration_s
-
-    @property
-    def min_level_requests(self) -> int:
-        return self.params.min_level_requests or self.profile.min_level_requests
-
-    @property
-    def probe_concurrency(self) -> int:
-        return self.params.probe_concurrency or self.profile.probe_concurrency
-
-    @property
-    def probe_requests(self) -> int:
-        return self.params.probe_requests or self.profile.probe_requests
-
     def planned_levels(self) -> int | None:
         return len(self.configs) * (1 + len(self.params.fractions)) or None
 
@@ -276,8 +266,8 @@ class GuardrailOverheadProcedure(Procedure):
         return {
             **asdict(self.params),
             "guardrails": None if self.params.guardrails is None else str(self.params.guardrails),
-            "level_duration_s": self.level_duration_s,
-            "min_level_requests": self.min_level_requests,
+            "level_duration_s": self.duration_s,
+            "min_level_requests": self.min_requests,
             "probe_concurrency": self.probe_concurrency,
             "probe_requests": self.probe_requests,
             "prompt_format": "text",
@@ -311,7 +301,7 @@ class GuardrailOverheadProcedure(Procedure):
                 )
             for fraction in self.params.fractions:
                 rate = fraction * self.capacity_rps
-                requests = open_loop_requests(rate, self.level_duration_s, self.min_level_requests)
+                requests = open_loop_requests(rate, self.duration_s, self.min_requests)
                 session.run_level(
                     LoadSpec(mode=self.params.arrival, requests=requests, rate=rate),  # type: ignore[arg-type]
                     f"{config.label}: {100 * fraction:.0f}% of capacity",
@@ -393,7 +383,7 @@ class GuardrailOverheadProcedure(Procedure):
             for label in labels
             if label in probes
         ]
-        deviations = shortfalls(level_duration_s=self.level_duration_s)
+        deviations = shortfalls(level_duration_s=self.duration_s)
         missing = [NAMES[c] for c in CONFIGURATIONS if c not in labels]
         if missing:
             deviations.append(

@@ -45,7 +45,7 @@ from typing import Any, Final
 
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import MaxSearch, open_loop_requests
 from otelbench.procedures.probe import capacity_section, estimate_capacity
@@ -139,7 +139,7 @@ class ThroughputParams:
 
 
 @register_procedure
-class ThroughputProcedure(Procedure):
+class ThroughputProcedure(LevelSizes, Procedure):
     """Draft 5.2 (module docstring)."""
 
     name = "throughput"
@@ -151,22 +151,6 @@ class ThroughputProcedure(Procedure):
         self.params = params
         self.search: MaxSearch | None = None
         self.bounds: dict[str, float] = {}
-
-    @property
-    def duration_s(self) -> float:
-        return self.params.level_duration_s or self.profile.level_duration_s
-
-    @property
-    def min_requests(self) -> int:
-        return self.params.min_level_requests or self.profile.min_level_requests
-
-    @property
-    def probe_concurrency(self) -> int:
-        return self.params.probe_concurrency or self.profile.probe_concurrency
-
-    @property
-    def probe_requests(self) -> int:
-        return self.params.probe_requests or self.profile.probe_requests
 
     @property
     def closed(self) -> bool:

@@ -34,7 +34,7 @@ import numpy as np
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import throughput_latency_points
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import SWEEP_FRACTIONS, fraction_levels, open_loop_requests
 from otelbench.procedures.probe import PROBE_ROLE, capacity_section, estimate_capacity
@@ -167,7 +167,7 @@ def curve_points(
 
 
 @register_procedure
-class TradeoffProcedure(Procedure):
+class TradeoffProcedure(LevelSizes, Procedure):
     """Draft 5.3 (module docstring)."""
 
     name = "throughput-latency"
@@ -178,22 +178,6 @@ class TradeoffProcedure(Procedure):
         super().__init__()
         self.params = params
         self.capacity_rps: float | None = None
-
-    @property
-    def duration_s(self) -> float:
-        return self.params.level_duration_s or self.profile.level_duration_s
-
-    @property
-    def min_requests(self) -> int:
-        return self.params.min_level_requests or self.profile.min_level_requests
-
-    @property
-    def probe_concurrency(self) -> int:
-        return self.params.probe_concurrency or self.profile.probe_concurrency
-
-    @property
-    def probe_requests(self) -> int:
-        return self.params.probe_requests or self.profile.probe_requests
 
     def planned_levels(self) -> int | None:
         probe = 0 if self.params.capacity_rps is not None else 1
