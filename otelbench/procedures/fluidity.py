@@ -89,7 +89,6 @@ from otelbench.metrics import (
     fit_prefill_time,
     fluid_token_generation_rate,
     fluidity_indices,
-    percentile,
     token_arrival_times,
 )
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
@@ -99,7 +98,11 @@ from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 from otelbench.query import RunData
-from otelbench.report.sections import DEFAULT_PREFILL_DEADLINE_S, FLUID_RATE_PRECISION_S
+from otelbench.report.sections import (
+    DEFAULT_PREFILL_DEADLINE_S,
+    FLUID_RATE_PRECISION_S,
+    fluidity_distribution,
+)
 
 __all__ = [
     "DEFAULT_DECODE_DEADLINE_S",
@@ -134,19 +137,6 @@ DEFAULT_REQUEST_FRACTION: Final = 0.99
 """Etalon §4.2, §5.2: 99 % of requests."""
 GROWTH: Final = 1.5
 """The search's bracketing factor (as 5.2's)."""
-
-
-def _distribution(fi: np.ndarray[Any, Any]) -> dict[str, Any] | None:
-    if fi.size == 0:
-        return None
-    return {
-        "count": int(fi.size),
-        "mean": float(fi.mean()),
-        "min": float(fi.min()),
-        "p1": percentile(fi, 1),
-        "p5": percentile(fi, 5),
-        "p50": percentile(fi, 50),
-    }
 
 
 @dataclass(frozen=True)
@@ -212,7 +202,7 @@ def _evaluate(
         "evaluated": evaluated,
         "fluid": fluid,
         "fraction_fluid": fluid / population if population else None,
-        "fluidity_index": _distribution(fi),
+        "fluidity_index": fluidity_distribution(fi, min_fluidity) if fi.size else None,
         "fluid_rate": None
         if rate is None
         else {

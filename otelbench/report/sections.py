@@ -56,6 +56,7 @@ __all__ = [
     "MIN_FLUIDITY",
     "classes_section",
     "client_token_times",
+    "fluidity_distribution",
     "fluidity_section",
     "fluidity_token_times",
     "itl_shape_section",
@@ -178,7 +179,9 @@ def client_token_times(data: RunData) -> Ragged:
     return Ragged(tokens.values / 1e6, tokens.bounds)
 
 
-def _fluidity_distribution(fi: F64, min_fluidity: float) -> dict[str, Any]:
+def fluidity_distribution(fi: F64, min_fluidity: float) -> dict[str, Any]:
+    """Fluidity-indices summarized: count, mean, min, P1, P5, P50 and the fraction at least
+    ``min_fluidity`` (``fi`` must not be empty)."""
     return {
         "count": int(fi.size),
         "mean": float(fi.mean()),
@@ -222,7 +225,7 @@ def fluidity_section(
             {
                 "preset": preset,
                 "decode_deadline_ms": dd * 1000.0,
-                "fluidity_index": _fluidity_distribution(fi, min_fluidity),
+                "fluidity_index": fluidity_distribution(fi, min_fluidity),
             }
         )
     rate = fluid_token_generation_rate(
