@@ -67,7 +67,7 @@ from otelbench.guardrails.middleware import (
     Send,
 )
 from otelbench.guardrails.telemetry import Providers
-from otelbench.sut.process import ManagedServer, check_port_free, free_port
+from otelbench.sut.process import ManagedServer, check_port_free, free_port, with_overrides
 
 __all__ = ["GatewayApp", "GatewayServer", "main", "serve_gateway"]
 
@@ -572,12 +572,7 @@ class GatewayServer(ManagedServer):
             env[semconv.ENV_GATEWAY_API_KEY] = self.api_key
         else:
             env.pop(semconv.ENV_GATEWAY_API_KEY, None)
-        for key, value in self.env_overrides.items():
-            if value is None:
-                env.pop(key, None)
-            else:
-                env[key] = value
-        return env
+        return with_overrides(env, self.env_overrides)
 
     def is_ready(self, client: httpx.Client) -> bool:
         return client.get("/health").status_code == 200

@@ -34,7 +34,7 @@ import httpx
 
 from otelbench import semconv
 from otelbench.errors import ConfigError
-from otelbench.sut.process import SUT_NICENESS, ManagedServer
+from otelbench.sut.process import SUT_NICENESS, ManagedServer, with_overrides
 
 __all__ = ["CommandServer"]
 
@@ -80,12 +80,7 @@ class CommandServer(ManagedServer):
             env["OTEL_EXPORTER_OTLP_ENDPOINT"] = self.otlp_traces_endpoint.removesuffix(
                 "/v1/traces"
             )
-        for key, value in self.env_overrides.items():
-            if value is None:
-                env.pop(key, None)
-            else:
-                env[key] = value
-        return env
+        return with_overrides(env, self.env_overrides)
 
     def is_ready(self, client: httpx.Client) -> bool:
         """The server answers HTTP (``/v1/models`` below 500; the preflight then checks the

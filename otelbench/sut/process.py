@@ -34,6 +34,7 @@ import subprocess
 import tempfile
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -50,6 +51,7 @@ __all__ = [
     "check_port_free",
     "free_port",
     "group_processes",
+    "with_overrides",
 ]
 
 SUT_NICENESS: Final = 10
@@ -84,6 +86,20 @@ def check_port_free(host: str, port: int, what: str) -> None:
             sock.bind((host, port))
         except OSError as exc:
             raise ConfigError(f"cannot serve {what} on {host}:{port}: {exc.strerror}") from exc
+
+
+def with_overrides(env: dict[str, str], overrides: Mapping[str, str | None]) -> dict[str, str]:
+    """``env`` with ``overrides`` applied: a value sets the variable, None removes it.
+
+    >>> with_overrides({"A": "1", "B": "2"}, {"A": None, "C": "3"})
+    {'B': '2', 'C': '3'}
+    """
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
 
 
 def group_processes(pgid: int) -> list[GroupProcess]:

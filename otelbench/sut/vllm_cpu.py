@@ -53,6 +53,7 @@ from otelbench.sut.process import (
     ManagedServer,
     check_port_free,
     free_port,
+    with_overrides,
 )
 
 __all__ = [
@@ -299,12 +300,7 @@ class VllmCpuServer(ManagedServer):
             env[semconv.ENV_VLLM_HOOKS] = "1" if self.hooks else "0"
         if self.hooks and self.otlp_traces_endpoint:
             env[semconv.ENV_OTLP_TRACES_ENDPOINT] = self.otlp_traces_endpoint
-        for key, value in self.env_overrides.items():
-            if value is None:
-                env.pop(key, None)
-            else:
-                env[key] = value
-        return env
+        return with_overrides(env, self.env_overrides)
 
     # ------------------------------------------------------------------ life cycle
     def prepare(self) -> None:
