@@ -805,12 +805,15 @@ def mixed_classes(
     vocab_size: int = A1_VOCAB_SIZE,
     short_ratio: float = 0.8,
     temperature: float = 0.0,
+    max_context_len: int | None = None,
 ) -> ParametricWorkload:
     """Two request classes for scheduling fairness, draft 5.6.2 (80 % short, 20 % long).
 
     ``short``: input U{64..256}, output U{32..128}; ``long``: input U{1024..4096}, output
     U{256..1024}. Each request's class is drawn independently with the mix ratio and recorded
-    in :attr:`WorkloadRequest.request_class`.
+    in :attr:`WorkloadRequest.request_class`. ``max_context_len`` fits both classes into a
+    smaller context window (a deviation the spec lists): each class's output is capped at a
+    quarter of the window and its input at the rest, so the long class stays the longer one.
 
     Example::
 
@@ -818,19 +821,36 @@ def mixed_classes(
     """
     if not 0.0 <= short_ratio <= 1.0:
         raise ConfigError(f"short_ratio must be in [0, 1], got {short_ratio}")
+    if max_context_len is not None and max_context_len < 16:
+        raise ConfigError(f"max_context_len must be >= 16, got {max_context_len}")
+    ranges = {"short": ((64, 256), (32, 128)), "long": ((1024, 4096), (256, 1024))}
+    deviations = []
+    if max_context_len is not None:
+        for name, ((in_lo, in_hi), (out_lo, out_hi)) in list(ranges.items()):
+            o_hi = min(out_hi, max_context_len // 4)
+            i_hi = min(in_hi, max_context_len - o_hi)
+            fitted = ((min(in_lo, i_hi), i_hi), (min(out_lo, o_hi), o_hi))
+            if fitted != ranges[name]:
+                ranges[name] = fitted
+                deviations.append(
+                    f"{name} class fitted to a {max_context_len}-token context window: input "
+                    f"U{{{fitted[0][0]}..{fitted[0][1]}}}, output U{{{fitted[1][0]}.."
+                    f"{fitted[1][1]}}} (5.6.2: input U{{{in_lo}..{in_hi}}}, output "
+                    f"U{{{out_lo}..{out_hi}}})"
+                )
+    (s_in, s_out), (l_in, l_out) = ranges["short"], ranges["long"]
     return ParametricWorkload(
         name="mixed-classes",
         seed=seed,
         vocab_size=vocab_size,
         draft_section="5.6.2",
         classes=(
-            RequestClass("short", short_ratio, Uniform(64, 256), Uniform(32, 128), temperature),
-            RequestClass(
-                "long", 1.0 - short_ratio, Uniform(1024, 4096), Uniform(256, 1024), temperature
-            ),
+            RequestClass("short", short_ratio, Uniform(*s_in), Uniform(*s_out), temperature),
+            RequestClass("long", 1.0 - short_ratio, Uniform(*l_in), Uniform(*l_out), temperature),
         ),
         content={"domain": "none (random token sequences)", "language": None},
         notes=("class lengths are uniform over 5.6.2's ranges (the draft gives only ranges)",),
+        deviations=tuple(deviations),
     )
 
 

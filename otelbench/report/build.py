@@ -504,6 +504,10 @@ def _deviations(
     result: Outcomes,
 ) -> list[str]:
     out = [str(d) for d in data.run.manifest.get("deviations", [])]
+    workload = data.run.manifest.get("workload")
+    if isinstance(workload, dict) and isinstance(workload.get("spec"), dict):
+        name = workload.get("name")
+        out += [f"workload {name}: {d}" for d in workload["spec"].get("deviations") or []]
     n_ttft = int(np.isfinite(ttft_ms).sum())
     if n_ttft < P99_MIN_SAMPLES:
         out.append(

@@ -361,3 +361,17 @@ def test_shared_seed_keeps_the_shared_prefixes_and_changes_the_bodies(name: str)
         tuple(r.prompt_token_ids) for r in first
     }
     assert make_workload(name, seed=8, vocab_size=1024, shared_seed=7).spec()["shared_seed"] == 7
+
+
+def test_mixed_classes_fit_a_small_context_window_and_say_so() -> None:
+    wl = make_workload("mixed-classes", seed=3, vocab_size=1024, max_context_len=512)
+    requests = wl.requests(300)
+    assert max(len(r.prompt_token_ids) + r.max_tokens for r in requests) <= 512
+    short = [len(r.prompt_token_ids) for r in requests if r.request_class == "short"]
+    long = [len(r.prompt_token_ids) for r in requests if r.request_class == "long"]
+    assert short
+    assert long
+    assert min(long) > max(short) - 1  # the long class stays the longer one
+    (deviation,) = wl.spec()["deviations"]
+    assert deviation.startswith("long class fitted to a 512-token context window")
+    assert make_workload("mixed-classes", seed=3, vocab_size=1024).spec()["deviations"] == []
