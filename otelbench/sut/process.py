@@ -210,6 +210,11 @@ class ManagedServer(abc.ABC):
     def is_ready(self, client: httpx.Client) -> bool:
         """True once the server answers as it should (``client`` has ``base_url`` set)."""
 
+    @property
+    def not_ready(self) -> str:
+        """What a start that timed out says the server failed to do."""
+        return "was not ready"
+
     def prepare(self) -> None:  # noqa: B027 (optional hook, nothing to do by default)
         """Checks and choices before the spawn (a port, an environment); raise ConfigError."""
 
@@ -280,7 +285,7 @@ class ManagedServer(abc.ABC):
                     pass
                 if time.monotonic() >= deadline:
                     raise TargetUnreachable(
-                        f"{self.kind} was not ready on {self.base_url} within {timeout:.0f} s"
+                        f"{self.kind} {self.not_ready} on {self.base_url} within {timeout:.0f} s"
                         f"{self._tail_for_error()}"
                     )
                 time.sleep(_READY_POLL_S)

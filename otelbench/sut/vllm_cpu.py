@@ -310,6 +310,10 @@ class VllmCpuServer(ManagedServer):
             check_port_free(self.host, self.requested_port, "vLLM")
         self.port = self.requested_port or free_port(self.host)
 
+    @property
+    def not_ready(self) -> str:
+        return f"did not serve {self.served_model_name!r}"
+
     def is_ready(self, client: httpx.Client) -> bool:
         """``/health`` answers 200 and ``/v1/models`` lists the served model."""
         if client.get("/health").status_code != 200:

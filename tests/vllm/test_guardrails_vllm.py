@@ -78,7 +78,9 @@ def guarded_vllm(
         log = Path(server.log_path or "").read_text(errors="replace")
         assert "Exception in ASGI application" not in log
         assert "Task was destroyed but it is pending" not in log
-        assert "guardrail" not in log.lower() or "Traceback" not in log
+        # no traceback through the middleware's code (vLLM's own shutdown can log one when
+        # its engine core goes first: that is not ours)
+        assert "otelbench/guardrails/" not in log
 
 
 def send(
