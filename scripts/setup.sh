@@ -12,6 +12,15 @@ fi
 echo "setup: installing otelbench and its dev tools into .venv"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 
+# rotel-agent (the rotel wheel of the dev extras: otelbench.collector.rotel) links Debian's
+# libpython3.11 (it embeds CPython for its Python processors)
+if ! ldconfig -p | grep -q 'libpython3\.11\.so\.1\.0'; then
+    echo "setup: installing libpython3.11 (Debian), for rotel-agent"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq libpython3.11 >/dev/null
+fi
+
 if ! command -v prometheus >/dev/null 2>&1; then
     echo "setup: installing prometheus (Debian)"
     export DEBIAN_FRONTEND=noninteractive
