@@ -285,10 +285,12 @@ class BenchmarkResult:
 
 
 def write_reports(
-    out_dir: Path, store_path: Path, run_id: str | None = None
+    out_dir: Path, store_path: Path | str, run_id: str | None = None
 ) -> tuple[dict[str, Any], str]:
     """Compute the reports from the stored spans alone and write report.json, report.md and
-    report.html (self-contained, with plots of the per-request data)."""
+    report.html (self-contained, with plots of the per-request data). ``store_path`` is a DuckDB
+    store file or a store URL (``chdb:///dir``, ``clickhouse://host:port/db``: see
+    :func:`otelbench.query.open_store`)."""
     with open_store(store_path) as runner:
         data = extract_run_data(runner, run_id)
     report = report_from_data(data)

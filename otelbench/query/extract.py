@@ -3,8 +3,10 @@
 Each named query is one ``.sql`` file per dialect (``otelbench/query/sql/<dialect>/<name>.sql``)
 with bound parameters: values (a run id, a time window) *and* every span, attribute, kind and
 status name, which come from :mod:`otelbench.semconv` — the SQL text holds no names of its own.
-Dialects are registered (:func:`register_dialect`); DuckDB is the only one today, ClickHouse
-comes next with its own SQL directory and fetch function.
+Dialects are registered (:func:`register_dialect`): DuckDB here, ClickHouse in
+:mod:`otelbench.query.clickhouse` (its own SQL directory, ``{name:Type}`` parameters and fetch
+function). :func:`open_store` opens a DuckDB file, or a store URL whose scheme is registered
+(:func:`register_store_scheme`: ``chdb:///path`` and ``clickhouse://host:port/db``).
 
 Usage::
 
@@ -23,6 +25,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from importlib import import_module
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any, Final
@@ -52,9 +55,11 @@ __all__ = [
     "extract_run_data",
     "extract_run_server_requests",
     "get_dialect",
+    "is_store_url",
     "list_runs",
     "open_store",
     "register_dialect",
+    "register_store_scheme",
 ]
 
 Columns = dict[str, Any]
@@ -137,11 +142,14 @@ class Dialect:
 
     ``fetch(connection, sql, params, source)`` runs ``sql`` with named parameters and returns
     its columns; it translates the driver's errors into :class:`~otelbench.errors.StoreError`.
+    ``parameters`` finds the names of the parameters a query's text binds (group 1): DuckDB's
+    ``$name`` by default, ClickHouse's ``{name:Type}`` in its dialect.
     """
 
     name: str
     sql_dir: Traversable
     fetch: Callable[[Any, str, Mapping[str, object], str], Columns]
+    parameters: re.Pattern[str] = _PARAM
 
     def sql(self, query: str) -> str:
         """The text of the named query in this dialect."""
@@ -219,7 +227,7 @@ class QueryRunner:
     def run(self, query: str, **values: object) -> Columns:
         """Run the named query with ``values`` bound; names come from :data:`NAME_PARAMETERS`."""
         sql = self.dialect.sql(query)
-        wanted = set(_PARAM.findall(_LINE_COMMENT.sub("", sql)))
+        wanted = set(self.dialect.parameters.findall(_LINE_COMMENT.sub("", sql)))
         available = {**NAME_PARAMETERS, **values}
         missing = wanted - available.keys()
         if missing:
@@ -229,19 +237,58 @@ class QueryRunner:
             return self.dialect.fetch(self.connection, sql, params, self.source)
 
 
+StoreOpener = Callable[[str], AbstractContextManager[QueryRunner]]
+"""Opens a store URL for queries (a context manager yielding a :class:`QueryRunner`)."""
+
+_STORE_SCHEMES: dict[str, StoreOpener] = {}
+_STORE_URL = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
+_SCHEME_MODULES: Final[Mapping[str, str]] = {
+    "chdb": "otelbench.query.clickhouse",
+    "clickhouse": "otelbench.query.clickhouse",
+    "clickhouses": "otelbench.query.clickhouse",
+}
+"""Modules that register a scheme when imported (imported on first use of the scheme)."""
+
+
+def is_store_url(store: str | os.PathLike[str]) -> bool:
+    """True when ``store`` is a store URL (``scheme://...``) rather than a DuckDB file path."""
+    return isinstance(store, str) and _STORE_URL.match(store) is not None
+
+
+def register_store_scheme(scheme: str, opener: StoreOpener) -> None:
+    """Make :func:`open_store` open ``scheme://...`` URLs with ``opener``."""
+    _STORE_SCHEMES[scheme.lower()] = opener
+
+
 @contextmanager
 def open_store(path: str | os.PathLike[str]) -> Iterator[QueryRunner]:
-    """Open a span store file read-only for queries; closes it on exit.
+    """Open a span store read-only for queries; closes it on exit.
 
+    ``path`` is a DuckDB store file, or a URL of a registered scheme: ``chdb:///abs/dir``
+    (embedded ClickHouse) or ``clickhouse://[user[:password]@]host[:port][/database]`` (a
+    ClickHouse server; ``clickhouses://`` for TLS) — see :mod:`otelbench.query.clickhouse`.
     The one place the query layer opens a store. Raises
-    :class:`~otelbench.errors.NotAnOtelbenchStore` for a file that is not an otelbench store and
-    :class:`~otelbench.errors.StoreError` for a missing or locked one.
+    :class:`~otelbench.errors.NotAnOtelbenchStore` for a store that is not an otelbench store,
+    :class:`~otelbench.errors.StoreError` for a missing or locked one and
+    :class:`~otelbench.errors.ConfigError` for a URL of an unknown scheme.
 
     >>> with open_store("otelbench.duckdb") as store:  # doctest: +SKIP
     ...     runs = list_runs(store)
     """
-    with SpanStore.open(path, read_only=True) as span_store:
-        yield QueryRunner.for_store(span_store)
+    url = _STORE_URL.match(path) if isinstance(path, str) else None
+    if url is None:
+        with SpanStore.open(path, read_only=True) as span_store:
+            yield QueryRunner.for_store(span_store)
+        return
+    scheme = url.group(1).lower()
+    if scheme not in _STORE_SCHEMES and scheme in _SCHEME_MODULES:
+        import_module(_SCHEME_MODULES[scheme])
+    opener = _STORE_SCHEMES.get(scheme)
+    if opener is None:
+        known = ", ".join(f"{s}://" for s in sorted({*_STORE_SCHEMES, *_SCHEME_MODULES}))
+        raise ConfigError(f"unknown store URL scheme {scheme}:// in {path!r}; known: {known}")
+    with opener(str(path)) as runner:
+        yield runner
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,7 +409,11 @@ def _bounds(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return bounds
 
 
-def _server_requests(cols: Columns, client_index: npt.NDArray[np.int64]) -> ServerRequests:
+def server_requests_from_columns(
+    cols: Columns, client_index: npt.NDArray[np.int64]
+) -> ServerRequests:
+    """Server-span records from a query's columns (the columns of run_server_requests);
+    ``client_index`` joins each span to its client request (-1: none)."""
     n = len(cols["span_id"])
     absent_f64 = np.full(n, np.nan)
     no_lists = np.empty(n, dtype=object)
@@ -417,7 +468,7 @@ def extract_run_server_requests(
         strict=True,
     )
     index = np.fromiter((position.get(p, -1) for p in parents), dtype=np.int64)
-    return _server_requests(cols, index)
+    return server_requests_from_columns(cols, index)
 
 
 def extract_live_server_requests(
@@ -427,7 +478,7 @@ def extract_live_server_requests(
     starting within ``[start_unix_ns, end_unix_ns)``; ``client_index`` is -1 throughout."""
     cols = store.run("live_server_requests", start_unix_ns=start_unix_ns, end_unix_ns=end_unix_ns)
     n = len(cols["span_id"])
-    return _server_requests(cols, np.full(n, -1, dtype=np.int64))
+    return server_requests_from_columns(cols, np.full(n, -1, dtype=np.int64))
 
 
 def extract_guardrail_spans(

@@ -475,9 +475,14 @@ def test_queries_on_an_open_span_store(scenario_store: Path) -> None:
 
 
 def test_dialects_are_registered() -> None:
+    import otelbench.query.clickhouse  # noqa: F401  (registers the ClickHouse dialect)
+
     assert get_dialect("duckdb").name == "duckdb"
-    with pytest.raises(ConfigError, match="unknown SQL dialect 'clickhouse'; known: duckdb"):
-        get_dialect("clickhouse")
+    assert get_dialect("clickhouse").name == "clickhouse"
+    with pytest.raises(
+        ConfigError, match="unknown SQL dialect 'oracle'; known: clickhouse, duckdb"
+    ):
+        get_dialect("oracle")
 
 
 VALUE_PARAMETERS = {"run_id", "start_unix_ns", "end_unix_ns"}

@@ -1,0 +1,555 @@
+"""The ClickHouse dialect of the query layer: chdb (embedded) and ClickHouse servers.
+
+The named queries of :mod:`otelbench.query.extract` run in ClickHouse SQL
+(``otelbench/query/sql/clickhouse/<name>.sql``, ``{name:Type}`` parameters) over ``otel_traces``
+exactly as the OpenTelemetry Collector's ClickHouse exporter creates it
+(``otelbench/store/clickhouse_schema.sql``), and return the same columns as the DuckDB dialect, so
+:func:`~otelbench.query.extract.extract_run_data` and the report are the same on either store.
+Heavy aggregations run in the database: :func:`server_itl_summary` computes a run's server ITL
+distribution (exact type-7 percentiles) without moving the token offsets to Python.
+
+Two kinds of connection, one SQL dialect (``"clickhouse"``):
+
+* ``chdb:///abs/dir[?database=otel]`` — ClickHouse's engine in-process (chdb-core-lite), over a
+  ClickHouse data directory. chdb serves **one data directory per process** and **one process
+  per directory**: query a store in the process that writes it, or after the writer exits.
+* ``clickhouse://[user[:password]@]host[:port][/database]`` (``clickhouses://`` for TLS) — a
+  ClickHouse server through clickhouse-connect (HTTP; port 8123, 8443 with TLS). The database
+  defaults to ``otel``, the exporter's default.
+
+Errors (translated once, here)::
+
+    OtelbenchError
+    ├── ConfigError            a malformed store URL
+    └── StoreError             missing data directory, locked or unreachable store, failed query
+        └── NotAnOtelbenchStore  no otel_traces table / database / expected column
+
+Usage::
+
+    from otelbench.query import extract_run_data, open_store
+    from otelbench.query.clickhouse import server_itl_summary
+
+    with open_store("chdb:///var/lib/otelbench/ch") as store:
+        data = extract_run_data(store)
+        itl = server_itl_summary(store, data.run.run_id)   # computed in ClickHouse
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Final, Protocol
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import numpy as np
+
+from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
+from otelbench.metrics.summary import PERCENTILES, Summary
+from otelbench.query.extract import (
+    Columns,
+    Dialect,
+    QueryRunner,
+    register_dialect,
+    register_store_scheme,
+)
+
+__all__ = [
+    "DEFAULT_DATABASE",
+    "ChdbConnection",
+    "ClickHouseConnection",
+    "ServerConnection",
+    "ServerUrl",
+    "arrow_columns",
+    "clickhouse_schema",
+    "copy_duckdb_to_chdb",
+    "escape_parameter",
+    "open_chdb",
+    "open_clickhouse_server",
+    "server_itl_summary",
+]
+
+DEFAULT_DATABASE: Final = "otel"
+"""The database the collector's ClickHouse exporter writes ``otel_traces`` into by default."""
+
+_PARAM: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*):")
+_CODE: Final = re.compile(r"Code:\s*(\d+)")
+_NOT_OURS: Final = frozenset({16, 47, 60, 81})
+"""NO_SUCH_COLUMN_IN_TABLE, UNKNOWN_IDENTIFIER, UNKNOWN_TABLE, UNKNOWN_DATABASE."""
+
+_DATABASE_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def clickhouse_schema() -> str:
+    """The exporter's ``otel_traces`` DDL (``otelbench/store/clickhouse_schema.sql``)."""
+    return (files("otelbench.store") / "clickhouse_schema.sql").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# Connections: one small adapter per driver, both returning Arrow tables
+# ---------------------------------------------------------------------------------------------
+class ClickHouseConnection(Protocol):
+    """What the dialect's fetch needs: a query with ``{name:Type}`` parameters → Arrow table."""
+
+    def query_arrow(self, sql: str, params: Mapping[str, object], source: str) -> Any: ...
+
+
+def _first_line(err: BaseException, limit: int = 300) -> str:
+    text = str(err).strip()
+    line = text.splitlines()[0] if text else type(err).__name__
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+_ERROR_NAME: Final = re.compile(r"\(([A-Z][A-Z0-9_]+)\)\s*$")
+_EXCEPTION_TEXT: Final = re.compile(
+    r"DB::Exception:\s*(.*?)(?:\.?\s+(?i:in scope)\s|\s*\([A-Z][A-Z0-9_]+\)\s*$)"
+)
+
+
+def _clickhouse_message(err: BaseException) -> str:
+    """``NAME: what went wrong`` from a ClickHouse exception text (without the echoed query)."""
+    text = " ".join(str(err).split())
+    name = _ERROR_NAME.search(text)
+    what = _EXCEPTION_TEXT.search(text)
+    if name is None or what is None:
+        return _first_line(err)
+    detail = what.group(1) if len(what.group(1)) <= 200 else what.group(1)[:199] + "…"
+    return f"{name.group(1)}: {detail}"
+
+
+_ERRNO: Final = re.compile(r"\[Errno -?\d+\] ([^\"')]+)")
+
+
+def _connection_message(err: BaseException) -> str:
+    """The socket error inside a driver's connection error (``Connection refused``), else its
+    first line."""
+    match = _ERRNO.search(str(err))
+    return match.group(1).strip() if match is not None else _first_line(err, 200)
+
+
+def _translate(err: BaseException, source: str) -> StoreError:
+    match = _CODE.search(str(err))
+    if match is not None and int(match.group(1)) in _NOT_OURS:
+        return NotAnOtelbenchStore(
+            f"{source} lacks a table or column the query layer reads "
+            f"({_clickhouse_message(err)}); it is not a store with the ClickHouse exporter's "
+            "otel_traces"
+        )
+    return StoreError(f"query on span store {source} failed: {_clickhouse_message(err)}")
+
+
+def escape_parameter(value: object) -> str:
+    r"""A query parameter's value as ClickHouse parses ``{name:Type}`` values (TSV-escaped text;
+    ``\N`` is NULL; arrays as ``[a,b]``) — what clickhouse-connect sends a server, for chdb.
+
+    >>> escape_parameter(None), escape_parameter(7), escape_parameter([0.5, 0.99])
+    ('\\N', '7', '[0.5,0.99]')
+    """
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return (
+            value.replace("\\", "\\\\")
+            .replace("\t", "\\t")
+            .replace("\n", "\\n")
+            .replace("\r", "\\r")
+            .replace("\0", "\\0")
+        )
+    if isinstance(value, Sequence):
+        return "[" + ",".join(_array_element(v) for v in value) + "]"
+    raise TypeError(f"unsupported query parameter type {type(value).__name__}")
+
+
+def _array_element(value: object) -> str:
+    if isinstance(value, str):
+        return "'" + escape_parameter(value).replace("'", "\\'") + "'"
+    return escape_parameter(value)
+
+
+class ChdbConnection:
+    """An open chdb session on one database (``USE database`` at open).
+
+    >>> conn = ChdbConnection(chdb.session.Session("/data/ch"), "otel")  # doctest: +SKIP
+    >>> conn.query_arrow("SELECT {n:Int64} AS n", {"n": 1}, "chdb").num_rows  # doctest: +SKIP
+    1
+    """
+
+    def __init__(self, session: Any, database: str) -> None:
+        self.session = session
+        self.database = database
+
+    def query_arrow(self, sql: str, params: Mapping[str, object], source: str) -> Any:
+        bound = {k: escape_parameter(v) for k, v in params.items()}
+        try:
+            return self.session.query(sql, "ArrowTable", params=bound)
+        except RuntimeError as err:
+            raise _translate(err, source) from err
+
+    def execute(self, sql: str, source: str = "chdb") -> None:
+        """Run a statement (DDL, INSERT) on this session."""
+        try:
+            self.session.query(sql, "CSV")
+        except RuntimeError as err:
+            raise _translate(err, source) from err
+
+
+class ServerConnection:
+    """A clickhouse-connect client; parameters are bound server-side (``{name:Type}``).
+
+    >>> conn = ServerConnection(clickhouse_connect.get_client(host="ch"))  # doctest: +SKIP
+    >>> conn.query_arrow("SELECT {n:Int64} AS n", {"n": 1}, "ch").num_rows  # doctest: +SKIP
+    1
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def query_arrow(self, sql: str, params: Mapping[str, object], source: str) -> Any:
+        from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
+
+        try:
+            return self.client.query_arrow(sql, parameters=dict(params), use_strings=True)
+        except OperationalError as err:
+            raise StoreError(
+                f"ClickHouse at {source} is unreachable: {_connection_message(err)}"
+            ) from err
+        except ClickHouseError as err:
+            raise _translate(err, source) from err
+
+
+def _clickhouse_fetch(
+    connection: Any, sql: str, params: Mapping[str, object], source: str
+) -> Columns:
+    return arrow_columns(connection.query_arrow(sql, params, source))
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrow → the columns extract.py reads (as DuckDB's fetchnumpy gives them)
+# ---------------------------------------------------------------------------------------------
+def arrow_columns(table: Any) -> Columns:
+    """Column name → numpy array, shaped like DuckDB's ``fetchnumpy()``: plain arrays, masked
+    arrays where NULLs occur, object arrays of numpy arrays for ``Array(...)`` columns.
+
+    >>> cols = arrow_columns(session.query("SELECT [1, 2] AS a", "ArrowTable"))  # doctest: +SKIP
+    >>> cols["a"][0].tolist()  # doctest: +SKIP
+    [1, 2]
+    """
+    import pyarrow as pa
+
+    out: Columns = {}
+    for name, chunked in zip(table.column_names, table.columns, strict=True):
+        array = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
+        if pa.types.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        out[name] = _arrow_column(array, pa)
+    return out
+
+
+def _arrow_column(array: Any, pa: Any) -> Any:
+    n = len(array)
+    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        offsets = np.asarray(array.offsets, dtype=np.int64)
+        values = _plain(array.flatten(), pa)
+        rows = np.empty(n, dtype=object)
+        starts = offsets[:-1] - offsets[0]
+        ends = offsets[1:] - offsets[0]
+        for i in range(n):
+            rows[i] = values[starts[i] : ends[i]]
+        return rows
+    if pa.types.is_null(array.type):
+        return np.ma.masked_array(np.zeros(n), mask=np.ones(n, dtype=np.bool_))
+    if array.null_count == 0:
+        return _plain(array, pa)
+    mask = np.asarray(array.is_null(), dtype=np.bool_)
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+        filled = array.fill_null("")
+    elif pa.types.is_floating(array.type):
+        filled = array.fill_null(float("nan"))
+    else:
+        filled = array.fill_null(0)
+    return np.ma.masked_array(_plain(filled, pa), mask=mask)
+
+
+def _plain(array: Any, pa: Any) -> Any:
+    if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
+        array = array.cast(pa.string())
+    return array.to_numpy(zero_copy_only=False)
+
+
+register_dialect(
+    Dialect(
+        "clickhouse", files("otelbench.query") / "sql" / "clickhouse", _clickhouse_fetch, _PARAM
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Opening stores
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _ChdbUrl:
+    path: Path
+    database: str
+
+
+def _database(value: str, url: str) -> str:
+    if not _DATABASE_NAME.match(value):
+        raise ConfigError(f"bad ClickHouse database name {value!r} in {url!r}")
+    return value
+
+
+def _parse_chdb_url(url: str) -> _ChdbUrl:
+    parts = urlsplit(url)
+    raw = unquote(parts.netloc + parts.path)
+    if not raw:
+        raise ConfigError(f"bad chdb store URL {url!r}; expected chdb:///path/to/dir")
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"database"}
+    if unknown:
+        raise ConfigError(f"unknown option(s) {sorted(unknown)} in {url!r}; known: database")
+    database = _database(query.get("database", [DEFAULT_DATABASE])[-1], url)
+    return _ChdbUrl(Path(raw), database)
+
+
+def _chdb_session(path: Path) -> Any:
+    try:
+        import chdb.session
+    except ImportError as err:
+        raise ConfigError(
+            "a chdb:// store needs chdb-core-lite: pip install 'otelbench[clickhouse]'"
+        ) from err
+
+    session_type: Any = chdb.session.Session  # chdb's annotations are incomplete
+    try:
+        return session_type(str(path))
+    except RuntimeError as err:  # chdb raises RuntimeError for every engine error
+        text = str(err)
+        if any(m in text for m in ("Cannot lock file", "already running", "initializing Embed")):
+            # chdb-core-lite reports a held directory only as "Error initializing EmbeddedServer"
+            raise StoreError(
+                f"cannot open chdb store {path}: another process holds it (chdb allows one "
+                f"process per data directory); query it after that process exits "
+                f"({_clickhouse_message(err)})"
+            ) from err
+        if "already initialized with path" in text:
+            raise StoreError(
+                f"chdb serves one data directory per process and another one is open here; "
+                f"cannot open {path} ({_first_line(err)})"
+            ) from err
+        raise StoreError(f"cannot open chdb store {path}: {_first_line(err)}") from err
+
+
+@contextmanager
+def open_chdb(
+    path: str | os.PathLike[str], database: str = DEFAULT_DATABASE
+) -> Iterator[QueryRunner]:
+    """Query an existing chdb data directory's ``database`` (read-only use); closes on exit.
+
+    >>> with open_chdb("/var/lib/otelbench/ch") as store:  # doctest: +SKIP
+    ...     data = extract_run_data(store)
+    """
+    directory = Path(path)
+    source = f"chdb://{directory}?database={database}"
+    if not (directory / "metadata").is_dir():
+        raise StoreError(f"no chdb store at {directory} (not a ClickHouse data directory)")
+    session = _chdb_session(directory)
+    try:
+        connection = ChdbConnection(session, database)
+        connection.execute(f"USE {_database(database, source)}", source)
+        yield QueryRunner(connection, "clickhouse", source=source, lock=threading.Lock())
+    finally:
+        session.close()
+
+
+def _open_chdb_url(url: str) -> Any:
+    parsed = _parse_chdb_url(url)
+    return open_chdb(parsed.path, parsed.database)
+
+
+@dataclass(frozen=True)
+class ServerUrl:
+    """A parsed ``clickhouse://`` / ``clickhouses://`` store URL (clickhouse-connect's terms)."""
+
+    host: str
+    port: int
+    database: str
+    username: str | None
+    password: str
+    secure: bool
+
+    @classmethod
+    def parse(cls, url: str) -> ServerUrl:
+        """``clickhouse[s]://[user[:password]@]host[:port][/database]``."""
+        parts = urlsplit(url)
+        secure = parts.scheme.lower() == "clickhouses"
+        if parts.scheme.lower() not in ("clickhouse", "clickhouses") or not parts.hostname:
+            raise ConfigError(
+                f"bad ClickHouse URL {url!r}; expected clickhouse://[user[:password]@]host[:port]"
+                "[/database]"
+            )
+        try:
+            port = parts.port
+        except ValueError as err:
+            raise ConfigError(f"bad port in ClickHouse URL {url!r}") from err
+        path = unquote(parts.path.strip("/"))
+        return cls(
+            host=parts.hostname,
+            port=port if port is not None else (8443 if secure else 8123),
+            database=_database(path, url) if path else DEFAULT_DATABASE,
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else "",
+            secure=secure,
+        )
+
+    def display(self) -> str:
+        """The URL without its password (for messages)."""
+        scheme = "clickhouses" if self.secure else "clickhouse"
+        user = f"{self.username}@" if self.username else ""
+        return f"{scheme}://{user}{self.host}:{self.port}/{self.database}"
+
+
+@contextmanager
+def open_clickhouse_server(url: str) -> Iterator[QueryRunner]:
+    """Query a ClickHouse server's ``otel_traces`` through clickhouse-connect; closes on exit.
+
+    >>> with open_clickhouse_server("clickhouse://ch:8123/otel") as store:  # doctest: +SKIP
+    ...     data = extract_run_data(store)
+    """
+    target = ServerUrl.parse(url)
+    try:
+        import clickhouse_connect
+        from clickhouse_connect.driver.exceptions import ClickHouseError
+    except ImportError as err:
+        raise ConfigError(
+            "a ClickHouse server store needs clickhouse-connect: "
+            "pip install 'otelbench[clickhouse]'"
+        ) from err
+    try:
+        client = clickhouse_connect.get_client(
+            host=target.host,
+            port=target.port,
+            username=target.username,
+            password=target.password,
+            database=target.database,
+            secure=target.secure,
+        )
+    except ClickHouseError as err:
+        raise StoreError(
+            f"cannot connect to ClickHouse at {target.display()}: {_connection_message(err)}"
+        ) from err
+    try:
+        yield QueryRunner(
+            ServerConnection(client), "clickhouse", source=target.display(), lock=threading.Lock()
+        )
+    finally:
+        client.close()
+
+
+register_store_scheme("chdb", _open_chdb_url)
+register_store_scheme("clickhouse", open_clickhouse_server)
+register_store_scheme("clickhouses", open_clickhouse_server)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading: a DuckDB store's spans into chdb, in the exporter's schema
+# ---------------------------------------------------------------------------------------------
+_TIMESTAMP_COLUMNS: Final = ("Timestamp", "Events.Timestamp")
+
+
+def copy_duckdb_to_chdb(
+    duckdb_path: str | os.PathLike[str],
+    connection: ChdbConnection,
+    *,
+    database: str = DEFAULT_DATABASE,
+) -> int:
+    """Create ``database.otel_traces`` (the exporter's DDL) on ``connection`` if absent and copy
+    every span of the DuckDB store at ``duckdb_path`` into it; returns the spans copied.
+
+    Rows travel as Parquet with timestamps as integer nanoseconds since the epoch (so no time
+    zone can shift them) and become ``DateTime64(9)`` again with ``fromUnixTimestamp64Nano``.
+
+    >>> conn = ChdbConnection(chdb.session.Session("/data/ch"), "otel")  # doctest: +SKIP
+    >>> copied = copy_duckdb_to_chdb("spans.duckdb", conn)  # doctest: +SKIP
+    """
+    from otelbench.store import SpanStore
+
+    db = _database(database, str(duckdb_path))
+    connection.execute(f"CREATE DATABASE IF NOT EXISTS {db}")
+    connection.execute(f"USE {db}")
+    connection.execute(clickhouse_schema())
+    with SpanStore.open(duckdb_path, read_only=True) as store:
+        names = [
+            str(row[0])
+            for row in store.connection.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'otel_traces' ORDER BY ordinal_position"
+            ).fetchall()
+        ]
+        exported = ", ".join(
+            f'list_transform("{c}", lambda t: epoch_ns(t)) AS "{c}"'
+            if c == "Events.Timestamp"
+            else (f'epoch_ns("{c}") AS "{c}"' if c == "Timestamp" else f'"{c}"')
+            for c in names
+        )
+        with tempfile.TemporaryDirectory(prefix="otelbench-ch-") as tmp:
+            parquet = Path(tmp) / "otel_traces.parquet"
+            store.connection.execute(
+                f"COPY (SELECT {exported} FROM otel_traces) TO '{parquet}' (FORMAT parquet)"
+            )
+            count = int(
+                store.connection.execute("SELECT count(*) FROM otel_traces").fetchall()[0][0]
+            )
+            imported = ", ".join(
+                "arrayMap(t -> fromUnixTimestamp64Nano(t), `Events.Timestamp`)"
+                if c == "Events.Timestamp"
+                else ("fromUnixTimestamp64Nano(Timestamp)" if c == "Timestamp" else f"`{c}`")
+                for c in names
+            )
+            columns = ", ".join(f"`{c}`" for c in names)
+            connection.execute(
+                f"INSERT INTO otel_traces ({columns}) "
+                f"SELECT {imported} FROM file('{parquet}', Parquet)"
+            )
+    return count
+
+
+# ---------------------------------------------------------------------------------------------
+# Aggregations in the database
+# ---------------------------------------------------------------------------------------------
+def server_itl_summary(store: QueryRunner, run_id: str) -> Summary:
+    """Run ``run_id``'s server ITL distribution (ms), computed in ClickHouse: the figures of the
+    report's ``metrics.server.itl_ms`` (same samples, same type-7 percentiles) in one query.
+
+    >>> server_itl_summary(store, "r1").p99  # doctest: +SKIP
+    24.8
+    """
+    levels = [p / 100.0 for p in PERCENTILES]
+    cols = store.run("run_server_itl_summary", run_id=run_id, levels=levels)
+    count = int(np.asarray(cols["count"])[0])
+    if count == 0:
+        return Summary(0, None, None, None, None, None, None, None, None, None)
+    p50, p90, p95, p99, p99_9 = (float(v) for v in cols["percentiles"][0])
+    return Summary(
+        count=count,
+        mean=float(np.asarray(cols["mean"])[0]),
+        std=float(np.asarray(cols["std"])[0]),
+        min=float(np.asarray(cols["min"])[0]),
+        max=float(np.asarray(cols["max"])[0]),
+        p50=p50,
+        p90=p90,
+        p95=p95,
+        p99=p99,
+        p99_9=p99_9,
+    )

@@ -1,0 +1,66 @@
+-- client_requests: one row per measured client span of run {run_id}, ordered by (T_submit,
+-- TraceId, SpanId) — the same rows and columns as the DuckDB dialect's client_requests.
+-- Warm-up and probe requests (draft 4.5; attr_request_phase other than phase_measure) are left
+-- out; a span without the attribute is measured. Per-chunk arrays arrive as JSON text and are
+-- parsed with JSONExtract(..., 'Array(Int64)'). A span with chunk offsets but no chunk token
+-- counts gets one token per chunk. Absent attributes are NULL (mapContains), numbers are parsed
+-- with to*OrNull (an unparsable value is NULL where DuckDB's CAST would raise).
+WITH client AS (
+    SELECT
+        TraceId                                                   AS trace_id,
+        SpanId                                                    AS span_id,
+        Timestamp                                                 AS ts,
+        Duration                                                  AS duration,
+        StatusCode                                                AS status_code,
+        SpanAttributes                                            AS attrs,
+        mapContains(SpanAttributes, {attr_chunk_offsets_us:String}) AS has_offsets,
+        mapContains(SpanAttributes, {attr_chunk_tokens:String})     AS has_tokens,
+        JSONExtract(SpanAttributes[{attr_chunk_offsets_us:String}], 'Array(Int64)') AS offsets
+    FROM otel_traces
+    WHERE SpanKind = {kind_client:String}
+      AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
+      AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
+           OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
+)
+SELECT
+    trace_id,
+    span_id,
+    toUnixTimestamp64Nano(ts)                                             AS submit_unix_ns,
+    toInt64(duration)                                                     AS duration_ns,
+    (status_code != {status_error:String}
+     AND NOT mapContains(attrs, {attr_error_type:String}))                AS ok,
+    if(mapContains(attrs, {attr_error_type:String}),
+       attrs[{attr_error_type:String}], NULL)                             AS error_type,
+    if(mapContains(attrs, {attr_request_index:String}),
+       toInt64OrNull(attrs[{attr_request_index:String}]), NULL)           AS request_index,
+    if(mapContains(attrs, {attr_request_class:String}),
+       attrs[{attr_request_class:String}], NULL)                          AS request_class,
+    if(mapContains(attrs, {attr_think_phase:String}),
+       attrs[{attr_think_phase:String}], NULL)                            AS think_phase,
+    if(mapContains(attrs, {attr_output_phase_chunk:String}),
+       toInt64OrNull(attrs[{attr_output_phase_chunk:String}]), NULL)      AS output_phase_chunk,
+    if(mapContains(attrs, {attr_schedule_lag_us:String}),
+       toInt64OrNull(attrs[{attr_schedule_lag_us:String}]), NULL)         AS schedule_lag_us,
+    if(mapContains(attrs, {attr_ttft_us:String}),
+       toInt64OrNull(attrs[{attr_ttft_us:String}]), NULL)                 AS ttft_us,
+    if(mapContains(attrs, {attr_first_event_offset_us:String}),
+       toInt64OrNull(attrs[{attr_first_event_offset_us:String}]), NULL)   AS first_event_offset_us,
+    if(mapContains(attrs, {attr_end_offset_us:String}),
+       toInt64OrNull(attrs[{attr_end_offset_us:String}]), NULL)           AS end_offset_us,
+    if(mapContains(attrs, {attr_input_tokens:String}),
+       toInt64OrNull(attrs[{attr_input_tokens:String}]), NULL)            AS input_tokens,
+    if(mapContains(attrs, {attr_output_tokens:String}),
+       toInt64OrNull(attrs[{attr_output_tokens:String}]), NULL)           AS output_tokens,
+    JSONExtract(attrs[{attr_finish_reasons:String}], 'Array(String)')     AS finish_reasons,
+    multiIf(
+        has_offsets AND NOT has_tokens, {one_per_chunk:String},
+        mapContains(attrs, {attr_chunk_token_source:String}),
+        attrs[{attr_chunk_token_source:String}],
+        NULL
+    )                                                                     AS chunk_token_source,
+    offsets                                                               AS chunk_offsets_us,
+    if(has_tokens,
+       JSONExtract(attrs[{attr_chunk_tokens:String}], 'Array(Int64)'),
+       arrayMap(x -> toInt64(1), offsets))                                AS chunk_tokens
+FROM client
+ORDER BY ts, trace_id, span_id

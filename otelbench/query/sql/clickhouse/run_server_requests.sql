@@ -1,0 +1,106 @@
+-- run_server_requests: the server span of each of run {run_id}'s measured client spans (warm-up
+-- and probe requests, draft 4.5, are left out, as in client_requests) — the same rows and
+-- columns as the DuckDB dialect. A server span is the engine hooks' span (span_hook_request:
+-- per-token offsets and preemption events) or vLLM's own llm_request span, and a child of the
+-- client span (same TraceId, ParentSpanId = the client's SpanId) — or, behind otelbench's
+-- guardrail gateway, a child of the gateway span that is the client span's child. At most one
+-- per client span: a hook span wins over llm_request, then the earliest. parent_span_id is the
+-- CLIENT span's id either way. Token offsets arrive as JSON text (JSONExtract); preemption and
+-- resumption events are read from the exporter's Nested Events columns (Events.Name,
+-- Events.Attributes) with array lambdas; hook-only columns are NULL, or empty arrays, for an
+-- llm_request span.
+-- Latencies arrive as decimal text: SETTINGS precise_float_parsing = 1 makes toFloat64OrNull
+-- round correctly, as DuckDB's CAST and Python's float() do (ClickHouse's default fast parser is
+-- off by one ulp on some inputs, e.g. '0.087568' → 0.08756800000000001).
+WITH
+client AS (
+    SELECT TraceId AS trace_id, SpanId AS span_id
+    FROM otel_traces
+    WHERE SpanKind = {kind_client:String}
+      AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
+      AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
+           OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
+),
+parents AS (
+    SELECT trace_id AS p_trace_id, span_id AS p_span_id, span_id AS client_span_id FROM client
+    UNION ALL
+    SELECT g.TraceId AS p_trace_id, g.SpanId AS p_span_id, c.span_id AS client_span_id
+    FROM otel_traces AS g
+    INNER JOIN client AS c ON g.TraceId = c.trace_id AND g.ParentSpanId = c.span_id
+    WHERE g.SpanName = {span_gateway_request:String}
+),
+server AS (
+    SELECT
+        s.TraceId                                   AS trace_id,
+        s.SpanId                                    AS span_id,
+        p.client_span_id                            AS parent_span_id,
+        s.SpanName                                  AS span_name,
+        s.SpanName = {span_hook_request:String}     AS is_hook,
+        s.Timestamp                                 AS ts,
+        s.Duration                                  AS duration,
+        s.SpanAttributes                            AS attrs,
+        s.`Events.Name`                             AS event_names,
+        s.`Events.Attributes`                       AS event_attrs
+    FROM otel_traces AS s
+    INNER JOIN parents AS p ON s.TraceId = p.p_trace_id AND s.ParentSpanId = p.p_span_id
+    WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
+      AND s.SpanKind = {kind_server:String}
+    QUALIFY row_number() OVER (
+        PARTITION BY s.TraceId, p.client_span_id
+        ORDER BY s.SpanName = {span_hook_request:String} DESC, s.Timestamp, s.SpanId
+    ) = 1
+)
+SELECT
+    trace_id,
+    span_id,
+    parent_span_id,
+    toString(span_name)                                                    AS span_name,
+    toUnixTimestamp64Nano(ts)                                              AS start_unix_ns,
+    toInt64(duration)                                                      AS duration_ns,
+    if(mapContains(attrs, {attr_vllm_request_id:String}),
+       attrs[{attr_vllm_request_id:String}], NULL)                         AS request_id,
+    if(mapContains(attrs, {attr_vllm_ttft:String}),
+       toFloat64OrNull(attrs[{attr_vllm_ttft:String}]), NULL)              AS ttft_s,
+    if(mapContains(attrs, {attr_vllm_e2e:String}),
+       toFloat64OrNull(attrs[{attr_vllm_e2e:String}]), NULL)               AS e2e_s,
+    if(mapContains(attrs, {attr_vllm_queue:String}),
+       toFloat64OrNull(attrs[{attr_vllm_queue:String}]), NULL)             AS queue_s,
+    if(mapContains(attrs, {attr_vllm_prefill:String}),
+       toFloat64OrNull(attrs[{attr_vllm_prefill:String}]), NULL)           AS prefill_s,
+    if(mapContains(attrs, {attr_vllm_decode:String}),
+       toFloat64OrNull(attrs[{attr_vllm_decode:String}]), NULL)            AS decode_s,
+    if(mapContains(attrs, {attr_vllm_inference:String}),
+       toFloat64OrNull(attrs[{attr_vllm_inference:String}]), NULL)         AS inference_s,
+    if(mapContains(attrs, {attr_vllm_prompt_tokens:String}),
+       toInt64OrNull(attrs[{attr_vllm_prompt_tokens:String}]), NULL)       AS prompt_tokens,
+    if(mapContains(attrs, {attr_vllm_completion_tokens:String}),
+       toInt64OrNull(attrs[{attr_vllm_completion_tokens:String}]), NULL)   AS completion_tokens,
+    if(mapContains(attrs, {attr_vllm_finish_reason:String}),
+       attrs[{attr_vllm_finish_reason:String}], NULL)                      AS finish_reason,
+    if(mapContains(attrs, {attr_cache_read_tokens:String}),
+       toInt64OrNull(attrs[{attr_cache_read_tokens:String}]), NULL)        AS cache_read_tokens,
+    if(is_hook AND mapContains(attrs, {attr_server_preemptions:String}),
+       toInt64OrNull(attrs[{attr_server_preemptions:String}]), NULL)       AS preemptions,
+    if(is_hook, toInt64(countEqual(event_names, {event_preemption:String})), NULL)
+                                                                           AS preemption_events,
+    if(is_hook, arraySum(
+        (n, a) -> if(n = {event_preemption:String},
+                     toInt64OrZero(a[{attr_preemption_kv_discarded:String}]), toInt64(0)),
+        event_names, event_attrs
+    ), NULL)                                                               AS kv_tokens_discarded,
+    if(is_hook,
+       JSONExtract(attrs[{attr_server_token_offsets_us:String}], 'Array(Int64)'),
+       CAST([], 'Array(Int64)'))                                           AS token_offsets_us,
+    if(is_hook AND mapContains(attrs, {attr_server_output_phase_token:String}),
+       toInt64OrNull(attrs[{attr_server_output_phase_token:String}]), NULL) AS output_phase_token,
+    if(is_hook, arrayMap(
+        a -> toInt64OrZero(a[{attr_preemption_stall_us:String}]),
+        arrayFilter(
+            (a, n) -> n = {event_resumption:String}
+                      AND mapContains(a, {attr_preemption_stall_us:String}),
+            event_attrs, event_names
+        )
+    ), CAST([], 'Array(Int64)'))                                           AS stall_us
+FROM server
+ORDER BY ts, trace_id, span_id
+SETTINGS precise_float_parsing = 1

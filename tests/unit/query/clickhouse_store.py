@@ -1,0 +1,65 @@
+"""chdb span stores for tests, built from the same spans as the DuckDB stores (``spanstore``).
+
+chdb (ClickHouse in-process) serves **one data directory per process**: every test in a pytest
+process shares :func:`chdb_dir` (a temporary directory, removed at exit) and each store is its own
+database in it. :func:`load_chdb` copies a DuckDB store's spans into a new database with
+:func:`otelbench.query.clickhouse.copy_duckdb_to_chdb` (the exporter's ``otel_traces`` DDL) and
+returns the store's ``chdb://`` URL. Any other test that uses chdb must use :func:`chdb_dir` too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import chdb.session
+
+from otelbench.query.clickhouse import ChdbConnection, copy_duckdb_to_chdb
+
+_DIR: list[Path] = []
+
+
+def chdb_dir() -> Path:
+    """This process's chdb data directory (created on first use, removed at exit)."""
+    if not _DIR:
+        path = Path(tempfile.mkdtemp(prefix="otelbench-chdb-"))
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+        _DIR.append(path)
+    return _DIR[0]
+
+
+@contextmanager
+def chdb_session() -> Iterator[Any]:
+    """A chdb session on :func:`chdb_dir` (closed on exit)."""
+    session = chdb.session.Session(str(chdb_dir()))
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def new_database() -> str:
+    return f"t_{uuid.uuid4().hex[:16]}"
+
+
+def load_chdb(duckdb_path: Path) -> str:
+    """Copy the DuckDB store's spans into a new chdb database; its ``chdb://`` URL."""
+    database = new_database()
+    with chdb_session() as session:
+        copied = copy_duckdb_to_chdb(
+            duckdb_path, ChdbConnection(session, database), database=database
+        )
+        counted = (
+            session.query(f"SELECT count() FROM {database}.otel_traces", "CSV")
+            .bytes()
+            .decode()
+            .strip()
+        )
+    assert int(counted) == copied
+    return f"chdb://{chdb_dir()}?database={database}"
