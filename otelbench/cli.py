@@ -24,6 +24,7 @@ from otelbench.cli_options import declared_sut, json_object, key_values
 from otelbench.cli_options import prompt_format as parse_prompt_format
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.guardrails.cli import gateway
+from otelbench.live.cli import probe, watch
 from otelbench.procedures.cli import test_app
 
 app = typer.Typer(
@@ -34,6 +35,8 @@ app = typer.Typer(
 )
 app.add_typer(test_app, name="test")
 app.command("gateway")(gateway)
+app.command("watch")(watch)
+app.command("probe")(probe)
 
 
 def _fail(message: str) -> None:
@@ -273,18 +276,29 @@ def run(
 def report(
     directory: Annotated[Path, typer.Argument(help="A run directory written by `otelbench run`.")],
     store: Annotated[
-        Path | None, typer.Option(help="Span store (default: DIRECTORY/spans.duckdb).")
+        str | None,
+        typer.Option(
+            help="Span store: a DuckDB file (default: DIRECTORY/spans.duckdb), "
+            "chdb:///abs/dir[?database=otel] (ClickHouse in-process) or "
+            "clickhouse://[user[:password]@]host[:port][/database] (a ClickHouse server; "
+            "clickhouses:// for TLS)."
+        ),
     ] = None,
     run_id: Annotated[str | None, typer.Option(help="Which run (default: the latest).")] = None,
 ) -> None:
     """Recompute report.json, report.md and report.html from the stored spans alone."""
     from otelbench.benchmark import write_reports
+    from otelbench.query.extract import is_store_url
 
-    store_path = store or directory / "spans.duckdb"
-    if not store_path.exists():
-        raise ConfigError(f"no span store at {store_path}")
+    target: str | Path
+    if store is not None and is_store_url(store):
+        target = store
+    else:
+        target = Path(store) if store is not None else directory / "spans.duckdb"
+        if not target.exists():
+            raise ConfigError(f"no span store at {target}")
     directory.mkdir(parents=True, exist_ok=True)
-    _, markdown = write_reports(directory, store_path, run_id)
+    _, markdown = write_reports(directory, target, run_id)
     typer.echo(markdown)
 
 

@@ -1,0 +1,173 @@
+"""The live package's queries: the server spans of a window, by source; retention deletes.
+
+The SQL is in ``otelbench/live/sql/*.sql`` (DuckDB dialect), with every span, attribute and
+kind name bound from :mod:`otelbench.semconv`, as in :mod:`otelbench.query`. The queries run
+through the registered DuckDB dialect's fetch function (one error translation) and hold the
+store's lock when the store is shared with the receiver's threads.
+
+Example::
+
+    with SpanStore.open("live.duckdb", read_only=True) as store:
+        window = extract_window(store, start_unix_ns=t0, end_unix_ns=t1)
+        print(window.sources())
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from otelbench import semconv
+from otelbench.errors import StoreError
+from otelbench.query.extract import NAME_PARAMETERS, get_dialect, server_requests_from_columns
+from otelbench.query.records import ServerRequests
+from otelbench.store import SpanStore
+
+__all__ = [
+    "DEFAULT_LOOKBACK_NS",
+    "LIVE_PARAMETERS",
+    "LiveWindow",
+    "delete_older_than",
+    "extract_window",
+    "live_sql",
+]
+
+DEFAULT_LOOKBACK_NS: Final = 3600 * 10**9
+"""Server spans that started more than this before a window are not looked at (1 h)."""
+
+LIVE_PARAMETERS: Final[Mapping[str, str]] = {
+    **NAME_PARAMETERS,
+    "attr_probe_stream": semconv.PROBE_STREAM,
+    "source_live": semconv.SOURCE_LIVE,
+    "source_probe": semconv.SOURCE_PROBE,
+    "source_benchmark": semconv.SOURCE_BENCHMARK,
+}
+"""The names the live SQL binds: the query layer's plus the probe tag and the source values."""
+
+
+def live_sql(name: str) -> str:
+    """The text of the live query ``name`` (``otelbench/live/sql/<name>.sql``)."""
+    resource = files("otelbench.live") / "sql" / f"{name}.sql"
+    if not resource.is_file():
+        raise StoreError(f"no SQL for live query {name!r}")
+    return resource.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LiveWindow:
+    """The server spans that ended within one window, one per request, with their source.
+
+    ``requests`` is the query layer's record (``client_index`` is -1 throughout); ``source``
+    is :data:`~otelbench.semconv.SOURCE_LIVE`, ``SOURCE_PROBE`` or ``SOURCE_BENCHMARK``;
+    ``request_class`` the class attribute's value (None without it); ``ok`` false for a span
+    with status Error.
+    """
+
+    start_unix_ns: int
+    end_unix_ns: int
+    requests: ServerRequests
+    source: tuple[str, ...]
+    request_class: tuple[str | None, ...]
+    ok: npt.NDArray[np.bool_]
+
+    def __post_init__(self) -> None:
+        n = len(self.requests)
+        if not (len(self.source) == len(self.request_class) == self.ok.size == n):
+            raise ValueError("source, request_class and ok need one entry per request")
+        if self.end_unix_ns <= self.start_unix_ns:
+            raise ValueError("a window must end after it starts")
+
+    @property
+    def window_s(self) -> float:
+        """The window's length in seconds."""
+        return (self.end_unix_ns - self.start_unix_ns) / 1e9
+
+    def sources(self) -> tuple[str, ...]:
+        """The sources present, sorted."""
+        return tuple(sorted(set(self.source)))
+
+    def mask(self, source: str) -> npt.NDArray[np.bool_]:
+        """True for the requests of ``source``."""
+        return np.fromiter((s == source for s in self.source), dtype=np.bool_, count=len(self))
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+
+def _run(store: SpanStore, name: str, values: Mapping[str, object]) -> dict[str, object]:
+    sql = live_sql(name)
+    wanted = set(re.findall(r"\$([A-Za-z_]\w*)", re.sub(r"--[^\n]*", "", sql)))
+    available = {**LIVE_PARAMETERS, **values}
+    missing = wanted - available.keys()
+    if missing:
+        raise StoreError(f"live query {name!r} needs parameters {sorted(missing)}")
+    params = {k: available[k] for k in sorted(wanted)}
+    with store.lock:
+        return get_dialect("duckdb").fetch(store.connection, sql, params, str(store.path))
+
+
+def extract_window(
+    store: SpanStore,
+    *,
+    start_unix_ns: int,
+    end_unix_ns: int,
+    class_attribute: str = semconv.REQUEST_CLASS,
+    lookback_ns: int = DEFAULT_LOOKBACK_NS,
+) -> LiveWindow:
+    """The server spans that ended within ``[start_unix_ns, end_unix_ns)``, with their source.
+
+    ``class_attribute`` is looked up on the server span, its resource, then its client (or
+    parent) span (``sql/window_server_requests.sql``).
+    """
+    cols = _run(
+        store,
+        "window_server_requests",
+        {
+            "start_unix_ns": int(start_unix_ns),
+            "end_unix_ns": int(end_unix_ns),
+            "lookback_ns": int(lookback_ns),
+            "class_attribute": class_attribute,
+        },
+    )
+    n = len(cols["span_id"])  # type: ignore[arg-type]
+    requests = server_requests_from_columns(cols, np.full(n, -1, dtype=np.int64))
+    source = tuple(str(s) for s in np.asarray(cols["source"]))
+    classes: Any = np.ma.asarray(cols["class_value"])
+    mask = np.ma.getmaskarray(classes)
+    request_class = tuple(
+        None if m else str(v) for v, m in zip(np.ma.getdata(classes), mask, strict=True)
+    )
+    ok = np.asarray(np.ma.filled(np.ma.asarray(cols["ok"]), True), dtype=np.bool_)
+    return LiveWindow(int(start_unix_ns), int(end_unix_ns), requests, source, request_class, ok)
+
+
+def delete_older_than(store: SpanStore, cutoff_unix_ns: int) -> int:
+    """Delete every span that started, and every metric point taken, before ``cutoff_unix_ns``;
+    then checkpoint so DuckDB reuses the freed blocks. Returns the spans deleted."""
+    with store.lock:
+        [(n,)] = store.execute(
+            f'SELECT count(*) FROM {semconv.TABLE_TRACES} WHERE "Timestamp" < make_timestamp_ns(?)',
+            [int(cutoff_unix_ns)],
+        )
+        if n:
+            store.execute(
+                f'DELETE FROM {semconv.TABLE_TRACES} WHERE "Timestamp" < make_timestamp_ns(?)',
+                [int(cutoff_unix_ns)],
+            )
+        for table in (
+            semconv.TABLE_METRICS_GAUGE,
+            semconv.TABLE_METRICS_SUM,
+            semconv.TABLE_METRICS_HISTOGRAM,
+        ):
+            store.execute(
+                f'DELETE FROM {table} WHERE "TimeUnix" < make_timestamp_ns(?)',
+                [int(cutoff_unix_ns)],
+            )
+        store.execute("CHECKPOINT")
+    return int(n)

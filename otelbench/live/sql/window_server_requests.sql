@@ -1,0 +1,104 @@
+-- window_server_requests: every server span (the engine hooks' $span_hook_request, else vLLM's
+-- $span_vllm_request) that ENDED within [$start_unix_ns, $end_unix_ns), with the traffic source
+-- it belongs to and the value of the class attribute $class_attribute.
+--
+-- source: 'probe' when the client span that sent it (the parent, or the grandparent behind
+-- otelbench's gateway span $span_gateway_request) carries $attr_probe_stream; 'benchmark' when
+-- that client span carries $attr_run_id (an otelbench run); 'live' otherwise (no parent, or a
+-- parent that is not an otelbench client span).
+-- class: $class_attribute on the server span, else on its resource, else on the client span
+-- (or the parent span for live traffic); NULL when none has it.
+-- One row per request: a hook span wins over an llm_request span of the same request (same
+-- parent; for root spans, the same gen_ai.request.id), then the earliest.
+-- Only spans starting at most $lookback_ns before the window are considered (a cheap bound).
+WITH server AS (
+    SELECT
+        s."TraceId"                                       AS trace_id,
+        s."SpanId"                                        AS span_id,
+        s."ParentSpanId"                                  AS parent_span_id,
+        s."SpanName"                                      AS span_name,
+        s."SpanName" = $span_hook_request                 AS is_hook,
+        s."Timestamp"                                     AS ts,
+        s."Duration"                                      AS duration,
+        s."StatusCode"                                    AS status_code,
+        s."SpanAttributes"                                AS attrs,
+        s."ResourceAttributes"                            AS resource,
+        list_zip(s."Events.Name", s."Events.Attributes")  AS events
+    FROM otel_traces AS s
+    WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
+      AND s."SpanKind" = $kind_server
+      AND s."Timestamp" >= make_timestamp_ns(CAST($start_unix_ns AS BIGINT) - CAST($lookback_ns AS BIGINT))
+      AND s."Timestamp" < make_timestamp_ns(CAST($end_unix_ns AS BIGINT))
+      AND epoch_ns(s."Timestamp") + CAST(s."Duration" AS BIGINT) >= CAST($start_unix_ns AS BIGINT)
+      AND epoch_ns(s."Timestamp") + CAST(s."Duration" AS BIGINT) < CAST($end_unix_ns AS BIGINT)
+    QUALIFY row_number() OVER (
+        PARTITION BY CASE
+            WHEN s."ParentSpanId" = '' THEN coalesce(s."SpanAttributes"[$attr_vllm_request_id], s."SpanId")
+            ELSE s."TraceId" || '/' || s."ParentSpanId"
+        END
+        ORDER BY s."SpanName" = $span_hook_request DESC, s."Timestamp", s."SpanId"
+    ) = 1
+),
+joined AS (
+    SELECT
+        server.*,
+        CASE
+            WHEN p."SpanName" = $span_gateway_request THEN g."SpanAttributes"
+            WHEN p."SpanKind" = $kind_client THEN p."SpanAttributes"
+        END                                               AS client_attrs,
+        p."SpanAttributes"                                AS parent_attrs
+    FROM server
+    LEFT JOIN otel_traces AS p
+      ON p."TraceId" = server.trace_id AND p."SpanId" = server.parent_span_id
+     AND server.parent_span_id <> ''
+    LEFT JOIN otel_traces AS g
+      ON g."TraceId" = p."TraceId" AND g."SpanId" = p."ParentSpanId"
+     AND p."SpanName" = $span_gateway_request AND g."SpanKind" = $kind_client
+)
+SELECT
+    trace_id,
+    span_id,
+    parent_span_id,
+    span_name,
+    CASE
+        WHEN client_attrs[$attr_probe_stream] IS NOT NULL THEN $source_probe
+        WHEN client_attrs[$attr_run_id] IS NOT NULL THEN $source_benchmark
+        ELSE $source_live
+    END                                                                AS source,
+    coalesce(attrs[$class_attribute], resource[$class_attribute],
+             client_attrs[$class_attribute], parent_attrs[$class_attribute])
+                                                                       AS class_value,
+    status_code <> $status_error                                       AS ok,
+    epoch_ns(ts)                                                       AS start_unix_ns,
+    CAST(duration AS BIGINT)                                           AS duration_ns,
+    attrs[$attr_vllm_request_id]                                       AS request_id,
+    CAST(attrs[$attr_vllm_ttft] AS DOUBLE)                             AS ttft_s,
+    CAST(attrs[$attr_vllm_e2e] AS DOUBLE)                              AS e2e_s,
+    CAST(attrs[$attr_vllm_queue] AS DOUBLE)                            AS queue_s,
+    CAST(attrs[$attr_vllm_prefill] AS DOUBLE)                          AS prefill_s,
+    CAST(attrs[$attr_vllm_decode] AS DOUBLE)                           AS decode_s,
+    CAST(attrs[$attr_vllm_inference] AS DOUBLE)                        AS inference_s,
+    CAST(attrs[$attr_vllm_prompt_tokens] AS BIGINT)                    AS prompt_tokens,
+    CAST(attrs[$attr_vllm_completion_tokens] AS BIGINT)                AS completion_tokens,
+    attrs[$attr_vllm_finish_reason]                                    AS finish_reason,
+    CAST(attrs[$attr_cache_read_tokens] AS BIGINT)                     AS cache_read_tokens,
+    CASE WHEN is_hook THEN CAST(attrs[$attr_server_preemptions] AS BIGINT) END
+                                                                       AS preemptions,
+    CASE WHEN is_hook THEN
+        len(list_filter(events, lambda e: e[1] = $event_preemption))
+    END                                                                AS preemption_events,
+    CASE WHEN is_hook THEN coalesce(list_sum(list_transform(
+        list_filter(events, lambda e: e[1] = $event_preemption),
+        lambda e: CAST(e[2][$attr_preemption_kv_discarded] AS BIGINT)
+    )), 0) END                                                         AS kv_tokens_discarded,
+    CASE WHEN is_hook THEN
+        coalesce(from_json(attrs[$attr_server_token_offsets_us], '["BIGINT"]'), []::BIGINT[])
+    ELSE []::BIGINT[] END                                              AS token_offsets_us,
+    CASE WHEN is_hook THEN CAST(attrs[$attr_server_output_phase_token] AS BIGINT) END
+                                                                       AS output_phase_token,
+    CASE WHEN is_hook THEN list_filter(list_transform(
+        list_filter(events, lambda e: e[1] = $event_resumption),
+        lambda e: CAST(e[2][$attr_preemption_stall_us] AS BIGINT)
+    ), lambda x: x IS NOT NULL) ELSE []::BIGINT[] END                  AS stall_us
+FROM joined
+ORDER BY ts, trace_id, span_id

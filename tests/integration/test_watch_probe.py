@@ -1,0 +1,65 @@
+"""``run_probe`` against the scripted SSE server: segments, tags, and the traceparent that makes
+the server's span a child of the probe's client span."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+
+from otelbench import semconv
+from otelbench.errors import ConfigError
+from otelbench.live.probe import ProbeConfig, ProbeTagger, run_probe
+from tests.fixtures.scripted_server import ScriptedServer
+
+pytestmark = pytest.mark.integration
+
+
+def test_probe_segments_are_tagged_runs_whose_requests_carry_traceparent(
+    scripted_server: ScriptedServer,
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(ProbeTagger("canary"))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    config = ProbeConfig(
+        target=scripted_server.url,
+        model="m",
+        rate=10.0,
+        stream="canary",
+        segment_s=0.3,
+        duration_s=0.5,
+        workload_params={"vocab_size": 1024},
+        extra_body={"script": {"name": "fixed", "n": 3, "tag": "probe-test"}},
+    )
+    outcomes = asyncio.run(run_probe(config, tracer_provider=provider))
+    provider.shutdown()
+    # ceil(10 × 0.5) = 5 requests in segments of ceil(10 × 0.3) = 3
+    assert [o.run_id for o in outcomes] == ["canary-0", "canary-1"]
+    assert [len(o.results) for o in outcomes] == [3, 2]
+    assert all(r.ok for o in outcomes for r in o.results)
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 7  # 2 run spans, 5 client spans
+    assert all(s.attributes[semconv.PROBE_STREAM] == "canary" for s in spans)  # type: ignore[index]
+    runs = [s for s in spans if s.name == semconv.SPAN_RUN]
+    assert sorted(s.attributes[semconv.RUN_ID] for s in runs) == ["canary-0", "canary-1"]  # type: ignore[index]
+    clients = [s for s in spans if s.kind == SpanKind.CLIENT]
+    assert len(clients) == 5
+    # the server received each client span's context: its own span would be the child
+    sent = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in clients}
+    received = {
+        tuple(e["traceparent"].split("-")[1:3]) for e in scripted_server.log(tag="probe-test")
+    }
+    assert received == sent
+
+
+def test_probe_config_is_validated() -> None:
+    with pytest.raises(ConfigError, match="--rate"):
+        ProbeConfig(target="http://x", model="m", rate=0)
+    with pytest.raises(ConfigError, match="--segment"):
+        ProbeConfig(target="http://x", model="m", rate=1, duration_s=-1)
+    assert ProbeConfig(target="http://x", model="m", rate=0.2).segment_requests(300) == 60

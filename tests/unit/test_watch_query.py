@@ -1,0 +1,221 @@
+"""otelbench.live.query on a real DuckDB span store: sources, classes, windows, retention."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelbench import semconv
+from otelbench.errors import ConfigError, StoreError
+from otelbench.live.query import delete_older_than, extract_window
+from otelbench.live.watch import WatchConfig, Watcher
+from otelbench.live.window import WindowConfig
+from otelbench.query import extract_live_server_requests, open_store
+from otelbench.store import SpanStore
+from tests.unit.query.spanstore import MS, T0_NS, SpanWriter, span, trace
+
+S = 1000 * MS
+
+
+def server(
+    w: SpanWriter,
+    n: int,
+    *,
+    parent: str = "",
+    start_ns: int,
+    duration_ns: int,
+    hook: bool = True,
+    ttft: float = 0.1,
+    offsets: list[int] | None = None,
+    attrs: Mapping[str, Any] | None = None,
+    resource: Mapping[str, Any] | None = None,
+    request_id: str | None = None,
+    error: bool = False,
+    trace_n: int | None = None,
+) -> None:
+    a: dict[str, Any] = {
+        semconv.VLLM_REQUEST_ID: request_id or f"req-{n}",
+        semconv.VLLM_LATENCY_TTFT: repr(ttft),
+        semconv.VLLM_LATENCY_E2E: repr(duration_ns / 1e9),
+        semconv.VLLM_LATENCY_QUEUE: "0.01",
+        semconv.VLLM_LATENCY_PREFILL: "0.02",
+        semconv.VLLM_LATENCY_DECODE: "0.3",
+        semconv.VLLM_USAGE_PROMPT_TOKENS: 10,
+        semconv.VLLM_USAGE_COMPLETION_TOKENS: len(offsets or [1, 2, 3, 4]),
+    }
+    if hook:
+        a[semconv.SERVER_TOKEN_OFFSETS_US] = offsets or [100_000, 200_000, 300_000, 400_000]
+        a[semconv.SERVER_PREEMPTIONS] = 0
+    a.update(attrs or {})
+    w.span(
+        trace_id=trace(trace_n if trace_n is not None else n),
+        span_id=span(n),
+        parent_span_id=parent,
+        name=semconv.SPAN_HOOK_REQUEST if hook else semconv.SPAN_VLLM_REQUEST,
+        kind=semconv.SPAN_KIND_SERVER,
+        start_ns=start_ns,
+        duration_ns=duration_ns,
+        attributes=a,
+        service=semconv.SERVICE_VLLM,
+        resource=resource,
+        status=semconv.STATUS_ERROR if error else semconv.STATUS_UNSET,
+    )
+
+
+def client(w: SpanWriter, n: int, attrs: Mapping[str, Any], start_ns: int) -> None:
+    w.span(
+        trace_id=trace(n),
+        span_id=span(n),
+        name="text_completion tiny",
+        kind=semconv.SPAN_KIND_CLIENT,
+        start_ns=start_ns,
+        duration_ns=S,
+        attributes=attrs,
+    )
+
+
+PROBE_ATTRS = {
+    semconv.RUN_ID: "probe-1",
+    semconv.PROBE_STREAM: "p",
+    semconv.REQUEST_CLASS: "probe-class",
+    semconv.REQUEST_PHASE: semconv.PHASE_MEASURE,
+}
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    """Window [T0 + 10 s, T0 + 20 s) by span end; spans 1–9 end inside, 10 and 11 outside."""
+    w = SpanWriter(tmp_path / "live.duckdb")
+    t = T0_NS + 10 * S
+    # 1: live root hook span, and vLLM's own llm_request span of the same request (ignored)
+    server(w, 1, start_ns=t, duration_ns=S, attrs={"tenant": "t1"}, request_id="live-1")
+    server(w, 2, start_ns=t - MS, duration_ns=S, hook=False, request_id="live-1", ttft=9.0)
+    # 3: live, parent span of another application (not otelbench): class from the parent
+    w.span(
+        trace_id=trace(3),
+        span_id=span(30),
+        name="app",
+        kind=semconv.SPAN_KIND_CLIENT,
+        start_ns=t,
+        duration_ns=2 * S,
+        attributes={"tenant": "t2"},
+        service="app",
+    )
+    server(w, 3, parent=span(30), start_ns=t + MS, duration_ns=S, ttft=0.2)
+    # 4: live, class from the resource, failed
+    server(w, 4, start_ns=t, duration_ns=2 * S, resource={"tenant": "t3"}, error=True)
+    # 5: probe client span → hook child
+    client(w, 50, PROBE_ATTRS, t)
+    server(w, 5, parent=span(50), start_ns=t + MS, duration_ns=S, trace_n=50, ttft=0.05)
+    # 6: probe client → otelbench gateway span → hook child
+    client(w, 60, PROBE_ATTRS, t)
+    w.span(
+        trace_id=trace(60),
+        span_id=span(61),
+        parent_span_id=span(60),
+        name=semconv.SPAN_GATEWAY_REQUEST,
+        kind=semconv.SPAN_KIND_SERVER,
+        start_ns=t,
+        duration_ns=S,
+        attributes={},
+        service=semconv.SERVICE_GATEWAY,
+    )
+    server(w, 6, parent=span(61), start_ns=t + MS, duration_ns=S, trace_n=60, ttft=0.06)
+    # 7: another otelbench run's request (benchmark), an llm_request span
+    client(w, 70, {semconv.RUN_ID: "bench-1", semconv.REQUEST_CLASS: "short"}, t)
+    server(w, 7, parent=span(70), start_ns=t + MS, duration_ns=S, trace_n=70, hook=False)
+    # 10: ended before the window; 11: ends at the window's end (half-open: outside)
+    server(w, 10, start_ns=T0_NS, duration_ns=9 * S)
+    server(w, 11, start_ns=T0_NS + 15 * S, duration_ns=5 * S)
+    w.close()
+    return tmp_path / "live.duckdb"
+
+
+def test_window_sources_classes_and_status(store_path: Path) -> None:
+    with SpanStore.open(store_path, read_only=True) as store:
+        win = extract_window(
+            store,
+            start_unix_ns=T0_NS + 10 * S,
+            end_unix_ns=T0_NS + 20 * S,
+            class_attribute="tenant",
+        )
+    facts = zip(win.source, win.request_class, win.ok.tolist(), strict=True)
+    rows = dict(zip(win.requests.span_id, facts, strict=True))
+    assert rows == {
+        span(1): ("live", "t1", True),
+        span(3): ("live", "t2", True),
+        span(4): ("live", "t3", False),
+        span(5): ("probe", None, True),
+        span(6): ("probe", None, True),
+        span(7): ("benchmark", None, True),
+    }
+    assert win.window_s == 10.0
+    i = win.requests.span_id.index(span(1))
+    assert win.requests.span_name[i] == semconv.SPAN_HOOK_REQUEST  # the hook span wins
+    assert win.requests.ttft_s[i] == 0.1
+    assert win.requests.token_offsets(i).tolist() == [100_000, 200_000, 300_000, 400_000]
+
+
+def test_default_class_attribute_is_the_request_class(store_path: Path) -> None:
+    with SpanStore.open(store_path, read_only=True) as store:
+        win = extract_window(store, start_unix_ns=T0_NS + 10 * S, end_unix_ns=T0_NS + 20 * S)
+    classes = dict(zip(win.requests.span_id, win.request_class, strict=True))
+    assert classes[span(5)] == "probe-class"  # from the probe's client span
+    assert classes[span(6)] == "probe-class"  # behind the gateway
+    assert classes[span(7)] == "short"
+    assert classes[span(1)] is None
+
+
+def test_live_server_requests_reads_hook_spans_and_leaves_otelbench_clients_out(
+    store_path: Path,
+) -> None:
+    with open_store(store_path) as store:
+        live = extract_live_server_requests(store)
+    assert live.span_id == (span(10), span(1), span(4), span(3), span(11))
+    assert live.span_name == (semconv.SPAN_HOOK_REQUEST,) * 5
+    assert live.token_bounds.tolist() == [0, 4, 8, 12, 16, 20]
+
+
+def test_watcher_refresh_exposes_each_source(store_path: Path) -> None:
+    config = WatchConfig(window=WindowConfig(window_s=10.0, class_attribute="tenant"))
+    watcher = Watcher(store_path, config, clock=lambda: T0_NS + 20 * S)
+    text = watcher.refresh()
+    assert f'{semconv.METRIC_LIVE_REQUESTS}{{source="live"}} 3.0' in text
+    assert f'{semconv.METRIC_LIVE_ERRORS}{{source="live"}} 1.0' in text
+    assert f'{semconv.METRIC_LIVE_REQUESTS}{{source="probe"}} 2.0' in text
+    assert f'{semconv.METRIC_LIVE_REQUESTS}{{source="benchmark"}} 1.0' in text
+    # live TTFT of the successful requests 0.1 and 0.2; probe 0.05 and 0.06
+    assert f'{semconv.METRIC_LIVE_TTFT}{{source="live",quantile="0.5"}} {0.15!r}' in text
+    assert f'{semconv.METRIC_LIVE_TTFT}{{source="probe",quantile="0.5"}} {0.055!r}' in text
+    assert f"{semconv.METRIC_LIVE_REFRESH_SPANS} 6.0" in text
+    assert watcher.metrics_text() == text
+
+
+def test_a_failed_refresh_is_counted_and_keeps_the_last_values(store_path: Path) -> None:
+    config = WatchConfig(window=WindowConfig(window_s=10.0))
+    watcher = Watcher(store_path, config, clock=lambda: T0_NS + 20 * S)
+    watcher.refresh()
+    # another writer holds the file: read-only opens fail
+    with SpanStore.open(store_path), pytest.raises(StoreError, match="cannot open span store"):
+        watcher.refresh()
+    text = watcher.metrics_text()
+    assert f"{semconv.METRIC_LIVE_REFRESH_ERRORS} 1.0" in text
+    assert f'{semconv.METRIC_LIVE_REQUESTS}{{source="probe"}} 2.0' in text
+
+
+def test_delete_older_than(store_path: Path) -> None:
+    with SpanStore.open(store_path) as store:
+        before = store.span_count()
+        deleted = delete_older_than(store, T0_NS + 10 * S)
+        assert deleted == 2  # span 10 started at T0, span 2 1 ms before T0 + 10 s
+        assert store.span_count() == before - 2
+        assert delete_older_than(store, T0_NS + 10 * S) == 0
+
+
+def test_retention_needs_a_writable_store(store_path: Path) -> None:
+    config = WatchConfig(window=WindowConfig(window_s=10.0), retention_s=3600.0)
+    with pytest.raises(ConfigError, match="retention needs the store open for writing"):
+        Watcher(store_path, config)
