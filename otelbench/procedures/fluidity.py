@@ -92,7 +92,7 @@ from otelbench.metrics import (
     token_arrival_times,
 )
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
-from otelbench.procedures.planning import MaxSearch, open_loop_requests
+from otelbench.procedures.planning import MaxSearch, check_rate_range, open_loop_requests
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
@@ -360,12 +360,7 @@ class FluidityParams:
             raise ConfigError("--min-fluidity must be within (0, 1]")
         if not 0 < self.request_fraction <= 1:
             raise ConfigError("--request-fraction must be within (0, 1]")
-        for name in ("capacity_rps", "min_rps", "max_rps", "rate_step"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be > 0")
-        if self.min_rps is not None and self.max_rps is not None and self.min_rps > self.max_rps:
-            raise ConfigError("--min-rps must not exceed --max-rps")
+        check_rate_range(self.capacity_rps, self.min_rps, self.max_rps, self.rate_step)
         if self.arrival in ("closed_loop", "trace"):
             raise ConfigError("the fluidity capacity search runs open-loop levels at a rate")
 

@@ -43,6 +43,7 @@ __all__ = [
     "SWEEP_FRACTIONS",
     "MaxSearch",
     "SearchStep",
+    "check_rate_range",
     "fraction_levels",
     "open_loop_requests",
     "search_max",
@@ -67,6 +68,27 @@ def fraction_levels(reference: float, fractions: Sequence[float] = SWEEP_FRACTIO
     if any(b <= a for a, b in itertools.pairwise(fractions)):
         raise ConfigError("load fractions must be strictly ascending")
     return [reference * f for f in fractions]
+
+
+def check_rate_range(
+    capacity_rps: float | None,
+    min_rps: float | None,
+    max_rps: float | None,
+    rate_step: float | None,
+) -> None:
+    """The options of a rate search (5.2, the fluidity search): each > 0 when given, and
+    ``min_rps`` <= ``max_rps``; one ConfigError naming the option otherwise.
+
+    >>> check_rate_range(None, 4.0, 2.0, None)
+    Traceback (most recent call last):
+    otelbench.errors.ConfigError: --min-rps must not exceed --max-rps
+    """
+    given = {"capacity-rps": capacity_rps, "min-rps": min_rps, "max-rps": max_rps}
+    for option, value in {**given, "rate-step": rate_step}.items():
+        if value is not None and not value > 0:
+            raise ConfigError(f"--{option} must be > 0")
+    if min_rps is not None and max_rps is not None and min_rps > max_rps:
+        raise ConfigError("--min-rps must not exceed --max-rps")
 
 
 def open_loop_requests(rate: float, duration_s: float, min_requests: int = 1) -> int:

@@ -47,7 +47,7 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
-from otelbench.procedures.planning import MaxSearch, open_loop_requests
+from otelbench.procedures.planning import MaxSearch, check_rate_range, open_loop_requests
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
@@ -128,12 +128,7 @@ class ThroughputParams:
             and self.min_concurrency > self.max_concurrency
         ):
             raise ConfigError("--min-concurrency must not exceed --max-concurrency")
-        for name in ("capacity_rps", "min_rps", "max_rps", "rate_step"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ConfigError(f"--{name.replace('_', '-')} must be > 0")
-        if self.min_rps is not None and self.max_rps is not None and self.min_rps > self.max_rps:
-            raise ConfigError("--min-rps must not exceed --max-rps")
+        check_rate_range(self.capacity_rps, self.min_rps, self.max_rps, self.rate_step)
         if self.arrival in ("closed_loop", "trace"):
             raise ConfigError("the 5.2 rate search runs open-loop levels")
 
