@@ -307,11 +307,39 @@ def collector(
     store: Annotated[Path, typer.Option(help="DuckDB file to write spans into.")],
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for OTLP/HTTP (0 picks a free one).")] = 4318,
+    rotel: Annotated[
+        bool,
+        typer.Option(
+            help="Put rotel in front (collectors/README.md): OTLP/HTTP on --port and OTLP/gRPC "
+            "on --grpc-port, forwarded to the embedded receiver on an internal port."
+        ),
+    ] = False,
+    grpc_port: Annotated[int, typer.Option(help="With --rotel: port for OTLP/gRPC.")] = 4317,
 ) -> None:
     """Run the embedded OTLP/HTTP collector until interrupted."""
-    from otelbench.collector import serve
+    from otelbench.collector import Receiver, serve
 
-    serve(store, host=host, port=port)
+    def announce(receiver: Receiver) -> None:
+        typer.echo(f"otelbench collector: receiver on {host}:{receiver.port} → {store}", err=True)
+
+    if not rotel:
+        serve(store, host=host, port=port, on_ready=announce)
+        return
+    from otelbench.collector.rotel import RotelCollector
+
+    def front(receiver: Receiver) -> RotelCollector:
+        collector = RotelCollector(
+            f"http://{host}:{receiver.port}", host=host, grpc_port=grpc_port, http_port=port
+        )
+        collector.start()
+        typer.echo(
+            f"otelbench collector: rotel on {collector.base_url} (OTLP/HTTP) and "
+            f"{collector.grpc_endpoint} (OTLP/gRPC)",
+            err=True,
+        )
+        return collector
+
+    serve(store, host=host, port=0, on_ready=announce, front=front)
 
 
 @app.command()

@@ -604,11 +604,15 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     on_ready: Callable[[Receiver], None] | None = None,
+    front: Callable[[Receiver], contextlib.AbstractContextManager[Any]] | None = None,
 ) -> ReceiverStats:
     """Run a receiver in the foreground until SIGINT or SIGTERM, then stop it gracefully.
 
     Must be called from the main thread (it installs the signal handlers, and restores the old
-    ones on return). ``on_ready`` is called once the port is bound. Returns the final counters.
+    ones on return). ``on_ready`` is called once the port is bound. ``front`` builds a context
+    (e.g. a collector forwarding to this receiver: ``otelbench collector --rotel``) that is
+    entered once the receiver listens and exited before it stops, so that what the front holds
+    is flushed into the store. Returns the final counters.
 
     Example::
 
@@ -629,10 +633,11 @@ def serve(
             max_decompressed_bytes=max_decompressed_bytes,
         )
         with receiver:
-            if on_ready is not None:
-                on_ready(receiver)
-            while not stop.wait(timeout=1.0):
-                pass
+            with front(receiver) if front is not None else contextlib.nullcontext():
+                if on_ready is not None:
+                    on_ready(receiver)
+                while not stop.wait(timeout=1.0):
+                    pass
             started = time.monotonic()
         _log.info("receiver stopped in %.2f s", time.monotonic() - started)
         return receiver.stats()

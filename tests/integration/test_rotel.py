@@ -403,3 +403,40 @@ def test_bad_arguments_are_config_errors(tmp_path: Path) -> None:
         RotelCollector("http://127.0.0.1:4318", binary=tmp_path / "missing")
     with pytest.raises(ConfigError, match="batch_timeout_s must be positive"):
         RotelCollector("http://127.0.0.1:4318", batch_timeout_s=0)
+
+
+def test_collector_command_with_rotel_stores_what_rotel_received(tmp_path: Path) -> None:
+    """`otelbench collector --rotel`: rotel on the public ports, the receiver behind it; on
+    SIGTERM rotel stops (flushing) before the receiver, so every span it accepted is stored."""
+    import signal
+    import subprocess
+
+    import duckdb
+
+    store = tmp_path / "spans.duckdb"
+    http_port, grpc_port = free_port(HOST), free_port(HOST)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "otelbench.cli", "collector", "--store", str(store),
+         "--port", str(http_port), "--rotel", "--grpc-port", str(grpc_port)],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        lines = "".join(proc.stderr.readline() for _ in range(2))
+        assert "receiver on" in lines
+        assert f"rotel on http://{HOST}:{http_port}" in lines
+        grpc = GrpcSpanExporter(endpoint=f"http://{HOST}:{grpc_port}", insecure=True)
+        sent = send(grpc, "via-cli", named_spans("cli-", 25))
+        sent += send(
+            HttpSpanExporter(endpoint=f"http://{HOST}:{http_port}/v1/traces"),
+            "via-cli",
+            named_spans("cli-http-", 25),
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    with duckdb.connect(str(store), read_only=True) as con:
+        names = {n for (n,) in con.execute('SELECT "SpanName" FROM otel_traces').fetchall()}
+    assert names == {s.name for s in sent}
+    assert len(names) == 50
