@@ -174,7 +174,6 @@ STATUS_ERROR: Final = "STATUS_CODE_ERROR"
 # --------------------------------------------------------------------------------------------
 ENV_OTLP_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
 ENV_OTLP_TRACES_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-ENV_RECORD_CONTENT: Final = "OTELBENCH_RECORD_CONTENT"
 
 # --------------------------------------------------------------------------------------------
 # Engine hooks: the server span per request emitted inside vLLM (engine_hooks/, Option C timing)
