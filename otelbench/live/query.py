@@ -52,11 +52,12 @@ LIVE_PARAMETERS: Final[Mapping[str, str]] = {
 
 
 def live_sql(name: str) -> str:
-    """The text of the live query ``name`` (``otelbench/live/sql/<name>.sql``)."""
+    """The text of the live query ``name`` (``otelbench/live/sql/<name>.sql``), its
+    ``-- @include`` lines expanded from the DuckDB dialect's fragments."""
     resource = files("otelbench.live") / "sql" / f"{name}.sql"
     if not resource.is_file():
         raise StoreError(f"no SQL for live query {name!r}")
-    return resource.read_text(encoding="utf-8")
+    return get_dialect("duckdb").expand(resource.read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -130,6 +130,7 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
 """Every name the SQL files bind, as ``$name`` parameters, from :mod:`otelbench.semconv`."""
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_INCLUDE = re.compile(r"^[ \t]*-- @include (\w+)[ \t]*$", re.MULTILINE)
 _LINE_COMMENT = re.compile(r"--[^\n]*")
 
 
@@ -152,11 +153,23 @@ class Dialect:
     parameters: re.Pattern[str] = _PARAM
 
     def sql(self, query: str) -> str:
-        """The text of the named query in this dialect."""
+        """The text of the named query in this dialect, its ``-- @include`` lines expanded."""
         resource = self.sql_dir / f"{query}.sql"
         if not resource.is_file():
             raise StoreError(f"no {self.name} SQL for query {query!r}")
-        return resource.read_text(encoding="utf-8")
+        return self.expand(resource.read_text(encoding="utf-8"))
+
+    def expand(self, text: str) -> str:
+        """``text`` with each ``-- @include NAME`` line replaced by this dialect's ``NAME.sql``
+        (a fragment several queries share, e.g. the server-span record's columns)."""
+
+        def fragment(match: re.Match[str]) -> str:
+            resource = self.sql_dir / f"{match.group(1)}.sql"
+            if not resource.is_file():
+                raise StoreError(f"no {self.name} SQL fragment {match.group(1)!r} to include")
+            return resource.read_text(encoding="utf-8").rstrip("\n")
+
+        return _INCLUDE.sub(fragment, text)
 
 
 _DIALECTS: dict[str, Dialect] = {}

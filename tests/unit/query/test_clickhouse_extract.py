@@ -422,8 +422,9 @@ VALUE_PARAMETERS = {"run_id", "start_unix_ns", "end_unix_ns", "levels"}
 
 
 def _sql_names(dialect: str) -> list[str]:
+    """The dialect's named queries (``_NAME.sql`` files are fragments they include)."""
     sql_dir = files("otelbench.query") / "sql" / dialect
-    return sorted(p.name for p in sql_dir.iterdir() if p.name.endswith(".sql"))
+    return sorted(p.name for p in sql_dir.iterdir() if p.name.endswith(".sql") and p.name[0] != "_")
 
 
 def test_every_named_query_exists_in_clickhouse_with_semconv_parameters_only() -> None:

@@ -492,6 +492,7 @@ def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
     sql_dir = files("otelbench.query") / "sql" / "duckdb"
     names = sorted(p.name for p in sql_dir.iterdir() if p.name.endswith(".sql"))
     assert names == [
+        "_server_span_columns.sql",  # a fragment the server-span queries include
         "client_requests.sql",
         "live_server_requests.sql",
         "run_guardrail_spans.sql",
@@ -511,3 +512,17 @@ def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
     assert set(NAME_PARAMETERS.values()) <= {
         v for k, v in vars(semconv).items() if k.isupper() and isinstance(v, str)
     }
+
+
+def test_a_shared_fragment_is_included_where_a_query_asks_for_it() -> None:
+    """``-- @include _server_span_columns``: both server-span queries carry the same column
+    list, expanded from one file; an unknown fragment is one clear error."""
+    dialect = get_dialect("duckdb")
+    fragment = files("otelbench.query") / "sql" / "duckdb" / "_server_span_columns.sql"
+    columns = fragment.read_text(encoding="utf-8").rstrip("\n")
+    for query in ("run_server_requests", "live_server_requests"):
+        text = dialect.sql(query)
+        assert "-- @include" not in text
+        assert columns in text
+    with pytest.raises(StoreError, match="no duckdb SQL fragment 'nope'"):
+        dialect.expand("SELECT\n-- @include nope\nFROM t")
