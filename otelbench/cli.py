@@ -22,6 +22,7 @@ import typer
 
 from otelbench.cli_options import declared_sut, json_object, key_values
 from otelbench.cli_options import prompt_format as parse_prompt_format
+from otelbench.dashboards.push import dashboards_app
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.guardrails.cli import gateway
 from otelbench.live.cli import probe, watch
@@ -37,6 +38,7 @@ app.add_typer(test_app, name="test")
 app.command("gateway")(gateway)
 app.command("watch")(watch)
 app.command("probe")(probe)
+app.add_typer(dashboards_app, name="dashboards")
 
 
 def _fail(message: str) -> None:

@@ -1,0 +1,292 @@
+"""``otelbench dashboards push``: provision otelbench's Grafana datasources, folder and dashboards
+through Grafana's HTTP API (grafana-client).
+
+What it sends, in order (idempotent; run it again after regenerating the dashboards):
+
+1. each datasource of :func:`datasource_models` (Prometheus, ClickHouse, Tempo), by its fixed
+   UID: ``PUT /api/datasources/uid/<uid>`` when Grafana has it, else ``POST /api/datasources``;
+2. the folder ``otelbench``: ``POST /api/folders`` unless ``GET /api/folders/otelbench`` finds it;
+3. every ``*.json`` dashboard of the directory: ``POST /api/dashboards/db`` with
+   ``overwrite: true`` into that folder.
+
+The dashboards' queries name the datasources by these UIDs, so file provisioning
+(``dashboards/provisioning``) and push give the same result.
+
+Errors (translated once, here)::
+
+    OtelbenchError
+    ├── ConfigError        bad Grafana URL, missing dashboards directory, malformed dashboard JSON
+    └── GrafanaPushError   Grafana unreachable, or it refused a request (status and message)
+
+Example::
+
+    push_dashboards(PushConfig(grafana_url="http://grafana:3000", token="glsa_..."))
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Final
+from urllib.parse import urlsplit
+
+import typer
+
+from otelbench.dashboards import names
+from otelbench.errors import ConfigError, OtelbenchError
+
+__all__ = [
+    "DEFAULT_DASHBOARDS_DIR",
+    "GrafanaPushError",
+    "PushConfig",
+    "PushResult",
+    "dashboards_app",
+    "dashboards_push",
+    "datasource_models",
+    "push_dashboards",
+]
+
+DEFAULT_DASHBOARDS_DIR: Final = Path("dashboards/json")
+
+
+class GrafanaPushError(OtelbenchError):
+    """Grafana could not be reached, or refused one of the provisioning requests."""
+
+
+@dataclass(frozen=True)
+class PushConfig:
+    """Where Grafana is, how to authenticate, what to push and where the datasources point."""
+
+    grafana_url: str
+    token: str
+    dashboards_dir: Path = DEFAULT_DASHBOARDS_DIR
+    prometheus_url: str = "http://prometheus:9090"
+    clickhouse_host: str = "clickhouse"
+    clickhouse_port: int = 9000
+    clickhouse_database: str = "otel"
+    clickhouse_username: str = "default"
+    tempo_url: str = "http://tempo:3200"
+    datasources: bool = True
+    timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.grafana_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(
+                f"--grafana {self.grafana_url!r} is not an http(s) URL; "
+                "give e.g. http://grafana:3000"
+            )
+        if not self.token:
+            raise ConfigError("--token is empty; give a Grafana service-account token")
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """What was provisioned: datasource UIDs (created or updated), the folder, dashboard UIDs."""
+
+    datasources_created: tuple[str, ...]
+    datasources_updated: tuple[str, ...]
+    folder_created: bool
+    dashboards: tuple[str, ...]
+
+
+def datasource_models(
+    *,
+    prometheus_url: str,
+    clickhouse_host: str,
+    clickhouse_port: int,
+    clickhouse_database: str,
+    clickhouse_username: str,
+    tempo_url: str,
+) -> list[dict[str, Any]]:
+    """The three datasources, as Grafana's API and provisioning files take them."""
+    return [
+        {
+            "name": "otelbench Prometheus",
+            "type": names.PLUGIN_PROMETHEUS,
+            "uid": names.DATASOURCE_PROMETHEUS,
+            "access": "proxy",
+            "url": prometheus_url,
+            "isDefault": False,
+            "jsonData": {"timeInterval": "15s"},
+        },
+        {
+            "name": "otelbench ClickHouse",
+            "type": names.PLUGIN_CLICKHOUSE,
+            "uid": names.DATASOURCE_CLICKHOUSE,
+            "access": "proxy",
+            "isDefault": False,
+            "jsonData": {
+                "host": clickhouse_host,
+                "port": clickhouse_port,
+                "protocol": "native",
+                "defaultDatabase": clickhouse_database,
+                "username": clickhouse_username,
+                "traces": {
+                    "defaultDatabase": clickhouse_database,
+                    "defaultTable": "otel_traces",
+                    "otelEnabled": True,
+                },
+            },
+        },
+        {
+            "name": "otelbench Tempo",
+            "type": names.PLUGIN_TEMPO,
+            "uid": names.DATASOURCE_TEMPO,
+            "access": "proxy",
+            "url": tempo_url,
+            "isDefault": False,
+            "jsonData": {},
+        },
+    ]
+
+
+def _load_dashboards(directory: Path) -> list[dict[str, Any]]:
+    paths = sorted(directory.glob("*.json"))
+    if not paths:
+        raise ConfigError(
+            f"no dashboard JSON in {directory}; run from the repository root or pass "
+            "--dashboards-dir (regenerate with python -m otelbench.dashboards.build)"
+        )
+    out = []
+    for path in paths:
+        try:
+            model = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ConfigError(f"cannot read dashboard {path}: {err}") from err
+        if not isinstance(model, dict) or not model.get("uid"):
+            raise ConfigError(f"{path} is not a dashboard model with a uid")
+        out.append(model)
+    return out
+
+
+def _status(err: BaseException) -> int | None:
+    status = getattr(err, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def push_dashboards(config: PushConfig) -> PushResult:
+    """Provision the datasources, the folder and the dashboards (see the module docstring)."""
+    from grafana_client.api import GrafanaApi
+    from grafana_client.client import GrafanaClientError, GrafanaException
+
+    dashboards = _load_dashboards(config.dashboards_dir)
+    api = GrafanaApi.from_url(config.grafana_url, credential=config.token, timeout=config.timeout_s)
+    created: list[str] = []
+    updated: list[str] = []
+    folder_created = False
+    step = "connect"
+    try:
+        if config.datasources:
+            for model in datasource_models(
+                prometheus_url=config.prometheus_url,
+                clickhouse_host=config.clickhouse_host,
+                clickhouse_port=config.clickhouse_port,
+                clickhouse_database=config.clickhouse_database,
+                clickhouse_username=config.clickhouse_username,
+                tempo_url=config.tempo_url,
+            ):
+                uid = model["uid"]
+                step = f"datasource {uid}"
+                try:
+                    api.datasource.get_datasource_by_uid(uid)
+                except GrafanaClientError as err:
+                    if _status(err) != 404:
+                        raise
+                    api.datasource.create_datasource(model)
+                    created.append(uid)
+                else:
+                    api.datasource.update_datasource_by_uid(uid, model)
+                    updated.append(uid)
+        step = f"folder {names.FOLDER_UID}"
+        try:
+            api.folder.get_folder(names.FOLDER_UID)
+        except GrafanaClientError as err:
+            if _status(err) != 404:
+                raise
+            api.folder.create_folder(names.FOLDER_TITLE, uid=names.FOLDER_UID)
+            folder_created = True
+        for model in dashboards:
+            step = f"dashboard {model['uid']}"
+            api.dashboard.update_dashboard(
+                {
+                    "dashboard": {**model, "id": None},
+                    "folderUid": names.FOLDER_UID,
+                    "overwrite": True,
+                    "message": "otelbench dashboards push",
+                }
+            )
+    except GrafanaException as err:
+        status = _status(err)
+        what = f"HTTP {status}" if status is not None else "error"
+        raise GrafanaPushError(
+            f"Grafana at {config.grafana_url} refused {step}: {what}: {err}".splitlines()[0]
+        ) from err
+    except OSError as err:  # connection refused, DNS, timeout (niquests' errors are OSErrors)
+        raise GrafanaPushError(
+            f"cannot reach Grafana at {config.grafana_url} ({step}): {err}".splitlines()[0]
+        ) from err
+    return PushResult(
+        datasources_created=tuple(created),
+        datasources_updated=tuple(updated),
+        folder_created=folder_created,
+        dashboards=tuple(str(m["uid"]) for m in dashboards),
+    )
+
+
+def dashboards_push(
+    grafana: Annotated[str, typer.Option(help="Grafana's base URL, e.g. http://grafana:3000.")],
+    token: Annotated[
+        str,
+        typer.Option(envvar="GRAFANA_TOKEN", help="Grafana service-account token (Editor)."),
+    ],
+    dashboards_dir: Annotated[
+        Path, typer.Option(help="Directory of the dashboard JSON files.")
+    ] = DEFAULT_DASHBOARDS_DIR,
+    prometheus_url: Annotated[
+        str, typer.Option(help="URL Grafana reaches Prometheus at.")
+    ] = "http://prometheus:9090",
+    clickhouse_host: Annotated[str, typer.Option(help="ClickHouse host (native protocol).")] = (
+        "clickhouse"
+    ),
+    clickhouse_port: Annotated[int, typer.Option(help="ClickHouse native port.")] = 9000,
+    clickhouse_database: Annotated[
+        str, typer.Option(help="Database holding otel_traces.")
+    ] = "otel",
+    tempo_url: Annotated[str, typer.Option(help="URL Grafana reaches Tempo at.")] = (
+        "http://tempo:3200"
+    ),
+    datasources: Annotated[
+        bool, typer.Option(help="Also create or update the three datasources.")
+    ] = True,
+) -> None:
+    """Provision otelbench's datasources, folder and dashboards into Grafana (HTTP API).
+
+    Example: ``otelbench dashboards push --grafana http://grafana:3000 --token $TOKEN``
+    """
+    result = push_dashboards(
+        PushConfig(
+            grafana_url=grafana,
+            token=token,
+            dashboards_dir=dashboards_dir,
+            prometheus_url=prometheus_url,
+            clickhouse_host=clickhouse_host,
+            clickhouse_port=clickhouse_port,
+            clickhouse_database=clickhouse_database,
+            tempo_url=tempo_url,
+            datasources=datasources,
+        )
+    )
+    typer.echo(
+        f"pushed {len(result.dashboards)} dashboards ({', '.join(result.dashboards)}) into "
+        f"folder {names.FOLDER_UID!r}; datasources created: "
+        f"{', '.join(result.datasources_created) or '-'}, updated: "
+        f"{', '.join(result.datasources_updated) or '-'}"
+    )
+
+
+dashboards_app: Final = typer.Typer(
+    help="Grafana dashboards: provision them.", no_args_is_help=True
+)
+dashboards_app.command("push")(dashboards_push)
