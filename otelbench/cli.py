@@ -281,8 +281,8 @@ def report(
         str | None,
         typer.Option(
             help="Span store: a DuckDB file (default: DIRECTORY/spans.duckdb), "
-            "chdb:///abs/dir[?database=otel] (ClickHouse in-process) or "
-            "clickhouse://[user[:password]@]host[:port][/database] (a ClickHouse server; "
+            "chdb:///abs/dir (ClickHouse in-process; ?database=NAME picks a database) or "
+            "clickhouse://user:password@host:port/database (a ClickHouse server; "
             "clickhouses:// for TLS)."
         ),
     ] = None,
