@@ -345,3 +345,16 @@ def test_throughput_build_reports_the_maximum_sustainable_level(tmp_path: Path) 
     md = "\n".join(procedure.render(body))
     assert "| Sustainable Load | 12.500 req/s |" in md
     assert "fail: saturated (5.2.3.1): completion_rate, latency_blowup" in md
+
+
+def test_the_procedure_schema_doc_names_every_procedure_and_level_key() -> None:
+    """docs/procedure-schema.md lists every registered procedure and every level-row key."""
+    from pathlib import Path
+
+    from otelbench.procedures import LEVEL_ROW_KEYS, PROCEDURES
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "procedure-schema.md").read_text()
+    for name, cls in PROCEDURES.items():
+        assert f"| `{name}` | {cls.section} |" in doc, name
+    for key in LEVEL_ROW_KEYS:
+        assert f"`{key}`" in doc, key
