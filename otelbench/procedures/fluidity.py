@@ -92,7 +92,13 @@ from otelbench.metrics import (
     token_arrival_times,
 )
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
-from otelbench.procedures.planning import MaxSearch, check_rate_range, open_loop_requests
+from otelbench.procedures.planning import (
+    RATE_GROWTH,
+    MaxSearch,
+    check_rate_range,
+    open_loop_requests,
+    rate_bounds,
+)
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
@@ -135,8 +141,6 @@ DEFAULT_MIN_FLUIDITY: Final = 0.9
 """Etalon §4.2, §5.2: fluidity-index >= 0.9 (less than 10 % deadline misses)."""
 DEFAULT_REQUEST_FRACTION: Final = 0.99
 """Etalon §4.2, §5.2: 99 % of requests."""
-GROWTH: Final = 1.5
-"""The search's bracketing factor (as 5.2's)."""
 
 
 @dataclass(frozen=True)
@@ -394,7 +398,7 @@ class FluidityProcedure(LevelSizes, Procedure):
             "probe_requests": self.probe_requests,
             "max_levels": self.profile.search_max_levels,
             "load_model": "open-loop",
-            "search": f"binary search on the arrival rate (bracket ×{GROWTH}, then bisection)",
+            "search": f"binary search on the arrival rate (bracket ×{RATE_GROWTH}, then bisection)",
             "criterion": (
                 f"{pct(self.params.request_fraction)} of requests with fluidity-index >= "
                 f"{self.params.min_fluidity:g} at D_d {1000 * self.params.decode_deadline_s:g} "
@@ -488,21 +492,21 @@ class FluidityProcedure(LevelSizes, Procedure):
             concurrency=self.probe_concurrency,
             requests=self.probe_requests,
         )
-        lo = p.min_rps or 0.1 * capacity
-        hi = p.max_rps or 2.0 * capacity
-        step = p.rate_step or self.profile.rate_resolution * capacity
-        self.bounds = {
-            "capacity_estimate_rps": capacity,
-            "min_rps": lo,
-            "max_rps": hi,
-            "rate_step": step,
-        }
+        rates = rate_bounds(
+            capacity,
+            min_rps=p.min_rps,
+            max_rps=p.max_rps,
+            rate_step=p.rate_step,
+            resolution=self.profile.rate_resolution,
+        )
+        self.bounds = {"capacity_estimate_rps": capacity, **rates}
+        lo, hi = rates["min_rps"], rates["max_rps"]
         search = MaxSearch(
             start=min(max(capacity, lo), hi),
             lo=lo,
             hi=hi,
-            growth=GROWTH,
-            abs_tolerance=step,
+            growth=RATE_GROWTH,
+            abs_tolerance=rates["rate_step"],
             max_steps=self.profile.search_max_levels,
         )
         self.search = search

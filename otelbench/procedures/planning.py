@@ -70,6 +70,31 @@ def fraction_levels(reference: float, fractions: Sequence[float] = SWEEP_FRACTIO
     return [reference * f for f in fractions]
 
 
+RATE_GROWTH: Final = 1.5
+"""The rate searches' bracketing factor (5.2, the fluidity search)."""
+
+
+def rate_bounds(
+    capacity_rps: float,
+    *,
+    min_rps: float | None,
+    max_rps: float | None,
+    rate_step: float | None,
+    resolution: float,
+) -> dict[str, float]:
+    """A rate search's range and step around a capacity estimate, each unless given: from 10 %
+    to 200 % of it, in steps of ``resolution`` × it.
+
+    >>> rate_bounds(10.0, min_rps=None, max_rps=30.0, rate_step=None, resolution=0.05)
+    {'min_rps': 1.0, 'max_rps': 30.0, 'rate_step': 0.5}
+    """
+    return {
+        "min_rps": min_rps or 0.1 * capacity_rps,
+        "max_rps": max_rps or 2.0 * capacity_rps,
+        "rate_step": rate_step or resolution * capacity_rps,
+    }
+
+
 def check_rate_range(
     capacity_rps: float | None,
     min_rps: float | None,

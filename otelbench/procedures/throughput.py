@@ -47,7 +47,13 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
-from otelbench.procedures.planning import MaxSearch, check_rate_range, open_loop_requests
+from otelbench.procedures.planning import (
+    RATE_GROWTH,
+    MaxSearch,
+    check_rate_range,
+    open_loop_requests,
+    rate_bounds,
+)
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
@@ -59,7 +65,6 @@ __all__ = ["SEARCH_ROLE", "ThroughputParams", "ThroughputProcedure", "throughput
 SEARCH_ROLE: Final = "rate-search"
 RECOMMENDED_DURATION_S: Final = 300.0
 """5.2.2.1: 300 s RECOMMENDED for stable measurement."""
-GROWTH: Final = 1.5
 
 
 def throughput_verdict(
@@ -171,7 +176,7 @@ class ThroughputProcedure(LevelSizes, Procedure):
             "max_levels": self.profile.search_max_levels,
             "load_model": self.params.load_model,
             "search": f"binary search on the {'concurrency' if self.closed else 'arrival rate'} "
-            f"(bracket ×{GROWTH}, then bisection)",
+            f"(bracket ×{RATE_GROWTH}, then bisection)",
             "criterion": "highest level meeting the SLO and not saturated"
             if self.has_slo
             else "highest level not saturated (5.2.3.1)",
@@ -223,17 +228,21 @@ class ThroughputProcedure(LevelSizes, Procedure):
             step = float(p.concurrency_step or 1)
             self.bounds |= {"min_concurrency": lo, "max_concurrency": hi, "concurrency_step": step}
         else:
-            lo = p.min_rps or 0.1 * capacity
-            hi = p.max_rps or 2.0 * capacity
-            start = capacity
-            step = p.rate_step or self.profile.rate_resolution * capacity
-            self.bounds |= {"min_rps": lo, "max_rps": hi, "rate_step": step}
+            rates = rate_bounds(
+                capacity,
+                min_rps=p.min_rps,
+                max_rps=p.max_rps,
+                rate_step=p.rate_step,
+                resolution=self.profile.rate_resolution,
+            )
+            lo, hi, step, start = rates["min_rps"], rates["max_rps"], rates["rate_step"], capacity
+            self.bounds |= rates
         search = MaxSearch(
             start=min(max(start, lo), hi),
             lo=lo,
             hi=hi,
             integer=self.closed,
-            growth=GROWTH,
+            growth=RATE_GROWTH,
             abs_tolerance=step,
             rel_tolerance=self.profile.concurrency_resolution if self.closed else 0.0,
             max_steps=self.profile.search_max_levels,
