@@ -12,22 +12,7 @@
 -- interpolation (P50 of 0..9 is 5, not 4.5), and quantilesExactInclusive (type 7) is missing from
 -- chdb-core-lite; this formulation runs on both and on any ClickHouse server.
 WITH
-client AS (
-    SELECT TraceId AS trace_id, SpanId AS span_id
-    FROM otel_traces
-    WHERE SpanKind = {kind_client:String}
-      AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
-      AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
-           OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
-),
-parents AS (
-    SELECT trace_id AS p_trace_id, span_id AS p_span_id, span_id AS client_span_id FROM client
-    UNION ALL
-    SELECT g.TraceId AS p_trace_id, g.SpanId AS p_span_id, c.span_id AS client_span_id
-    FROM otel_traces AS g
-    INNER JOIN client AS c ON g.TraceId = c.trace_id AND g.ParentSpanId = c.span_id
-    WHERE g.SpanName = {span_gateway_request:String}
-),
+-- @include _measured_client_parents
 server AS (
     SELECT
         s.SpanName = {span_hook_request:String}                                    AS is_hook,

@@ -13,22 +13,7 @@
 -- round correctly, as DuckDB's CAST and Python's float() do (ClickHouse's default fast parser is
 -- off by one ulp on some inputs, e.g. '0.087568' → 0.08756800000000001).
 WITH
-client AS (
-    SELECT TraceId AS trace_id, SpanId AS span_id
-    FROM otel_traces
-    WHERE SpanKind = {kind_client:String}
-      AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
-      AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
-           OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
-),
-parents AS (
-    SELECT trace_id AS p_trace_id, span_id AS p_span_id, span_id AS client_span_id FROM client
-    UNION ALL
-    SELECT g.TraceId AS p_trace_id, g.SpanId AS p_span_id, c.span_id AS client_span_id
-    FROM otel_traces AS g
-    INNER JOIN client AS c ON g.TraceId = c.trace_id AND g.ParentSpanId = c.span_id
-    WHERE g.SpanName = {span_gateway_request:String}
-),
+-- @include _measured_client_parents
 server AS (
     SELECT
         s.TraceId                                   AS trace_id,
