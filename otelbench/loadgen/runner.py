@@ -303,18 +303,19 @@ async def execute_run(
     workload = make_workload(config.workload, **params)
     items = workload.requests(config.load.requests)
     manifest = _manifest(config, workload.spec(), items, tokenizer)
-    texts: dict[tuple[int, ...], str] = {}
+    # Measured prompts are decoded to text before the schedule starts, not on its clock, and
+    # looked up by the item's identity (``items`` keeps every one alive for the run; hashing a
+    # long id list per send would be on the clock). Warm-up and probe items, not measured, are
+    # decoded as they are sent.
+    texts: dict[int, str] = {}
     if tokenizer is not None and config.prompt_format == "text":
-        for item in items:  # decoded before the schedule starts, not on its clock
-            texts[tuple(item.prompt_token_ids)] = tokenizer.decode(item.prompt_token_ids)
+        texts = {id(item): tokenizer.decode(item.prompt_token_ids) for item in items}
 
     def prompt_of(item: WorkloadRequest) -> str | list[int]:
         if tokenizer is None or config.prompt_format != "text":
             return item.prompt_token_ids
-        key = tuple(item.prompt_token_ids)
-        if key not in texts:  # a warm-up or probe request
-            texts[key] = tokenizer.decode(item.prompt_token_ids)
-        return texts[key]
+        text = texts.get(id(item))
+        return tokenizer.decode(item.prompt_token_ids) if text is None else text
 
     outcome = RunOutcome(config.run_id, manifest)
     lags_us: list[int] = []
