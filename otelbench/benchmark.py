@@ -30,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -301,22 +301,23 @@ def write_reports(
     return report, markdown
 
 
-@contextlib.contextmanager
-def _launched_vllm(endpoint: str, out_dir: Path, extra: dict[str, Any]) -> Iterator[VllmCpuServer]:
-    from otelbench.sut.vllm_cpu import VllmCpuServer
-
-    server = VllmCpuServer(
+def launched_vllm(
+    endpoint: str,
+    log_path: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    **launch: Any,
+) -> VllmCpuServer:
+    """The tiny vLLM as otelbench launches it for a run or a procedure (not yet started: use it
+    as a context manager): engine hooks on, tracing to ``endpoint``'s collector and exporting
+    every 200 ms; ``launch`` and ``env`` are VllmCpuServer's arguments and extra environment."""
+    return VllmCpuServer(
         otlp_traces_endpoint=telemetry.traces_url(endpoint),
-        log_path=out_dir / "vllm.log",
-        env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
+        log_path=log_path,
+        env={"OTEL_BSP_SCHEDULE_DELAY": "200", **(env or {})},
         hooks=True,
-        **extra,
+        **launch,
     )
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def run_benchmark(
@@ -348,7 +349,7 @@ def run_benchmark(
             if launch_vllm_cpu is not None:
                 on_status("starting vLLM on CPU (about 30–60 s)")
                 server = stack.enter_context(
-                    _launched_vllm(otlp_endpoint, out_dir, launch_vllm_cpu)
+                    launched_vllm(otlp_endpoint, out_dir / "vllm.log", **launch_vllm_cpu)
                 )
                 # The served model's own tokenizer (Option A, draft 4.4), declared in the report.
                 tokenizer = config.tokenizer or str(server.vllm_env.model_dir)

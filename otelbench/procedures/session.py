@@ -45,6 +45,7 @@ from otelbench.benchmark import (
     check_target_url,
     config_json,
     describe_sut,
+    launched_vllm,
     preflight,
 )
 from otelbench.client import CompletionResult
@@ -190,26 +191,14 @@ class ProcedureSession:
         log_name: str = "vllm.log",
         env: Mapping[str, str] | None = None,
     ) -> Iterator[str]:
-        from otelbench.sut.vllm_cpu import VllmCpuServer
-
         launch = dict(self.launch_vllm_cpu or {})
         launch["extra_args"] = (*launch.get("extra_args", ()), *extra_args)
-        server = VllmCpuServer(
-            otlp_traces_endpoint=telemetry.traces_url(endpoint),
-            log_path=self.out_dir / log_name,
-            env={"OTEL_BSP_SCHEDULE_DELAY": "200", **(env or {})},
-            hooks=True,
-            **launch,
-        )
-        server.start()
-        # The served model's own tokenizer (Option A, draft 4.4), as `otelbench run` declares it.
-        self.base = replace(
-            self.base, tokenizer=self.base.tokenizer or str(server.vllm_env.model_dir)
-        )
-        try:
+        with launched_vllm(endpoint, self.out_dir / log_name, env=env, **launch) as server:
+            # The served model's own tokenizer (Option A, draft 4.4), as `otelbench run` does.
+            self.base = replace(
+                self.base, tokenizer=self.base.tokenizer or str(server.vllm_env.model_dir)
+            )
             yield server.base_url
-        finally:
-            server.stop()
 
     def use_configuration(self, config: SutConfiguration) -> None:
         """Stop the SUT, bring up ``config`` (a restart unless it is a running URL), check it.
