@@ -40,6 +40,7 @@ from otelbench.query import ClientRequests, RunData, RunInfo, ServerRequests
 
 __all__ = [
     "LEVEL_ROW_KEYS",
+    "MIN_COMPLETION_SAMPLES",
     "in_flight",
     "level_row",
     "run_data_from_outcome",
@@ -48,6 +49,11 @@ __all__ = [
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
+
+MIN_COMPLETION_SAMPLES: Final = 8
+"""Submissions a level needs before 5.2.3.1's completion criterion is assessed: each rate is
+``(k - 1) / (last - first)``, and with a handful of requests one request's drain moves the
+ratio by tens of percent (levels of 4-6 requests fired it at loads well below saturation)."""
 
 LEVEL_ROW_KEYS: Final = (
     "run_id",
@@ -210,7 +216,8 @@ def level_row(data: RunData, report: dict[str, Any]) -> dict[str, Any]:
     achieved output-token throughput (5.3.4); ``arrival_rps`` / ``completion_rps`` the measured
     rates of submissions and of successful completions, each over its own span (``(k - 1) /
     (last - first)``), and ``completion_ratio`` their ratio (5.2.3.1's completion criterion;
-    each over its own span, so a short level's drain tail does not count against it);
+    each over its own span, so a short level's drain tail does not count against it; None with
+    fewer than :data:`MIN_COMPLETION_SAMPLES` submissions: not assessed);
     ``queue_growth`` ``growing`` / ``stable`` (5.3.4; None with too few samples to tell) from
     the in-flight depth while requests arrive (module docstring);
     ``steady_state`` the 5.2.3.2 check over the window (dict);
@@ -258,7 +265,9 @@ def level_row(data: RunData, report: dict[str, Any]) -> dict[str, Any]:
         "arrival_rps": arrival,
         "completion_rps": completion,
         "completion_ratio": (
-            (completion or 0.0) / arrival if arrival is not None and len(c) >= 2 else None
+            (completion or 0.0) / arrival
+            if arrival is not None and len(c) >= MIN_COMPLETION_SAMPLES
+            else None
         ),
         "queue_growth": None if growing is None else ("growing" if growing else "stable"),
         "max_in_flight": int(depth.max()) if depth.size else 0,
@@ -326,11 +335,14 @@ def saturation_at(row: dict[str, Any], lower_load_p50_ms: float | None) -> dict[
     TTFT P99 > 10 × the TTFT P50 at a lower load (``lower_load_p50_ms``; None: not assessed).
 
     TTFT is the latency used: queueing shows in it first and fully, while E2E also carries the
-    output-length spread of the workload.
+    output-length spread of the workload. The completion criterion is not assessed when
+    :func:`level_row` left ``completion_ratio`` None (too few submissions:
+    :data:`MIN_COMPLETION_SAMPLES`).
     """
     growth = row.get("queue_growth")
+    too_few = "completion_ratio" in row and row["completion_ratio"] is None
     s = detect_saturation(
-        arrivals=row.get("arrival_rps"),
+        arrivals=None if too_few else row.get("arrival_rps"),
         completions=row.get("completion_rps") or 0.0,
         p99_latency=row.get("ttft_p99_ms"),
         low_load_p50_latency=lower_load_p50_ms,

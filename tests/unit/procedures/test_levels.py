@@ -10,6 +10,7 @@ from otelbench.client import CompletionResult
 from otelbench.loadgen.runner import RequestRecord, RunOutcome
 from otelbench.procedures.levels import (
     LEVEL_ROW_KEYS,
+    MIN_COMPLETION_SAMPLES,
     in_flight,
     level_row,
     run_data_from_outcome,
@@ -148,3 +149,15 @@ def test_closed_loop_row_has_no_offered_rate() -> None:
     assert row["offered_rps"] is None
     assert row["concurrency"] == 2
     assert saturation_at(row, None)["fired"] == []
+
+
+def test_completion_criterion_needs_enough_submissions() -> None:
+    # 5 requests, the last one slow: the two rates' ratio would read far below 90 %
+    results = [result(i, 0.5 * i, 20.0 + (3000.0 if i == 4 else 0.0), 10.0) for i in range(5)]
+    row = row_of(results)
+    assert row["completion_ratio"] is None
+    sat = saturation_at(row, lower_load_p50_ms=None)
+    assert "completion_rate" not in sat["fired"]
+    assert sat["completion_ratio"] is None
+    enough = row_of([result(i, 0.5 * i, 20.0, 10.0) for i in range(MIN_COMPLETION_SAMPLES)])
+    assert enough["completion_ratio"] == pytest.approx(1.0, abs=0.01)
