@@ -5,7 +5,8 @@ The flow: server spans (engine hooks, vLLM) → span store → :mod:`~otelbench.
 :mod:`~otelbench.live.exposition` (Prometheus text) → :mod:`~otelbench.live.watch` (refresh loop,
 ``/metrics``, retention). :mod:`~otelbench.live.probe` sends the tagged benchmark stream;
 :mod:`~otelbench.live.cli` holds the two typer commands. Names are imported on first use, so
-importing the commands stays cheap.
+importing the commands stays cheap. The span store is the DuckDB file or, read only, a
+ClickHouse store (``chdb:///dir``, ``clickhouse://…``): the window query exists in both dialects.
 
 Example::
 
@@ -14,6 +15,8 @@ Example::
     with Watcher("live.duckdb", WatchConfig(window=WindowConfig(window_s=300))) as w:
         w.refresh()
         print(w.metrics_text())
+
+    Watcher("clickhouse://reader@ch:8123/otel", WatchConfig()).refresh()
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from otelbench.live.probe import ProbeConfig, ProbeTagger, run_probe
-    from otelbench.live.query import LiveWindow, delete_older_than, extract_window
+    from otelbench.live.query import LiveWindow, delete_older_than, extract_window, store_bytes
     from otelbench.live.watch import WatchConfig, Watcher
     from otelbench.live.window import SourceMetrics, WindowConfig, source_metrics, window_metrics
 
@@ -39,6 +42,7 @@ __all__ = [
     "extract_window",
     "run_probe",
     "source_metrics",
+    "store_bytes",
     "window_metrics",
 ]
 
@@ -54,6 +58,7 @@ _LAZY = {
     "extract_window": "otelbench.live.query",
     "run_probe": "otelbench.live.probe",
     "source_metrics": "otelbench.live.window",
+    "store_bytes": "otelbench.live.query",
     "window_metrics": "otelbench.live.window",
 }
 

@@ -6,6 +6,7 @@ Example::
 
     otelbench watch --store live.duckdb --otlp 127.0.0.1:4318 --window 5m \\
         --slo-ttft-ms 500 --slo-tpot-ms 50 --retention 24h
+    otelbench watch --store clickhouse://reader:secret@ch:8123/otel --window 5m
     otelbench probe --target http://127.0.0.1:8000 --model m --rate 0.2 \\
         --otlp-endpoint http://127.0.0.1:4318
 """
@@ -26,7 +27,11 @@ __all__ = ["probe", "watch"]
 
 def watch(
     store: Annotated[
-        Path, typer.Option(help="The DuckDB span store to read (and, with --otlp, to write).")
+        str,
+        typer.Option(
+            help="The span store: a DuckDB file (read; with --otlp, written), or a ClickHouse "
+            "store to read: chdb:///abs/dir or clickhouse://user:password@host:8123/otel."
+        ),
     ],
     listen: Annotated[
         str, typer.Option(help="HOST:PORT of the Prometheus /metrics endpoint.")
@@ -55,13 +60,17 @@ def watch(
     ] = 1000.0,
     retention: Annotated[
         str | None,
-        typer.Option(help="Delete spans older than this, e.g. 24h (needs --otlp)."),
+        typer.Option(
+            help="Delete spans older than this, e.g. 24h (a DuckDB store, with --otlp; a "
+            "ClickHouse table expires spans with its TTL)."
+        ),
     ] = None,
 ) -> None:
     """Compute the methodology's metrics over sliding windows of live traffic, continuously,
     and serve them on a Prometheus /metrics endpoint (probe traffic: source="probe")."""
     from otelbench.live.watch import WatchConfig, serve_watch
     from otelbench.live.window import WindowConfig
+    from otelbench.query.extract import is_store_url
 
     try:
         window_config = WindowConfig(
@@ -78,10 +87,10 @@ def watch(
         interval_s=parse_duration(interval),
         retention_s=parse_duration(retention) if retention is not None else None,
     )
-    if config.retention_s is not None and otlp is None:
+    if config.retention_s is not None and otlp is None and not is_store_url(store):
         raise ConfigError("--retention deletes spans, which needs the store's writer: add --otlp")
     serve_watch(
-        store,
+        store if is_store_url(store) else Path(store),
         config,
         listen=parse_hostport(listen),
         otlp=parse_hostport(otlp) if otlp is not None else None,

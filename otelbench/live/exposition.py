@@ -51,7 +51,10 @@ _HELP: Mapping[str, tuple[str, str]] = {
     semconv.METRIC_LIVE_REFRESH_DURATION: ("gauge", "Duration of the last refresh."),
     semconv.METRIC_LIVE_REFRESH_SPANS: ("gauge", "Server spans read by the last refresh."),
     semconv.METRIC_LIVE_REFRESH_ERRORS: ("counter", "Refreshes that failed."),
-    semconv.METRIC_LIVE_STORE_BYTES: ("gauge", "Size of the span store (file + WAL)."),
+    semconv.METRIC_LIVE_STORE_BYTES: (
+        "gauge",
+        "Size of the span store on disk (DuckDB: file + WAL; ClickHouse: otel_traces' parts).",
+    ),
     semconv.METRIC_LIVE_RETENTION_DELETED: ("counter", "Spans deleted by the retention policy."),
 }
 

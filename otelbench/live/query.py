@@ -1,23 +1,36 @@
-"""The live package's queries: the server spans of a window, by source; retention deletes.
+"""The live package's queries: the server spans of a window, by source; store size; retention.
 
-The SQL is in ``otelbench/live/sql/*.sql`` (DuckDB dialect), with every span, attribute and
-kind name bound from :mod:`otelbench.semconv`, as in :mod:`otelbench.query`. The queries run
-through the registered DuckDB dialect's fetch function (one error translation) and hold the
-store's lock when the store is shared with the receiver's threads.
+The SQL is in ``otelbench/live/sql/<name>.<dialect>.sql`` — ``duckdb`` for the embedded store,
+``clickhouse`` for ``otel_traces`` exactly as the OpenTelemetry Collector's ClickHouse exporter
+creates it (chdb or a ClickHouse server) — with every span, attribute and kind name bound from
+:mod:`otelbench.semconv`, as in :mod:`otelbench.query`. ``-- @include`` lines expand from the
+query layer's fragments of the same dialect (the server-span record's columns are written once
+per dialect, in ``otelbench/query/sql/<dialect>/_server_span_columns.sql``), and the queries run
+through that dialect's fetch function (one error translation), so both dialects return the same
+columns and :func:`extract_window` the same :class:`LiveWindow`
+(``tests/integration/test_watch_clickhouse.py`` holds them equal).
+
+A store is an open :class:`~otelbench.store.SpanStore` (the DuckDB file, possibly shared with
+the receiver's threads: queries hold its lock) or a :class:`~otelbench.query.QueryRunner` from
+:func:`~otelbench.query.open_store` (a DuckDB file opened read-only, ``chdb:///dir`` or
+``clickhouse://…``), used by one thread at a time. Retention (:func:`delete_older_than`) exists
+for the DuckDB store only: a ClickHouse table expires rows with its own TTL.
 
 Example::
 
-    with SpanStore.open("live.duckdb", read_only=True) as store:
+    with open_store("chdb:///var/lib/otelbench/ch") as store:
         window = extract_window(store, start_unix_ns=t0, end_unix_ns=t1)
-        print(window.sources())
+        print(window.sources(), store_bytes(store))
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -25,39 +38,58 @@ import numpy.typing as npt
 
 from otelbench import semconv
 from otelbench.errors import StoreError
-from otelbench.query.extract import NAME_PARAMETERS, get_dialect, server_requests_from_columns
+from otelbench.query.extract import (
+    NAME_PARAMETERS,
+    PATTERN_PARAMETERS,
+    Columns,
+    Dialect,
+    QueryRunner,
+    get_dialect,
+    server_requests_from_columns,
+)
 from otelbench.query.records import ServerRequests
 from otelbench.store import SpanStore
 
 __all__ = [
     "DEFAULT_LOOKBACK_NS",
     "LIVE_PARAMETERS",
+    "LiveStore",
     "LiveWindow",
     "delete_older_than",
     "extract_window",
     "live_sql",
+    "store_bytes",
 ]
+
+_LINE_COMMENT: Final = re.compile(r"--[^\n]*")
 
 DEFAULT_LOOKBACK_NS: Final = 3600 * 10**9
 """Server spans that started more than this before a window are not looked at (1 h)."""
 
 LIVE_PARAMETERS: Final[Mapping[str, str]] = {
     **NAME_PARAMETERS,
+    **PATTERN_PARAMETERS,
     "attr_probe_stream": semconv.PROBE_STREAM,
     "source_live": semconv.SOURCE_LIVE,
     "source_probe": semconv.SOURCE_PROBE,
     "source_benchmark": semconv.SOURCE_BENCHMARK,
 }
-"""The names the live SQL binds: the query layer's plus the probe tag and the source values."""
+"""The names the live SQL binds: the query layer's (and its attribute patterns) plus the probe
+tag and the source values."""
 
 
-def live_sql(name: str) -> str:
-    """The text of the live query ``name`` (``otelbench/live/sql/<name>.sql``), its
-    ``-- @include`` lines expanded from the DuckDB dialect's fragments."""
-    resource = files("otelbench.live") / "sql" / f"{name}.sql"
+LiveStore = SpanStore | QueryRunner
+"""What the live queries read: an open DuckDB store, or a query runner of any dialect."""
+
+
+def live_sql(name: str, dialect: str = "duckdb") -> str:
+    """The text of the live query ``name`` in ``dialect``
+    (``otelbench/live/sql/<name>.<dialect>.sql``), its ``-- @include`` lines expanded from that
+    dialect's query-layer fragments."""
+    resource = files("otelbench.live") / "sql" / f"{name}.{dialect}.sql"
     if not resource.is_file():
-        raise StoreError(f"no SQL for live query {name!r}")
-    return get_dialect("duckdb").expand(resource.read_text(encoding="utf-8"))
+        raise StoreError(f"no {dialect} SQL for live query {name!r}")
+    return get_dialect(dialect).expand(resource.read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -101,20 +133,28 @@ class LiveWindow:
         return len(self.requests)
 
 
-def _run(store: SpanStore, name: str, values: Mapping[str, object]) -> dict[str, object]:
-    sql = live_sql(name)
-    wanted = set(re.findall(r"\$([A-Za-z_]\w*)", re.sub(r"--[^\n]*", "", sql)))
+def _target(store: LiveStore) -> tuple[Dialect, Any, str, AbstractContextManager[Any]]:
+    """The store's dialect, connection, name for messages, and the lock its queries hold."""
+    if isinstance(store, SpanStore):
+        return get_dialect("duckdb"), store.connection, str(store.path), store.lock
+    return store.dialect, store.connection, store.source, nullcontext()
+
+
+def _run(store: LiveStore, name: str, values: Mapping[str, object]) -> Columns:
+    dialect, connection, source, lock = _target(store)
+    sql = live_sql(name, dialect.name)
+    wanted = set(dialect.parameters.findall(_LINE_COMMENT.sub("", sql)))
     available = {**LIVE_PARAMETERS, **values}
     missing = wanted - available.keys()
     if missing:
         raise StoreError(f"live query {name!r} needs parameters {sorted(missing)}")
     params = {k: available[k] for k in sorted(wanted)}
-    with store.lock:
-        return get_dialect("duckdb").fetch(store.connection, sql, params, str(store.path))
+    with lock:
+        return dialect.fetch(connection, sql, params, source)
 
 
 def extract_window(
-    store: SpanStore,
+    store: LiveStore,
     *,
     start_unix_ns: int,
     end_unix_ns: int,
@@ -124,7 +164,7 @@ def extract_window(
     """The server spans that ended within ``[start_unix_ns, end_unix_ns)``, with their source.
 
     ``class_attribute`` is looked up on the server span, its resource, then its client (or
-    parent) span (``sql/window_server_requests.sql``).
+    parent) span (``sql/window_server_requests.<dialect>.sql``).
     """
     cols = _run(
         store,
@@ -136,7 +176,7 @@ def extract_window(
             "class_attribute": class_attribute,
         },
     )
-    n = len(cols["span_id"])  # type: ignore[arg-type]
+    n = len(cols["span_id"])
     requests = server_requests_from_columns(cols, np.full(n, -1, dtype=np.int64))
     source = tuple(str(s) for s in np.asarray(cols["source"]))
     classes: Any = np.ma.asarray(cols["class_value"])
@@ -146,6 +186,16 @@ def extract_window(
     )
     ok = np.asarray(np.ma.filled(np.ma.asarray(cols["ok"]), True), dtype=np.bool_)
     return LiveWindow(int(start_unix_ns), int(end_unix_ns), requests, source, request_class, ok)
+
+
+def store_bytes(store: LiveStore) -> int:
+    """The bytes the store holds on disk: the DuckDB file and its WAL; for ClickHouse the
+    active parts of ``otel_traces`` in the store's database (``system.parts``)."""
+    if isinstance(store, SpanStore) or store.dialect.name == "duckdb":
+        path = store.path if isinstance(store, SpanStore) else Path(store.source)
+        return sum(p.stat().st_size for p in (path, Path(f"{path}.wal")) if p.exists())
+    cols = _run(store, "store_bytes", {"table_traces": semconv.TABLE_TRACES})
+    return int(np.asarray(cols["bytes"])[0])
 
 
 def delete_older_than(store: SpanStore, cutoff_unix_ns: int) -> int:

@@ -25,10 +25,22 @@ metrics.
   store no process is writing (a stopped collector, a copied snapshot). While another process
   writes it, refreshes fail and are counted (``otelbench_live_refresh_errors_total``).
 
+**A ClickHouse store** (``chdb:///dir`` or ``clickhouse://user:pw@host:port/db``, opened through
+:func:`~otelbench.query.open_store`) is only read: a collector with the ClickHouse exporter
+writes it, so ``--otlp`` is refused, and so is ``--retention`` — the table expires rows with its
+own TTL (the exporter's ``ttl`` setting, or ``ALTER TABLE otel_traces MODIFY TTL``), which
+watch, a reader, does not change. Each refresh opens the store, runs the window query in the
+ClickHouse dialect (:mod:`otelbench.live.query`) and closes it; the store's bytes come from
+``system.parts``. chdb serves one process per data directory: a refresh holds the directory for
+its query only (tens of ms), so watch reads a chdb directory no other process holds — a snapshot,
+or one a loader opens and closes between refreshes; a refresh that finds it held fails and is
+counted, and the next one recovers. Live traffic at scale goes to a ClickHouse server.
+
 Example::
 
     otelbench watch --store live.duckdb --otlp 127.0.0.1:4318 --listen 127.0.0.1:9464 \\
         --window 5m --slo-ttft-ms 500 --slo-tpot-ms 50 --retention 24h
+    otelbench watch --store clickhouse://reader:secret@ch:8123/otel --window 5m
 
     with Watcher(store, WatchConfig(window=WindowConfig(window_s=60))) as w:
         w.refresh()
@@ -55,11 +67,22 @@ import typer
 from otelbench import semconv
 from otelbench.errors import CollectorError, ConfigError, OtelbenchError, StoreError
 from otelbench.live.exposition import CONTENT_TYPE, render
-from otelbench.live.query import delete_older_than, extract_window
+from otelbench.live.query import LiveStore, delete_older_than, extract_window, store_bytes
 from otelbench.live.window import SourceMetrics, WindowConfig, window_metrics
+from otelbench.query.extract import is_store_url, open_store
 from otelbench.store import SpanStore
 
-__all__ = ["WatchConfig", "Watcher", "serve_watch"]
+__all__ = ["CLICKHOUSE_OTLP", "CLICKHOUSE_RETENTION", "WatchConfig", "Watcher", "serve_watch"]
+
+CLICKHOUSE_OTLP = (
+    "--otlp runs a receiver that writes a DuckDB store; watch only reads a ClickHouse store, "
+    "which a collector with the ClickHouse exporter writes: drop --otlp"
+)
+CLICKHOUSE_RETENTION = (
+    "--retention deletes spans from a DuckDB store; a ClickHouse store expires them with the "
+    "table's TTL: set the exporter's ttl (e.g. ttl: 24h) or run ALTER TABLE otel_traces MODIFY "
+    "TTL toDateTime(Timestamp) + INTERVAL 24 HOUR, and drop --retention"
+)
 
 _log = logging.getLogger("otelbench.live")
 
@@ -86,7 +109,8 @@ class Watcher:
     """Refreshes the window metrics on a schedule and serves them on ``/metrics``.
 
     ``store`` is an open, writable :class:`~otelbench.store.SpanStore` shared with a receiver in
-    this process (queries hold its lock), or a path opened read-only for each refresh.
+    this process (queries hold its lock), or a DuckDB path or ClickHouse store URL
+    (``chdb:///dir``, ``clickhouse://…``) opened for each refresh (read-only).
     ``clock`` returns the current Unix time in ns (tests pass their own).
     """
 
@@ -104,6 +128,9 @@ class Watcher:
         self._text = render((), config.window).text()
         self._text_lock = threading.Lock()
         self._errors = 0
+        self._last_ok: tuple[int | None, float | None, int | None] = (None, None, None)
+        """Window end, duration and spans of the last successful refresh (kept on failure)."""
+        self._bytes: int | None = None
         self._deleted = 0
         self._last_retention: float | None = None
         self._stop = threading.Event()
@@ -112,24 +139,25 @@ class Watcher:
         self._server_thread: threading.Thread | None = None
         self.last_error: str | None = None
         if self.config.retention_s is not None and not isinstance(store, SpanStore):
+            if is_store_url(store):
+                raise ConfigError(CLICKHOUSE_RETENTION)
             raise ConfigError("retention needs the store open for writing (use --otlp)")
 
     # ---------------------------------------------------------------- computing
     @contextlib.contextmanager
-    def _open(self) -> Iterator[SpanStore]:
+    def _open(self) -> Iterator[LiveStore]:
         if isinstance(self._store, SpanStore):
             yield self._store
         else:
-            with SpanStore.open(self._store, read_only=True) as store:
+            with open_store(self._store) as store:
                 yield store
-
-    def _store_path(self) -> Path:
-        return self._store.path if isinstance(self._store, SpanStore) else Path(self._store)
 
     def refresh(self, now_unix_ns: int | None = None) -> str:
         """Recompute every metric over the window ending now; returns the new exposition.
 
-        A failure is counted, logged and re-raised; the previous exposition stays served.
+        A failure is counted, logged and re-raised; the previous exposition stays served, with
+        the refresh timestamp of the last successful refresh (so ``time() - timestamp`` alerts
+        on staleness).
         """
         end = self._clock() if now_unix_ns is None else now_unix_ns
         start = end - int(self.config.window.window_s * 1e9)
@@ -142,26 +170,33 @@ class Watcher:
                     end_unix_ns=end,
                     class_attribute=self.config.window.class_attribute,
                 )
+                self._measure_bytes(store)
             metrics = window_metrics(window, self.config.window)
         except Exception as err:
             self._errors += 1
             self.last_error = f"{type(err).__name__}: {err}"
-            self._publish(self._extra(None, None, None))
+            self._publish(self._extra(*self._last_ok))
             raise
-        elapsed = time.perf_counter() - t0
-        return self._publish(self._extra(end, elapsed, len(window)), metrics.values())
+        self._last_ok = (end, time.perf_counter() - t0, len(window))
+        return self._publish(self._extra(*self._last_ok), metrics.values())
+
+    def _measure_bytes(self, store: LiveStore) -> None:
+        """Update the store's size; a failure (e.g. no access to ``system.parts``) leaves the
+        last size and the window's metrics stand."""
+        try:
+            self._bytes = store_bytes(store)
+        except (OSError, StoreError) as err:
+            _log.warning("cannot measure the store's size: %s", err)
 
     def _extra(
         self, end: int | None, elapsed: float | None, spans: int | None
     ) -> dict[str, float | None]:
-        path = self._store_path()
-        size = sum(p.stat().st_size for p in (path, Path(f"{path}.wal")) if p.exists())
         return {
             semconv.METRIC_LIVE_REFRESH_TIMESTAMP: end / 1e9 if end is not None else None,
             semconv.METRIC_LIVE_REFRESH_DURATION: elapsed,
             semconv.METRIC_LIVE_REFRESH_SPANS: spans,
             semconv.METRIC_LIVE_REFRESH_ERRORS: self._errors,
-            semconv.METRIC_LIVE_STORE_BYTES: size,
+            semconv.METRIC_LIVE_STORE_BYTES: self._bytes,
             semconv.METRIC_LIVE_RETENTION_DELETED: self._deleted
             if self.config.retention_s is not None
             else None,
@@ -283,14 +318,21 @@ class Watcher:
 
 
 def serve_watch(
-    store: Path,
+    store: str | os.PathLike[str],
     config: WatchConfig,
     *,
     listen: tuple[str, int],
     otlp: tuple[str, int] | None = None,
 ) -> None:
     """Run the watcher (and, with ``otlp``, the receiver writing ``store``) until SIGINT or
-    SIGTERM; must be called from the main thread."""
+    SIGTERM; must be called from the main thread.
+
+    ``store`` is a DuckDB path or a ClickHouse store URL; a URL is refreshed once before
+    serving, so a wrong URL, a missing or held store or a table that is not the exporter's is
+    one error at start rather than a counter that only grows.
+    """
+    if is_store_url(store) and otlp is not None:
+        raise ConfigError(CLICKHOUSE_OTLP)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -304,8 +346,12 @@ def serve_watch(
 
             with Receiver(store, otlp[0], otlp[1]) as receiver:
                 _serve(Watcher(receiver.store, config), host, port, stop, receiver.port)
+        elif is_store_url(store):
+            watcher = Watcher(store, config)
+            watcher.refresh()
+            _serve(watcher, host, port, stop, None)
         else:
-            if not store.exists():
+            if not Path(store).exists():
                 raise StoreError(f"no span store at {store}; start with --otlp to create one")
             _serve(Watcher(store, config), host, port, stop, None)
     finally:

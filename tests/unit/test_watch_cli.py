@@ -61,3 +61,25 @@ def test_the_docs_list_every_live_metric() -> None:
     assert len(names) == 28
     for name in names:
         assert f"| `{name}` |" in doc, name
+
+
+@pytest.mark.parametrize(
+    ("store", "args", "error", "message"),
+    [
+        ("chdb:///x", ["--otlp", "127.0.0.1:0"], ConfigError, "--otlp runs a receiver"),
+        ("clickhouse://127.0.0.1:9/otel", ["--retention", "24h"], ConfigError, "MODIFY TTL"),
+        ("chdb://", [], ConfigError, "bad chdb store URL"),
+        ("ftp://h/x", [], ConfigError, "unknown store URL scheme ftp://"),
+        ("chdb:///nonexistent/otelbench-ch", [], StoreError, "no chdb store at"),
+        ("clickhouse://u:secret@127.0.0.1:1/otel", [], StoreError, "127.0.0.1:1"),
+    ],
+)
+def test_watch_refuses_a_clickhouse_store_it_cannot_read(
+    store: str, args: list[str], error: type[OtelbenchError], message: str
+) -> None:
+    """A ClickHouse store is only read (no --otlp, no --retention: the table's TTL expires
+    spans), and a wrong URL or an unreachable store is one error at start."""
+    exc = invoke(watch, ["--store", store, "--listen", "127.0.0.1:0", *args])
+    assert isinstance(exc, error)
+    assert message in str(exc)
+    assert "secret" not in str(exc)

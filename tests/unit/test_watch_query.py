@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,10 @@ import pytest
 
 from otelbench import semconv
 from otelbench.errors import ConfigError, StoreError
-from otelbench.live.query import delete_older_than, extract_window
+from otelbench.live.query import LIVE_PARAMETERS, delete_older_than, extract_window, live_sql
 from otelbench.live.watch import WatchConfig, Watcher
 from otelbench.live.window import WindowConfig
-from otelbench.query import extract_live_server_requests, open_store
+from otelbench.query import extract_live_server_requests, get_dialect, open_store
 from otelbench.store import SpanStore
 from tests.unit.query.spanstore import MS, T0_NS, SpanWriter, span, trace
 
@@ -219,3 +220,23 @@ def test_retention_needs_a_writable_store(store_path: Path) -> None:
     config = WatchConfig(window=WindowConfig(window_s=10.0), retention_s=3600.0)
     with pytest.raises(ConfigError, match="retention needs the store open for writing"):
         Watcher(store_path, config)
+
+
+def test_the_live_sql_binds_the_same_known_names_in_both_dialects() -> None:
+    """Every name the window query binds comes from LIVE_PARAMETERS or is a value, in both
+    dialects, and no span or attribute name is spelled out in the SQL."""
+    import otelbench.query.clickhouse  # noqa: F401  (registers the dialect)
+
+    values = {"start_unix_ns", "end_unix_ns", "lookback_ns", "class_attribute"}
+    bound = {}
+    for dialect in ("duckdb", "clickhouse"):
+        text = re.sub(r"--[^\n]*", "", live_sql("window_server_requests", dialect))
+        assert "-- @include" not in live_sql("window_server_requests", dialect)
+        bound[dialect] = set(get_dialect(dialect).parameters.findall(text))
+        assert bound[dialect] <= LIVE_PARAMETERS.keys() | values, dialect
+        assert "otelbench." not in text, dialect
+        assert "gen_ai." not in text, dialect
+    assert bound["duckdb"] == bound["clickhouse"]
+    assert values | {"attr_probe_stream", "source_live", "source_probe"} <= bound["duckdb"]
+    with pytest.raises(StoreError, match="no oracle SQL for live query 'window_server_requests'"):
+        live_sql("window_server_requests", "oracle")

@@ -9,8 +9,15 @@
 -- class: $class_attribute on the server span, else on its resource, else on the client span
 -- (or the parent span for live traffic); NULL when none has it.
 -- One row per request: a hook span wins over an llm_request span of the same request (same
--- parent; for root spans, the same gen_ai.request.id), then the earliest.
--- Only spans starting at most $lookback_ns before the window are considered (a cheap bound).
+-- parent; for root spans, the same gen_ai.request.id), then the earliest; a span stored twice
+-- (an exporter's retry), the server span's or its parent's, still gives one row.
+-- Only spans starting at most $lookback_ns before the window are considered, and their parent
+-- and gateway client spans among the spans starting within $lookback_ns of that range — from
+-- 2 x $lookback_ns before the window to $lookback_ns after it (cheap bounds: a parent starts
+-- before its child, give or take the clock skew between hosts; in ClickHouse they skip
+-- partitions and granules).
+-- The ClickHouse dialect's twin (window_server_requests.clickhouse.sql) returns the same rows
+-- and columns; tests/integration/test_watch_clickhouse.py holds them equal.
 WITH server AS (
     SELECT
         s."TraceId"                                       AS trace_id,
@@ -48,12 +55,19 @@ joined AS (
         END                                               AS client_attrs,
         p."SpanAttributes"                                AS parent_attrs
     FROM server
-    LEFT JOIN otel_traces AS p
+    LEFT JOIN (SELECT * FROM otel_traces AS t WHERE t."Timestamp" >= make_timestamp_ns(
+                   CAST($start_unix_ns AS BIGINT) - 2 * CAST($lookback_ns AS BIGINT))
+                 AND t."Timestamp" < make_timestamp_ns(
+                   CAST($end_unix_ns AS BIGINT) + CAST($lookback_ns AS BIGINT))) AS p
       ON p."TraceId" = server.trace_id AND p."SpanId" = server.parent_span_id
      AND server.parent_span_id <> ''
-    LEFT JOIN otel_traces AS g
+    LEFT JOIN (SELECT * FROM otel_traces AS t WHERE t."Timestamp" >= make_timestamp_ns(
+                   CAST($start_unix_ns AS BIGINT) - 2 * CAST($lookback_ns AS BIGINT))
+                 AND t."Timestamp" < make_timestamp_ns(
+                   CAST($end_unix_ns AS BIGINT) + CAST($lookback_ns AS BIGINT))) AS g
       ON g."TraceId" = p."TraceId" AND g."SpanId" = p."ParentSpanId"
      AND p."SpanName" = $span_gateway_request AND g."SpanKind" = $kind_client
+    QUALIFY row_number() OVER (PARTITION BY server.trace_id, server.span_id) = 1
 )
 SELECT
     CASE
