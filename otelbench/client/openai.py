@@ -206,6 +206,8 @@ def parse_chunk(data: str, api: Api) -> Chunk:
         obj = json.loads(data)
     except ValueError:
         return Chunk(malformed=True, error="data event is not valid JSON")
+    except RecursionError:
+        return Chunk(malformed=True, error="data event is JSON nested too deeply")
     return _facts(obj, api, "delta")
 
 
@@ -215,6 +217,8 @@ def parse_response_body(body: bytes, api: Api) -> Chunk:
         obj = json.loads(body)
     except ValueError:
         return Chunk(malformed=True, error="response body is not valid JSON")
+    except RecursionError:
+        return Chunk(malformed=True, error="response body is JSON nested too deeply")
     return _facts(obj, api, "message")
 
 

@@ -4,6 +4,10 @@ Example::
 
     otelbench gateway --upstream http://127.0.0.1:8000 --config guardrails.yaml --port 9000
     OTELBENCH_GATEWAY_API_KEY=sk-test otelbench gateway --upstream http://127.0.0.1:8000
+    otelbench gateway --upstream http://127.0.0.1:8000 --api-key-file key.txt \
+        --tls-cert cert.pem --tls-key key.pem --host 0.0.0.0
+
+Access (bind address, API key, TLS, body limit) is described in ``docs/security.md``.
 
 Spans go to ``$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (OTLP/HTTP) when it is set. See
 :mod:`otelbench.guardrails.gateway` and ``docs/guardrails.md``.
@@ -36,8 +40,21 @@ def gateway(
         str | None,
         typer.Option(
             envvar=semconv.ENV_GATEWAY_API_KEY,
-            help="Require 'Authorization: Bearer KEY' on /v1/* (not forwarded upstream).",
+            help="Require 'Authorization: Bearer KEY' on every path but /health (not forwarded "
+            "upstream). Prefer --api-key-file or the environment: arguments show in ps.",
         ),
+    ] = None,
+    api_key_file: Annotated[
+        Path | None,
+        typer.Option(help="Read the API key from this file (overrides --api-key)."),
+    ] = None,
+    tls_cert: Annotated[
+        Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (and --tls-key).")
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")] = None,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(help="Largest request body accepted (default 16 MiB; beyond: HTTP 413)."),
     ] = None,
     connect_timeout: Annotated[
         float, typer.Option(help="Seconds to connect to the upstream (then HTTP 502).")
@@ -47,18 +64,25 @@ def gateway(
     ] = 600.0,
 ) -> None:
     """Run the guardrail gateway: an OpenAI-compatible streaming proxy (draft 4.1.2)."""
-    from otelbench.guardrails.gateway import serve_gateway
+    from otelbench.collector.access import read_token
+    from otelbench.guardrails.gateway import DEFAULT_MAX_BODY_BYTES, serve_gateway
 
     try:
+        key: str | bytes | None = api_key
+        if api_key_file is not None:
+            key = read_token(api_key_file, env_var=semconv.ENV_GATEWAY_API_KEY)
         serve_gateway(
             upstream,
             config_path=config,
             host=host,
             port=port,
-            api_key=api_key,
+            api_key=key,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
             announce=True,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            max_body_bytes=DEFAULT_MAX_BODY_BYTES if max_body_bytes is None else max_body_bytes,
         )
     except OtelbenchError as exc:
         typer.echo(f"otelbench: error: {exc}", err=True)

@@ -277,6 +277,8 @@ def load_config(path: str | os.PathLike[str]) -> GuardrailConfig:
             data = json.loads(text)
         except ValueError as exc:
             raise ConfigError(f"{p}: not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"{p}: not valid JSON: nested too deeply") from None
     else:
         # PyYAML has no inline types and types-PyYAML is not a dependency: import dynamically.
         yaml = importlib.import_module("yaml")
@@ -287,6 +289,8 @@ def load_config(path: str | os.PathLike[str]) -> GuardrailConfig:
             at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise ConfigError(f"{p}: not valid YAML{at}: {problem}") from None
+        except RecursionError:
+            raise ConfigError(f"{p}: not valid YAML: nested too deeply") from None
     return parse_config(data, str(p), digest)
 
 

@@ -14,8 +14,14 @@ the upstream is written to the client as it arrives (no parsing unless output fi
   both with an OpenAI-style error body; an upstream non-2xx answer passes through as it is. An
   upstream that dies mid-stream: the client gets an SSE error event and ``[DONE]`` (a clean end,
   not a cut connection), and the span ``error.type = upstream_stream_error``.
-* ``--api-key`` (or ``$OTELBENCH_GATEWAY_API_KEY``): requests to ``/v1/*`` need
-  ``Authorization: Bearer <key>`` (else 401, ``code: invalid_api_key``); the key is not forwarded.
+* Access (``docs/security.md``; :mod:`otelbench.collector.access`, shared with the receiver). It
+  binds ``127.0.0.1`` unless given ``--host``. ``--api-key-file`` (or
+  ``$OTELBENCH_GATEWAY_API_KEY``, or ``--api-key``): every request but ``GET /health`` needs
+  ``Authorization: Bearer <key>`` (else 401 with ``WWW-Authenticate: Bearer`` and
+  ``code: invalid_api_key``); the key is compared in constant time and not forwarded.
+  ``--tls-cert``/``--tls-key`` serve HTTPS (uvicorn's TLS, 1.2 or later). A request body over
+  ``--max-body-bytes`` (default 16 MiB) is refused with 413 before it reaches the filters or the
+  upstream: at once when its ``Content-Length`` says so, else when the bytes read pass the limit.
 * ``GET /health`` is answered by the gateway itself.
 
 Example::
@@ -35,11 +41,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hmac
 import json
 import logging
 import os
 import socket
+import ssl
 import sys
 import time
 import urllib.parse
@@ -53,6 +59,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otelbench import __version__, semconv
+from otelbench.collector.access import bearer_matches, read_token, server_tls_context
 from otelbench.errors import ConfigError, TargetUnreachable
 from otelbench.guardrails.config import GuardrailConfig, load_config
 from otelbench.guardrails.engine import Guardrails
@@ -88,6 +95,9 @@ _HOP_BY_HOP = frozenset(
     }
 )
 SCOPE_GATEWAY = "otelbench.gateway.request"
+DEFAULT_MAX_BODY_BYTES = 16 << 20
+"""Largest request body the gateway accepts: 16 MiB (a long chat with images still fits)."""
+_CHALLENGE = (b"www-authenticate", b'Bearer realm="otelbench"')
 
 
 def _error(status: int, message: str, kind: str, code: str | int) -> tuple[int, bytes]:
@@ -249,8 +259,38 @@ async def _disconnected(receive: Receive) -> None:
             return
 
 
-async def _answer(send: Send, status: int, body: bytes) -> None:
+class _BodyTooLarge(Exception):
+    """The request body passed ``max_body_bytes`` while it was read."""
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    """``receive`` that raises :class:`_BodyTooLarge` once the body read passes ``limit``."""
+    read = 0
+
+    async def receive_limited() -> Message:
+        nonlocal read
+        message = await receive()
+        if message["type"] == "http.request":
+            read += len(message.get("body", b""))
+            if read > limit:
+                raise _BodyTooLarge
+        return message
+
+    return receive_limited
+
+
+def _declared_length(scope: Scope) -> int | None:
+    for k, v in scope.get("headers", ()):
+        if k == b"content-length":
+            return int(v) if v.isdigit() else None
+    return None
+
+
+async def _answer(
+    send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += extra or []
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
@@ -269,17 +309,22 @@ class GatewayApp:
         upstream: str,
         *,
         config: GuardrailConfig | None = None,
-        api_key: str | None = None,
+        api_key: str | bytes | None = None,
         tracer_provider: trace.TracerProvider | None = None,
         meter_provider: metrics.MeterProvider | None = None,
         connect_timeout: float = 10.0,
         read_timeout: float = 600.0,
         on_shutdown: Callable[[], None] | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
+        if max_body_bytes <= 0:
+            raise ConfigError(f"--max-body-bytes must be positive, got {max_body_bytes}")
         self.on_shutdown = on_shutdown
         """Called (in a worker thread) at lifespan shutdown, e.g. to flush the providers."""
         self.config = config if config is not None else GuardrailConfig()
-        self.api_key = api_key.encode() if api_key else None
+        self.api_key = api_key.encode() if isinstance(api_key, str) else api_key
+        self.api_key = self.api_key or None
+        self.max_body_bytes = max_body_bytes
         self.proxy = _Proxy(upstream, connect_timeout, read_timeout)
         self.guardrails = Guardrails(
             self.config, tracer_provider=tracer_provider, meter_provider=meter_provider
@@ -330,17 +375,27 @@ class GatewayApp:
             await send(message)
 
         try:
-            if self.api_key is not None and path.startswith("/v1"):
+            if self.api_key is not None:
                 if not self._authorized(scope):
                     rec.error_type = semconv.GATEWAY_ERROR_UNAUTHORIZED
                     await _answer(
                         send_wrapper,
                         *_error(401, "Incorrect API key provided.", "invalid_request_error",
                                 "invalid_api_key"),
+                        [_CHALLENGE],
                     )  # fmt: skip
                     return
                 inner_scope[_STRIP_AUTH] = True
-            await self.inner(inner_scope, receive, send_wrapper)
+            declared = _declared_length(scope)
+            if declared is not None and declared > self.max_body_bytes:
+                raise _BodyTooLarge
+            await self.inner(inner_scope, _limited(receive, self.max_body_bytes), send_wrapper)
+        except _BodyTooLarge:
+            if rec.status is None:
+                message = f"the request body is over the {self.max_body_bytes}-byte limit"
+                await _answer(
+                    send_wrapper, *_error(413, message, "invalid_request_error", "body_too_large")
+                )
         except Exception as exc:
             rec.error_type = type(exc).__name__
             rec.error_message = str(exc)
@@ -355,10 +410,7 @@ class GatewayApp:
         assert self.api_key is not None
         for k, v in scope.get("headers", ()):
             if k == b"authorization":
-                scheme, _, token = v.partition(b" ")
-                return scheme.lower() == b"bearer" and hmac.compare_digest(
-                    token.strip(), self.api_key
-                )
+                return bearer_matches(v, self.api_key)
         return False
 
     def _end_span(self, span: trace.Span, rec: _Record, report: RequestReport) -> None:
@@ -423,18 +475,23 @@ def serve_gateway(
     config_path: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 8080,
-    api_key: str | None = None,
+    api_key: str | bytes | None = None,
     connect_timeout: float = 10.0,
     read_timeout: float = 600.0,
     announce: bool = False,
+    tls_cert: str | os.PathLike[str] | None = None,
+    tls_key: str | os.PathLike[str] | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> None:
     """Run the gateway with uvicorn until interrupted. ``announce`` prints ``LISTENING host
     port`` on stdout once the socket is bound (what :class:`GatewayServer` waits for).
+    ``tls_cert``/``tls_key`` (PEM files) serve HTTPS.
 
-    Raises :class:`ConfigError` for a bad configuration file, upstream URL or port.
+    Raises :class:`ConfigError` for a bad configuration file, upstream URL, port or TLS files.
     """
     import uvicorn
 
+    server_tls_context(tls_cert, tls_key)  # a bad certificate is a one-line error, before binding
     config = load_config(config_path) if config_path else GuardrailConfig()
     providers = Providers.from_env(config, service_name=semconv.SERVICE_GATEWAY)
     app = GatewayApp(
@@ -446,8 +503,10 @@ def serve_gateway(
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
         on_shutdown=providers.shutdown,
+        max_body_bytes=max_body_bytes,
     )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -466,6 +525,8 @@ def serve_gateway(
             access_log=False,
             timeout_keep_alive=60,
             backlog=2048,
+            ssl_certfile=os.fspath(tls_cert) if tls_cert is not None else None,
+            ssl_keyfile=os.fspath(tls_key) if tls_key is not None else None,
         )
     )
     try:
@@ -485,6 +546,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--connect-timeout", type=float, default=10.0)
     ap.add_argument("--read-timeout", type=float, default=600.0)
+    ap.add_argument("--api-key-file", default=None)
+    ap.add_argument("--tls-cert", default=None)
+    ap.add_argument("--tls-key", default=None)
+    ap.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     args = ap.parse_args(argv)
     try:
         serve_gateway(
@@ -492,10 +557,13 @@ def main(argv: list[str] | None = None) -> None:
             config_path=args.config,
             host=args.host,
             port=args.port,
-            api_key=os.environ.get(semconv.ENV_GATEWAY_API_KEY) or None,
+            api_key=read_token(args.api_key_file, env_var=semconv.ENV_GATEWAY_API_KEY),
             connect_timeout=args.connect_timeout,
             read_timeout=args.read_timeout,
             announce=True,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            max_body_bytes=args.max_body_bytes,
         )
     except ConfigError as exc:
         print(f"otelbench gateway: error: {exc}", file=sys.stderr, flush=True)
@@ -516,6 +584,8 @@ class GatewayServer(ManagedServer):
     default (``niceness=0``): a benchmark of the gateway itself should not handicap it. ``start()``
     raises :class:`ConfigError` when the gateway refuses its arguments (the message is its one
     line) and :class:`TargetUnreachable` when it does not come up (with its log's last lines).
+    With ``tls_cert``/``tls_key`` it serves HTTPS and :attr:`base_url` is ``https://``; the
+    readiness check takes ``tls_cert`` as its trust root, so give it a self-signed certificate.
     """
 
     kind = "otelbench gateway"
@@ -534,8 +604,14 @@ class GatewayServer(ManagedServer):
         log_path: str | os.PathLike[str] | None = None,
         read_timeout: float = 600.0,
         niceness: int = 0,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         super().__init__(log_path=log_path, niceness=niceness)
+        self.tls_cert = tls_cert
+        self.tls_key = tls_key
+        self.max_body_bytes = max_body_bytes
         self.upstream = upstream
         self.config = config
         self.api_key = api_key
@@ -548,7 +624,8 @@ class GatewayServer(ManagedServer):
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.tls_cert is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     def prepare(self) -> None:
         if self.requested_port:
@@ -559,8 +636,13 @@ class GatewayServer(ManagedServer):
         cmd = [sys.executable, "-m", "otelbench.guardrails.gateway", "--upstream", self.upstream]
         cmd += ["--host", self.host, "--port", str(self.port)]
         cmd += ["--read-timeout", str(self.read_timeout)]
+        cmd += ["--max-body-bytes", str(self.max_body_bytes)]
         if self.config is not None:
             cmd += ["--config", str(self.config)]
+        if self.tls_cert is not None:
+            cmd += ["--tls-cert", os.fspath(self.tls_cert)]
+        if self.tls_key is not None:
+            cmd += ["--tls-key", os.fspath(self.tls_key)]
         return cmd
 
     def environment(self) -> dict[str, str]:
@@ -575,7 +657,11 @@ class GatewayServer(ManagedServer):
         return with_overrides(env, self.env_overrides)
 
     def is_ready(self, client: httpx.Client) -> bool:
-        return client.get("/health").status_code == 200
+        if self.tls_cert is None:
+            return client.get("/health").status_code == 200
+        verify = ssl.create_default_context(cafile=os.fspath(self.tls_cert))
+        with httpx.Client(base_url=self.base_url, verify=verify, trust_env=False) as tls:
+            return tls.get("/health").status_code == 200
 
     def start(self, timeout: float = 30.0) -> Self:
         """Spawn the gateway and wait for ``/health``; its one-line refusal is a ConfigError."""

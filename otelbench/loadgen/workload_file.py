@@ -312,6 +312,8 @@ def load_workload_file(
             raise ConfigError(
                 f"{label}: not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
+        except RecursionError:
+            raise ConfigError(f"{label}: not valid JSON: nested too deeply") from None
     else:
         # PyYAML has no inline types and types-PyYAML is not a dependency: import dynamically.
         yaml = importlib.import_module("yaml")
@@ -322,6 +324,8 @@ def load_workload_file(
             at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
             problem = getattr(exc, "problem", None) or str(exc)
             raise ConfigError(f"{label}: not valid YAML: {at}{problem}") from None
+        except RecursionError:
+            raise ConfigError(f"{label}: not valid YAML: nested too deeply") from None
     digest = hashlib.sha256(raw).hexdigest()
     try:
         return _build(data, file.stem, digest, label, seed, vocab_size)

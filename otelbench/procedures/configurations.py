@@ -105,7 +105,10 @@ def parse_configurations(configs: Sequence[str], launches: Sequence[str]) -> lis
         label, value = _split_pair(text, "--config")
         if label in out:
             raise ConfigError(f"--config {label!r} is given twice")
-        words = shlex.split(value)
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:  # unbalanced quotes, a trailing backslash
+            raise ConfigError(f"--config {label!r}: {exc}: {value!r}") from None
         if words and words[0] == VLLM_CPU:
             if label in commands:
                 raise ConfigError(f"--launch {label!r}: '{VLLM_CPU}' is launched by otelbench")

@@ -8,6 +8,14 @@ Dialects are registered (:func:`register_dialect`): DuckDB here, ClickHouse in
 function). :func:`open_store` opens a DuckDB file, or a store URL whose scheme is registered
 (:func:`register_store_scheme`: ``chdb:///path`` and ``clickhouse://host:port/db``).
 
+Stored attributes come from any producer (otelbench's own spans, vLLM's ``llm_request`` spans,
+other SDKs), so they are parsed **leniently, and counted**: the SQL converts a value only when it
+matches the pattern of its type (:data:`PATTERN_PARAMETERS`, bound in both dialects, so DuckDB
+and ClickHouse accept exactly the same text); a present value that does not match is read as
+absent — one bad attribute never fails a report — and each query's ``rejected_attributes``
+column names it, which the records carry as counts per attribute (``RunData.rejected_attributes``,
+the report's ``data_quality``).
+
 Usage::
 
     from otelbench.query import extract_run_data, open_store
@@ -20,8 +28,10 @@ Usage::
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -44,8 +54,10 @@ from otelbench.query.records import (
     ServerRequests,
 )
 from otelbench.store import SpanStore
+from otelbench.store.duckdb_store import snapshot_note
 
 __all__ = [
+    "PATTERN_PARAMETERS",
     "Dialect",
     "QueryRunner",
     "extract_client_requests",
@@ -128,6 +140,35 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "attr_guardrail_block_response": semconv.RESOURCE_GUARDRAIL_BLOCK_RESPONSE,
 }
 """Every name the SQL files bind, as ``$name`` parameters, from :mod:`otelbench.semconv`."""
+
+_JSON_WS = r"[ \t\n\r]*"
+_JSON_INT = r"-?(0|[1-9][0-9]{0,17})"
+_JSON_STRING = (
+    r'"([^"\\\x00-\x1f]|\\(["\\/bfnrt]'
+    r"|u(00[2-9a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-cA-CeEfF][0-9a-fA-F]{3}"
+    r'|[dD][0-7][0-9a-fA-F]{2})))*"'
+)
+
+
+def _json_array(item: str) -> str:
+    return rf"^\[{_JSON_WS}({item}({_JSON_WS},{_JSON_WS}{item})*)?{_JSON_WS}\]$"
+
+
+PATTERN_PARAMETERS: Final[Mapping[str, str]] = {
+    "re_int": r"^-?[0-9]{1,18}$",
+    "re_number": r"^-?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][+-]?[0-9]{1,2})?$",
+    "re_int_array": _json_array(_JSON_INT),
+    "re_string_array": _json_array(_JSON_STRING),
+}
+"""What a stored attribute must look like to be parsed, as RE2 patterns both dialects bind
+(``$re_int``, ``{re_int:String}``): one definition, so DuckDB and ClickHouse accept the same
+text. An integer has at most 18 digits (no int64 overflow); a number has at most 30 digits on
+either side of the point and a two-digit exponent (always finite); an array is JSON, of such
+integers or of strings (no control characters, no escaped NUL or surrogates). A value that is
+present but does not match is **rejected**: read as absent (NULL, NaN, an empty list) and named
+in the query's ``rejected_attributes`` column, which the extraction counts."""
+
+_log = logging.getLogger("otelbench.query")
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _INCLUDE = re.compile(r"^[ \t]*-- @include (\w+)[ \t]*$", re.MULTILINE)
@@ -241,7 +282,7 @@ class QueryRunner:
         """Run the named query with ``values`` bound; names come from :data:`NAME_PARAMETERS`."""
         sql = self.dialect.sql(query)
         wanted = set(self.dialect.parameters.findall(_LINE_COMMENT.sub("", sql)))
-        available = {**NAME_PARAMETERS, **values}
+        available = {**NAME_PARAMETERS, **PATTERN_PARAMETERS, **values}
         missing = wanted - available.keys()
         if missing:
             raise StoreError(f"query {query!r} needs parameters {sorted(missing)}")
@@ -283,7 +324,9 @@ def open_store(path: str | os.PathLike[str]) -> Iterator[QueryRunner]:
     The one place the query layer opens a store. Raises
     :class:`~otelbench.errors.NotAnOtelbenchStore` for a store that is not an otelbench store,
     :class:`~otelbench.errors.StoreError` for a missing or locked one and
-    :class:`~otelbench.errors.ConfigError` for a URL of an unknown scheme.
+    :class:`~otelbench.errors.ConfigError` for a URL of an unknown scheme. A DuckDB file that a
+    collector is writing is read from a snapshot the collector takes on request
+    (:meth:`~otelbench.store.SpanStore.open`); that is logged, and the runner's ``source`` says so.
 
     >>> with open_store("otelbench.duckdb") as store:  # doctest: +SKIP
     ...     runs = list_runs(store)
@@ -291,7 +334,14 @@ def open_store(path: str | os.PathLike[str]) -> Iterator[QueryRunner]:
     url = _STORE_URL.match(path) if isinstance(path, str) else None
     if url is None:
         with SpanStore.open(path, read_only=True) as span_store:
-            yield QueryRunner.for_store(span_store)
+            taken = span_store.snapshot_taken_unix_ns
+            if taken is None:
+                yield QueryRunner.for_store(span_store)
+                return
+            note = snapshot_note(taken)
+            _log.info("span store %s is being written: %s", path, note)
+            con, lock = span_store.connection, span_store.lock
+            yield QueryRunner(con, "duckdb", source=f"{path} ({note})", lock=lock)
         return
     scheme = url.group(1).lower()
     if scheme not in _STORE_SCHEMES and scheme in _SCHEME_MODULES:
@@ -330,6 +380,13 @@ def _str_required(column: Any, name: str) -> tuple[str, ...]:
 
 def _str_lists(column: Any) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(str(x) for x in row) for row in np.asarray(column))
+
+
+def _rejections(column: Any) -> dict[str, int]:
+    """A ``rejected_attributes`` column (per row, the names of its unparsable attributes) →
+    attribute name → count, sorted by name."""
+    counts = Counter(str(name) for row in np.asarray(column) for name in row)
+    return dict(sorted(counts.items()))
 
 
 def _flatten_lists(column: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -381,14 +438,7 @@ def extract_client_requests(store: QueryRunner, run_id: str) -> ClientRequests:
     cols = store.run("client_requests", run_id=run_id)
     span_ids = _str_required(cols["span_id"], "span_id")
     offsets, n_offsets = _flatten_lists(cols["chunk_offsets_us"])
-    tokens, n_tokens = _flatten_lists(cols["chunk_tokens"])
-    bad = np.flatnonzero(n_offsets != n_tokens)
-    if bad.size:
-        i = int(bad[0])
-        raise StoreError(
-            f"client span {span_ids[i]}: {semconv.CLIENT_CHUNK_OFFSETS_US} has {n_offsets[i]} "
-            f"entries but {semconv.CLIENT_CHUNK_TOKENS} has {n_tokens[i]}"
-        )
+    tokens, _ = _flatten_lists(cols["chunk_tokens"])  # as many as offsets: the query ensures it
     return ClientRequests(
         trace_id=_str_required(cols["trace_id"], "trace_id"),
         span_id=span_ids,
@@ -413,6 +463,7 @@ def extract_client_requests(store: QueryRunner, run_id: str) -> ClientRequests:
         chunk_bounds=_bounds(n_offsets),
         chunk_offset_us=offsets,
         chunk_tokens=tokens,
+        rejected_attributes=_rejections(cols["rejected_attributes"]),
     )
 
 
@@ -465,6 +516,7 @@ def server_requests_from_columns(
         token_offset_us=offsets,
         stall_bounds=_bounds(n_stalls),
         stall_us=stalls,
+        rejected_attributes=_rejections(cols["rejected_attributes"]),
     )
 
 
@@ -527,6 +579,7 @@ def extract_guardrail_spans(
         chunk_busy_us=busy,
         added_bounds=_bounds(n_added),
         output_added_us=added,
+        rejected_attributes=_rejections(cols["rejected_attributes"]),
     )
 
 

@@ -11,6 +11,10 @@ million requests is one array per field, not a million objects. Conventions:
   ``chunk_bounds`` (``n + 1`` entries) delimits each request's chunks — the
   :class:`otelbench.metrics.Ragged` layout.
 
+``rejected_attributes`` counts, per attribute name, the stored values the query layer could not
+parse (a token count that is not an integer, offsets that are not a JSON integer array): each
+was read as absent, and the count is how the report shows it (``data_quality``).
+
 Units and clock domains are in the field names: ``*_unix_ns`` wall clock; ``*_us``/``*_offset_us``
 client monotonic microseconds since T_submit; server latencies ``*_s`` are seconds as vLLM
 writes them (engine monotonic clock); server ``token_offset_us`` are engine microseconds since the
@@ -19,6 +23,7 @@ request's arrival (the engine hooks' Option C timeline).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -87,10 +92,13 @@ class ClientRequests:
     chunk_bounds: I64
     chunk_offset_us: I64
     chunk_tokens: I64
+    rejected_attributes: Mapping[str, int] = field(default_factory=dict)
+    """Attribute name → values left unparsed (read as absent), over these spans."""
 
     def __post_init__(self) -> None:
         n = len(self.span_id)
-        _check_lengths(self, n, frozenset({"chunk_bounds", "chunk_offset_us", "chunk_tokens"}))
+        ragged = {"chunk_bounds", "chunk_offset_us", "chunk_tokens", "rejected_attributes"}
+        _check_lengths(self, n, frozenset(ragged))
         b = self.chunk_bounds
         if b.shape != (n + 1,) or b[0] != 0 or np.any(np.diff(b) < 0):
             raise ValueError("chunk_bounds must have n+1 non-decreasing entries starting at 0")
@@ -165,10 +173,19 @@ class ServerRequests:
     token_offset_us: I64
     stall_bounds: I64
     stall_us: I64
+    rejected_attributes: Mapping[str, int] = field(default_factory=dict)
+    """Attribute name → values left unparsed (read as absent), over these spans and their
+    events."""
 
     def __post_init__(self) -> None:
         n = len(self.span_id)
-        ragged = {"token_bounds", "token_offset_us", "stall_bounds", "stall_us"}
+        ragged = {
+            "token_bounds",
+            "token_offset_us",
+            "stall_bounds",
+            "stall_us",
+            "rejected_attributes",
+        }
         _check_lengths(self, n, frozenset(ragged))
         for bounds, values, name in (
             (self.token_bounds, self.token_offset_us, "token"),
@@ -236,10 +253,18 @@ class GuardrailSpans:
     """Output spans, grouped by ``added_bounds``: µs the whole output stage (every output
     filter, SSE parsing and re-encoding) held each SSE event; the same on every output span of
     a response."""
+    rejected_attributes: Mapping[str, int] = field(default_factory=dict)
+    """Attribute name → values left unparsed (read as absent), over these spans."""
 
     def __post_init__(self) -> None:
         n = len(self.span_id)
-        ragged = {"chunk_bounds", "chunk_busy_us", "added_bounds", "output_added_us"}
+        ragged = {
+            "chunk_bounds",
+            "chunk_busy_us",
+            "added_bounds",
+            "output_added_us",
+            "rejected_attributes",
+        }
         _check_lengths(self, n, frozenset(ragged))
         for bounds, values, name in (
             (self.chunk_bounds, self.chunk_busy_us, "chunk"),
@@ -283,3 +308,11 @@ class RunData:
     client: ClientRequests
     server: ServerRequests
     guardrails: GuardrailSpans = field(default_factory=GuardrailSpans.empty)
+
+    def rejected_attributes(self) -> dict[str, int]:
+        """Attribute name → stored values of this run's spans the query layer could not parse
+        (each read as absent), over client, server and guardrail spans; sorted by name."""
+        total: Counter[str] = Counter()
+        for records in (self.client, self.server, self.guardrails):
+            total.update(records.rejected_attributes)
+        return dict(sorted(total.items()))

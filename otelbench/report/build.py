@@ -169,7 +169,8 @@ def render_json(report: dict[str, Any]) -> str:
 
 
 def _dropna(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    return values[np.isfinite(values)]
+    finite = np.isfinite(values)
+    return values if finite.all() else values[finite]  # no copy of 10M samples when all defined
 
 
 def _summary(values: npt.NDArray[np.float64]) -> dict[str, int | float | None]:
@@ -301,6 +302,7 @@ def report_from_data(
             "clock_domains": dict(CLOCK_DOMAINS),
             "deviations": deviations,
         },
+        "data_quality": _data_quality(data),
     }
     # Configuration summary (draft 5.1.5.1) and compliance (draft 2), from the report's facts.
     report["configuration"] = configuration_summary(report)
@@ -418,6 +420,12 @@ def _ttft_decomposition(
         "share_of_mean": {name: d.share_of_mean[name] for name in TTFT_COMPONENTS},
         "share_p50": {name: d.share_p50[name] for name in TTFT_COMPONENTS},
     }
+
+
+def _data_quality(data: RunData) -> dict[str, Any]:
+    """Stored attribute values of the run's spans that could not be parsed and were read as
+    absent, per attribute name (the query layer's lenient parsing; docs/report-schema.md)."""
+    return {"rejected_attributes": data.rejected_attributes()}
 
 
 def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:

@@ -560,6 +560,17 @@ def _load_generator_section(run: Mapping[str, Any]) -> list[str]:
     return ["## Load generator (draft 4.2.5)", "", *_table(["Metric", "Value"], rows), ""]
 
 
+def _client_telemetry_section(run: Mapping[str, Any]) -> list[str]:
+    t = run.get("client_telemetry")
+    if not t:
+        return []
+    rows = [[key, str(t[key])] for key in ("spans_sent", "spans_spooled", "spans_replayed")]
+    rows += [[key, str(t[key])] for key in ("spans_dropped", "spans_rejected") if key in t]
+    lost = t.get("spans_dropped", 0) + t.get("spans_rejected", 0)
+    note = f"Client spans lost (spool full or refused by the collector): {lost}."
+    return ["## Client span export", "", *_table(["Counter", "Spans"], rows), "", note, ""]
+
+
 def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:
     itl = methodology["itl_method"]
     lines = [
@@ -581,6 +592,19 @@ def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:
     lines += ["", "### Deviations", ""]
     lines += [f"- {d}" for d in methodology["deviations"]] or ["- none"]
     return [*lines, ""]
+
+
+def _data_quality_section(report: Mapping[str, Any]) -> list[str]:
+    rejected = report.get("data_quality", {}).get("rejected_attributes")
+    if not rejected:
+        return []
+    counts = ", ".join(f"`{name}` {count}" for name, count in rejected.items())
+    return [
+        "## Data quality",
+        "",
+        f"- Stored attribute values that could not be parsed (read as absent): {counts}",
+        "",
+    ]
 
 
 def _cell(text: Any) -> str:
@@ -655,7 +679,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += _classes_section(metrics)
     lines += _guardrails_section(metrics)
     lines += _load_generator_section(run)
+    lines += _client_telemetry_section(run)
     lines += _methodology_section(report["methodology"])
+    lines += _data_quality_section(report)
     lines += _configuration_section(report)
     lines += _compliance_section(report)
     return "\n".join(lines).rstrip("\n") + "\n"

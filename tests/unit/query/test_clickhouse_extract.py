@@ -28,7 +28,7 @@ from otelbench.query import (
     list_runs,
     open_store,
 )
-from otelbench.query.extract import NAME_PARAMETERS
+from otelbench.query.extract import NAME_PARAMETERS, PATTERN_PARAMETERS
 from otelbench.report import render_json
 from otelbench.report.build import report_from_data
 from tests.unit.query.clickhouse_store import load_chdb
@@ -419,6 +419,15 @@ def test_server_itl_matches_numpy_on_random_data(tmp_path: Path) -> None:
 # --- the SQL files ------------------------------------------------------------------------------
 
 VALUE_PARAMETERS = {"run_id", "start_unix_ns", "end_unix_ns", "levels"}
+# run_target_span_count binds semconv.SERVICE_CLIENT itself (otelbench.query.clickhouse)
+CLICKHOUSE_VALUE_PARAMETERS = {"service_client"}
+CLICKHOUSE_ONLY = {
+    "run_server_itl_summary.sql",
+    "run_server_itl_per_request.sql",
+    "run_client_itl_summary.sql",
+    "run_client_itl_per_request.sql",
+    "run_target_span_count.sql",
+}
 
 
 def _sql_names(dialect: str) -> list[str]:
@@ -432,12 +441,13 @@ def test_every_named_query_exists_in_clickhouse_with_semconv_parameters_only() -
 
     names = _sql_names("clickhouse")
     assert set(_sql_names("duckdb")) <= set(names)
-    assert set(names) - set(_sql_names("duckdb")) == {"run_server_itl_summary.sql"}
+    assert set(names) - set(_sql_names("duckdb")) == CLICKHOUSE_ONLY
     dialect = get_dialect("clickhouse")
     for name in names:
         text = re.sub(r"--[^\n]*", "", dialect.sql(name.removesuffix(".sql")))
         params = set(dialect.parameters.findall(text))
-        assert params <= NAME_PARAMETERS.keys() | VALUE_PARAMETERS, name
+        known = NAME_PARAMETERS.keys() | PATTERN_PARAMETERS.keys() | VALUE_PARAMETERS
+        assert params <= known | CLICKHOUSE_VALUE_PARAMETERS, name
         assert "$" not in text, name
         assert "gen_ai." not in text, name
         assert "otelbench." not in text, name
@@ -509,12 +519,13 @@ def test_clickhouse_connect_binds_every_query_as_chdb_runs_it(
                 "start_unix_ns": None,
                 "end_unix_ns": T0_NS + 2600 * MS,
                 "levels": [0.5, 0.9, 0.95, 0.99, 0.999],
+                "service_client": semconv.SERVICE_CLIENT,
             }
             for name in _sql_names("clickhouse"):
                 query = name.removesuffix(".sql")
                 sql = dialect.sql(query)
                 wanted = set(dialect.parameters.findall(re.sub(r"--[^\n]*", "", sql)))
-                params = {k: {**NAME_PARAMETERS, **values}[k] for k in wanted}
+                params = {k: {**NAME_PARAMETERS, **PATTERN_PARAMETERS, **values}[k] for k in wanted}
                 bound_sql, http_params = bind_query(sql, params)
                 assert bound_sql == sql  # server-side binding: the text is sent unchanged
                 assert set(http_params) == {f"param_{k}" for k in params}
@@ -527,5 +538,5 @@ def test_clickhouse_connect_binds_every_query_as_chdb_runs_it(
                     assert repr(np.ma.asarray(theirs[col]).tolist()) == repr(
                         np.ma.asarray(ours[col]).tolist()
                     ), (query, col)
-    assert len(rows) == 6
+    assert len(rows) == 10
     assert all(n > 0 for n in rows.values()), rows

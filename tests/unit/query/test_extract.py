@@ -24,7 +24,7 @@ from otelbench.query import (
     list_runs,
     open_store,
 )
-from otelbench.query.extract import NAME_PARAMETERS
+from otelbench.query.extract import NAME_PARAMETERS, PATTERN_PARAMETERS
 from otelbench.store import SpanStore
 from tests.unit.query.spanstore import (
     HOOK_RUN_ID,
@@ -217,7 +217,9 @@ def test_reasoning_phase_columns(tmp_path: Path) -> None:
     assert np.isnan(c.output_phase_chunk[1:]).all()
 
 
-def test_chunk_array_length_mismatch_is_a_store_error(tmp_path: Path) -> None:
+def test_chunk_token_counts_of_another_length_are_rejected_and_counted(tmp_path: Path) -> None:
+    """Token counts that do not pair with the chunk offsets are left out (one token per chunk
+    is assumed, as without counts) and counted, instead of failing the extraction."""
     s = SpanWriter(tmp_path / "s.duckdb")
     s.client_span(
         run_id="x",
@@ -229,14 +231,15 @@ def test_chunk_array_length_mismatch_is_a_store_error(tmp_path: Path) -> None:
         chunk_tokens=[1],
     )
     s.close()
-    with (
-        open_store(tmp_path / "s.duckdb") as store,
-        pytest.raises(StoreError, match=f"client span {span(7)}: .* has 2 entries but .* has 1"),
-    ):
-        extract_client_requests(store, "x")
+    with open_store(tmp_path / "s.duckdb") as store:
+        c = extract_client_requests(store, "x")
+    assert c.chunk_offset_us.tolist() == [10, 20]
+    assert c.chunk_tokens.tolist() == [1, 1]
+    assert c.chunk_token_source == (semconv.CHUNK_TOKENS_ONE_PER_CHUNK,)
+    assert c.rejected_attributes == {semconv.CLIENT_CHUNK_TOKENS: 1}
 
 
-def test_malformed_attribute_is_a_store_error(tmp_path: Path) -> None:
+def test_a_malformed_attribute_is_read_as_absent_and_counted(tmp_path: Path) -> None:
     s = SpanWriter(tmp_path / "s.duckdb")
     s.client_span(
         run_id="x",
@@ -249,8 +252,11 @@ def test_malformed_attribute_is_a_store_error(tmp_path: Path) -> None:
         extra={semconv.CLIENT_TTFT_US: "soon"},
     )
     s.close()
-    with open_store(tmp_path / "s.duckdb") as store, pytest.raises(StoreError, match="failed"):
-        extract_client_requests(store, "x")
+    with open_store(tmp_path / "s.duckdb") as store:
+        c = extract_client_requests(store, "x")
+    assert np.isnan(c.ttft_us).all()
+    assert c.end_offset_us.tolist() == [50.0]
+    assert c.rejected_attributes == {semconv.CLIENT_TTFT_US: 1}
 
 
 # --- server spans ------------------------------------------------------------------------------
@@ -503,7 +509,7 @@ def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
     for name in names:
         text = re.sub(r"--[^\n]*", "", (sql_dir / name).read_text(encoding="utf-8"))
         params = set(re.findall(r"\$([A-Za-z_]\w*)", text))
-        assert params <= NAME_PARAMETERS.keys() | VALUE_PARAMETERS, name
+        assert params <= NAME_PARAMETERS.keys() | PATTERN_PARAMETERS.keys() | VALUE_PARAMETERS, name
         # no attribute name is spelled out in SQL: they are all bound from semconv
         assert "gen_ai." not in text, name
         assert "otelbench." not in text, name

@@ -45,9 +45,11 @@ def test_top_level_shape(scenario_store: Path) -> None:
         "run",
         "metrics",
         "methodology",
+        "data_quality",
         "configuration",
         "compliance",
     ]
+    assert report["data_quality"] == {"rejected_attributes": {}}
     assert report["schema_version"] == SCHEMA_VERSION == 1
     assert list(report["metrics"]) == ["client", "server", "fluidity"]
     client = report["metrics"]["client"]

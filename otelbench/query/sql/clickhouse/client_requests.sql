@@ -3,8 +3,10 @@
 -- Warm-up and probe requests (draft 4.5; attr_request_phase other than phase_measure) are left
 -- out; a span without the attribute is measured. Per-chunk arrays arrive as JSON text and are
 -- parsed with JSONExtract(..., 'Array(Int64)'). A span with chunk offsets but no chunk token
--- counts gets one token per chunk. Absent attributes are NULL (mapContains), numbers are parsed
--- with to*OrNull (an unparsable value is NULL where DuckDB's CAST would raise).
+-- counts gets one token per chunk. Absent attributes are NULL (mapContains).
+-- Attributes are parsed leniently (see _server_span_columns.sql): a present value that does not
+-- match its pattern is read as absent and named in rejected_attributes. Chunk token counts are
+-- also rejected when there are not as many as chunk offsets (absent offsets count as none).
 WITH client AS (
     SELECT
         TraceId                                                   AS trace_id,
@@ -13,9 +15,15 @@ WITH client AS (
         Duration                                                  AS duration,
         StatusCode                                                AS status_code,
         SpanAttributes                                            AS attrs,
-        mapContains(SpanAttributes, {attr_chunk_offsets_us:String}) AS has_offsets,
-        mapContains(SpanAttributes, {attr_chunk_tokens:String})     AS has_tokens,
-        JSONExtract(SpanAttributes[{attr_chunk_offsets_us:String}], 'Array(Int64)') AS offsets
+        match(SpanAttributes[{attr_chunk_offsets_us:String}], {re_int_array:String}) AS has_offsets,
+        match(SpanAttributes[{attr_chunk_tokens:String}], {re_int_array:String})     AS tokens_ok,
+        if(has_offsets,
+           JSONExtract(SpanAttributes[{attr_chunk_offsets_us:String}], 'Array(Int64)'),
+           CAST([], 'Array(Int64)'))                              AS offsets,
+        if(tokens_ok,
+           JSONExtract(SpanAttributes[{attr_chunk_tokens:String}], 'Array(Int64)'),
+           CAST([], 'Array(Int64)'))                              AS tokens_parsed,
+        tokens_ok AND length(tokens_parsed) = length(offsets)     AS has_tokens
     FROM otel_traces
     WHERE SpanKind = {kind_client:String}
       AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
@@ -31,27 +39,37 @@ SELECT
      AND NOT mapContains(attrs, {attr_error_type:String}))                AS ok,
     if(mapContains(attrs, {attr_error_type:String}),
        attrs[{attr_error_type:String}], NULL)                             AS error_type,
-    if(mapContains(attrs, {attr_request_index:String}),
+    if(mapContains(attrs, {attr_request_index:String})
+       AND match(attrs[{attr_request_index:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_request_index:String}]), NULL)           AS request_index,
     if(mapContains(attrs, {attr_request_class:String}),
        attrs[{attr_request_class:String}], NULL)                          AS request_class,
     if(mapContains(attrs, {attr_think_phase:String}),
        attrs[{attr_think_phase:String}], NULL)                            AS think_phase,
-    if(mapContains(attrs, {attr_output_phase_chunk:String}),
+    if(mapContains(attrs, {attr_output_phase_chunk:String})
+       AND match(attrs[{attr_output_phase_chunk:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_output_phase_chunk:String}]), NULL)      AS output_phase_chunk,
-    if(mapContains(attrs, {attr_schedule_lag_us:String}),
+    if(mapContains(attrs, {attr_schedule_lag_us:String})
+       AND match(attrs[{attr_schedule_lag_us:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_schedule_lag_us:String}]), NULL)         AS schedule_lag_us,
-    if(mapContains(attrs, {attr_ttft_us:String}),
+    if(mapContains(attrs, {attr_ttft_us:String})
+       AND match(attrs[{attr_ttft_us:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_ttft_us:String}]), NULL)                 AS ttft_us,
-    if(mapContains(attrs, {attr_first_event_offset_us:String}),
+    if(mapContains(attrs, {attr_first_event_offset_us:String})
+       AND match(attrs[{attr_first_event_offset_us:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_first_event_offset_us:String}]), NULL)   AS first_event_offset_us,
-    if(mapContains(attrs, {attr_end_offset_us:String}),
+    if(mapContains(attrs, {attr_end_offset_us:String})
+       AND match(attrs[{attr_end_offset_us:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_end_offset_us:String}]), NULL)           AS end_offset_us,
-    if(mapContains(attrs, {attr_input_tokens:String}),
+    if(mapContains(attrs, {attr_input_tokens:String})
+       AND match(attrs[{attr_input_tokens:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_input_tokens:String}]), NULL)            AS input_tokens,
-    if(mapContains(attrs, {attr_output_tokens:String}),
+    if(mapContains(attrs, {attr_output_tokens:String})
+       AND match(attrs[{attr_output_tokens:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_output_tokens:String}]), NULL)           AS output_tokens,
-    JSONExtract(attrs[{attr_finish_reasons:String}], 'Array(String)')     AS finish_reasons,
+    if(match(attrs[{attr_finish_reasons:String}], {re_string_array:String}),
+       JSONExtract(attrs[{attr_finish_reasons:String}], 'Array(String)'),
+       CAST([], 'Array(String)'))                                         AS finish_reasons,
     multiIf(
         has_offsets AND NOT has_tokens, {one_per_chunk:String},
         mapContains(attrs, {attr_chunk_token_source:String}),
@@ -59,8 +77,40 @@ SELECT
         NULL
     )                                                                     AS chunk_token_source,
     offsets                                                               AS chunk_offsets_us,
-    if(has_tokens,
-       JSONExtract(attrs[{attr_chunk_tokens:String}], 'Array(Int64)'),
-       arrayMap(x -> toInt64(1), offsets))                                AS chunk_tokens
+    if(has_tokens, tokens_parsed, arrayMap(x -> toInt64(1), offsets))     AS chunk_tokens,
+    arrayFilter(a -> a != '', [
+        if(mapContains(attrs, {attr_request_index:String})
+           AND NOT match(attrs[{attr_request_index:String}], {re_int:String}),
+           {attr_request_index:String}, ''),
+        if(mapContains(attrs, {attr_output_phase_chunk:String})
+           AND NOT match(attrs[{attr_output_phase_chunk:String}], {re_int:String}),
+           {attr_output_phase_chunk:String}, ''),
+        if(mapContains(attrs, {attr_schedule_lag_us:String})
+           AND NOT match(attrs[{attr_schedule_lag_us:String}], {re_int:String}),
+           {attr_schedule_lag_us:String}, ''),
+        if(mapContains(attrs, {attr_ttft_us:String})
+           AND NOT match(attrs[{attr_ttft_us:String}], {re_int:String}),
+           {attr_ttft_us:String}, ''),
+        if(mapContains(attrs, {attr_first_event_offset_us:String})
+           AND NOT match(attrs[{attr_first_event_offset_us:String}], {re_int:String}),
+           {attr_first_event_offset_us:String}, ''),
+        if(mapContains(attrs, {attr_end_offset_us:String})
+           AND NOT match(attrs[{attr_end_offset_us:String}], {re_int:String}),
+           {attr_end_offset_us:String}, ''),
+        if(mapContains(attrs, {attr_input_tokens:String})
+           AND NOT match(attrs[{attr_input_tokens:String}], {re_int:String}),
+           {attr_input_tokens:String}, ''),
+        if(mapContains(attrs, {attr_output_tokens:String})
+           AND NOT match(attrs[{attr_output_tokens:String}], {re_int:String}),
+           {attr_output_tokens:String}, ''),
+        if(mapContains(attrs, {attr_finish_reasons:String})
+           AND NOT match(attrs[{attr_finish_reasons:String}], {re_string_array:String}),
+           {attr_finish_reasons:String}, ''),
+        if(mapContains(attrs, {attr_chunk_offsets_us:String})
+           AND NOT match(attrs[{attr_chunk_offsets_us:String}], {re_int_array:String}),
+           {attr_chunk_offsets_us:String}, ''),
+        if(mapContains(attrs, {attr_chunk_tokens:String}) AND NOT has_tokens,
+           {attr_chunk_tokens:String}, '')
+    ])                                                                    AS rejected_attributes
 FROM client
 ORDER BY ts, trace_id, span_id

@@ -5,6 +5,8 @@
 -- TraceId (inside vLLM it is the client span's child, behind the gateway the gateway span's),
 -- which is how it is joined (client_span_id). Per-event times arrive as JSON text
 -- (JSONExtract); the resource attributes disclose the guardrail configuration (draft 4.8.1).
+-- Attributes are parsed leniently (see _server_span_columns.sql): a present value that does not
+-- match its pattern is read as absent and named in rejected_attributes.
 WITH client AS (
     SELECT TraceId AS trace_id, SpanId AS span_id
     FROM otel_traces
@@ -31,14 +33,20 @@ SELECT
        f.SpanAttributes[{attr_guardrail_rule:String}], NULL)             AS rule,
     if(mapContains(f.SpanAttributes, {attr_guardrail_error:String}),
        f.SpanAttributes[{attr_guardrail_error:String}], NULL)            AS error,
-    if(mapContains(f.SpanAttributes, {attr_guardrail_invocations:String}),
-       toInt64OrNull(f.SpanAttributes[{attr_guardrail_invocations:String}]), NULL) AS invocations,
-    if(mapContains(f.SpanAttributes, {attr_guardrail_busy_us:String}),
-       toInt64OrNull(f.SpanAttributes[{attr_guardrail_busy_us:String}]), NULL)     AS busy_us,
-    JSONExtract(f.SpanAttributes[{attr_guardrail_chunk_busy_us:String}], 'Array(Int64)')
-                                                                         AS chunk_busy_us,
-    JSONExtract(f.SpanAttributes[{attr_guardrail_output_added_us:String}], 'Array(Int64)')
-                                                                         AS output_added_us,
+    if(mapContains(f.SpanAttributes, {attr_guardrail_invocations:String})
+       AND match(f.SpanAttributes[{attr_guardrail_invocations:String}], {re_int:String}),
+       toInt64OrNull(f.SpanAttributes[{attr_guardrail_invocations:String}]), NULL)
+                                                                         AS invocations,
+    if(mapContains(f.SpanAttributes, {attr_guardrail_busy_us:String})
+       AND match(f.SpanAttributes[{attr_guardrail_busy_us:String}], {re_int:String}),
+       toInt64OrNull(f.SpanAttributes[{attr_guardrail_busy_us:String}]), NULL)
+                                                                         AS busy_us,
+    if(match(f.SpanAttributes[{attr_guardrail_chunk_busy_us:String}], {re_int_array:String}),
+       JSONExtract(f.SpanAttributes[{attr_guardrail_chunk_busy_us:String}], 'Array(Int64)'),
+       CAST([], 'Array(Int64)'))                                         AS chunk_busy_us,
+    if(match(f.SpanAttributes[{attr_guardrail_output_added_us:String}], {re_int_array:String}),
+       JSONExtract(f.SpanAttributes[{attr_guardrail_output_added_us:String}], 'Array(Int64)'),
+       CAST([], 'Array(Int64)'))                                         AS output_added_us,
     if(mapContains(f.ResourceAttributes, {attr_guardrail_input_filters:String}),
        f.ResourceAttributes[{attr_guardrail_input_filters:String}], NULL)  AS resource_input_filters,
     if(mapContains(f.ResourceAttributes, {attr_guardrail_output_filters:String}),
@@ -47,7 +55,23 @@ SELECT
        f.ResourceAttributes[{attr_guardrail_config_sha256:String}], NULL) AS resource_config_sha256,
     if(mapContains(f.ResourceAttributes, {attr_guardrail_block_response:String}),
        f.ResourceAttributes[{attr_guardrail_block_response:String}], NULL) AS resource_block_response,
-    toString(f.ServiceName)                                              AS service_name
+    toString(f.ServiceName)                                              AS service_name,
+    arrayFilter(a -> a != '', [
+        if(mapContains(f.SpanAttributes, {attr_guardrail_invocations:String})
+           AND NOT match(f.SpanAttributes[{attr_guardrail_invocations:String}], {re_int:String}),
+           {attr_guardrail_invocations:String}, ''),
+        if(mapContains(f.SpanAttributes, {attr_guardrail_busy_us:String})
+           AND NOT match(f.SpanAttributes[{attr_guardrail_busy_us:String}], {re_int:String}),
+           {attr_guardrail_busy_us:String}, ''),
+        if(mapContains(f.SpanAttributes, {attr_guardrail_chunk_busy_us:String})
+           AND NOT match(f.SpanAttributes[{attr_guardrail_chunk_busy_us:String}],
+                         {re_int_array:String}),
+           {attr_guardrail_chunk_busy_us:String}, ''),
+        if(mapContains(f.SpanAttributes, {attr_guardrail_output_added_us:String})
+           AND NOT match(f.SpanAttributes[{attr_guardrail_output_added_us:String}],
+                         {re_int_array:String}),
+           {attr_guardrail_output_added_us:String}, '')
+    ])                                                                   AS rejected_attributes
 FROM otel_traces AS f
 INNER JOIN client AS c ON f.TraceId = c.trace_id
 WHERE f.SpanName = {span_guardrail_filter:String}

@@ -1,6 +1,11 @@
 -- _server_span_columns: the server-span record's columns (query.records.ServerRequests),
 -- included by the server-span queries after their SELECT; they read a CTE row with ts,
 -- duration, attrs, events, is_hook (see run_server_requests.sql).
+-- Attributes are parsed leniently: a value is cast only when it matches its pattern
+-- ($re_int, $re_number, $re_int_array: query.extract.PATTERN_PARAMETERS, the same in both
+-- dialects); a present value that does not is read as absent and its attribute name is listed
+-- in rejected_attributes (once per span, or once per event for event attributes), which the
+-- extraction counts. Hook-only attributes are parsed, and rejected, on hook spans only.
     trace_id,
     span_id,
     parent_span_id,
@@ -8,31 +13,83 @@
     epoch_ns(ts)                                                       AS start_unix_ns,
     CAST(duration AS BIGINT)                                           AS duration_ns,
     attrs[$attr_vllm_request_id]                                       AS request_id,
-    CAST(attrs[$attr_vllm_ttft] AS DOUBLE)                             AS ttft_s,
-    CAST(attrs[$attr_vllm_e2e] AS DOUBLE)                              AS e2e_s,
-    CAST(attrs[$attr_vllm_queue] AS DOUBLE)                            AS queue_s,
-    CAST(attrs[$attr_vllm_prefill] AS DOUBLE)                          AS prefill_s,
-    CAST(attrs[$attr_vllm_decode] AS DOUBLE)                           AS decode_s,
-    CAST(attrs[$attr_vllm_inference] AS DOUBLE)                        AS inference_s,
-    CAST(attrs[$attr_vllm_prompt_tokens] AS BIGINT)                    AS prompt_tokens,
-    CAST(attrs[$attr_vllm_completion_tokens] AS BIGINT)                AS completion_tokens,
+    CASE WHEN regexp_matches(attrs[$attr_vllm_ttft], $re_number)
+         THEN CAST(attrs[$attr_vllm_ttft] AS DOUBLE) END               AS ttft_s,
+    CASE WHEN regexp_matches(attrs[$attr_vllm_e2e], $re_number)
+         THEN CAST(attrs[$attr_vllm_e2e] AS DOUBLE) END                AS e2e_s,
+    CASE WHEN regexp_matches(attrs[$attr_vllm_queue], $re_number)
+         THEN CAST(attrs[$attr_vllm_queue] AS DOUBLE) END              AS queue_s,
+    CASE WHEN regexp_matches(attrs[$attr_vllm_prefill], $re_number)
+         THEN CAST(attrs[$attr_vllm_prefill] AS DOUBLE) END            AS prefill_s,
+    CASE WHEN regexp_matches(attrs[$attr_vllm_decode], $re_number)
+         THEN CAST(attrs[$attr_vllm_decode] AS DOUBLE) END             AS decode_s,
+    CASE WHEN regexp_matches(attrs[$attr_vllm_inference], $re_number)
+         THEN CAST(attrs[$attr_vllm_inference] AS DOUBLE) END          AS inference_s,
+    CASE WHEN regexp_matches(attrs[$attr_vllm_prompt_tokens], $re_int)
+         THEN CAST(attrs[$attr_vllm_prompt_tokens] AS BIGINT) END      AS prompt_tokens,
+    CASE WHEN regexp_matches(attrs[$attr_vllm_completion_tokens], $re_int)
+         THEN CAST(attrs[$attr_vllm_completion_tokens] AS BIGINT) END  AS completion_tokens,
     attrs[$attr_vllm_finish_reason]                                    AS finish_reason,
-    CAST(attrs[$attr_cache_read_tokens] AS BIGINT)                     AS cache_read_tokens,
-    CASE WHEN is_hook THEN CAST(attrs[$attr_server_preemptions] AS BIGINT) END
-                                                                       AS preemptions,
+    CASE WHEN regexp_matches(attrs[$attr_cache_read_tokens], $re_int)
+         THEN CAST(attrs[$attr_cache_read_tokens] AS BIGINT) END       AS cache_read_tokens,
+    CASE WHEN is_hook AND regexp_matches(attrs[$attr_server_preemptions], $re_int)
+         THEN CAST(attrs[$attr_server_preemptions] AS BIGINT) END      AS preemptions,
     CASE WHEN is_hook THEN
         len(list_filter(events, lambda e: e[1] = $event_preemption))
     END                                                                AS preemption_events,
     CASE WHEN is_hook THEN coalesce(list_sum(list_transform(
         list_filter(events, lambda e: e[1] = $event_preemption),
-        lambda e: CAST(e[2][$attr_preemption_kv_discarded] AS BIGINT)
+        lambda e: CASE WHEN regexp_matches(e[2][$attr_preemption_kv_discarded], $re_int)
+                       THEN CAST(e[2][$attr_preemption_kv_discarded] AS BIGINT) END
     )), 0) END                                                         AS kv_tokens_discarded,
-    CASE WHEN is_hook THEN
-        coalesce(from_json(attrs[$attr_server_token_offsets_us], '["BIGINT"]'), []::BIGINT[])
-    ELSE []::BIGINT[] END                                              AS token_offsets_us,
-    CASE WHEN is_hook THEN CAST(attrs[$attr_server_output_phase_token] AS BIGINT) END
+    CASE WHEN is_hook AND regexp_matches(attrs[$attr_server_token_offsets_us], $re_int_array)
+         THEN from_json(attrs[$attr_server_token_offsets_us], '["BIGINT"]')
+         ELSE []::BIGINT[] END                                         AS token_offsets_us,
+    CASE WHEN is_hook AND regexp_matches(attrs[$attr_server_output_phase_token], $re_int)
+         THEN CAST(attrs[$attr_server_output_phase_token] AS BIGINT) END
                                                                        AS output_phase_token,
-    CASE WHEN is_hook THEN list_filter(list_transform(
-        list_filter(events, lambda e: e[1] = $event_resumption),
+    CASE WHEN is_hook THEN list_transform(
+        list_filter(events, lambda e: e[1] = $event_resumption
+                    AND regexp_matches(e[2][$attr_preemption_stall_us], $re_int)),
         lambda e: CAST(e[2][$attr_preemption_stall_us] AS BIGINT)
-    ), lambda x: x IS NOT NULL) ELSE []::BIGINT[] END                  AS stall_us
+    ) ELSE []::BIGINT[] END                                            AS stall_us,
+    list_concat(
+        list_filter([
+            CASE WHEN NOT regexp_matches(attrs[$attr_vllm_ttft], $re_number)
+                 THEN $attr_vllm_ttft END,
+            CASE WHEN NOT regexp_matches(attrs[$attr_vllm_e2e], $re_number)
+                 THEN $attr_vllm_e2e END,
+            CASE WHEN NOT regexp_matches(attrs[$attr_vllm_queue], $re_number)
+                 THEN $attr_vllm_queue END,
+            CASE WHEN NOT regexp_matches(attrs[$attr_vllm_prefill], $re_number)
+                 THEN $attr_vllm_prefill END,
+            CASE WHEN NOT regexp_matches(attrs[$attr_vllm_decode], $re_number)
+                 THEN $attr_vllm_decode END,
+            CASE WHEN NOT regexp_matches(attrs[$attr_vllm_inference], $re_number)
+                 THEN $attr_vllm_inference END,
+            CASE WHEN NOT regexp_matches(attrs[$attr_vllm_prompt_tokens], $re_int)
+                 THEN $attr_vllm_prompt_tokens END,
+            CASE WHEN NOT regexp_matches(attrs[$attr_vllm_completion_tokens], $re_int)
+                 THEN $attr_vllm_completion_tokens END,
+            CASE WHEN NOT regexp_matches(attrs[$attr_cache_read_tokens], $re_int)
+                 THEN $attr_cache_read_tokens END,
+            CASE WHEN is_hook AND NOT regexp_matches(attrs[$attr_server_preemptions], $re_int)
+                 THEN $attr_server_preemptions END,
+            CASE WHEN is_hook
+                      AND NOT regexp_matches(attrs[$attr_server_token_offsets_us], $re_int_array)
+                 THEN $attr_server_token_offsets_us END,
+            CASE WHEN is_hook
+                      AND NOT regexp_matches(attrs[$attr_server_output_phase_token], $re_int)
+                 THEN $attr_server_output_phase_token END
+        ], lambda a: a IS NOT NULL),
+        CASE WHEN is_hook THEN list_transform(
+            list_filter(events, lambda e: e[1] = $event_preemption
+                        AND NOT regexp_matches(e[2][$attr_preemption_kv_discarded], $re_int)),
+            lambda e: $attr_preemption_kv_discarded
+        ) ELSE []::VARCHAR[] END,
+        CASE WHEN is_hook THEN list_transform(
+            list_filter(events, lambda e: e[1] = $event_resumption
+                        AND NOT regexp_matches(e[2][$attr_preemption_stall_us], $re_int)),
+            lambda e: $attr_preemption_stall_us
+        ) ELSE []::VARCHAR[] END
+    )                                                                  AS rejected_attributes

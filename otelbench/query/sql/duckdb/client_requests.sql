@@ -4,6 +4,9 @@
 -- Per-chunk arrays arrive as JSON text and are parsed here, as BIGINT[] lists (from_json is
 -- several times faster than CAST(... AS BIGINT[]) on long arrays). A span with chunk offsets
 -- but no chunk token counts gets one token per chunk.
+-- Attributes are parsed leniently (see _server_span_columns.sql): a present value that does not
+-- match its pattern is read as absent and named in rejected_attributes. Chunk token counts are
+-- also rejected when there are not as many as chunk offsets (absent offsets count as none).
 WITH client AS (
     SELECT
         "TraceId"                                                    AS trace_id,
@@ -12,12 +15,23 @@ WITH client AS (
         "Duration"                                                   AS duration,
         "StatusCode"                                                 AS status_code,
         "SpanAttributes"                                             AS attrs,
-        from_json("SpanAttributes"[$attr_chunk_offsets_us], '["BIGINT"]') AS chunk_offsets,
-        from_json("SpanAttributes"[$attr_chunk_tokens], '["BIGINT"]')     AS chunk_tokens
+        CASE WHEN regexp_matches("SpanAttributes"[$attr_chunk_offsets_us], $re_int_array)
+             THEN from_json("SpanAttributes"[$attr_chunk_offsets_us], '["BIGINT"]')
+        END                                                          AS chunk_offsets,
+        CASE WHEN regexp_matches("SpanAttributes"[$attr_chunk_tokens], $re_int_array)
+             THEN from_json("SpanAttributes"[$attr_chunk_tokens], '["BIGINT"]')
+        END                                                          AS tokens_parsed
     FROM otel_traces
     WHERE "SpanKind" = $kind_client
       AND "SpanAttributes"[$attr_run_id] = $run_id
       AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
+),
+checked AS (
+    SELECT
+        *,
+        CASE WHEN len(tokens_parsed) = len(coalesce(chunk_offsets, []::BIGINT[]))
+             THEN tokens_parsed END                                  AS chunk_tokens
+    FROM client
 )
 SELECT
     trace_id,
@@ -26,24 +40,58 @@ SELECT
     CAST(duration AS BIGINT)                                         AS duration_ns,
     (status_code <> $status_error AND attrs[$attr_error_type] IS NULL) AS ok,
     attrs[$attr_error_type]                                          AS error_type,
-    CAST(attrs[$attr_request_index] AS BIGINT)                       AS request_index,
+    CASE WHEN regexp_matches(attrs[$attr_request_index], $re_int)
+         THEN CAST(attrs[$attr_request_index] AS BIGINT) END         AS request_index,
     attrs[$attr_request_class]                                       AS request_class,
     attrs[$attr_think_phase]                                         AS think_phase,
-    CAST(attrs[$attr_output_phase_chunk] AS BIGINT)                  AS output_phase_chunk,
-    CAST(attrs[$attr_schedule_lag_us] AS BIGINT)                     AS schedule_lag_us,
-    CAST(attrs[$attr_ttft_us] AS BIGINT)                             AS ttft_us,
-    CAST(attrs[$attr_first_event_offset_us] AS BIGINT)               AS first_event_offset_us,
-    CAST(attrs[$attr_end_offset_us] AS BIGINT)                       AS end_offset_us,
-    CAST(attrs[$attr_input_tokens] AS BIGINT)                        AS input_tokens,
-    CAST(attrs[$attr_output_tokens] AS BIGINT)                       AS output_tokens,
-    coalesce(from_json(attrs[$attr_finish_reasons], '["VARCHAR"]'), []::VARCHAR[])
-                                                                     AS finish_reasons,
+    CASE WHEN regexp_matches(attrs[$attr_output_phase_chunk], $re_int)
+         THEN CAST(attrs[$attr_output_phase_chunk] AS BIGINT) END    AS output_phase_chunk,
+    CASE WHEN regexp_matches(attrs[$attr_schedule_lag_us], $re_int)
+         THEN CAST(attrs[$attr_schedule_lag_us] AS BIGINT) END       AS schedule_lag_us,
+    CASE WHEN regexp_matches(attrs[$attr_ttft_us], $re_int)
+         THEN CAST(attrs[$attr_ttft_us] AS BIGINT) END               AS ttft_us,
+    CASE WHEN regexp_matches(attrs[$attr_first_event_offset_us], $re_int)
+         THEN CAST(attrs[$attr_first_event_offset_us] AS BIGINT) END AS first_event_offset_us,
+    CASE WHEN regexp_matches(attrs[$attr_end_offset_us], $re_int)
+         THEN CAST(attrs[$attr_end_offset_us] AS BIGINT) END         AS end_offset_us,
+    CASE WHEN regexp_matches(attrs[$attr_input_tokens], $re_int)
+         THEN CAST(attrs[$attr_input_tokens] AS BIGINT) END          AS input_tokens,
+    CASE WHEN regexp_matches(attrs[$attr_output_tokens], $re_int)
+         THEN CAST(attrs[$attr_output_tokens] AS BIGINT) END         AS output_tokens,
+    CASE WHEN regexp_matches(attrs[$attr_finish_reasons], $re_string_array)
+         THEN from_json(attrs[$attr_finish_reasons], '["VARCHAR"]')
+         ELSE []::VARCHAR[] END                                      AS finish_reasons,
     CASE
         WHEN chunk_tokens IS NULL AND chunk_offsets IS NOT NULL THEN $one_per_chunk
         ELSE attrs[$attr_chunk_token_source]
     END                                                              AS chunk_token_source,
     coalesce(chunk_offsets, []::BIGINT[])                            AS chunk_offsets_us,
     coalesce(chunk_tokens, list_transform(chunk_offsets, lambda x: 1), []::BIGINT[])
-                                                                     AS chunk_tokens
-FROM client
+                                                                     AS chunk_tokens,
+    list_filter([
+        CASE WHEN NOT regexp_matches(attrs[$attr_request_index], $re_int)
+             THEN $attr_request_index END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_output_phase_chunk], $re_int)
+             THEN $attr_output_phase_chunk END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_schedule_lag_us], $re_int)
+             THEN $attr_schedule_lag_us END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_ttft_us], $re_int)
+             THEN $attr_ttft_us END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_first_event_offset_us], $re_int)
+             THEN $attr_first_event_offset_us END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_end_offset_us], $re_int)
+             THEN $attr_end_offset_us END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_input_tokens], $re_int)
+             THEN $attr_input_tokens END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_output_tokens], $re_int)
+             THEN $attr_output_tokens END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_finish_reasons], $re_string_array)
+             THEN $attr_finish_reasons END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_chunk_offsets_us], $re_int_array)
+             THEN $attr_chunk_offsets_us END,
+        CASE WHEN tokens_parsed IS NULL AND attrs[$attr_chunk_tokens] IS NOT NULL
+                  OR tokens_parsed IS NOT NULL AND chunk_tokens IS NULL
+             THEN $attr_chunk_tokens END
+    ], lambda a: a IS NOT NULL)                                      AS rejected_attributes
+FROM checked
 ORDER BY ts, trace_id, span_id
