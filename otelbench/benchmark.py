@@ -1,11 +1,21 @@
 """One benchmark, end to end: collector → (SUT) → load → spans → store → report.
 
 This is what ``otelbench run`` does. Without an external OTLP endpoint it starts the embedded
-collector as a child process writing ``OUT/spans.duckdb`` (the store has one writer process, and
-keeping it out of the load generator's process keeps its CPU off the timing path), optionally
-launches the tiny vLLM on CPU with its tracer pointed at that collector, runs the load, flushes
-every span, stops the collector, and computes ``report.json`` and ``report.md`` from the stored
-spans alone — the same function ``otelbench report`` calls.
+collector as a child process writing ``OUT/spans.duckdb`` or the ``--store`` it is given (a
+DuckDB file, ``chdb:///abs/dir`` or ``clickhouse://host:port/db``: the store has one writer
+process — chdb serves a directory to one process at a time — and keeping it out of the load
+generator's process keeps its CPU off the timing path), optionally launches the tiny vLLM on CPU
+with its tracer pointed at that collector, runs the load, flushes every span, stops the
+collector, and computes ``report.json`` and ``report.md`` from the stored spans alone — the same
+function ``otelbench report`` calls.
+
+The production shape is ``--store clickhouse://… --otlp-endpoint URL``: an external collector
+(e.g. the OpenTelemetry Collector's ClickHouse exporter) at URL writes that ClickHouse server,
+and no embedded collector starts. The run then learns that the target's spans have arrived by
+counting them in the store (:class:`StoreSpanWatch`, the run's traces by run id) instead of
+asking the embedded collector (``GET /otelbench/stats``), and reports from the server. (A
+ClickHouse server cannot run on this machine, so that path is exercised only up to the
+connection; chdb, the same SQL in-process, is what the tests run.)
 
 Whatever happens during the load (target errors, Ctrl-C), what was measured so far is flushed,
 stored and reported.
@@ -18,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import dataclasses
@@ -39,23 +50,30 @@ import httpx
 
 from otelbench import semconv, telemetry
 from otelbench.client import CompletionResult
+from otelbench.collector.__main__ import STORE_ENV
+from otelbench.collector.access import ENV_RECEIVER_TOKEN
 from otelbench.collector.receiver import STATS_PATH
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
 from otelbench.loadgen.runner import RunConfig, RunOutcome, execute_run
 from otelbench.loadgen.workloads import make_workload
-from otelbench.query import extract_run_data, open_store
+from otelbench.query import QueryRunner, extract_run_data, open_store
+from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.html import plot_data, render_html
+from otelbench.spool import COUNTERS as SPOOL_COUNTERS
+from otelbench.spool import SpoolStats
 from otelbench.sut.vllm_cpu import SUT_NICENESS, VllmCpuServer
 
 __all__ = [
     "BenchmarkResult",
     "EmbeddedCollector",
     "check_target_url",
+    "client_telemetry",
     "config_json",
     "describe_host",
     "describe_sut",
     "preflight",
+    "record_client_telemetry",
     "run_benchmark",
     "write_reports",
 ]
@@ -68,11 +86,107 @@ us: vLLM's batch span processor exports every 5 s (``OTEL_BSP_SCHEDULE_DELAY`` d
 ends as soon as one target span per request has arrived, and is skipped for a target that sent
 no span during a run longer than this (it is not traced)."""
 LAUNCHED_SPAN_FLUSH_WAIT_S = 3.0
+CLIENT_TELEMETRY_FILE = "client_telemetry.json"
+"""The run directory's record of the load generator's span export counts (report
+``run.client_telemetry``)."""
 """The same when otelbench launched vLLM itself with ``OTEL_BSP_SCHEDULE_DELAY=200``."""
 
 
-class EmbeddedCollector:
-    """``python -m otelbench.collector`` as a child process, writing one DuckDB store.
+class SpanWatch(abc.ABC):
+    """Waits for the target's spans after a run's load, by polling :meth:`target_spans`."""
+
+    poll_s = 0.1
+
+    @abc.abstractmethod
+    def target_spans(self, run_id: str | None = None) -> int:
+        """Spans stored so far from the target (every service but the load generator)."""
+
+    def wait_for_target_spans(
+        self, expected: int, limit_s: float, quiet_s: float = 1.0, run_id: str | None = None
+    ) -> int:
+        """Wait for the target's spans after the load; returns how many are stored.
+
+        Targets export spans in batches on their own schedule (vLLM every 5 s by default), so
+        after the load the run waits, at most ``limit_s``, until at least ``expected`` target
+        spans are stored and then until none has arrived for ``quiet_s`` (a target may send
+        several spans per request, from more than one exporter).
+        """
+        deadline = time.monotonic() + limit_s
+        count = self.target_spans(run_id)
+        last_change = time.monotonic()
+        while time.monotonic() < deadline:
+            if count >= expected and time.monotonic() - last_change >= quiet_s:
+                break
+            time.sleep(self.poll_s)
+            now = self.target_spans(run_id)
+            if now != count:
+                count, last_change = now, time.monotonic()
+        return count
+
+
+class StoreSpanWatch(SpanWatch):
+    """Counts a run's target spans in a ClickHouse server store that an external collector
+    writes (``--otlp-endpoint`` with ``--store clickhouse://…``); holds one connection until
+    :meth:`close`. The run's spans are those in the traces of its client spans (by run id).
+
+    Example::
+
+        watch = StoreSpanWatch("clickhouse://ch:8123/otel")
+        watch.wait_for_target_spans(100, 6.0, run_id="r1")
+        watch.close()
+    """
+
+    poll_s = 0.5
+
+    def __init__(self, store: str) -> None:
+        self.store = store
+        self._stack = contextlib.ExitStack()
+        self._runner: QueryRunner | None = None
+
+    def target_spans(self, run_id: str | None = None) -> int:
+        """The run's target spans in the store (0 before the run has any)."""
+        from otelbench.query.clickhouse import run_target_span_count
+
+        if run_id is None:
+            raise ConfigError("counting spans in a store needs the run id")
+        if self._runner is None:
+            self._runner = self._stack.enter_context(open_store(self.store))
+        return run_target_span_count(self._runner, run_id)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._runner = None
+        self._stack.close()
+
+
+def is_server_store(store: str | Path | None) -> bool:
+    """True for a ClickHouse server store URL (``clickhouse://``, ``clickhouses://``): a store
+    that can be read while another process writes it (unlike a DuckDB file or a chdb dir)."""
+    return isinstance(store, str) and store.lower().startswith(("clickhouse://", "clickhouses://"))
+
+
+def store_display(store: str | Path, out_dir: Path | None = None) -> str:
+    """How reports name a store: a ClickHouse URL without its password, a DuckDB file relative
+    to ``out_dir`` when it lies there.
+
+    >>> store_display("clickhouse://bench:secret@ch:8123/otel")
+    'clickhouse://bench@ch:8123/otel'
+    """
+    if is_server_store(store):
+        from otelbench.query.clickhouse import ServerUrl
+
+        return ServerUrl.parse(str(store)).display()
+    if is_store_url(store):
+        return str(store)
+    path = Path(store)
+    if out_dir is not None and path.parent == out_dir:
+        return path.name
+    return str(path)
+
+
+class EmbeddedCollector(SpanWatch):
+    """``python -m otelbench.collector`` as a child process, writing one store (a DuckDB file
+    or a ClickHouse store URL).
 
     Example::
 
@@ -80,7 +194,7 @@ class EmbeddedCollector:
             ...  # export OTLP/HTTP to endpoint
     """
 
-    def __init__(self, store_path: Path, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, store_path: Path | str, host: str = "127.0.0.1", port: int = 0) -> None:
         self.store_path = store_path
         self.host = host
         self.port = port
@@ -90,10 +204,20 @@ class EmbeddedCollector:
 
     def start(self, timeout_s: float = 30.0) -> str:
         """Start the collector and return its OTLP/HTTP base endpoint once it is listening."""
-        cmd = [sys.executable, "-m", "otelbench.collector", "--store", str(self.store_path)]
-        cmd += ["--host", self.host, "--port", str(self.port)]
+        # the store travels in the environment: a ClickHouse URL's password stays out of `ps`
+        cmd = [sys.executable, "-m", "otelbench.collector", "--host", self.host]
+        cmd += ["--port", str(self.port)]
+        env = {**os.environ, STORE_ENV: str(self.store_path)}
+        # a loopback collector of our own run: an operator's receiver token in the environment
+        # is for their collector, and this run's exporters would not send it
+        env.pop(ENV_RECEIVER_TOKEN, None)
         self._proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            env=env,
         )
         assert self._proc.stdout is not None
         ready, _, _ = select.select([self._proc.stdout], [], [], timeout_s)
@@ -121,30 +245,11 @@ class EmbeddedCollector:
             return {}
         return stats
 
-    def target_spans(self) -> int:
-        """Spans stored so far from every service but the load generator's own."""
+    def target_spans(self, run_id: str | None = None) -> int:
+        """Spans stored so far from every service but the load generator's own (of every run:
+        the collector counts by service; ``run_id`` is not needed)."""
         by_service = self.live_stats().get("spans_by_service", {})
         return sum(n for svc, n in by_service.items() if svc != semconv.SERVICE_CLIENT)
-
-    def wait_for_target_spans(self, expected: int, limit_s: float, quiet_s: float = 1.0) -> int:
-        """Wait for the target's spans after the load; returns how many are stored.
-
-        Targets export spans in batches on their own schedule (vLLM every 5 s by default), so
-        after the load the run waits, at most ``limit_s``, until at least ``expected`` target
-        spans are stored and then until none has arrived for ``quiet_s`` (a target may send
-        several spans per request, from more than one exporter).
-        """
-        deadline = time.monotonic() + limit_s
-        count = self.target_spans()
-        last_change = time.monotonic()
-        while time.monotonic() < deadline:
-            if count >= expected and time.monotonic() - last_change >= quiet_s:
-                break
-            time.sleep(0.1)
-            now = self.target_spans()
-            if now != count:
-                count, last_change = now, time.monotonic()
-        return count
 
     def stop(self, timeout_s: float = 30.0) -> dict[str, Any]:
         """Stop gracefully (SIGTERM: in-flight batches are committed) and return its counters."""
@@ -282,6 +387,8 @@ class BenchmarkResult:
     outcome: RunOutcome | None
     interrupted: bool = False
     collector_stats: dict[str, Any] = field(default_factory=dict)
+    client_telemetry: dict[str, int] = field(default_factory=dict)
+    """The load generator's span export: sent, spooled, replayed, dropped (``otelbench.spool``)."""
 
 
 def write_reports(
@@ -294,11 +401,39 @@ def write_reports(
     with open_store(store_path) as runner:
         data = extract_run_data(runner, run_id)
     report = report_from_data(data)
+    report["run"]["client_telemetry"] = client_telemetry(out_dir, report["run"]["id"])
     markdown = render_markdown(report)
     (out_dir / "report.json").write_text(render_json(report))
     (out_dir / "report.md").write_text(markdown)
     (out_dir / "report.html").write_text(render_html(report, plot_data(data)), encoding="utf-8")
     return report, markdown
+
+
+def record_client_telemetry(out_dir: Path, run_id: str, counts: Mapping[str, int]) -> None:
+    """Write the load generator's span export counts of run ``run_id`` to ``out_dir``."""
+    record = {"run_id": run_id, **counts}
+    (out_dir / CLIENT_TELEMETRY_FILE).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def client_telemetry(out_dir: Path, run_id: str | None) -> dict[str, int] | None:
+    """The report's ``run.client_telemetry``: the load generator's span export counts of run
+    ``run_id`` as ``otelbench run`` recorded them in ``out_dir``, when its export was not clean
+    (some span was spooled, dropped or refused, or a spool record was torn).
+
+    None when every client span went to the collector at the first attempt, and when nothing was
+    recorded (another run; spans sent by other means). The counts are final only once the last
+    span is delivered, so they live in the run directory, not in the store: a report recomputed
+    from a copy of the store alone has None here, which for a clean run is the same report.
+    """
+    try:
+        record = json.loads((out_dir / CLIENT_TELEMETRY_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("run_id") != run_id:
+        return None
+    counts = {k: v for k, v in record.items() if k in SPOOL_COUNTERS and isinstance(v, int)}
+    clean = all(v == 0 for k, v in counts.items() if k != "spans_sent")
+    return None if clean else counts
 
 
 def launched_vllm(
@@ -325,23 +460,39 @@ def run_benchmark(
     out_dir: Path,
     *,
     otlp_endpoint: str | None = None,
-    store_path: Path | None = None,
+    store: Path | str | None = None,
     launch_vllm_cpu: dict[str, Any] | None = None,
     on_result: Callable[[CompletionResult], None] | None = None,
     on_status: Callable[[str], None] = lambda _msg: None,
     span_wait_s: float | None = None,
+    spool_dir: Path | None = None,
 ) -> BenchmarkResult:
-    """Run one benchmark and write its reports (see the module docstring)."""
+    """Run one benchmark and write its reports (see the module docstring).
+
+    ``spool_dir`` (default ``out_dir/spool``): where the load generator's spans wait while the
+    collector cannot take them (:mod:`otelbench.spool`); what was sent, spooled, replayed and
+    dropped is written to ``out_dir/client_telemetry.json`` and the report's
+    ``run.client_telemetry``.
+
+    ``store``: where the spans go — without ``otlp_endpoint``, what the embedded collector
+    writes (default ``out_dir/spans.duckdb``); with it, the store the external collector writes
+    (reported from only when it can be read: a DuckDB file once that collector has stopped, a
+    ClickHouse server at once; a chdb directory stays with that collector)."""
     make_workload(config.workload, seed=config.seed, **config.workload_params)  # fail early
     if launch_vllm_cpu is None:
         check_target_url(config.target)
     out_dir.mkdir(parents=True, exist_ok=True)
     collector: EmbeddedCollector | None = None
+    watch: SpanWatch | None = None
     if otlp_endpoint is None:
-        store_path = out_dir / "spans.duckdb"
-        collector = EmbeddedCollector(store_path)
-        on_status(f"starting the embedded collector → {store_path}")
+        store = store if store is not None else out_dir / "spans.duckdb"
+        collector = EmbeddedCollector(store)
+        watch = collector
+        on_status(f"starting the embedded collector → {store_display(store)}")
         otlp_endpoint = collector.start()
+    elif is_server_store(store):
+        watch = StoreSpanWatch(str(store))
+        watch.target_spans(config.run_id)  # an unreachable store fails here, before the load
     result = BenchmarkResult(out_dir, None, None, None)
     try:
         with contextlib.ExitStack() as stack:
@@ -359,8 +510,17 @@ def run_benchmark(
             config = replace(
                 config, sut=describe_sut(config, info, launched=launch_vllm_cpu is not None)
             )
-            (out_dir / "run.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
-            provider = telemetry.make_tracer_provider(otlp_endpoint, run_id=config.run_id)
+            manifest = config_json(config)
+            if store is not None:
+                manifest["store"] = store_display(store, out_dir)
+            (out_dir / "run.json").write_text(json.dumps(manifest, indent=2) + "\n")
+            spool_stats = SpoolStats()
+            provider = telemetry.make_tracer_provider(
+                otlp_endpoint,
+                run_id=config.run_id,
+                spool_dir=spool_dir if spool_dir is not None else out_dir / "spool",
+                spool_stats=spool_stats,
+            )
             warmup = config.warmup
             if warmup is not None and not warmup.cold_start:
                 on_status(
@@ -368,7 +528,7 @@ def run_benchmark(
                     f"{warmup.min_output_tokens} output tokens, probes before and after"
                 )
             on_status(f"run {config.run_id}: {config.load.requests} requests → {config.target}")
-            before = collector.target_spans() if collector is not None else 0
+            before = watch.target_spans(config.run_id) if watch is not None else 0
             started = time.monotonic()
             try:
                 result.outcome = asyncio.run(
@@ -379,20 +539,37 @@ def run_benchmark(
                 on_status("interrupted: flushing and reporting what was measured")
             finally:
                 telemetry.shutdown(provider)
+                result.client_telemetry = spool_stats.as_dict()
+                record_client_telemetry(out_dir, config.run_id, result.client_telemetry)
                 if span_wait_s is not None:
                     flush_wait = span_wait_s
                 sent = len(result.outcome.results) if result.outcome else config.load.requests
-                if collector is not None and flush_wait > 0:
-                    traced = collector.target_spans() > before
+                if watch is not None and flush_wait > 0:
+                    traced = watch.target_spans(config.run_id) > before
                     if traced or time.monotonic() - started < flush_wait:
                         on_status(f"waiting up to {flush_wait:g} s for the target's spans")
-                        collector.wait_for_target_spans(before + sent, flush_wait)
+                        watch.wait_for_target_spans(before + sent, flush_wait, run_id=config.run_id)
     finally:
         if collector is not None:
             result.collector_stats = collector.stop()
-    if store_path is not None and store_path.exists():
-        result.report, result.report_md = write_reports(out_dir, store_path, config.run_id)
+        elif isinstance(watch, StoreSpanWatch):
+            watch.close()
+    if _readable(store, external=collector is None):
+        assert store is not None
+        result.report, result.report_md = write_reports(out_dir, store, config.run_id)
     return result
+
+
+def _readable(store: Path | str | None, *, external: bool) -> bool:
+    """Whether the run can report from ``store`` now: a DuckDB file that exists, a ClickHouse
+    server, a chdb directory unless an external collector holds it."""
+    if store is None:
+        return False
+    if is_server_store(store):
+        return True
+    if is_store_url(store):
+        return not external
+    return Path(store).exists()
 
 
 def config_json(config: RunConfig) -> dict[str, Any]:

@@ -217,9 +217,13 @@ resumption (vLLM V1 preempts by recomputation; prefix-cache hits may save part o
 PREEMPTION_STALL_US: Final = "otelbench.preemption.stall_us"
 """On EVENT_RESUMPTION: µs from the preemption to this resumption."""
 ENV_VLLM_HOOKS: Final = "OTELBENCH_VLLM_HOOKS"
+"""``1`` enables the engine hooks in a vLLM process where they are installed."""
 ENV_VLLM_THINK_END_TOKEN_ID: Final = "OTELBENCH_VLLM_THINK_END_TOKEN_ID"
 """The id of the token that ends a reasoning model's think phase (e.g. ``</think>``)."""
-"""``1`` enables the engine hooks in a vLLM process where they are installed."""
+ENV_SPOOL_DIR: Final = "OTELBENCH_SPOOL_DIR"
+"""The engine hooks' span spool directory (:mod:`otelbench.spool`); unset: no spool."""
+ENV_SPOOL_MAX_BYTES: Final = "OTELBENCH_SPOOL_MAX_BYTES"
+"""The bound of that spool in bytes (default 256 MiB)."""
 SERVICE_VLLM: Final = "vllm"
 """``service.name`` of the hooks' spans when ``OTEL_SERVICE_NAME`` is unset."""
 INSTRUMENTATION_SCOPE_HOOKS: Final = "otelbench.vllm"
@@ -257,6 +261,9 @@ METRIC_HOOK_SPANS_FAILED: Final = "otelbench.hook.spans.failed"
 METRIC_HOOK_SPANS_UNACCOUNTED: Final = "otelbench.hook.spans.unaccounted"
 """Observable up-down counter ({span}): ended − exported − failed, i.e. still queued or dropped
 by a full batch-processor queue (the SDK does not count drops separately)."""
+METRIC_HOOK_SPANS_DROPPED: Final = "otelbench.hook.spans.dropped"
+"""Observable counter ({span}): spans dropped because the span spool was full (its bound,
+``OTELBENCH_SPOOL_MAX_BYTES``); Prometheus ``otelbench_hook_spans_dropped_total``."""
 
 # --------------------------------------------------------------------------------------------
 # Guardrails: filter spans, gateway span, metrics, resource attributes (otelbench.guardrails)
@@ -451,6 +458,7 @@ METRIC_LIVE_REFRESH_SPANS: Final = "otelbench_live_refresh_spans"
 METRIC_LIVE_REFRESH_ERRORS: Final = "otelbench_live_refresh_errors_total"
 """Counter: refreshes that failed (the previous values stay exposed)."""
 METRIC_LIVE_STORE_BYTES: Final = "otelbench_live_store_bytes"
-"""Gauge (By): size of the span store file (+ WAL)."""
+"""Gauge (By): size of the span store: the DuckDB file (+ WAL), or the active parts of ClickHouse's
+``otel_traces``."""
 METRIC_LIVE_RETENTION_DELETED: Final = "otelbench_live_retention_deleted_spans_total"
 """Counter: spans deleted by the retention policy."""

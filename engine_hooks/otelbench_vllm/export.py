@@ -7,6 +7,20 @@ and ``OTEL_BSP_*`` are read by the SDK itself; ``service.name`` is ``OTEL_SERVIC
 engine's loop only appends the finished spans to a bounded queue). The provider is the hooks'
 own, never the global one (vLLM sets the global provider for its ``llm_request`` span).
 
+**Span spool** (``OTELBENCH_SPOOL_DIR``, bound ``OTELBENCH_SPOOL_MAX_BYTES``, default 256 MiB):
+the exporter is then ``otelbench.spool.SpoolingSpanExporter``, which keeps on disk what the
+collector cannot take and replays it when the collector answers again (the module docstring there
+has the format, fsync policy and bound). The hooks import it from otelbench — installed into the
+vLLM venv ``--no-deps`` by ``scripts/vllm/setup.sh`` — rather than carry a copy: the spool is one
+implementation shared with the load generator, and that module needs only the standard library and
+the OpenTelemetry SDK and OTLP encoder, which vLLM has. Without otelbench installed the hooks log
+one warning and export without a spool. The spool reads the endpoint, ``*_HEADERS`` and
+``*_TIMEOUT`` of the standard variables itself (it sends uncompressed protobuf, and one attempt
+per batch: the spool is the retry). Its counts (spooled, replayed, dropped …) go to
+:class:`~otelbench_vllm.hook.HookStats`; ``spans_dropped`` is on vLLM's ``/metrics`` as
+``otelbench_hook_spans_dropped_total``. With a spool, ``spans_exported`` counts spans delivered or
+spooled.
+
 Metrics (:func:`make_meter_provider`) go to Prometheus always: a ``PrometheusMetricReader``
 registered on prometheus_client's default ``REGISTRY``, which is the registry vLLM serves on its
 own ``/metrics`` (one API server; with several, vLLM switches to multiprocess mode and these
@@ -26,6 +40,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
@@ -83,10 +98,49 @@ def _resource() -> Resource:
     )
 
 
+def _env(*keys: str) -> str | None:
+    for key in keys:
+        value = os.environ.get(key)
+        if value:
+            return value
+    return None
+
+
+def _traces_endpoint() -> str:
+    endpoint = _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if endpoint:
+        return endpoint
+    base = _env("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318"
+    return base.rstrip("/") + "/v1/traces"
+
+
+def _spooling_exporter(spool_dir: str, stats: HookStats) -> SpanExporter | None:
+    """The spooling exporter, or None (logged) when it cannot be set up."""
+    try:
+        # otelbench may be absent here (the hooks' own mypy run does not see it)
+        from otelbench.spool import (  # type: ignore[import-not-found,unused-ignore]
+            DEFAULT_MAX_BYTES,
+            SpoolingSpanExporter,
+        )
+
+        max_bytes = int(os.environ.get(names.ENV_SPOOL_MAX_BYTES) or DEFAULT_MAX_BYTES)
+        exporter: SpanExporter = SpoolingSpanExporter.from_env(
+            _traces_endpoint(), Path(spool_dir), max_bytes=max_bytes, stats=stats
+        )
+    except Exception as exc:  # noqa: BLE001 - without a spool the hooks still export
+        _log.warning("otelbench hooks: no span spool in %s (%s); exporting without", spool_dir, exc)
+        return None
+    return exporter
+
+
 def make_tracer_provider(stats: HookStats) -> TracerProvider:
-    """The hooks' tracer provider: OTLP/HTTP from the standard ``OTEL_*`` variables."""
+    """The hooks' tracer provider: OTLP/HTTP from the standard ``OTEL_*`` variables, through a
+    span spool when ``OTELBENCH_SPOOL_DIR`` is set."""
     provider = TracerProvider(resource=_resource())
-    provider.add_span_processor(BatchSpanProcessor(CountingExporter(OTLPSpanExporter(), stats)))
+    spool_dir = os.environ.get(names.ENV_SPOOL_DIR)
+    exporter = _spooling_exporter(spool_dir, stats) if spool_dir else None
+    inner = exporter if exporter is not None else OTLPSpanExporter()
+    provider.add_span_processor(BatchSpanProcessor(CountingExporter(inner, stats)))
     return provider
 
 

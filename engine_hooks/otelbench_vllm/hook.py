@@ -165,6 +165,19 @@ class HookStats:
         self.hook_errors = 0
         self.spans_ended = 0
         """Every span the hooks ended (server and child spans), i.e. handed to the processor."""
+        # With a span spool (``OTELBENCH_SPOOL_DIR``), counted by ``otelbench.spool``:
+        self.spans_sent = 0
+        """Delivered to the collector at the first attempt."""
+        self.spans_spooled = 0
+        """Written to the spool because the collector could not take them."""
+        self.spans_replayed = 0
+        """Sent from the spool once the collector answered again."""
+        self.spans_dropped = 0
+        """Lost because the spool was full (its bound)."""
+        self.spans_rejected = 0
+        """Refused by the collector for good (an HTTP 4xx other than 429)."""
+        self.records_torn = 0
+        """Records of a crashed process's spool that could not be read back."""
 
     def add(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -184,6 +197,12 @@ class HookStats:
             "spans_unaccounted": self.spans_unaccounted,
             "export_errors": self.export_errors,
             "hook_errors": self.hook_errors,
+            "spans_sent": self.spans_sent,
+            "spans_spooled": self.spans_spooled,
+            "spans_replayed": self.spans_replayed,
+            "spans_dropped": self.spans_dropped,
+            "spans_rejected": self.spans_rejected,
+            "records_torn": self.records_torn,
         }
 
 

@@ -11,8 +11,8 @@ With 64 records the whole finish (span and metrics) cost about 1.15 ms on this p
 VM (``bench/hook_hot_path.py``), two thirds of it these records; 16 bring it to about half. Every
 gap of every request is on the span (``token_offsets_us``), and vLLM's own
 ``vllm:inter_token_latency_seconds`` histogram counts every token. The hook's health (spans
-ended / exported / failed / unaccounted) is read from :class:`HookStats` by observable
-instruments at collection time.
+ended / exported / failed / unaccounted, and dropped by a full span spool) is read from
+:class:`HookStats` by observable instruments at collection time.
 
 This module depends on ``opentelemetry-api`` only; readers and exporters are wired in
 :mod:`otelbench_vllm.export`.
@@ -95,6 +95,7 @@ class HookMetrics:
             (names.METRIC_HOOK_SPANS_ENDED, "spans_ended", "Spans the hooks ended"),
             (names.METRIC_HOOK_SPANS_EXPORTED, "spans_exported", "Spans exported"),
             (names.METRIC_HOOK_SPANS_FAILED, "spans_export_failed", "Spans whose export failed"),
+            (names.METRIC_HOOK_SPANS_DROPPED, "spans_dropped", "Spans dropped: spool full"),
         ):
             meter.create_observable_counter(
                 name, callbacks=[self._observe(field)], unit="{span}", description=description

@@ -1,6 +1,7 @@
 """The span, event and attribute names the hooks write, copied from ``otelbench/semconv.py``.
 
-vLLM's venv does not have otelbench, so the hooks cannot import its ``semconv`` module. These
+The hooks work without otelbench in vLLM's venv (there it is optional: only the span spool,
+``OTELBENCH_SPOOL_DIR``, imports it), so they do not import its ``semconv`` module. These
 constants are the same strings under the same names; otelbench's unit test
 ``tests/unit/engine_hooks/test_names.py`` fails when the two drift apart. Change a name in
 ``otelbench/semconv.py`` first, then here.
@@ -47,6 +48,10 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tok
 ENV_VLLM_HOOKS: Final = "OTELBENCH_VLLM_HOOKS"
 ENV_VLLM_THINK_END_TOKEN_ID: Final = "OTELBENCH_VLLM_THINK_END_TOKEN_ID"
 """The id of the token that ends a reasoning model's think phase (e.g. ``</think>``)."""
+ENV_SPOOL_DIR: Final = "OTELBENCH_SPOOL_DIR"
+"""The span spool directory (``otelbench.spool``); unset: no spool, as before."""
+ENV_SPOOL_MAX_BYTES: Final = "OTELBENCH_SPOOL_MAX_BYTES"
+"""The bound of that spool in bytes (default 256 MiB)."""
 SERVICE_VLLM: Final = "vllm"
 INSTRUMENTATION_SCOPE_HOOKS: Final = "otelbench.vllm"
 
@@ -64,3 +69,4 @@ METRIC_HOOK_SPANS_ENDED: Final = "otelbench.hook.spans.ended"
 METRIC_HOOK_SPANS_EXPORTED: Final = "otelbench.hook.spans.exported"
 METRIC_HOOK_SPANS_FAILED: Final = "otelbench.hook.spans.failed"
 METRIC_HOOK_SPANS_UNACCOUNTED: Final = "otelbench.hook.spans.unaccounted"
+METRIC_HOOK_SPANS_DROPPED: Final = "otelbench.hook.spans.dropped"

@@ -1,0 +1,83 @@
+"""The hooks' span spool (``OTELBENCH_SPOOL_DIR``): wired from the environment, counted in
+``HookStats`` and on the hooks' meter as ``otelbench.hook.spans.dropped``, replayed to a real
+receiver once it listens."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from otelbench_vllm.export import make_tracer_provider
+from otelbench_vllm.hook import HookStats
+from otelbench_vllm.metrics import HookMetrics
+
+from otelbench import semconv
+from otelbench.collector import Receiver
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def dropped_metric(reader: InMemoryMetricReader) -> int:
+    data = reader.get_metrics_data()
+    assert data is not None
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == semconv.METRIC_HOOK_SPANS_DROPPED:
+                    return int(metric.data.data_points[0].value)  # type: ignore[union-attr]
+    raise AssertionError("no dropped-spans metric")
+
+
+def test_spool_from_env_counts_spooled_dropped_and_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"http://127.0.0.1:{port}/v1/traces")
+    monkeypatch.setenv(semconv.ENV_SPOOL_DIR, str(tmp_path / "spool"))
+    monkeypatch.setenv(semconv.ENV_SPOOL_MAX_BYTES, "1500")
+    stats = HookStats()
+    reader = InMemoryMetricReader()
+    HookMetrics(MeterProvider(metric_readers=[reader]), stats)
+    provider = make_tracer_provider(stats)
+    tracer = provider.get_tracer("t")
+    for batch in range(6):  # nothing listens: batches are spooled until the bound
+        for i in range(5):
+            tracer.start_span(f"s{batch}-{i}").end()
+            stats.add("spans_ended")
+        provider.force_flush()
+    assert stats.spans_spooled > 0
+    assert stats.spans_dropped > 0
+    assert stats.spans_spooled + stats.spans_dropped == 30
+    assert stats.spans_exported == stats.spans_spooled  # delivered or spooled
+    assert stats.spans_export_failed == stats.spans_dropped
+    assert stats.spans_unaccounted == 0
+    assert dropped_metric(reader) == stats.spans_dropped
+
+    with Receiver(tmp_path / "spans.duckdb", port=port) as receiver:
+        deadline = time.monotonic() + 10
+        while stats.spans_replayed < stats.spans_spooled and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert receiver.stats().spans_accepted == stats.spans_spooled
+    provider.shutdown()
+    assert stats.spans_replayed == stats.spans_spooled
+    assert stats.as_dict()["spans_dropped"] == stats.spans_dropped
+
+
+def test_an_unusable_spool_directory_falls_back_to_plain_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv(semconv.ENV_SPOOL_DIR, str(blocker / "spool"))
+    stats = HookStats()
+    provider = make_tracer_provider(stats)
+    assert "no span spool in" in caplog.text
+    provider.shutdown()

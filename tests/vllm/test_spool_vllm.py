@@ -1,0 +1,206 @@
+"""Nothing lost: the collector is killed for 60 s in the middle of a run against the real vLLM.
+
+The collector is otelbench's, as ``otelbench run`` starts it (``python -m otelbench.collector``,
+a child process writing a DuckDB file); it is SIGKILLed two seconds into an open-loop run and
+started again, on the same port and store file, 60 s later. The load generator exports through
+its span spool (``otelbench.telemetry`` with ``spool_dir``), the engine hooks through theirs
+(``OTELBENCH_SPOOL_DIR``). After the collector is back, every client span the run sent and
+every span the hooks ended must be in the store, once per span id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pytest
+
+from otelbench import semconv, telemetry
+from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_run
+from otelbench.spool import SpoolStats
+from otelbench.sut import VllmCpuServer, VllmEnv
+
+pytestmark = pytest.mark.vllm
+
+OUTAGE_S = 60.0
+KILL_AT_S = 2.0
+RATE = 1.0
+REQUESTS = 66  # about 66 s of open-loop load: 2 s before the outage, 60 s in it, 4 s after
+HOOK_SPANS_PER_REQUEST = 4  # the server span and its queue, prefill and decode spans
+HEALTH_ENDED = semconv.METRIC_HOOK_SPANS_ENDED.replace(".", "_") + "_total"
+HEALTH_DROPPED = semconv.METRIC_HOOK_SPANS_DROPPED.replace(".", "_") + "_total"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_collector(store: Path, port: int) -> subprocess.Popen[str]:
+    """``python -m otelbench.collector`` on ``port``, once it says it is listening."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "otelbench.collector", "--store", str(store), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert json.loads(line)["event"] == "ready", line
+    return proc
+
+
+def stop_collector(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+
+
+def hook_health(base_url: str) -> dict[str, float]:
+    text = httpx.get(f"{base_url}/metrics", timeout=10.0, trust_env=False).text
+    found = dict.fromkeys((HEALTH_ENDED, HEALTH_DROPPED), 0.0)
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if not line.startswith("#") and name in found:
+            found[name] += float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def test_collector_killed_for_60_s_mid_run_loses_no_span(
+    vllm_env: VllmEnv, tmp_path: Path, vllm_measurements: dict[str, Any]
+) -> None:
+    port = free_port()
+    store = tmp_path / "spans.duckdb"
+    collector = start_collector(store, port)
+    server = VllmCpuServer(
+        model_dir=vllm_env.model_dir,
+        venv=vllm_env.venv,
+        otlp_traces_endpoint=f"http://127.0.0.1:{port}/v1/traces",
+        hooks=True,
+        env={
+            "OTEL_BSP_SCHEDULE_DELAY": "200",
+            semconv.ENV_SPOOL_DIR: str(tmp_path / "hook-spool"),
+        },
+        log_path=tmp_path / "vllm.log",
+    )
+    stats = SpoolStats()
+    config = RunConfig(
+        target="",
+        model="tiny",
+        load=LoadSpec(mode="uniform", requests=REQUESTS, rate=RATE),
+        workload_params={
+            "vocab_size": 1024,
+            "input_min": 16,
+            "input_max": 32,
+            "output_min": 4,
+            "output_max": 8,
+        },
+        ignore_eos=True,
+    )
+    outcome: list[RunOutcome] = []
+    try:
+        t0 = time.monotonic()
+        server.start(timeout=600)  # generous: a busy shared CI machine slows the start
+        start_s = time.monotonic() - t0
+        config = dataclasses.replace(config, target=server.base_url)
+        provider = telemetry.make_tracer_provider(
+            f"http://127.0.0.1:{port}",
+            run_id=config.run_id,
+            spool_dir=tmp_path / "client-spool",
+            spool_stats=stats,
+        )
+        run = threading.Thread(
+            target=lambda: outcome.append(
+                asyncio.run(execute_run(config, tracer_provider=provider))
+            )
+        )
+        started = time.monotonic()
+        run.start()
+        time.sleep(KILL_AT_S)
+        os.killpg(collector.pid, signal.SIGKILL)  # a crash: no graceful stop
+        collector.communicate(timeout=10)
+        during = stats.as_dict()
+        time.sleep(max(0.0, started + KILL_AT_S + OUTAGE_S - time.monotonic()))
+        spooled_in_outage = stats.as_dict()["spans_spooled"] - during["spans_spooled"]
+        collector = start_collector(store, port)
+        run.join(timeout=120)
+        assert not run.is_alive()
+        assert telemetry.shutdown(provider, timeout_ms=30_000)
+        # The hooks' spool drains on its own (back-off at most 2 s); wait for every span ended.
+        deadline = time.monotonic() + 30
+        expected = REQUESTS * HOOK_SPANS_PER_REQUEST
+        while True:
+            ended = hook_health(server.base_url)[HEALTH_ENDED]
+            if (ended >= expected and not any((tmp_path / "hook-spool").glob("segment-*"))) or (
+                time.monotonic() > deadline
+            ):
+                break
+            time.sleep(0.25)
+        health = hook_health(server.base_url)
+        run_and_drain_s = time.monotonic() - started
+        hook_spool_left = sorted(p.name for p in (tmp_path / "hook-spool").glob("segment-*"))
+    finally:
+        server.stop()
+        stop_collector(collector)
+
+    assert outcome, "the run did not finish"
+    results = outcome[0].results
+    assert len(results) == REQUESTS
+    assert all(r.ok for r in results), {r.error_type for r in results if not r.ok}
+    assert spooled_in_outage > 0  # the outage did hit the client's export
+    counts = stats.as_dict()
+    assert counts["spans_replayed"] == counts["spans_spooled"] > 0, counts
+    assert counts["spans_dropped"] == counts["spans_rejected"] == 0, counts
+    assert health[HEALTH_DROPPED] == 0
+    assert hook_spool_left == []
+
+    with duckdb.connect(str(store), read_only=True) as con:
+        client = con.execute(
+            f'SELECT "TraceId", count(DISTINCT "SpanId") FROM {semconv.TABLE_TRACES} '
+            f'WHERE "ServiceName" = ? AND "ResourceAttributes"[?] = ? AND "SpanName" != ? '
+            f'GROUP BY "TraceId"',
+            [semconv.SERVICE_CLIENT, semconv.RUN_ID, config.run_id, semconv.SPAN_RUN],
+        ).fetchall()
+        # The hooks' spans only: vLLM's own ``llm_request`` spans (same service) have no spool.
+        server_spans = con.execute(
+            f'SELECT "TraceId", count(DISTINCT "SpanId") FROM {semconv.TABLE_TRACES} '
+            f'WHERE "ServiceName" = ? AND "ScopeName" = ? GROUP BY "TraceId"',
+            [semconv.SERVICE_VLLM, semconv.INSTRUMENTATION_SCOPE_HOOKS],
+        ).fetchall()
+        run_spans = con.execute(
+            f'SELECT count(DISTINCT "SpanId") FROM {semconv.TABLE_TRACES} WHERE "SpanName" = ? '
+            f'AND "SpanAttributes"[?] = ?',
+            [semconv.SPAN_RUN, semconv.RUN_ID, config.run_id],
+        ).fetchone()
+    # Every client span of the run: one per request, each in its own trace.
+    assert len(client) == REQUESTS
+    assert all(n == 1 for _, n in client)
+    assert run_spans == (1,)
+    # Every span the hooks ended (the server served this run only) is stored, once; and each
+    # client request's trace holds its 4 server spans.
+    assert health[HEALTH_ENDED] == REQUESTS * HOOK_SPANS_PER_REQUEST
+    assert sum(n for _, n in server_spans) == health[HEALTH_ENDED]
+    by_trace = dict(server_spans)
+    assert all(by_trace.get(trace_id) == HOOK_SPANS_PER_REQUEST for trace_id, _ in client)
+    vllm_measurements["spool_outage_60s"] = {
+        "vllm_start_s": round(start_s, 1),
+        "run_outage_and_drain_s": round(run_and_drain_s, 1),
+        "client": counts,
+        "hook_spans_ended": health[HEALTH_ENDED],
+        "loadavg_1m": os.getloadavg()[0],
+    }
