@@ -18,6 +18,16 @@ One run builds one span store and measures both dialects on it, alternating:
   P50–P99.9, type 7) — in numpy from the extracted records (what the report does: the timing
   includes the extraction it needs), and in ClickHouse (``server_itl_summary``: one query, the
   token offsets never leave the database); checked equal.
+- **client ITL summary** (Option B: chunks expanded into tokens) and **per-request ITL** (jitter
+  and maximum pause P50/P95/P99, client and server, draft 5.4.4.2): the same comparison —
+  numpy on the extracted records (``token_arrival_times``, ``consecutive_intervals``,
+  ``group_std``/``group_max``, as ``otelbench.report.build`` computes them) against
+  ``client_itl_summary``, ``client_itl_per_request`` and ``server_itl_per_request`` in
+  ClickHouse; counts and percentiles checked equal, means and stds within 1e-9 relative.
+- **ClickHouse writer**: the run's spans (``SpanRow``s read back from DuckDB, not timed) inserted
+  through :class:`~otelbench.store.clickhouse_writer.ClickHouseSpanWriter` into a new chdb
+  database in batches of 512 (the OTLP exporters' default batch), against
+  ``SpanStore.insert_spans`` into a new DuckDB file with the same batches.
 
 Every timing is the median of ``--repeats`` alternating runs, in one process (chdb serves one data
 directory per process). Usage: ``.venv/bin/python bench/query_dialects.py [--requests 10000]
@@ -48,14 +58,26 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from otelbench import semconv  # noqa: E402
-from otelbench.metrics import Ragged, consecutive_intervals, summarize  # noqa: E402
+from otelbench.metrics import (  # noqa: E402
+    Ragged,
+    consecutive_intervals,
+    group_max,
+    group_std,
+    percentile,
+    summarize,
+    token_arrival_times,
+)
 from otelbench.query import RunData, extract_run_data, open_store  # noqa: E402
 from otelbench.query.clickhouse import (  # noqa: E402
     ChdbConnection,
+    client_itl_per_request,
+    client_itl_summary,
     copy_duckdb_to_chdb,
+    server_itl_per_request,
     server_itl_summary,
 )
-from otelbench.store import SpanStore  # noqa: E402
+from otelbench.store import SpanRow, SpanStore  # noqa: E402
+from otelbench.store.clickhouse_writer import ClickHouseSpanWriter  # noqa: E402
 
 RUN_ID = "bench"
 T0_NS = 1_700_000_000_000_000_000
@@ -173,6 +195,72 @@ def numpy_server_itl(data: RunData) -> Any:
     return summarize(consecutive_intervals(tokens).values / 1000.0)
 
 
+def client_itl_intervals(data: RunData) -> Ragged:
+    """The report's Option B client ITL in µs, per successful request (report.build)."""
+    c = data.client
+    tokens = token_arrival_times(c.chunk_offset_us, c.chunk_tokens, c.chunk_bounds)
+    return consecutive_intervals(tokens.select(c.ok))
+
+
+def server_itl_intervals(data: RunData) -> Ragged:
+    s = data.server
+    tokens = Ragged(s.token_offset_us.astype(np.float64), s.token_bounds).select(
+        (s.client_index >= 0) & s.is_hook()
+    )
+    return consecutive_intervals(tokens.select(tokens.lengths() > 0))
+
+
+def per_request(itl_us: Ragged) -> dict[str, dict[str, Any]]:
+    """Jitter and maximum pause P50/P95/P99 in ms, as report.build's itl_per_request."""
+    out = {}
+    for name, values in (("jitter_ms", group_std(itl_us)), ("max_pause_ms", group_max(itl_us))):
+        v = values[np.isfinite(values)] / 1000.0
+        out[name] = {"count": int(v.size), **{f"p{q}": percentile(v, q) for q in (50, 95, 99)}}
+    return out
+
+
+def numpy_itl_figures(data: RunData) -> dict[str, Any]:
+    client, server = client_itl_intervals(data), server_itl_intervals(data)
+    return {
+        "client_itl_ms": summarize(client.values / 1000.0).to_dict(),
+        "client_itl_per_request": per_request(client),
+        "server_itl_per_request": per_request(server),
+    }
+
+
+def close(a: dict[str, Any], b: dict[str, Any], path: str = "") -> bool:
+    """Equal, floats within 1e-9 relative (means, stds: sums in another order)."""
+    if a.keys() != b.keys():
+        return False
+    for k, u in a.items():
+        v = b[k]
+        if isinstance(u, dict):
+            if not close(u, v, f"{path}{k}."):
+                return False
+        elif isinstance(u, float) and isinstance(v, float):
+            if abs(u - v) > 1e-9 * max(abs(u), abs(v)):
+                return False
+        elif u != v:
+            return False
+    return True
+
+
+def span_rows(path: Path) -> list[SpanRow]:
+    """Every span of the DuckDB store as SpanRow values (what the collector hands a store)."""
+    sql = """SELECT epoch_ns("Timestamp"), "TraceId", "SpanId", "ParentSpanId", "TraceState",
+        "SpanName", "SpanKind", "ServiceName", "ResourceAttributes", "ScopeName",
+        "ScopeVersion", "SpanAttributes", "Duration", "StatusCode", "StatusMessage",
+        list_transform("Events.Timestamp", lambda t: epoch_ns(t)), "Events.Name",
+        "Events.Attributes", "Links.TraceId", "Links.SpanId", "Links.TraceState",
+        "Links.Attributes" FROM otel_traces"""
+    with SpanStore.open(path, read_only=True) as store:
+        return [SpanRow(*row) for row in store.execute(sql)]
+
+
+def insert_in_batches(insert: Callable[[list[SpanRow]], int], rows: list[SpanRow]) -> int:
+    return sum(insert(rows[i : i + 512]) for i in range(0, len(rows), 512))
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t = time.perf_counter()
     out = fn()
@@ -197,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda: copy_duckdb_to_chdb(duck, ChdbConnection(session, "otel"), database="otel")
         )
         assert copied == spans
+        session.close()
         url = f"chdb://{Path(tmp) / 'ch'}?database=otel"
 
         def duck_extract() -> RunData:
@@ -214,20 +303,38 @@ def main(argv: list[str] | None = None) -> int:
             with open_store(url) as store:
                 return server_itl_summary(store, RUN_ID)
 
-        timings: dict[str, list[float]] = {k: [] for k in ("dd", "cd", "di", "ci")}
+        def duck_figures() -> dict[str, Any]:
+            return numpy_itl_figures(duck_extract())
+
+        def chdb_figures() -> dict[str, Any]:
+            with open_store(url) as store:
+                return {
+                    "client_itl_ms": client_itl_summary(store, RUN_ID).to_dict(),
+                    "client_itl_per_request": client_itl_per_request(store, RUN_ID),
+                    "server_itl_per_request": server_itl_per_request(store, RUN_ID),
+                }
+
+        timings: dict[str, list[float]] = {k: [] for k in ("dd", "cd", "di", "ci", "df", "cf")}
         outputs: dict[str, Any] = {}
         for _ in range(args.repeats):
             for key, fn in (("dd", duck_extract), ("cd", chdb_extract), ("di", duck_itl),
-                            ("ci", chdb_itl)):  # fmt: skip
+                            ("ci", chdb_itl), ("df", duck_figures),
+                            ("cf", chdb_figures)):  # fmt: skip
                 seconds, outputs[key] = timed(fn)
                 timings[key].append(seconds)
         assert_same(outputs["dd"], outputs["cd"])
+        same_figures = close(outputs["df"], outputs["cf"])
+        rows_in = span_rows(duck)
+        with SpanStore.open(Path(tmp) / "written.duckdb") as written:
+            duck_write_s, _ = timed(lambda: insert_in_batches(written.insert_spans, rows_in))
+        with ClickHouseSpanWriter.open(f"chdb://{Path(tmp) / 'ch'}?database=written") as writer:
+            chdb_write_s, _ = timed(lambda: insert_in_batches(writer.insert_spans, rows_in))
+            assert writer.span_count() == spans
         itl_numpy, itl_db = outputs["di"], outputs["ci"]
         same_itl = all(
             getattr(itl_numpy, k) == getattr(itl_db, k)
             for k in ("count", "min", "max", "p50", "p90", "p95", "p99", "p99_9")
         ) and abs(itl_db.mean - itl_numpy.mean) <= 1e-9 * abs(itl_numpy.mean)
-        session.close()
         sizes = {
             "duckdb_file_mib": round(duck.stat().st_size / 2**20, 1),
             "chdb_dir_mib": round(
@@ -253,12 +360,24 @@ def main(argv: list[str] | None = None) -> int:
         },
         "records_equal": True,
         "itl_summary_equal": bool(same_itl),
+        "client_and_per_request_itl_s": {
+            "duckdb_extract_then_numpy": round(median["df"], 3),
+            "chdb_in_database": round(median["cf"], 3),
+        },
+        "client_and_per_request_itl_equal": bool(same_figures),
+        "client_itl_ms": {k: outputs["cf"]["client_itl_ms"][k] for k in ("count", "p50", "p99")},
+        "insert_spans_batches_of_512_s": {
+            "duckdb_span_store": round(duck_write_s, 3),
+            "chdb_writer": round(chdb_write_s, 3),
+        },
         "itl_ms": {"count": itl_db.count, "p50": itl_db.p50, "p99": itl_db.p99},
         **sizes,
     }
     rows = [
         ("extract_run_data (4 queries → records)", median["dd"], median["cd"]),
         ("server ITL summary (report's itl_ms)", median["di"], median["ci"]),
+        ("client ITL + per-request ITL (3 figures)", median["df"], median["cf"]),
+        ("insert every span, batches of 512", duck_write_s, chdb_write_s),
     ]
     print(
         f"{spans} spans, {results['client_chunk_offsets']} client chunk offsets, "
@@ -275,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"build DuckDB store {build_s:.2f} s; copy into chdb {copy_s:.2f} s; "
         f"DuckDB {sizes['duckdb_file_mib']} MiB, chdb {sizes['chdb_dir_mib']} MiB; "
-        f"records equal; ITL summary equal: {same_itl}"
+        f"records equal; ITL summary equal: {same_itl}; client and per-request ITL equal: "
+        f"{same_figures}"
     )
     report = {
         "benchmark": "query_dialects",
@@ -298,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
-    return 0 if same_itl else 1
+    return 0 if same_itl and same_figures else 1
 
 
 if __name__ == "__main__":

@@ -96,6 +96,10 @@ class ProcedureSpec:
     """Accelerators of the SUT, for tokens per GPU-second (5.2.4.2); 0: none (CPU)."""
     configurations: tuple[SutConfiguration, ...] = ()
     """The SUT configurations a comparing procedure (5.7, 5.10) runs; empty: its defaults."""
+    store: Path | str | None = None
+    """The span store (default ``out_dir/spans.duckdb``): a DuckDB file or a ClickHouse URL."""
+    otlp_endpoint: str | None = None
+    """An external collector writing ``store`` (a ClickHouse server); None: the embedded one."""
 
 
 class Procedure(abc.ABC):
@@ -328,6 +332,8 @@ def run_procedure(
         on_level_start=progress.level_started,
         on_result=progress.result,
         defer_sut=procedure.compares_configurations,
+        store=spec.store,
+        otlp_endpoint=spec.otlp_endpoint,
     )
     interrupted = False
     failure: OtelbenchError | None = None
@@ -369,7 +375,7 @@ def run_procedure(
         "started_unix": session.started_unix,
         "finished_unix": finished,
         "duration_s": finished - session.started_unix,
-        "store": "spans.duckdb",
+        "store": session.store_display,
         "deviations": deviations,
         "notes": list(procedure.notes),
     }

