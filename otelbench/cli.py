@@ -171,8 +171,12 @@ def run(
         typer.Option(help="Export spans to this OTLP/HTTP collector instead of the embedded one."),
     ] = None,
     store: Annotated[
-        Path | None,
-        typer.Option(help="With --otlp-endpoint: the DuckDB store that collector writes."),
+        str | None,
+        typer.Option(
+            help="Span store: a DuckDB file (default OUT/spans.duckdb), chdb:///abs/dir or "
+            "clickhouse://user:password@host:port/database. With --otlp-endpoint: the store "
+            "that collector writes (a ClickHouse server is polled for the run's spans)."
+        ),
     ] = None,
     sut: Annotated[
         str | None,
@@ -193,6 +197,12 @@ def run(
     span_wait: Annotated[
         float | None,
         typer.Option(help="Longest wait for the target's spans after the load, s (default: auto)."),
+    ] = None,
+    spool_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where client spans wait while the collector is unreachable (default OUT/spool)."
+        ),
     ] = None,
 ) -> None:
     """Run a benchmark and write OUT/report.json, report.md and report.html."""
@@ -251,11 +261,12 @@ def run(
             config,
             out,
             otlp_endpoint=otlp_endpoint,
-            store_path=store,
+            store=store,
             launch_vllm_cpu=launch,
             on_result=progress.result,
             on_status=progress.status,
             span_wait_s=span_wait,
+            spool_dir=spool_dir,
         )
     if result.report_md is not None:
         typer.echo(result.report_md)
@@ -288,9 +299,14 @@ def report(
     ] = None,
     run_id: Annotated[str | None, typer.Option(help="Which run (default: the latest).")] = None,
 ) -> None:
-    """Recompute report.json, report.md and report.html from the stored spans alone."""
+    """Recompute report.json, report.md and report.html from the stored spans alone.
+
+    A DuckDB store that a running collector writes is read from a snapshot the collector takes
+    (otelbench/store/duckdb_store.py); stderr says when it was taken.
+    """
     from otelbench.benchmark import write_reports
     from otelbench.query.extract import is_store_url
+    from otelbench.store.duckdb_store import snapshot_if_written, snapshot_note
 
     target: str | Path
     if store is not None and is_store_url(store):
@@ -300,13 +316,27 @@ def report(
         if not target.exists():
             raise ConfigError(f"no span store at {target}")
     directory.mkdir(parents=True, exist_ok=True)
-    _, markdown = write_reports(directory, target, run_id)
+    snapshot = snapshot_if_written(target) if isinstance(target, Path) else None
+    try:
+        _, markdown = write_reports(directory, snapshot.path if snapshot else target, run_id)
+    finally:
+        if snapshot is not None:
+            snapshot.path.unlink(missing_ok=True)
     typer.echo(markdown)
+    if snapshot is not None:
+        note = snapshot_note(snapshot.taken_unix_ns)
+        typer.echo(f"otelbench: {target} is being written by its collector: {note}", err=True)
 
 
 @app.command()
 def collector(
-    store: Annotated[Path, typer.Option(help="DuckDB file to write spans into.")],
+    store: Annotated[
+        str,
+        typer.Option(
+            help="Span store to write: a DuckDB file, chdb:///abs/dir (ClickHouse in-process) or "
+            "clickhouse://user:password@host:port/database (a ClickHouse server)."
+        ),
+    ],
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for OTLP/HTTP (0 picks a free one).")] = 4318,
     rotel: Annotated[
@@ -317,16 +347,63 @@ def collector(
         ),
     ] = False,
     grpc_port: Annotated[int, typer.Option(help="With --rotel: port for OTLP/gRPC.")] = 4317,
+    auth_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Require 'Authorization: Bearer <token>' with the token in this file "
+            "(default: $OTELBENCH_RECEIVER_TOKEN if set, else no authentication)."
+        ),
+    ] = None,
+    tls_cert: Annotated[
+        Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (and --tls-key).")
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")] = None,
+    rate_limit: Annotated[
+        float | None,
+        typer.Option(help="Requests per second allowed per client IP (beyond: HTTP 429)."),
+    ] = None,
+    rate_burst: Annotated[
+        int | None,
+        typer.Option(help="Requests a client IP may send at once (default: 2 s of --rate-limit)."),
+    ] = None,
 ) -> None:
-    """Run the embedded OTLP/HTTP collector until interrupted."""
+    """Run the embedded OTLP/HTTP collector until interrupted (docs/security.md: access)."""
     from otelbench.collector import Receiver, serve
+    from otelbench.collector.access import ENV_RECEIVER_TOKEN, Access
+
+    access = Access.from_options(
+        token_file=auth_token_file,
+        token_env_var=ENV_RECEIVER_TOKEN,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        rate_per_s=rate_limit,
+        rate_burst=rate_burst,
+    )
 
     def announce(receiver: Receiver) -> None:
-        typer.echo(f"otelbench collector: receiver on {host}:{receiver.port} → {store}", err=True)
+        scheme = "https" if receiver.tls is not None else "http"
+        typer.echo(
+            f"otelbench collector: receiver on {scheme}://{host}:{receiver.port} → "
+            f"{receiver.writer.path}",
+            err=True,
+        )
 
     if not rotel:
-        serve(store, host=host, port=port, on_ready=announce)
+        serve(
+            store,
+            host=host,
+            port=port,
+            on_ready=announce,
+            auth_token=access.token,
+            tls=access.tls,
+            rate_limit=access.rate_limit,
+        )
         return
+    if access != Access():
+        raise ConfigError(
+            "--rotel forwards to the receiver unauthenticated: configure access on rotel instead "
+            f"(no --auth-token-file, ${ENV_RECEIVER_TOKEN}, --tls-* or --rate-* with --rotel)"
+        )
     from otelbench.collector.rotel import RotelCollector
 
     def front(receiver: Receiver) -> RotelCollector:

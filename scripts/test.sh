@@ -10,5 +10,7 @@ echo "test: ruff"
 .venv/bin/ruff format --check .
 echo "test: mypy"
 .venv/bin/mypy
+echo "test: dependency audit (docs/security.md)"
+bash scripts/audit.sh
 echo "test: pytest"
 .venv/bin/python -m pytest tests "$@"

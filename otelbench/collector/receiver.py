@@ -21,11 +21,25 @@ application/x-protobuf`` or ``application/json``, optionally ``Content-Encoding:
 413   the body is over ``max_body_bytes``, or inflates to more than ``max_decompressed_bytes``
 415   another Content-Type or Content-Encoding
 404   any other path; 405 any other method on the two paths
+401   a bearer token is required (``auth_token``) and the request has none or a wrong one;
+      ``WWW-Authenticate: Bearer``. Checked on every route before anything else but the rate
+429   the client's rate limit (``rate_limit``) is exhausted; ``Retry-After`` says when to retry
 ====  =========================================================================================
+
+**Access** (``docs/security.md``): the receiver binds ``127.0.0.1`` unless given a host; a
+bearer token, TLS (``tls``, TLS 1.2 or later) and a per-client-IP rate limit are opt-in. Both
+checks run in ``parse_request``, the path every request takes whatever its method and route.
 
 ``GET /otelbench/stats`` answers the receiver's counters as JSON (:meth:`ReceiverStats.as_dict`),
 including spans stored per ``service.name`` — how the load generator learns that a target's
 spans have arrived without opening the store, which only the receiver's process may do.
+
+``POST /otelbench/snapshot`` (a DuckDB store only; clients on this host only, 403 otherwise)
+copies the committed store beside it (:meth:`~otelbench.store.SpanStore.snapshot`) and answers
+``{"path": ..., "taken_unix_ns": ...}``: how ``otelbench report`` and ``otelbench watch`` read a
+store while this process writes it. The receiver announces the endpoint beside the store while it
+runs (:meth:`~otelbench.store.SpanStore.announce_writer`); readers find it there. It takes the
+same request path as every route, so the bearer token and the rate limit apply to it too.
 
 ====  =========================================================================================
 503   the store could not commit the batch (``Retry-After: 1``; OTLP exporters retry)
@@ -43,11 +57,13 @@ are committed and answered), then closes the store.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -59,6 +75,7 @@ from types import FrameType, TracebackType
 from typing import Any, Final
 
 from otelbench import __version__
+from otelbench.collector.access import RateLimit, TokenBuckets, bearer_matches, retry_after_s
 from otelbench.collector.otlp import (
     Encoding,
     MetricBatch,
@@ -75,8 +92,10 @@ from otelbench.collector.otlp import (
 )
 from otelbench.errors import CollectorError, StoreError
 from otelbench.store import SpanStore
+from otelbench.store.clickhouse_writer import METRICS_NOT_STORED, SpanWriter, open_span_writer
 
 STATS_PATH: Final = "/otelbench/stats"
+SNAPSHOT_PATH: Final = "/otelbench/snapshot"
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -99,10 +118,12 @@ DEFAULT_MAX_DECOMPRESSED_BYTES: Final = 64 << 20
 # gRPC status codes for the google.rpc.Status bodies
 _INVALID_ARGUMENT: Final = 3
 _NOT_FOUND: Final = 5
+_PERMISSION_DENIED: Final = 7
 _RESOURCE_EXHAUSTED: Final = 8
 _UNIMPLEMENTED: Final = 12
 _INTERNAL: Final = 13
 _UNAVAILABLE: Final = 14
+_UNAUTHENTICATED: Final = 16
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,14 +133,14 @@ _UNAVAILABLE: Final = 14
 class _Route:
     signal: Signal
     decode: Callable[[bytes, Encoding], TraceBatch | MetricBatch]
-    write: Callable[[SpanStore, Any], int]
+    write: Callable[[SpanWriter, Any], int]
 
 
-def _write_traces(store: SpanStore, batch: TraceBatch) -> int:
+def _write_traces(store: SpanWriter, batch: TraceBatch) -> int:
     return store.insert_spans(batch.spans)
 
 
-def _write_metrics(store: SpanStore, batch: MetricBatch) -> int:
+def _write_metrics(store: SpanWriter, batch: MetricBatch) -> int:
     return store.insert_metrics(batch.gauge, batch.sum, batch.histogram)
 
 
@@ -139,7 +160,10 @@ class ReceiverStats:
     ``rejected`` counts refused requests by reason: ``malformed`` (400), ``too_large`` (413),
     ``unsupported_media_type`` (415), ``length_required`` (411), ``not_found`` (404),
     ``method_not_allowed`` (405), ``bad_http`` (unparseable HTTP), ``client_error`` (the client
-    hung up or timed out mid-body), ``store_error`` (503) and ``internal_error`` (500, a bug).
+    hung up or timed out mid-body), ``store_error`` (503), ``internal_error`` (500, a bug),
+    ``unauthorized`` (401, no or a wrong bearer token), ``rate_limited`` (429, the client's
+    token bucket was empty), ``tls_error`` (a failed TLS handshake) and ``forbidden`` (403, a
+    snapshot asked for from another host).
     ``spans_rejected`` / ``metric_points_rejected`` count items left out of accepted requests
     (``partial_success``).
     """
@@ -224,7 +248,15 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.settimeout(self.server.receiver.socket_timeout)
-        self.server.receiver._track(self, busy=False)
+        self.server.receiver._track(self, busy=False)  # stop() ends a stalled handshake too
+        if isinstance(self.connection, ssl.SSLSocket):
+            # here, in the connection's thread, not in the accept loop (a client that stalls its
+            # handshake would hold up every other); a failure is counted as tls_error
+            try:
+                self.connection.do_handshake()
+            except BaseException:
+                self.server.receiver._untrack(self)  # finish() does not run when setup() fails
+                raise
 
     def finish(self) -> None:
         try:
@@ -237,7 +269,49 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.server.receiver._track(self, busy=True):
             self.close_connection = True
             return False
-        return super().parse_request()
+        return super().parse_request() and self._admitted()
+
+    def _admitted(self) -> bool:
+        """The checks every request passes before its route: the client's rate, then its token.
+
+        A refusal is answered here (429 with ``Retry-After``, or 401 with ``WWW-Authenticate``)
+        and counted as ``rate_limited`` or ``unauthorized``; the route never runs.
+        """
+        receiver = self.server.receiver
+        if receiver._buckets is not None:
+            wait_s = receiver._buckets.take(str(self.client_address[0]))
+            if wait_s > 0.0:
+                self._discard_body_or_close()
+                limit = receiver._buckets.limit
+                self._refuse(
+                    429,
+                    "rate_limited",
+                    _RESOURCE_EXHAUSTED,
+                    f"over {limit.per_s:g} requests/s (burst {limit.burst}) from this client",
+                    self._request_encoding(),
+                    retry_after=retry_after_s(wait_s),
+                )
+                return False
+        token = receiver._auth_token
+        if token is not None and not bearer_matches(self.headers.get("Authorization"), token):
+            self._discard_body_or_close()
+            self._refuse(
+                401,
+                "unauthorized",
+                _UNAUTHENTICATED,
+                "missing or wrong bearer token (send Authorization: Bearer <token>)",
+                self._request_encoding(),
+                challenge='Bearer realm="otelbench"',
+            )
+            return False
+        return True
+
+    def _request_encoding(self) -> Encoding | None:
+        """The encoding the request declares (for an error body in kind), if it is OTLP's."""
+        try:
+            return encoding_for(self.headers.get("Content-Type"))
+        except OTLPDecodeError:
+            return None
 
     def handle_one_request(self) -> None:
         try:
@@ -268,6 +342,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _post(self) -> None:
         receiver = self.server.receiver
+        if self.path.split("?", 1)[0] == SNAPSHOT_PATH:
+            self._discard_body_or_close()
+            self._snapshot()
+            return
         route = _ROUTES.get(self.path.split("?", 1)[0])
         if route is None:
             self._discard_body_or_close()
@@ -297,7 +375,7 @@ class _Handler(BaseHTTPRequestHandler):
             _log.debug("dropped a request from %s: %s", self.address_string(), err)
             return
         try:
-            stored = route.write(receiver.store, batch)
+            stored = route.write(receiver.writer, batch)
         except StoreError as err:
             _log.warning("could not store a %s batch: %s", route.signal.name.lower(), err)
             self._refuse(503, "store_error", _UNAVAILABLE, str(err), encoding, retry_after=1)
@@ -307,14 +385,37 @@ class _Handler(BaseHTTPRequestHandler):
             if isinstance(batch, TraceBatch)
             else None
         )
-        receiver._counters.accepted(route.signal, stored, batch.rejected, services)
-        reply = encode_export_response(route.signal, encoding, batch.rejected, batch.error_message)
+        # a store may keep no items of a kind (a ClickHouse store: no metric points): rejected
+        left_out = batch.rejected + batch.accepted - stored
+        message = batch.error_message or (METRICS_NOT_STORED if stored < batch.accepted else "")
+        receiver._counters.accepted(route.signal, stored, left_out, services)
+        reply = encode_export_response(route.signal, encoding, left_out, message)
         self._send(200, reply, encoding.value)
+
+    def _snapshot(self) -> None:
+        """Copy the committed store for a reader on this host and answer where it is."""
+        writer = self.server.receiver.writer
+        if not _is_loopback(str(self.client_address[0])):
+            message = "snapshots are served to clients on the collector's host only"
+            self._refuse(403, "forbidden", _PERMISSION_DENIED, message, None)
+            return
+        if not isinstance(writer, SpanStore):
+            message = f"no snapshots of {writer.path}: only a DuckDB store has them"
+            self._refuse(404, "not_found", _NOT_FOUND, message, None)
+            return
+        try:
+            snapshot = writer.snapshot()
+        except StoreError as err:
+            _log.warning("could not snapshot the store: %s", err)
+            self._refuse(503, "store_error", _UNAVAILABLE, str(err), None, retry_after=1)
+            return
+        answer = {"path": str(snapshot.path), "taken_unix_ns": snapshot.taken_unix_ns}
+        self._send(200, json.dumps(answer).encode(), "application/json")
 
     def _not_allowed(self) -> None:
         self._discard_body_or_close()
         path = self.path.split("?", 1)[0]
-        if path in _ROUTES:
+        if path in _ROUTES or path == SNAPSHOT_PATH:
             self._refuse(
                 405, "method_not_allowed", _UNIMPLEMENTED, f"{self.command} {path}: use POST", None
             )
@@ -387,10 +488,13 @@ class _Handler(BaseHTTPRequestHandler):
         encoding: Encoding | None,
         *,
         retry_after: int | None = None,
+        challenge: str | None = None,
     ) -> None:
         self.server.receiver._counters.rejected(reason)
         enc = encoding or Encoding.JSON
         extra = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+        if challenge is not None:
+            extra["WWW-Authenticate"] = challenge
         self._send(status, encode_status(grpc_code, message, enc), enc.value, extra)
 
     def _send(
@@ -419,16 +523,30 @@ class _Server(ThreadingHTTPServer):
         if ":" in address[0]:  # an IPv6 literal such as ::1
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
+        if receiver.tls is not None:  # the handshake happens in _Handler.setup
+            self.socket = receiver.tls.wrap_socket(
+                self.socket, server_side=True, do_handshake_on_connect=False
+            )
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # an exception escaped a handler: the client hung up while we answered, or a bug
         err = sys.exc_info()[1]
-        if isinstance(err, OSError):
+        if isinstance(err, ssl.SSLError):  # a failed handshake: not TLS, or a certificate refused
+            self.receiver._counters.rejected("tls_error")
+            _log.debug("TLS with %s failed: %s", client_address, err)
+        elif isinstance(err, OSError):
             self.receiver._counters.rejected("client_error")
             _log.debug("connection from %s failed: %s", client_address, err)
         else:
             self.receiver._counters.rejected("internal_error")
             _log.exception("error while handling a request from %s", client_address)
+
+
+def _is_loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
 
 
 # --------------------------------------------------------------------------------------------
@@ -437,10 +555,20 @@ class _Server(ThreadingHTTPServer):
 class Receiver:
     """An OTLP/HTTP receiver writing into a span store; start it, send to it, stop it.
 
-    ``store`` is a path (the receiver opens the store on :meth:`start` and closes it on
-    :meth:`stop`) or an open, writable :class:`~otelbench.store.SpanStore` (left open). ``port=0``
+    ``store`` is a DuckDB path or a ClickHouse store URL (``chdb:///dir``, ``clickhouse://…``:
+    :func:`~otelbench.store.clickhouse_writer.open_span_writer`; the receiver opens the store on
+    :meth:`start` and closes it on :meth:`stop`) or an open, writable
+    :class:`~otelbench.store.SpanStore` or
+    :class:`~otelbench.store.clickhouse_writer.ClickHouseSpanWriter` (left open). ``port=0``
     picks a free port; read :attr:`port` after :meth:`start`. It binds ``127.0.0.1`` unless told
     otherwise.
+
+    Access control (:mod:`otelbench.collector.access`, ``docs/security.md``), all off by default:
+    ``auth_token`` makes every route, ``GET /otelbench/stats`` included, answer 401 unless the
+    request carries ``Authorization: Bearer <auth_token>``; ``tls`` serves HTTPS with that server
+    context; ``rate_limit`` gives each client IP a token bucket and answers 429 with
+    ``Retry-After`` when it is empty. Refusals are counted as ``unauthorized``, ``rate_limited``
+    and ``tls_error`` in :meth:`stats`.
 
     Example::
 
@@ -452,13 +580,16 @@ class Receiver:
 
     def __init__(
         self,
-        store: str | os.PathLike[str] | SpanStore,
+        store: str | os.PathLike[str] | SpanWriter,
         host: str = "127.0.0.1",
         port: int = DEFAULT_PORT,
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         socket_timeout: float = 30.0,
+        auth_token: str | bytes | None = None,
+        tls: ssl.SSLContext | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         if max_body_bytes <= 0 or max_decompressed_bytes <= 0:
             raise CollectorError("the receiver's size limits must be positive")
@@ -470,8 +601,13 @@ class Receiver:
         self.max_body_bytes = max_body_bytes
         self.max_decompressed_bytes = max(max_decompressed_bytes, max_body_bytes)
         self.socket_timeout = socket_timeout
+        self.tls = tls
+        self._auth_token = auth_token.encode() if isinstance(auth_token, str) else auth_token
+        if self._auth_token is not None and not self._auth_token:
+            raise CollectorError("the receiver's bearer token must not be empty")
+        self._buckets = TokenBuckets(rate_limit) if rate_limit is not None else None
         self._counters = _Counters()
-        self._store: SpanStore | None = None
+        self._store: SpanWriter | None = None
         self._owns_store = False
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -489,12 +625,12 @@ class Receiver:
         """
         if self._server is not None:
             raise CollectorError("the receiver is already running")
-        if isinstance(self._store_arg, SpanStore):
+        if isinstance(self._store_arg, SpanWriter):
             if self._store_arg.read_only:
                 raise CollectorError(f"{self._store_arg!r} is read-only; the receiver must write")
             self._store, self._owns_store = self._store_arg, False
         else:
-            self._store, self._owns_store = SpanStore.open(self._store_arg), True
+            self._store, self._owns_store = open_span_writer(self._store_arg), True
         try:
             self._server = _Server((self._host, self._requested_port), self)
         except OSError as err:
@@ -513,14 +649,32 @@ class Receiver:
             daemon=True,
         )
         self._thread.start()
-        _log.info("OTLP/HTTP receiver on %s:%d writing %s", self.host, self.port, self.store.path)
+        _log.info("OTLP/HTTP receiver on %s:%d writing %s", self.host, self.port, self.writer.path)
+        self._announce(self._snapshot_url())
         return self
+
+    def _snapshot_url(self) -> str:
+        """Where a reader on this host asks for snapshots (``POST``)."""
+        host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(self._host, self._host)
+        if ":" in host:
+            host = f"[{host}]"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{host}:{self.port}{SNAPSHOT_PATH}"
+
+    def _announce(self, snapshot_url: str | None) -> None:
+        """Tell readers of a DuckDB store where to ask for snapshots (``None``: nowhere)."""
+        if isinstance(self._store, SpanStore):
+            try:
+                self._store.announce_writer(snapshot_url, token=self._auth_token)
+            except StoreError as err:  # readers then fail as before; the ingest goes on
+                _log.warning("cannot announce the snapshot endpoint: %s", err)
 
     def stop(self) -> None:
         """Stop gracefully: refuse new connections, finish in-flight batches, close the store."""
         server, thread = self._server, self._thread
         if server is None:
             return
+        self._announce(None)
         server.shutdown()  # the accept loop ends
         with self._conn_lock:
             self._stopping = True
@@ -585,11 +739,20 @@ class Receiver:
         return int(self._server.server_address[1])
 
     @property
-    def store(self) -> SpanStore:
-        """The span store it writes (use ``store.execute`` to read while it runs)."""
+    def writer(self) -> SpanWriter:
+        """The store it writes: a DuckDB :class:`~otelbench.store.SpanStore` or a ClickHouse
+        store's writer."""
         if self._store is None:
             raise CollectorError("the receiver is not running")
         return self._store
+
+    @property
+    def store(self) -> SpanStore:
+        """The DuckDB span store it writes (use ``store.execute`` to read while it runs)."""
+        writer = self.writer
+        if not isinstance(writer, SpanStore):
+            raise CollectorError(f"the receiver writes {writer.path}, not a DuckDB span store")
+        return writer
 
     def stats(self) -> ReceiverStats:
         """Counters since :meth:`start` (still readable after :meth:`stop`)."""
@@ -605,6 +768,9 @@ def serve(
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     on_ready: Callable[[Receiver], None] | None = None,
     front: Callable[[Receiver], contextlib.AbstractContextManager[Any]] | None = None,
+    auth_token: str | bytes | None = None,
+    tls: ssl.SSLContext | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> ReceiverStats:
     """Run a receiver in the foreground until SIGINT or SIGTERM, then stop it gracefully.
 
@@ -612,7 +778,8 @@ def serve(
     ones on return). ``on_ready`` is called once the port is bound. ``front`` builds a context
     (e.g. a collector forwarding to this receiver: ``otelbench collector --rotel``) that is
     entered once the receiver listens and exited before it stops, so that what the front holds
-    is flushed into the store. Returns the final counters.
+    is flushed into the store. ``auth_token``, ``tls`` and ``rate_limit`` are the
+    :class:`Receiver`'s. Returns the final counters.
 
     Example::
 
@@ -631,6 +798,9 @@ def serve(
             port,
             max_body_bytes=max_body_bytes,
             max_decompressed_bytes=max_decompressed_bytes,
+            auth_token=auth_token,
+            tls=tls,
+            rate_limit=rate_limit,
         )
         with receiver:
             with front(receiver) if front is not None else contextlib.nullcontext():
