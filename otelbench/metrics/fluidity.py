@@ -122,8 +122,9 @@ def fluidity_indices(
 
     ``intervals`` holds each request's deadline intervals (:func:`deadline_intervals`);
     ``prefill_deadlines_s`` is one ``D_p`` per request or a scalar. The loop runs over token
-    positions, vectorised across the requests still generating, and applies exactly the
-    arithmetic of Algorithm 1 (``numpy.floor_divide`` is Python's float ``//``).
+    positions, vectorised across the requests still generating (each position's intervals
+    contiguous in memory), and applies exactly the arithmetic of Algorithm 1
+    (``numpy.floor_divide`` is Python's float ``//``).
 
     >>> r = Ragged.from_lengths([0.5, 0.01, 0.1, 0.15], [2, 2])
     >>> fluidity_indices(r, [1.0, 0.1], 0.1).tolist()
@@ -132,30 +133,96 @@ def fluidity_indices(
     n = len(intervals)
     dp = np.broadcast_to(np.asarray(prefill_deadlines_s, dtype=np.float64), (n,))
     _check_deadlines(dp, decode_deadline_s)
-    lengths = intervals.lengths()
-    order = np.argsort(-lengths, kind="stable")  # longest first: active requests are a prefix
-    starts = intervals.bounds[:-1][order]
-    sorted_lengths = lengths[order]
-    dp = dp[order]
-    slack = np.zeros(n)
-    total = np.zeros(n)
-    missed = np.zeros(n)
-    max_len = int(sorted_lengths[0]) if n else 0
-    for k in range(max_len):
-        m = int(np.count_nonzero(sorted_lengths > k))
-        t = intervals.values[starts[:m] + k]
-        d = dp[:m] if k == 0 else np.full(m, decode_deadline_s)
-        s = slack[:m]
-        met = t <= d + s
-        misses = np.floor_divide(t - s - d, decode_deadline_s) + 1.0
-        total[:m] += np.where(met, 1.0, misses)
-        missed[:m] += np.where(met, 0.0, misses)
-        slack[:m] = np.where(met, s + d - t, 0.0)
-    out = np.full(n, np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = (total - missed) / total
-    out[order] = np.where(total > 0, ratio, np.nan)
-    return out
+    return _PositionMajor.of(intervals).indices(dp, decode_deadline_s)
+
+
+_PADDING_LIMIT: Final = 2.0
+"""Largest ``requests × longest request / intervals`` for which :class:`_PositionMajor` lays
+the intervals out through a padded matrix (one transposing copy) rather than by gathering each
+token position (memory-bound on the strided reads)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _PositionMajor:
+    """Deadline intervals laid out token position by token position, longest request first.
+
+    ``values[starts[k]:starts[k] + active[k]]`` are the ``k``-th intervals of the ``active[k]``
+    longest requests (in ``order``), so each step of Algorithm 1 reads one contiguous slice.
+    Built once and reused by every deadline the fluid-rate search tries. ``lengths`` is per
+    request, in ``order``.
+    """
+
+    values: F64
+    starts: npt.NDArray[np.int64]
+    active: npt.NDArray[np.int64]
+    order: npt.NDArray[np.int64]
+    lengths: F64
+
+    @classmethod
+    def of(cls, intervals: Ragged) -> _PositionMajor:
+        lengths = intervals.lengths()
+        n, size = len(intervals), intervals.values.size
+        order = np.argsort(-lengths, kind="stable")  # active requests are a prefix
+        max_len = int(lengths[order[0]]) if n else 0
+        # requests longer than k, for every position k
+        active = n - np.cumsum(np.bincount(lengths, minlength=max_len)[:max_len])
+        if n * max_len <= _PADDING_LIMIT * size:
+            if size == n * max_len:  # every request equally long: order is the identity
+                padded = intervals.values.reshape(n, max_len)
+            else:
+                padded = np.zeros((n, max_len))
+                row_shift = np.arange(n, dtype=np.int64) * max_len - intervals.bounds[:-1]
+                padded.ravel()[np.arange(size) + np.repeat(row_shift, lengths)] = intervals.values
+                padded = padded[order]
+            values = np.ascontiguousarray(padded.T).ravel()
+            starts = np.arange(max_len, dtype=np.int64) * n
+        else:
+            first = intervals.bounds[:-1][order]
+            starts = np.zeros(max_len, dtype=np.int64)
+            np.cumsum(active[:-1], out=starts[1:])
+            values = np.empty(size)
+            for k, (start, m) in enumerate(zip(starts.tolist(), active.tolist(), strict=True)):
+                values[start : start + m] = intervals.values[first[:m] + k]
+        return cls(
+            values, starts, active.astype(np.int64), order, lengths[order].astype(np.float64)
+        )
+
+    def indices(self, prefill_deadlines_s: F64, decode_deadline_s: float) -> F64:
+        """Algorithm 1 for every request at once, in the caller's request order.
+
+        Per token: the budget is ``slack + D``; a token within it is met and leaves
+        ``budget - t`` of slack, a late one (``t > budget``: then ``budget - t < 0``) counts
+        its misses and leaves 0, so the new slack is ``max(budget - t, 0)`` either way. The
+        late tokens are few, so their misses are computed on their indices only. Late means
+        "not ``t <= budget``", as in :func:`fluidity_index`, so a NaN makes the index NaN.
+        """
+        n = self.order.size
+        dp = prefill_deadlines_s[self.order]
+        slack = np.zeros(n)
+        late_count = np.zeros(n)
+        missed = np.zeros(n)
+        budget_buffer = np.empty(n)
+        mask_buffer = np.empty(n, dtype=np.bool_)
+        for k, (start, m) in enumerate(
+            zip(self.starts.tolist(), self.active.tolist(), strict=True)
+        ):
+            t = self.values[start : start + m]
+            s = slack[:m]
+            d: F64 | float = dp[:m] if k == 0 else decode_deadline_s
+            budget = np.add(s, d, out=budget_buffer[:m])
+            met = np.less_equal(t, budget, out=mask_buffer[:m])
+            late = np.flatnonzero(np.logical_not(met, out=met))
+            if late.size:
+                d_late = dp[late] if k == 0 else decode_deadline_s
+                missed[late] += np.floor_divide(t[late] - s[late] - d_late, decode_deadline_s) + 1.0
+                late_count[late] += 1.0
+            np.maximum(np.subtract(budget, t, out=budget), 0.0, out=s)
+        total = (self.lengths - late_count) + missed  # met deadlines + missed ones
+        out = np.empty(n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(total > 0, (total - missed) / total, np.nan)
+        out[self.order] = ratio
+        return out
 
 
 def deadline_intervals(token_times: Ragged) -> Ragged:
@@ -329,10 +396,13 @@ def fluid_token_generation_rate(
     if len(r) == 0:
         return None
 
-    def fraction(dd: float) -> float:
-        return float(np.mean(fluidity_indices(r, dp, dd) >= min_fluidity))
-
     hi = max(float(r.values.max()), precision_s)
+    _check_deadlines(dp, hi)  # every D_d tried is within (0, hi]
+    layout = _PositionMajor.of(r)
+
+    def fraction(dd: float) -> float:
+        return float(np.mean(layout.indices(dp, dd) >= min_fluidity))
+
     if fraction(hi) < request_fraction:
         return None
     lo = 0.0

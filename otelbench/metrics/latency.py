@@ -106,9 +106,11 @@ class Ragged:
         return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths())
 
     def select(self, mask: npt.NDArray[np.bool_]) -> Ragged:
-        """Only the groups where ``mask`` is true, in order."""
+        """Only the groups where ``mask`` is true, in order (``self`` when all are)."""
         if mask.shape != (len(self),):
             raise ValueError("mask must have one entry per group")
+        if mask.all():  # the common case (every request kept): no copy of millions of values
+            return self
         keep = np.repeat(mask, self.lengths())
         return Ragged.from_lengths(self.values[keep], self.lengths()[mask])
 

@@ -58,7 +58,8 @@ GUARDRAIL_DEFINITIONS: Final = {
 
 
 def _ms(values: npt.ArrayLike) -> dict[str, float | None]:
-    s = summarize(np.asarray(values, dtype=np.float64))
+    a = np.asarray(values, dtype=np.float64)
+    s = summarize(a[np.isfinite(a)])  # NaN: the attribute was absent, or rejected as malformed
     return {"count": s.count, "p50": s.p50, "p95": s.p95, "p99": s.p99, "mean": s.mean}
 
 

@@ -141,7 +141,8 @@ def _even_indices(n: int, m: int) -> I64:
 
 def _finite(values: npt.ArrayLike) -> F64:
     a = np.asarray(values, dtype=np.float64)
-    return a[np.isfinite(a)]
+    finite = np.isfinite(a)
+    return a if finite.all() else a[finite]  # no copy of 10M samples when all defined
 
 
 def _cdf(values: npt.ArrayLike, max_points: int, digits: int = 3) -> dict[str, Any] | None:
@@ -177,7 +178,7 @@ def _histograms(
         edges = np.geomspace(lo, hi, bins + 1)
     else:
         start = min(lo, 0.0)
-        p99 = float(np.percentile(pooled, 99))
+        p99 = float(np.percentile(pooled, 99, overwrite_input=True))  # pooled: our own copy
         cap = 1.5 * p99 if p99 > start and hi > 4 * p99 else hi
         if cap <= start:
             cap = start + 1.0
@@ -188,12 +189,19 @@ def _histograms(
         if v.size == 0:
             out[name] = None
             continue
-        inside = v[v <= edges[-1]]
-        counts, _ = np.histogram(inside, bins=edges)
+        inside = int(np.count_nonzero(v <= edges[-1]))
+        # linear edges are np.linspace(start, cap, bins + 1), exactly what numpy's equal-width
+        # path builds from (bins, range) and bins by arithmetic instead of a search per sample;
+        # samples past the range are left out, as the overflow
+        counts = (
+            np.histogram(v[v <= edges[-1]], bins=edges)[0]
+            if log
+            else np.histogram(v, bins=bins, range=(float(edges[0]), float(edges[-1])))[0]
+        )
         out[name] = {
             "count": int(v.size),
             "counts": [int(k) for k in counts],
-            "overflow": int(v.size - inside.size),
+            "overflow": int(v.size) - inside,
         }
     return out
 
@@ -358,7 +366,12 @@ def _preemption_plot(
     counts = np.nan_to_num(counts[observed])
     arrival_s = (s.start_unix_ns[observed] - origin_ns) / 1e9
     stalls = Ragged(s.stall_us.astype(np.float64), s.stall_bounds).select(observed)
-    stall_total_ms = np.array([g.sum() / 1e3 for g in stalls], dtype=np.float64)
+    stall_total_ms = np.zeros(len(stalls))
+    has_stalls = stalls.lengths() > 0
+    if np.any(has_stalls):  # integer µs: the sums are exact in any order
+        stall_total_ms[has_stalls] = (
+            np.add.reduceat(stalls.values, stalls.bounds[:-1][has_stalls]) / 1e3
+        )
     hit = counts > 0
     order = np.argsort(arrival_s[hit], kind="stable")
     t = arrival_s[hit][order]
@@ -596,6 +609,19 @@ def _grouped_bars(
 # ------------------------------------------------------------------------------------------
 
 
+_CDF_SAMPLING: Final = "at evenly spread ranks, the first and the last kept"
+_POINT_SAMPLING: Final = "evenly spread requests in submit order"
+
+
+def _sampling(obj: Any, drawn: int, how: str) -> list[str]:
+    """The caption that says a series was thinned to ``drawn`` of its ``count`` points
+    (:func:`plot_data` keeps at most ``MAX_POINTS`` per series), or nothing."""
+    count = _number(_dig(obj, "count"))
+    if count is None or count <= drawn:
+        return []
+    return [f"{drawn:,} of {count:,.0f} points drawn, {how}; the statistics use all of them."]
+
+
 def _ttft_cdf(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
     client = _dig(plots, "ttft_ms", "client")
     server = _dig(plots, "ttft_ms", "server")
@@ -605,12 +631,14 @@ def _ttft_cdf(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any])
         chart = Chart(_auto_axis(cx + sx, "TTFT (ms)"), Axis.fixed(0, 1, "fraction of requests"))
         chart.step_cdf(cx, cf, color=PALETTE[0], label="client", series="client")
         fig.caption.append(f"Client TTFT of {client['count']} successful requests.")
+        fig.caption += _sampling(client, len(cx), _CDF_SAMPLING)
         if sx and len(sx) == len(sf):
             chart.step_cdf(sx, sf, color=PALETTE[1], label="server", series="server")
             fig.caption.append(
                 f"Server TTFT of {server['count']} joined server spans, from the request's "
                 "arrival in the engine."
             )
+            fig.caption += _sampling(server, len(sx), _CDF_SAMPLING)
         p99 = _number(_dig(report, "metrics", "client", "ttft_ms", "p99"))
         if p99 is not None:
             chart.vline(p99, color="#555", text="client P99", series="client_p99")
@@ -745,6 +773,7 @@ def _ttft_by_input(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, 
             f"{pts.get('count')} successful requests; horizontal segments are each input-length "
             "bucket's TTFT P50 and P99 (draft 5.1.4.2)."
         )
+        fig.caption += _sampling(pts, len(xs), _POINT_SAMPLING)
         fig.svg = chart.render(fig.title)
         return
     if not filled:
@@ -820,6 +849,7 @@ def _jitter(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -
                 series=key,
             )
             fig.caption.append(f"{label}: {obj.get('count')} requests with ≥ 2 ITL samples.")
+            fig.caption += _sampling(obj, len(xs), _POINT_SAMPLING)
         fig.caption.append(
             "Jitter is each request's ITL population standard deviation (draft 5.4.4.2)."
         )
@@ -984,6 +1014,8 @@ def _fluidity_cdf(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, A
                 f"Etalon §4.1 fluidity-index per request ({_dig(fluid, 'source')} timeline, "
                 f"D_p {_fmt(_dig(fluid, 'prefill_deadline_ms'), 0)} ms)."
             )
+            first = _dig(rows[0], "cdf")
+            fig.caption += _sampling(first, len(_series(first)), _CDF_SAMPLING)
     if not drawn and isinstance(section, Mapping):
         for k, row in enumerate(section.get("deadlines") or []):
             xs, ys = _percentile_points(_dig(row, "fluidity_index"))
