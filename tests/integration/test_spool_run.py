@@ -9,12 +9,8 @@ spooling to disk, and the reports written from the store.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -28,37 +24,12 @@ from otelbench import semconv, telemetry
 from otelbench.benchmark import record_client_telemetry, write_reports
 from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_run
 from otelbench.spool import SpoolingSpanExporter, SpoolStats
+from tests.fixtures.collector_process import free_port, start_collector, stop_collector
 from tests.fixtures.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.integration
 
 REQUESTS = 40
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_collector(store: Path, port: int) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "otelbench.collector", "--store", str(store), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert json.loads(line)["event"] == "ready", line
-    return proc
-
-
-def stop_collector(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=30)
 
 
 def run_config(target: str) -> RunConfig:

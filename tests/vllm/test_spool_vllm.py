@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -31,6 +27,7 @@ from otelbench import semconv, telemetry
 from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_run
 from otelbench.spool import SpoolStats
 from otelbench.sut import VllmCpuServer, VllmEnv
+from tests.fixtures.collector_process import free_port, start_collector, stop_collector
 
 pytestmark = pytest.mark.vllm
 
@@ -41,34 +38,6 @@ REQUESTS = 66  # about 66 s of open-loop load: 2 s before the outage, 60 s in it
 HOOK_SPANS_PER_REQUEST = 4  # the server span and its queue, prefill and decode spans
 HEALTH_ENDED = semconv.METRIC_HOOK_SPANS_ENDED.replace(".", "_") + "_total"
 HEALTH_DROPPED = semconv.METRIC_HOOK_SPANS_DROPPED.replace(".", "_") + "_total"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def start_collector(store: Path, port: int) -> subprocess.Popen[str]:
-    """``python -m otelbench.collector`` on ``port``, once it says it is listening."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "otelbench.collector", "--store", str(store), "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert json.loads(line)["event"] == "ready", line
-    return proc
-
-
-def stop_collector(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=30)
 
 
 def hook_health(base_url: str) -> dict[str, float]:
