@@ -40,8 +40,10 @@ reference up to concurrency 64; ≤ 0.03 CPU-s per 1k output tokens with spans o
 1 s; no busy-spinning; the client is not the bottleneck before the server.
 
 Usage: ``.venv/bin/python bench/peers.py [--quick] [--tools otelbench,raw,...] [--no-vllm]
-[--questions fidelity,capacity,idle,vllm] [--keep] [--out FILE.json]`` (default
-``bench/results/peers.json``; ``--keep`` keeps every tool's raw output and the server's log).
+[--questions fidelity,capacity,idle,vllm] [--levels C:N,...] [--rates R,...] [--keep]
+[--out FILE.json]`` (default ``bench/results/peers.json``; ``--keep`` keeps every tool's raw
+output and the server's log; ``--levels`` / ``--rates`` replace the fidelity levels
+(concurrency:requests) and the capacity rates).
 Runs take ~15 min in full, 4–8 in ``--quick`` (most of it the peers' own start-up, 5–15 s
 each, and vLLM's, 20 s to 3 min). The machine is a shared 2-core VM: every run records the
 load average; the numbers are as noisy as the machine is.
@@ -705,8 +707,15 @@ def cpu_cost(r: RunResult, first_ns: int, last_ns: int, tokens: int, n: int) -> 
 # ------------------------------------------------------------------------------------------------
 
 
-def fidelity(tools: list[Tool], target: Target, work: Path, quick: bool) -> dict[str, Any]:
-    levels = [(1, 8), (8, 32)] if quick else [(1, 16), (8, 48), (64, 128)]
+def fidelity(
+    tools: list[Tool],
+    target: Target,
+    work: Path,
+    quick: bool,
+    levels: list[tuple[int, int]] | None = None,
+) -> dict[str, Any]:
+    if levels is None:
+        levels = [(1, 8), (8, 32)] if quick else [(1, 16), (8, 48), (64, 128)]
     out: dict[str, Any] = {}
     for conc, n in levels:
         for tool in tools:
@@ -719,8 +728,11 @@ def fidelity(tools: list[Tool], target: Target, work: Path, quick: bool) -> dict
     return out
 
 
-def capacity(tools: list[Tool], target: Target, work: Path, quick: bool) -> dict[str, Any]:
-    rates = [100.0, 400.0] if quick else [50.0, 100.0, 200.0, 400.0, 800.0, 1600.0]
+def capacity(
+    tools: list[Tool], target: Target, work: Path, quick: bool, rates: list[float] | None = None
+) -> dict[str, Any]:
+    if rates is None:
+        rates = [100.0, 400.0] if quick else [50.0, 100.0, 200.0, 400.0, 800.0, 1600.0]
     seconds = 2.0 if quick else 3.0
     out: dict[str, Any] = {}
     for tool in tools:
@@ -1213,6 +1225,14 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "peers.json"))
     ap.add_argument("--keep", action="store_true", help="keep the tools' raw outputs")
     ap.add_argument(
+        "--levels",
+        metavar="C:N,...",
+        help="fidelity: concurrency:requests levels instead of the default ones (e.g. 64:128)",
+    )
+    ap.add_argument(
+        "--rates", metavar="R,...", help="capacity: request rates instead of the default ones"
+    )
+    ap.add_argument(
         "--retable",
         metavar="FILE.json",
         help="run nothing: recompute the features, goals and tables of a results file in place",
@@ -1234,6 +1254,12 @@ def main() -> None:
         else:
             tools.append(TOOLS[name])
     questions = set(args.questions.split(","))
+    levels = (
+        [(int(c), int(n)) for c, n in (x.split(":") for x in args.levels.split(","))]
+        if args.levels
+        else None
+    )
+    rates = [float(r) for r in args.rates.split(",")] if args.rates else None
     if args.no_vllm:
         questions.discard("vllm")
     work = Path(tempfile.mkdtemp(prefix="otelbench-peers-"))
@@ -1257,8 +1283,8 @@ def main() -> None:
         target = Target(srv.url, "pitfalls", 64, "scripted")
         fast = Target(srv.url, "fast", 64, "scripted")
         steps = [
-            ("fidelity", lambda: fidelity(tools, target, work, args.quick)),
-            ("capacity", lambda: capacity(tools, fast, work, args.quick)),
+            ("fidelity", lambda: fidelity(tools, target, work, args.quick, levels)),
+            ("capacity", lambda: capacity(tools, fast, work, args.quick, rates)),
             ("idle", lambda: idle(tools, fast, work)),
         ]
         for name, fn in steps:

@@ -18,6 +18,12 @@ waiting), and all of them carry the time of the last one. The decoded body of th
 at a wake-up is handed on as one block, with each read's end offset and time
 (``_Body.otelbench_received_marks``).
 
+Opening a connection does not leave the calling task when it need not: a new connection to an
+IP address is connected with a non-blocking ``connect`` and, when the kernel completed the
+handshake inside that call (loopback), the request is written in the same event-loop step. So in
+a burst of requests on new connections each request's bytes leave right after its own set-up,
+not after the set-up of every other request of the burst (``_start_connect``).
+
 Scope, on purpose small: HTTP/1.1 over plain TCP (``http://``); ``https://`` requests go to a
 stock ``httpx.AsyncHTTPTransport``. Response bodies framed by ``Transfer-Encoding: chunked``,
 ``Content-Length`` or connection close; keep-alive with an idle-connection stack per origin;
@@ -36,6 +42,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import os
 import socket
 import ssl
 import struct
@@ -72,6 +80,36 @@ def _ip_literal(host: str, port: int) -> list[tuple[Any, ...]] | None:
         addr = (host, port) if family == socket.AF_INET else (host, port, 0, 0)
         return [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", addr)]
     return None
+
+
+def _start_connect(family: int, kind: int, proto: int, addr: Any) -> tuple[socket.socket, bool]:
+    """A non-blocking socket (``TCP_NODELAY``, ``SO_TIMESTAMPNS``) with its connect started;
+    True when it is connected already.
+
+    On loopback the kernel completes the TCP handshake inside the first ``connect`` call (which
+    still reports ``EINPROGRESS``): a second ``connect`` says so at once, and the request can be
+    written in the same event-loop step, without the round trip through ``epoll`` that
+    ``loop.sock_connect`` costs (in a burst of new connections, that round trip made every
+    request wait for the set-up of all the others before its first byte left). Raises
+    ``OSError`` when the connect failed outright.
+    """
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        err = sock.connect_ex(addr)
+        if err == errno.EINPROGRESS:
+            err = sock.connect_ex(addr)
+        if err in (0, errno.EISCONN):
+            return sock, True
+        if err in (errno.EINPROGRESS, errno.EALREADY, errno.EAGAIN):
+            return sock, False
+        raise OSError(err, os.strerror(err))
+    except BaseException:
+        sock.close()
+        raise
 
 
 class _ClockOffset:
@@ -129,6 +167,7 @@ class _Connection:
     """
 
     __slots__ = (
+        "deadline",
         "eof",
         "exc",
         "kernel_stamps",
@@ -139,6 +178,7 @@ class _Connection:
         "segments",
         "size",
         "sock",
+        "timer",
         "waiter",
     )
 
@@ -153,6 +193,9 @@ class _Connection:
         self.eof = False
         self.exc: OSError | None = None
         self.waiter: asyncio.Future[None] | None = None
+        self.deadline: float | None = None
+        """``loop.time()`` by which the pending wait times out (None: no wait pending)."""
+        self.timer: asyncio.TimerHandle | None = None
         self.last_used = 0.0
         self.kernel_stamps = 0
         """Segments stamped by the kernel (the rest by the reader callback)."""
@@ -213,20 +256,43 @@ class _Connection:
         self._wake()
 
     async def wait_readable(self, limit_s: float | None, request: httpx.Request) -> None:
-        """Wait until a segment or EOF is buffered (``httpx.ReadTimeout`` after ``limit_s``)."""
+        """Wait until a segment or EOF is buffered (``httpx.ReadTimeout`` after ``limit_s``).
+
+        The read timeout is one lazily re-armed timer per connection, not a timer per wait: a
+        wait only moves the connection's deadline later (a new timer only when it comes sooner
+        than the armed one's), and the timer, when it fires before the current deadline, re-arms
+        itself there (a stream waits once per chunk; creating and cancelling a timer each time
+        was a measurable share of the per-chunk cost)."""
         if self.segments or self.eof:
             return
-        fut: asyncio.Future[None] = self.loop.create_future()
+        loop = self.loop
+        fut: asyncio.Future[None] = loop.create_future()
         self.waiter = fut
-        timer = self.loop.call_later(limit_s, _expire, fut) if limit_s is not None else None
+        if limit_s is not None:
+            self.deadline = deadline = loop.time() + limit_s
+            timer = self.timer
+            if timer is None or timer.when() > deadline:  # a shorter timeout than the last one
+                if timer is not None:
+                    timer.cancel()
+                self.timer = loop.call_at(deadline, self._on_timer)
         try:
             await fut
         except TimeoutError:
             raise httpx.ReadTimeout("timed out reading from the target", request=request) from None
         finally:
             self.waiter = None
-            if timer is not None:
-                timer.cancel()
+            self.deadline = None
+
+    def _on_timer(self) -> None:
+        self.timer = None
+        deadline = self.deadline
+        w = self.waiter
+        if deadline is None or w is None or w.done():
+            return  # no wait is pending: the next one arms a new timer
+        if self.loop.time() >= deadline:
+            w.set_exception(TimeoutError())
+        else:
+            self.timer = self.loop.call_at(deadline, self._on_timer)
 
     def take(self) -> tuple[bytes, int]:
         """The oldest buffered segment and when it arrived; ``(b"", 0)`` when none is."""
@@ -284,6 +350,9 @@ class _Connection:
         )
 
     def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         if self.sock.fileno() >= 0:
             self._stop_reading()
             self.sock.close()
@@ -406,82 +475,79 @@ class _Body(httpx.AsyncByteStream):
         return httpx.RemoteProtocolError(message, request=self._request)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        """Per wake-up, decode every buffered segment and yield them as one block, with each
+        segment's end offset and arrival time in ``otelbench_received_marks`` (one generator,
+        not a guard around an inner one: it runs once per chunk)."""
         try:
-            async for block in self._blocks():
-                yield block
+            conn = self._conn
+            if conn is None or self._complete:
+                if self._complete:
+                    self._release()
+                return
+            framing = self._framing
+            decoder = _ChunkedDecoder() if framing == "chunked" else None
+            remaining = self._length
+            pending: list[tuple[bytes, int]] = []
+            if self._leftover:
+                pending.append((self._leftover, self.otelbench_received_mono_ns))
+                self._leftover = b""
+            done = False
+            while not done:
+                if not pending:
+                    await conn.wait_readable(self._read_timeout, self._request)
+                    while True:
+                        seg = conn.take()
+                        if not seg[0]:
+                            break
+                        pending.append(seg)
+                    if not pending:
+                        if framing == "close":
+                            self._complete = True
+                            self._keep_alive = False
+                            self._release()
+                            return
+                        if conn.exc is not None:
+                            raise httpx.ReadError(str(conn.exc), request=self._request)
+                        raise self._decode_error(
+                            "peer closed connection without sending complete message body"
+                            + (" (incomplete chunked read)" if decoder is not None else "")
+                        )
+                parts: list[bytes] = []
+                marks: list[tuple[int, int]] = []
+                size = 0
+                for data, received in pending:
+                    if decoder is not None:
+                        try:
+                            out = decoder.feed(data)
+                        except ValueError as exc:
+                            raise self._decode_error(f"malformed chunked body: {exc}") from None
+                        done = decoder.done
+                    elif framing == "length":
+                        if len(data) > remaining:
+                            raise self._decode_error("more body bytes than Content-Length")
+                        out = data
+                        remaining -= len(data)
+                        done = remaining == 0
+                    else:
+                        out = data
+                    if out:
+                        parts.append(out)
+                        size += len(out)
+                        marks.append((size, received))
+                    if done:
+                        break
+                pending = []
+                if done:
+                    self._complete = True
+                    self._release()
+                if parts:
+                    self.otelbench_received_marks = marks
+                    self.otelbench_received_mono_ns = marks[-1][1]
+                    yield parts[0] if len(parts) == 1 else b"".join(parts)
         except BaseException:
             self._complete = False
             self._release()
             raise
-
-    async def _blocks(self) -> AsyncIterator[bytes]:
-        """Per wake-up, decode every buffered segment and yield them as one block, with each
-        segment's end offset and arrival time in ``otelbench_received_marks``."""
-        conn = self._conn
-        if conn is None or self._complete:
-            if self._complete:
-                self._release()
-            return
-        framing = self._framing
-        decoder = _ChunkedDecoder() if framing == "chunked" else None
-        remaining = self._length
-        pending: list[tuple[bytes, int]] = []
-        if self._leftover:
-            pending.append((self._leftover, self.otelbench_received_mono_ns))
-            self._leftover = b""
-        done = False
-        while not done:
-            if not pending:
-                await conn.wait_readable(self._read_timeout, self._request)
-                while True:
-                    seg = conn.take()
-                    if not seg[0]:
-                        break
-                    pending.append(seg)
-                if not pending:
-                    if framing == "close":
-                        self._complete = True
-                        self._keep_alive = False
-                        self._release()
-                        return
-                    if conn.exc is not None:
-                        raise httpx.ReadError(str(conn.exc), request=self._request)
-                    raise self._decode_error(
-                        "peer closed connection without sending complete message body"
-                        + (" (incomplete chunked read)" if decoder is not None else "")
-                    )
-            parts: list[bytes] = []
-            marks: list[tuple[int, int]] = []
-            size = 0
-            for data, received in pending:
-                if decoder is not None:
-                    try:
-                        out = decoder.feed(data)
-                    except ValueError as exc:
-                        raise self._decode_error(f"malformed chunked body: {exc}") from None
-                    done = decoder.done
-                elif framing == "length":
-                    if len(data) > remaining:
-                        raise self._decode_error("more body bytes than Content-Length")
-                    out = data
-                    remaining -= len(data)
-                    done = remaining == 0
-                else:
-                    out = data
-                if out:
-                    parts.append(out)
-                    size += len(out)
-                    marks.append((size, received))
-                if done:
-                    break
-            pending = []
-            if done:
-                self._complete = True
-                self._release()
-            if parts:
-                self.otelbench_received_marks = marks
-                self.otelbench_received_mono_ns = marks[-1][1]
-                yield parts[0] if len(parts) == 1 else b"".join(parts)
 
     def _release(self) -> None:
         conn, self._conn = self._conn, None
@@ -589,6 +655,19 @@ class AsyncHTTP11Transport(httpx.AsyncBaseTransport):
     ) -> _Connection:
         loop = asyncio.get_running_loop()
         try:
+            infos = _ip_literal(host, port)
+            if infos is not None:
+                # Fast path: no task, no timer, no event-loop round trip (see _start_connect).
+                family, kind, proto, _name, addr = infos[0]
+                sock, connected = _start_connect(family, kind, proto, addr)
+                if connected:
+                    return _Connection((host, port), sock, loop)
+                try:
+                    await asyncio.wait_for(loop.sock_connect(sock, addr), limit_s)
+                except BaseException:
+                    sock.close()
+                    raise
+                return _Connection((host, port), sock, loop)
             return await asyncio.wait_for(self._open_socket(loop, host, port), limit_s)
         except TimeoutError:
             raise httpx.ConnectTimeout(
@@ -599,18 +678,17 @@ class AsyncHTTP11Transport(httpx.AsyncBaseTransport):
 
     @staticmethod
     async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> _Connection:
-        infos = _ip_literal(host, port) or await loop.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM
-        )
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         error: OSError = OSError(f"cannot resolve {host}")
         for family, kind, proto, _name, addr in infos:
-            sock = socket.socket(family, kind, proto)
             try:
-                sock.setblocking(False)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
-                await loop.sock_connect(sock, addr)
+                sock, connected = _start_connect(family, kind, proto, addr)
+            except OSError as exc:
+                error = exc
+                continue
+            try:
+                if not connected:
+                    await loop.sock_connect(sock, addr)
             except OSError as exc:
                 sock.close()
                 error = exc
