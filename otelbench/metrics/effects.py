@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench.metrics.latency import tail_ratio
-from otelbench.metrics.summary import percentile, summarize
+from otelbench.metrics.summary import percentile, percentiles_of_finite, summarize
 
 __all__ = [
     "GuardrailOverhead",
@@ -219,7 +219,8 @@ def _count_peaks(x: F64, q75: float, q25: float) -> tuple[tuple[float, ...], flo
     sigma = h / width
     half = int(np.ceil(4 * sigma))
     k = np.arange(-half, half + 1, dtype=np.float64)
-    kernel = np.exp(-0.5 * (k / sigma) ** 2)
+    with np.errstate(over="ignore"):  # a kernel far narrower than a bin: exp(-inf) = 0
+        kernel = np.exp(-0.5 * (k / sigma) ** 2)
     # full convolution sliced back to the grid: correct whatever the kernel's size
     density = np.convolve(counts, kernel)[half : half + bins + 1]
     # the density is 0 beyond the grid: pad so that a peak is never on the border
@@ -263,10 +264,8 @@ def itl_shape(itl: npt.ArrayLike) -> ItlShape:
         raise ValueError("ITL samples must be a finite 1-D array")
     if x.size == 0:
         return ItlShape(0, 0, False, (), None, None, None, None)
-    # one partition for the four order statistics (numpy's type 7, as percentile())
-    p50, p99, q75, q25 = (
-        float(v) for v in np.percentile(x, [50.0, 99.0, 75.0, 25.0], method="linear")
-    )
+    # one sort for the four order statistics (numpy's type 7, as percentile())
+    p50, p99, q75, q25 = (float(v) for v in percentiles_of_finite(x, [50.0, 99.0, 75.0, 25.0]))
     if x.size < 2:
         return ItlShape(1, 1, False, tuple(x.tolist()), None, p50, p99, None)
     locations, h = _count_peaks(x, q75, q25)

@@ -39,6 +39,7 @@ Ambiguities of Algorithm 1 and how they are resolved (the algorithm is followed 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -133,13 +134,29 @@ def fluidity_indices(
     n = len(intervals)
     dp = np.broadcast_to(np.asarray(prefill_deadlines_s, dtype=np.float64), (n,))
     _check_deadlines(dp, decode_deadline_s)
-    return _PositionMajor.of(intervals).indices(dp, decode_deadline_s)
+    return _layout(intervals).indices(dp, decode_deadline_s)
 
 
 _PADDING_LIMIT: Final = 2.0
 """Largest ``requests × longest request / intervals`` for which :class:`_PositionMajor` lays
 the intervals out through a padded matrix (one transposing copy) rather than by gathering each
 token position (memory-bound on the strided reads)."""
+
+
+_LAYOUTS: dict[int, _PositionMajor] = {}
+
+
+def _layout(intervals: Ragged) -> _PositionMajor:
+    """``intervals`` laid out by token position, once for as long as the Ragged lives: the
+    report evaluates the same intervals at every preset and in the fluid-rate search (a
+    transposing copy of millions of intervals each time otherwise). A Ragged's arrays are
+    never modified in place."""
+    key = id(intervals)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = _LAYOUTS[key] = _PositionMajor.of(intervals)
+        weakref.finalize(intervals, _LAYOUTS.pop, key, None)
+    return layout
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,7 +415,7 @@ def fluid_token_generation_rate(
 
     hi = max(float(r.values.max()), precision_s)
     _check_deadlines(dp, hi)  # every D_d tried is within (0, hi]
-    layout = _PositionMajor.of(r)
+    layout = _layout(r)
 
     def fraction(dd: float) -> float:
         return float(np.mean(layout.indices(dp, dd) >= min_fluidity))

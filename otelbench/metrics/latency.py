@@ -59,7 +59,7 @@ TTFT_INPUT_BUCKET_EDGES: Final = (0, 256, 512, 1024, 2048, 4096)
 """Lower edges of the draft's recommended input-length buckets (5.1.4.2); the last is open."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class Ragged:
     """A sequence of variable-length groups: ``values`` flat, group ``i`` is
     ``values[bounds[i]:bounds[i+1]]``.
@@ -135,6 +135,9 @@ def token_arrival_times(
         raise ValueError("chunk_tokens must have one entry per chunk offset")
     if np.any(tokens < 0):
         raise ValueError("chunk token counts must be >= 0")
+    if tokens.size and tokens.min() == 1 and tokens.max() == 1:  # one token per chunk
+        values = offsets.copy() if offsets is chunk_offsets else offsets  # ours, not the caller's
+        return Ragged(values, chunks.bounds)
     per_request = np.zeros(len(chunks), dtype=np.int64)
     nonempty = chunks.lengths() > 0
     if np.any(nonempty):

@@ -19,13 +19,21 @@ stays valid JSON).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["PERCENTILES", "PERCENTILE_METHOD", "Summary", "percentile", "summarize"]
+__all__ = [
+    "PERCENTILES",
+    "PERCENTILE_METHOD",
+    "Summary",
+    "percentile",
+    "percentiles_of_finite",
+    "summarize",
+]
 
 PERCENTILES: Final = (50.0, 90.0, 95.0, 99.0, 99.9)
 """The percentiles the draft requires for TTFT (5.1.4.1) and ITL (5.4.4.1)."""
@@ -76,6 +84,22 @@ def _finite_1d(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return a
 
 
+def percentiles_of_finite(
+    a: npt.NDArray[np.float64], q: float | Sequence[float]
+) -> npt.NDArray[np.float64]:
+    """numpy's type-7 percentiles ``q`` of the finite, non-empty samples ``a``, exactly
+    ``np.percentile(a, q, method="linear")``, from a sorted copy: numpy's vectorized sort of
+    10M samples takes less than half the time of the selection ``np.percentile`` runs for
+    several ranks, and the percentiles only depend on the order statistics (``a`` is left as
+    it is).
+
+    >>> percentiles_of_finite(np.array([40.0, 10.0, 30.0, 20.0]), [50, 90]).tolist()
+    [25.0, 37.0]
+    """
+    ordered = np.sort(a)
+    return np.asarray(np.percentile(ordered, q, method="linear", overwrite_input=True))
+
+
 def percentile(values: npt.ArrayLike, q: float) -> float | None:
     """The ``q``-th percentile (0 ≤ q ≤ 100) by linear interpolation (type 7); None if empty.
 
@@ -87,7 +111,7 @@ def percentile(values: npt.ArrayLike, q: float) -> float | None:
     a = _finite_1d(values)
     if a.size == 0:
         return None
-    return float(np.percentile(a, q, method="linear"))
+    return float(percentiles_of_finite(a, q))
 
 
 def summarize(values: npt.ArrayLike) -> Summary:
@@ -102,7 +126,7 @@ def summarize(values: npt.ArrayLike) -> Summary:
     a = _finite_1d(values)
     if a.size == 0:
         return Summary(0, None, None, None, None, None, None, None, None, None)
-    p50, p90, p95, p99, p99_9 = (float(v) for v in np.percentile(a, PERCENTILES, method="linear"))
+    p50, p90, p95, p99, p99_9 = (float(v) for v in percentiles_of_finite(a, PERCENTILES))
     return Summary(
         count=int(a.size),
         mean=float(a.mean()),

@@ -70,6 +70,7 @@ from otelbench.query.extract import (
     Columns,
     Dialect,
     QueryRunner,
+    arrow_columns,
     register_dialect,
     register_store_scheme,
 )
@@ -286,60 +287,7 @@ class ServerConnection:
 def _clickhouse_fetch(
     connection: Any, sql: str, params: Mapping[str, object], source: str
 ) -> Columns:
-    return arrow_columns(connection.query_arrow(sql, params, source))
-
-
-# ---------------------------------------------------------------------------------------------
-# Arrow → the columns extract.py reads (as DuckDB's fetchnumpy gives them)
-# ---------------------------------------------------------------------------------------------
-def arrow_columns(table: Any) -> Columns:
-    """Column name → numpy array, shaped like DuckDB's ``fetchnumpy()``: plain arrays, masked
-    arrays where NULLs occur, object arrays of numpy arrays for ``Array(...)`` columns.
-
-    >>> cols = arrow_columns(session.query("SELECT [1, 2] AS a", "ArrowTable"))  # doctest: +SKIP
-    >>> cols["a"][0].tolist()  # doctest: +SKIP
-    [1, 2]
-    """
-    import pyarrow as pa
-
-    out: Columns = {}
-    for name, chunked in zip(table.column_names, table.columns, strict=True):
-        array = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
-        if pa.types.is_dictionary(array.type):
-            array = array.dictionary_decode()
-        out[name] = _arrow_column(array, pa)
-    return out
-
-
-def _arrow_column(array: Any, pa: Any) -> Any:
-    n = len(array)
-    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
-        offsets = np.asarray(array.offsets, dtype=np.int64)
-        values = _plain(array.flatten(), pa)
-        rows = np.empty(n, dtype=object)
-        starts = offsets[:-1] - offsets[0]
-        ends = offsets[1:] - offsets[0]
-        for i in range(n):
-            rows[i] = values[starts[i] : ends[i]]
-        return rows
-    if pa.types.is_null(array.type):
-        return np.ma.masked_array(np.zeros(n), mask=np.ones(n, dtype=np.bool_))
-    if array.null_count == 0:
-        return _plain(array, pa)
-    mask = np.asarray(array.is_null(), dtype=np.bool_)
-    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-        filled = array.fill_null("")
-    elif pa.types.is_floating(array.type):
-        filled = array.fill_null(float("nan"))
-    else:
-        filled = array.fill_null(0)
-    return np.ma.masked_array(_plain(filled, pa), mask=mask)
-
-
-def _plain(array: Any, pa: Any) -> Any:
-    if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
-        array = array.cast(pa.string())
-    return array.to_numpy(zero_copy_only=False)
+    return arrow_columns(connection.query_arrow(sql, params, source), flat_lists=True)
 
 
 register_dialect(

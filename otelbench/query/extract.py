@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from importlib import import_module
 from importlib.resources import files
 from importlib.resources.abc import Traversable
+from importlib.util import find_spec
+from itertools import pairwise
 from typing import Any, Final
 
 import duckdb
@@ -59,7 +61,9 @@ from otelbench.store.duckdb_store import snapshot_note
 __all__ = [
     "PATTERN_PARAMETERS",
     "Dialect",
+    "ListColumn",
     "QueryRunner",
+    "arrow_columns",
     "extract_client_requests",
     "extract_guardrail_spans",
     "extract_live_server_requests",
@@ -232,6 +236,8 @@ def get_dialect(name: str) -> Dialect:
 
 def _duckdb_fetch(connection: Any, sql: str, params: Mapping[str, object], source: str) -> Columns:
     try:
+        if _HAVE_PYARROW:
+            return _duckdb_fetch_arrow(connection, sql, params)
         return dict(connection.execute(sql, dict(params)).fetchnumpy())
     except duckdb.CatalogException as err:
         raise NotAnOtelbenchStore(
@@ -240,6 +246,141 @@ def _duckdb_fetch(connection: Any, sql: str, params: Mapping[str, object], sourc
         ) from err
     except duckdb.Error as err:
         raise StoreError(f"query on span store {source} failed: {_first_line(err)}") from err
+
+
+def _duckdb_fetch_arrow(connection: Any, sql: str, params: Mapping[str, object]) -> Columns:
+    """The result as Arrow: list columns as :class:`ListColumn` (one flat buffer and offsets,
+    no numpy array per row), the others converted by DuckDB's own ``fetchnumpy`` (scanning the
+    Arrow table in place), so they are exactly what ``fetchnumpy`` gives."""
+    import pyarrow as pa
+
+    table = connection.sql(sql, params=dict(params)).to_arrow_table()
+    names = table.column_names
+    is_list = [pa.types.is_list(t) or pa.types.is_large_list(t) for t in table.schema.types]
+    lists = {n: t for n, t, flag in zip(names, table.columns, is_list, strict=True) if flag}
+    scalars = table.drop_columns(list(lists))
+    converted = dict(connection.from_arrow(scalars).fetchnumpy()) if scalars.num_columns else {}
+    for name, chunked in lists.items():
+        converted[name] = _arrow_chunked(chunked, pa, flat_lists=True)
+    return {n: converted[n] for n in names}
+
+
+_HAVE_PYARROW: Final = find_spec("pyarrow") is not None
+"""Fetch DuckDB results as Arrow when pyarrow is installed (it is with the ``clickhouse``
+extra): list columns then arrive as one flat buffer and offsets (:class:`ListColumn`)."""
+
+
+@dataclass(frozen=True)
+class ListColumn:
+    """A list column in the Arrow layout: row ``i`` holds ``values[offsets[i]:offsets[i+1]]``.
+
+    What :func:`arrow_columns` gives for a list column with ``flat_lists=True``: the per-token
+    arrays of 100,000 spans stay one array (no numpy array per row, no concatenation).
+    """
+
+    values: Any
+    offsets: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.offsets.size - 1)
+
+    def __getitem__(self, i: int) -> Any:
+        """Row ``i``'s items (as the object array's row would be)."""
+        return self.values[int(self.offsets[i]) : int(self.offsets[i + 1])]
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self)):
+            yield self[i]
+
+
+def arrow_columns(table: Any, *, flat_lists: bool = False) -> Columns:
+    """Column name → numpy array, shaped like DuckDB's ``fetchnumpy()``: plain arrays, masked
+    arrays where NULLs occur, object arrays of numpy arrays for list columns — or, with
+    ``flat_lists``, a :class:`ListColumn` for a list column without NULL lists.
+
+    >>> cols = arrow_columns(session.query("SELECT [1, 2] AS a", "ArrowTable"))  # doctest: +SKIP
+    >>> cols["a"][0].tolist()  # doctest: +SKIP
+    [1, 2]
+    """
+    import pyarrow as pa
+
+    return {
+        name: _arrow_chunked(chunked, pa, flat_lists)
+        for name, chunked in zip(table.column_names, table.columns, strict=True)
+    }
+
+
+def _arrow_chunked(chunked: Any, pa: Any, flat_lists: bool) -> Any:
+    is_list = pa.types.is_list(chunked.type) or pa.types.is_large_list(chunked.type)
+    if chunked.num_chunks == 0 and is_list:  # no rows (combining no chunks imports pandas)
+        numeric = pa.types.is_integer(chunked.type.value_type)
+        values = np.empty(0, dtype=np.int64 if numeric else object)
+        return ListColumn(values, np.zeros(1, dtype=np.int64)) if flat_lists else values
+    if is_list and flat_lists and chunked.num_chunks > 1 and chunked.null_count == 0:
+        # chunk by chunk: no Arrow copy of the whole list column into one chunk first
+        parts = [_arrow_column(chunk, pa, flat_lists) for chunk in chunked.chunks]
+        values = np.concatenate([part.values for part in parts])
+        return ListColumn(values, _bounds(np.concatenate([np.diff(p.offsets) for p in parts])))
+    array = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    return _arrow_column(array, pa, flat_lists)
+
+
+def _arrow_column(array: Any, pa: Any, flat_lists: bool) -> Any:
+    n = len(array)
+    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        offsets = _list_offsets(array, pa)
+        values = _plain(array.flatten(), pa)
+        if flat_lists and array.null_count == 0:
+            return ListColumn(values, offsets)
+        rows = np.empty(n, dtype=object)
+        for i in range(n):
+            rows[i] = values[offsets[i] : offsets[i + 1]]
+        return rows
+    if pa.types.is_null(array.type):
+        return np.ma.masked_array(np.zeros(n), mask=np.ones(n, dtype=np.bool_))
+    if array.null_count == 0:
+        return _plain(array, pa)
+    mask = np.asarray(array.is_null(), dtype=np.bool_)
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+        filled = array.fill_null("")
+    elif pa.types.is_floating(array.type):
+        filled = array.fill_null(float("nan"))
+    else:
+        filled = array.fill_null(0)
+    return np.ma.masked_array(_plain(filled, pa), mask=mask)
+
+
+def _list_offsets(array: Any, pa: Any) -> npt.NDArray[np.int64]:
+    """A list array's ``n + 1`` offsets, from 0, read from its buffer (see :func:`_plain`)."""
+    if len(array) == 0:
+        return np.zeros(1, dtype=np.int64)
+    width = np.int64 if pa.types.is_large_list(array.type) else np.int32
+    raw = np.frombuffer(array.buffers()[1], dtype=width)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    return np.asarray(raw - raw[0], dtype=np.int64)
+
+
+def _plain(array: Any, pa: Any) -> Any:
+    """An Arrow array as numpy, as ``to_numpy(zero_copy_only=False)`` gives it — but integers
+    and floats without NULLs are read from their buffer in place and strings through Python
+    lists: pyarrow's ``to_numpy`` imports pandas (a quarter of a second) when it is installed."""
+    if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
+        array = array.cast(pa.string())
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+        return np.array(array.to_pylist(), dtype=object).reshape(len(array))
+    kind = "i" if pa.types.is_signed_integer(array.type) else ""
+    kind = "u" if pa.types.is_unsigned_integer(array.type) else kind
+    kind = "f" if pa.types.is_floating(array.type) and array.type.bit_width >= 32 else kind
+    if kind and array.null_count == 0:
+        dtype = np.dtype(f"{kind}{array.type.bit_width // 8}")
+        if len(array) == 0:
+            return np.empty(0, dtype=dtype)
+        buffer = np.frombuffer(array.buffers()[1], dtype=dtype)
+        return buffer[array.offset : array.offset + len(array)]
+    return array.to_numpy(zero_copy_only=False)
 
 
 def _first_line(err: BaseException) -> str:
@@ -379,18 +520,28 @@ def _str_required(column: Any, name: str) -> tuple[str, ...]:
 
 
 def _str_lists(column: Any) -> tuple[tuple[str, ...], ...]:
+    if isinstance(column, ListColumn):
+        items = [str(x) for x in column.values.tolist()]
+        bounds = column.offsets.tolist()
+        return tuple(tuple(items[a:b]) for a, b in pairwise(bounds))
     return tuple(tuple(str(x) for x in row) for row in np.asarray(column))
 
 
 def _rejections(column: Any) -> dict[str, int]:
     """A ``rejected_attributes`` column (per row, the names of its unparsable attributes) →
     attribute name → count, sorted by name."""
-    counts = Counter(str(name) for row in np.asarray(column) for name in row)
+    if isinstance(column, ListColumn):
+        counts = Counter(str(name) for name in column.values.tolist())
+    else:
+        counts = Counter(str(name) for row in np.asarray(column) for name in row)
     return dict(sorted(counts.items()))
 
 
 def _flatten_lists(column: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Object array of int arrays → (concatenation, per-row lengths)."""
+    """A list column (object array of int arrays, or :class:`ListColumn`) → (concatenation,
+    per-row lengths)."""
+    if isinstance(column, ListColumn):
+        return np.asarray(column.values, dtype=np.int64), np.diff(column.offsets)
     lists = list(np.asarray(column))
     lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
     flat = np.concatenate(lists).astype(np.int64) if lists else np.empty(0, dtype=np.int64)
@@ -456,9 +607,7 @@ def extract_client_requests(store: QueryRunner, run_id: str) -> ClientRequests:
         end_offset_us=_f64(cols["end_offset_us"]),
         input_tokens=_f64(cols["input_tokens"]),
         output_tokens=_f64(cols["output_tokens"]),
-        finish_reasons=tuple(
-            tuple(str(r) for r in rs) for rs in np.asarray(cols["finish_reasons"])
-        ),
+        finish_reasons=_str_lists(cols["finish_reasons"]),
         chunk_token_source=_str(cols["chunk_token_source"]),
         chunk_bounds=_bounds(n_offsets),
         chunk_offset_us=offsets,

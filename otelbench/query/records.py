@@ -202,7 +202,7 @@ class ServerRequests:
     def is_hook(self) -> npt.NDArray[np.bool_]:
         """True for the engine hooks' spans, False for vLLM's ``llm_request`` spans."""
         return np.fromiter(
-            (name == semconv.SPAN_HOOK_REQUEST for name in self.span_name),
+            map(semconv.SPAN_HOOK_REQUEST.__eq__, self.span_name),
             dtype=np.bool_,
             count=len(self.span_name),
         )
@@ -299,7 +299,7 @@ class GuardrailSpans:
         )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class RunData:
     """Everything a run report needs: the run, its client requests, their server children and
     the guardrail filter spans in their traces."""

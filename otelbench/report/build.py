@@ -29,32 +29,37 @@ from otelbench.metrics import (
     TTFT_COMPONENTS,
     Outcomes,
     Ragged,
+    Summary,
     consecutive_intervals,
     group_first,
     group_last,
     group_max,
-    group_std,
     outcomes,
     percentile,
     preemption_stats,
     summarize,
     tail_ratio,
-    token_arrival_times,
     tpot,
     ttft_by_input_length,
     ttft_decomposition,
     window_throughput,
 )
-from otelbench.query import QueryRunner, RunData, extract_run_data, open_store
+from otelbench.query import ClientRequests, QueryRunner, RunData, extract_run_data, open_store
 from otelbench.report.compliance import compliance, configuration_summary
 from otelbench.report.guardrails import guardrails_section
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     classes_section,
+    client_itl_us,
+    client_jitter_us,
+    client_token_arrivals_us,
     fluidity_section,
     itl_shape_section,
     load_generator_section,
     reasoning_section,
+    server_itl_us,
+    server_jitter_us,
+    server_token_offsets_us,
 )
 
 __all__ = [
@@ -215,14 +220,12 @@ def report_from_data(
     input_tokens[server_rows[fill]] = data.server.prompt_tokens[joined][fill]
 
     # Token timeline by Option B, ITL and time between chunks (successful requests only).
-    all_tokens = token_arrival_times(c.chunk_offset_us, c.chunk_tokens, c.chunk_bounds)
+    all_tokens = client_token_arrivals_us(data)  # shared with the HTML plots (derived once)
     output_tokens = np.where(
         np.isfinite(c.output_tokens), c.output_tokens, all_tokens.lengths().astype(np.float64)
     )
     tokens = all_tokens.select(ok)
-    chunks = Ragged(c.chunk_offset_us.astype(np.float64), c.chunk_bounds).select(ok)
-    itl_us = consecutive_intervals(tokens)
-    between_chunks_us = consecutive_intervals(chunks)
+    itl_us = client_itl_us(data)  # consecutive_intervals(tokens)
     itl_ms = itl_us.values / 1000.0
 
     ttft_ms = c.ttft_us / 1000.0
@@ -236,10 +239,10 @@ def report_from_data(
         "itl_ms": itl_summary.to_dict(),
         "tpot_ms": _summary(tpot_ms),
         "e2e_ms": _summary(end_offset_us[ok] / 1000.0),
-        "time_between_chunks_ms": _summary(between_chunks_us.values / 1000.0),
+        "time_between_chunks_ms": _time_between_chunks_ms(c, itl_summary),
         "tokens_per_chunk": _summary(_tokens_per_chunk(c.chunk_tokens, c.chunk_bounds, ok)),
         "itl_per_request": {
-            "jitter_ms": _p50_p95_p99(group_std(itl_us) / 1000.0),
+            "jitter_ms": _p50_p95_p99(client_jitter_us(data) / 1000.0),
             "max_pause_ms": _p50_p95_p99(group_max(itl_us) / 1000.0),
         },
         "itl_p99_p50_ratio": tail_ratio(itl_summary.p99, itl_summary.p50),
@@ -310,6 +313,16 @@ def report_from_data(
     return report
 
 
+def _time_between_chunks_ms(c: ClientRequests, itl_summary: Summary) -> dict[str, Any]:
+    """Summary of Option A's time between content chunks of the successful requests (draft
+    4.6.3), in ms. With one token per chunk Option B's token times are the chunk times, so this
+    is the ITL's summary (``itl_summary``), not computed a second time."""
+    if c.chunk_tokens.size == 0 or c.chunk_tokens.min() == c.chunk_tokens.max() == 1:
+        return itl_summary.to_dict()
+    chunks = Ragged(c.chunk_offset_us.astype(np.float64), c.chunk_bounds).select(c.ok)
+    return _summary(consecutive_intervals(chunks).values / 1000.0)
+
+
 def _tokens_per_chunk(
     chunk_tokens: npt.NDArray[np.int64],
     chunk_bounds: npt.NDArray[np.int64],
@@ -332,7 +345,7 @@ def _server_metrics(
     client_ok = data.client.ok[idx]
 
     # Option C token timeline (hook spans): µs since arrival of every output token.
-    tokens = Ragged(s.token_offset_us.astype(np.float64), s.token_bounds).select(joined)
+    tokens = server_token_offsets_us(data).select(joined)
     has_offsets = tokens.lengths() > 0
     first_ms = group_first(tokens) / 1000.0
     last_ms = group_last(tokens) / 1000.0
@@ -377,11 +390,11 @@ def _server_metrics(
     if not np.any(hook):
         return out
 
-    itl_us = consecutive_intervals(tokens.select(hook & has_offsets))
+    itl_us = server_itl_us(data)  # consecutive_intervals(tokens.select(hook & has_offsets))
     itl_summary = summarize(itl_us.values / 1000.0)
     out["itl_ms"] = itl_summary.to_dict()
     out["itl_per_request"] = {
-        "jitter_ms": _p50_p95_p99(group_std(itl_us) / 1000.0),
+        "jitter_ms": _p50_p95_p99(server_jitter_us(data) / 1000.0),
         "max_pause_ms": _p50_p95_p99(group_max(itl_us) / 1000.0),
     }
     out["itl_p99_p50_ratio"] = tail_ratio(itl_summary.p99, itl_summary.p50)

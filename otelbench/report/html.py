@@ -58,20 +58,21 @@ from otelbench import semconv
 from otelbench.metrics import (
     DECODE_DEADLINE_PRESETS_S,
     Ragged,
-    consecutive_intervals,
-    deadline_intervals,
-    fluidity_indices,
     group_first,
-    group_std,
     throughput_latency_points,
-    token_arrival_times,
 )
 from otelbench.query import RunData
 from otelbench.report.plots import PALETTE, Axis, Chart
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     MIN_FLUIDITY,
-    fluidity_token_times,
+    client_itl_us,
+    client_jitter_us,
+    fluidity_indices_of,
+    fluidity_intervals,
+    server_itl_us,
+    server_jitter_us,
+    server_token_offsets_us,
 )
 
 __all__ = [
@@ -234,7 +235,7 @@ def _server_ttft_ms(data: RunData) -> F64:
     """Per server span: the first token offset when it has offsets, else vLLM's latency key
     (as ``metrics.server.ttft_ms``)."""
     s = data.server
-    tokens = Ragged(s.token_offset_us.astype(np.float64), s.token_bounds)
+    tokens = server_token_offsets_us(data)
     first = group_first(tokens) / 1000.0
     return np.where(tokens.lengths() > 0, first, s.ttft_s * 1000.0)
 
@@ -281,12 +282,11 @@ def plot_data(
     fill = np.isnan(input_tokens[rows])
     input_tokens[rows[fill]] = s.prompt_tokens[joined][fill]
 
-    # ITL: client Option B (successful requests), server Option C (joined hook spans)
-    client_tokens = token_arrival_times(c.chunk_offset_us, c.chunk_tokens, c.chunk_bounds)
-    client_itl_us = consecutive_intervals(client_tokens.select(ok))
-    server_tokens = Ragged(s.token_offset_us.astype(np.float64), s.token_bounds)
-    with_offsets = joined & hook & (server_tokens.lengths() > 0)
-    server_itl_us = consecutive_intervals(server_tokens.select(with_offsets))
+    # ITL: client Option B (successful requests), server Option C (joined hook spans), as the
+    # report derives them (the same arrays: report.sections.derived)
+    client_itl = client_itl_us(data)
+    with_offsets = joined & hook & (np.diff(s.token_bounds) > 0)
+    server_itl = server_itl_us(data)
 
     window_s = float(np.max(submit_s + np.nan_to_num(end_ms) / 1e3)) if len(c) else 0.0
     return {
@@ -302,14 +302,14 @@ def plot_data(
         ),
         "ttft_by_input": _points(input_tokens[ok], ttft_ms[ok], max_points, 1, 3),
         "itl_histogram_ms": _histograms(
-            {"client": client_itl_us.values / 1e3, "server": server_itl_us.values / 1e3},
+            {"client": client_itl.values / 1e3, "server": server_itl.values / 1e3},
             allow_log=False,
         ),
         "jitter_ms": {
-            "client": _points(submit_s[ok], group_std(client_itl_us) / 1e3, max_points, 6, 4),
+            "client": _points(submit_s[ok], client_jitter_us(data) / 1e3, max_points, 6, 4),
             "server": _points(
                 submit_s[s.client_index[with_offsets]],
-                group_std(server_itl_us) / 1e3,
+                server_jitter_us(data) / 1e3,
                 max_points,
                 6,
                 4,
@@ -330,10 +330,9 @@ def _fluidity_plot(
     timeline and population (:func:`otelbench.report.sections.fluidity_section`)."""
     if not prefill_deadline_s > 0:
         raise ValueError("the prefill deadline must be > 0 s")
-    times, source = fluidity_token_times(data)
+    times, source, _ = fluidity_intervals(data)
     if len(times) == 0:
         return None
-    intervals = deadline_intervals(times)
     return {
         "source": source,
         "prefill_deadline_ms": prefill_deadline_s * 1000.0,
@@ -342,7 +341,7 @@ def _fluidity_plot(
             {
                 "preset": preset,
                 "decode_deadline_ms": dd * 1000.0,
-                "cdf": _cdf(fluidity_indices(intervals, prefill_deadline_s, dd), max_points, 6),
+                "cdf": _cdf(fluidity_indices_of(data, prefill_deadline_s, dd), max_points, 6),
             }
             for preset, dd in DECODE_DEADLINE_PRESETS_S.items()
         ],

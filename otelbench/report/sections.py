@@ -24,8 +24,9 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Final
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -35,9 +36,11 @@ from otelbench.metrics import (
     DECODE_DEADLINE_PRESETS_S,
     STARVATION_FACTOR,
     Ragged,
+    consecutive_intervals,
     deadline_intervals,
     fluid_token_generation_rate,
     fluidity_indices,
+    group_std,
     itl_shape,
     jain_fairness_index,
     percentile,
@@ -55,13 +58,22 @@ __all__ = [
     "GENERATOR_BOTTLENECK_DEVIATION",
     "MIN_FLUIDITY",
     "classes_section",
+    "client_itl_us",
+    "client_jitter_us",
+    "client_token_arrivals_us",
     "client_token_times",
+    "derived",
     "fluidity_distribution",
+    "fluidity_indices_of",
+    "fluidity_intervals",
     "fluidity_section",
     "fluidity_token_times",
     "itl_shape_section",
     "load_generator_section",
     "reasoning_section",
+    "server_itl_us",
+    "server_jitter_us",
+    "server_token_offsets_us",
     "server_token_times",
 ]
 
@@ -147,6 +159,104 @@ def _short(values: npt.ArrayLike) -> dict[str, int | float | None]:
 
 
 # ------------------------------------------------------------------------------------------
+# Arrays the report and the HTML plots both derive from the records, derived once
+# ------------------------------------------------------------------------------------------
+
+_T = TypeVar("_T")
+_DERIVED: dict[int, dict[Hashable, Any]] = {}
+
+
+def derived(data: RunData, key: Hashable, compute: Callable[[], _T]) -> _T:
+    """``compute()`` the first time it is asked for ``key`` of ``data``, the same object after.
+
+    ``report_from_data`` and :func:`otelbench.report.html.plot_data` derive the same per-token
+    arrays (token timelines, ITL, jitter, fluidity-indices: tens of millions of values at scale)
+    from the same :class:`~otelbench.query.RunData`; each is computed once. The memo lives as
+    long as ``data`` does. The arrays are shared: callers never modify them in place.
+    """
+    memo = _DERIVED.get(id(data))
+    if memo is None:
+        memo = _DERIVED[id(data)] = {}
+        weakref.finalize(data, _DERIVED.pop, id(data), None)
+    if key not in memo:
+        memo[key] = compute()
+    value: _T = memo[key]
+    return value
+
+
+def client_token_arrivals_us(data: RunData) -> Ragged:
+    """Option B token times of every client request (µs since T_submit)."""
+    c = data.client
+    return derived(
+        data,
+        "client_token_arrivals_us",
+        lambda: token_arrival_times(c.chunk_offset_us, c.chunk_tokens, c.chunk_bounds),
+    )
+
+
+def client_itl_us(data: RunData) -> Ragged:
+    """Client ITL (Option B, draft 5.4.3) of the successful requests, µs."""
+    return derived(
+        data,
+        "client_itl_us",
+        lambda: consecutive_intervals(client_token_arrivals_us(data).select(data.client.ok)),
+    )
+
+
+def client_jitter_us(data: RunData) -> F64:
+    """Per successful request, the population std of its client ITL (draft 5.4.4.2), µs."""
+    return derived(data, "client_jitter_us", lambda: group_std(client_itl_us(data)))
+
+
+def server_token_offsets_us(data: RunData) -> Ragged:
+    """Every server span's token offsets (Option C, µs since arrival) as float64."""
+    s = data.server
+    return derived(
+        data,
+        "server_token_offsets_us",
+        lambda: Ragged(s.token_offset_us.astype(np.float64), s.token_bounds),
+    )
+
+
+def server_itl_us(data: RunData) -> Ragged:
+    """Server ITL (Option C) of the joined engine-hook spans with token offsets, µs."""
+
+    def compute() -> Ragged:
+        s = data.server
+        tokens = server_token_offsets_us(data)
+        keep = (s.client_index >= 0) & s.is_hook() & (tokens.lengths() > 0)
+        return consecutive_intervals(tokens.select(keep))
+
+    return derived(data, "server_itl_us", compute)
+
+
+def server_jitter_us(data: RunData) -> F64:
+    """Per joined engine-hook span with offsets, the population std of its server ITL, µs."""
+    return derived(data, "server_jitter_us", lambda: group_std(server_itl_us(data)))
+
+
+def fluidity_intervals(data: RunData) -> tuple[Ragged, str, Ragged]:
+    """:func:`fluidity_token_times` and their deadline intervals (Etalon §4.1)."""
+
+    def compute() -> tuple[Ragged, str, Ragged]:
+        times, source = fluidity_token_times(data)
+        return times, source, deadline_intervals(times)
+
+    return derived(data, "fluidity_intervals", compute)
+
+
+def fluidity_indices_of(data: RunData, prefill_deadline_s: float, decode_deadline_s: float) -> F64:
+    """The fluidity-index of every request of :func:`fluidity_intervals` (Etalon §4.1) at a
+    fixed prefill deadline and a decode deadline."""
+    intervals = fluidity_intervals(data)[2]
+    return derived(
+        data,
+        ("fluidity_indices", prefill_deadline_s, decode_deadline_s),
+        lambda: fluidity_indices(intervals, prefill_deadline_s, decode_deadline_s),
+    )
+
+
+# ------------------------------------------------------------------------------------------
 # metrics.fluidity (Etalon §4)
 # ------------------------------------------------------------------------------------------
 
@@ -159,7 +269,7 @@ def server_token_times(data: RunData) -> Ragged | None:
     keep[joined] &= data.client.ok[s.client_index[joined]]
     if not np.any(keep):
         return None
-    times = Ragged(s.token_offset_us.astype(np.float64) / 1e6, s.token_bounds)
+    times = Ragged(server_token_offsets_us(data).values / 1e6, s.token_bounds)
     return times.select(keep)
 
 
@@ -174,8 +284,7 @@ def fluidity_token_times(data: RunData) -> tuple[Ragged, str]:
 
 def client_token_times(data: RunData) -> Ragged:
     """Option B token times (seconds since T_submit) of the successful requests with a token."""
-    c = data.client
-    tokens = token_arrival_times(c.chunk_offset_us, c.chunk_tokens, c.chunk_bounds).select(c.ok)
+    tokens = client_token_arrivals_us(data).select(data.client.ok)
     tokens = tokens.select(tokens.lengths() > 0)
     return Ragged(tokens.values / 1e6, tokens.bounds)
 
@@ -215,13 +324,12 @@ def fluidity_section(
     """
     if not prefill_deadline_s > 0:
         raise ValueError("the prefill deadline must be > 0 s")
-    times, source = fluidity_token_times(data)
+    times, source, intervals = fluidity_intervals(data)
     if len(times) == 0:
         return None
-    intervals = deadline_intervals(times)
     deadlines = []
     for preset, dd in DECODE_DEADLINE_PRESETS_S.items():
-        fi = fluidity_indices(intervals, prefill_deadline_s, dd)
+        fi = fluidity_indices_of(data, prefill_deadline_s, dd)
         deadlines.append(
             {
                 "preset": preset,

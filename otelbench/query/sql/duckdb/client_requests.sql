@@ -7,6 +7,8 @@
 -- Attributes are parsed leniently (see _server_span_columns.sql): a present value that does not
 -- match its pattern is read as absent and named in rejected_attributes. Chunk token counts are
 -- also rejected when there are not as many as chunk offsets (absent offsets count as none).
+-- chunk_offsets is NULL exactly when the attribute is absent or rejected, so the rejection
+-- test reads it rather than matching the long array against $re_int_array a second time.
 WITH client AS (
     SELECT
         "TraceId"                                                    AS trace_id,
@@ -87,7 +89,7 @@ SELECT
              THEN $attr_output_tokens END,
         CASE WHEN NOT regexp_matches(attrs[$attr_finish_reasons], $re_string_array)
              THEN $attr_finish_reasons END,
-        CASE WHEN NOT regexp_matches(attrs[$attr_chunk_offsets_us], $re_int_array)
+        CASE WHEN chunk_offsets IS NULL AND attrs[$attr_chunk_offsets_us] IS NOT NULL
              THEN $attr_chunk_offsets_us END,
         CASE WHEN tokens_parsed IS NULL AND attrs[$attr_chunk_tokens] IS NOT NULL
                   OR tokens_parsed IS NOT NULL AND chunk_tokens IS NULL
