@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
+import json
+import os
+import platform
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def machine(**versions: str) -> dict[str, Any]:
+    """The ``machine`` block of a result JSON: cores, the load average when the benchmark ended
+    (its numbers are as noisy as that), Python, the libraries measured (``versions``), the OS."""
+    return {
+        "cpus": os.cpu_count(),
+        "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        **versions,
+        "platform": platform.platform(),
+    }
+
+
+def write_result(path: Path, report: dict[str, Any]) -> None:
+    """Write a benchmark's result JSON (creating its directory) and say where."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
 
 
 class CountingExporter(SpanExporter):

@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -57,6 +55,7 @@ import pyarrow as pa
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.common import machine, write_result  # noqa: E402
 from otelbench import semconv  # noqa: E402
 from otelbench.metrics import (  # noqa: E402
     Ragged,
@@ -400,14 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "query_dialects",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
-            "python": platform.python_version(),
-            "duckdb": duckdb.__version__,
-            "chdb": chdb.__version__,
-            "platform": platform.platform(),
-        },
+        "machine": machine(duckdb=duckdb.__version__, chdb=chdb.__version__),
         "workload": {
             "requests": args.requests,
             "tokens_per_request": args.tokens,
@@ -415,9 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+    write_result(args.out, report)
     return 0 if same_itl and same_figures else 1
 
 

@@ -41,7 +41,6 @@ import gzip
 import http.client
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -64,6 +63,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.common import machine, write_result  # noqa: E402
 from otelbench import semconv  # noqa: E402
 from otelbench.store import SpanStore  # noqa: E402
 
@@ -540,13 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "receiver_ingest",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
-            "python": platform.python_version(),
-            "duckdb": duckdb.__version__,
-            "platform": platform.platform(),
-        },
+        "machine": machine(duckdb=duckdb.__version__),
         "llm_request": {
             "spans": "client span (chunk offsets and chunk tokens), engine-hook server span "
             "(per-token offsets), its queue, prefill and decode spans",
@@ -562,10 +556,8 @@ def main(argv: list[str] | None = None) -> int:
         },
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report["results"], indent=None))
-    print(f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+    write_result(args.out, report)
     return 0 if all(r["all_acknowledged_spans_stored"] for r in results) else 1
 
 

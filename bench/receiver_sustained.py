@@ -32,7 +32,6 @@ import argparse
 import http.client
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2 as t
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.common import machine, write_result  # noqa: E402
 from otelbench import semconv  # noqa: E402
 from otelbench.store import SpanStore  # noqa: E402
 
@@ -390,13 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "receiver_sustained",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
-            "python": platform.python_version(),
-            "duckdb": duckdb.__version__,
-            "platform": platform.platform(),
-        },
+        "machine": machine(duckdb=duckdb.__version__),
         "workload": {
             "request": "engine-hook server span (14 attributes, token offsets as an int array) "
             "+ queue, prefill and decode spans",
@@ -408,9 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "result": result,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+    write_result(args.out, report)
     return 0 if result["all_acknowledged_spans_stored"] else 1
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -362,23 +361,20 @@ def main(argv: list[str] | None = None) -> int:
         work = args.work_dir or Path(tmp)
         sizes = [measure_size(args, n, work) for n in args.requests]
     print_table(sizes)
+    sys.path.insert(0, str(REPO))
     import chdb
     import duckdb
     import numpy
+
+    from bench.common import machine, write_result
 
     report = {
         "benchmark": "report_scale",
         "label": args.label,
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
-            "python": platform.python_version(),
-            "numpy": numpy.__version__,
-            "duckdb": duckdb.__version__,
-            "chdb": chdb.__version__,
-            "platform": platform.platform(),
-        },
+        "machine": machine(
+            numpy=numpy.__version__, duckdb=duckdb.__version__, chdb=chdb.__version__
+        ),
         "workload": {
             "requests": args.requests,
             "tokens_per_request": args.tokens,
@@ -390,9 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.baseline is not None:
         report["baseline"] = json.loads(args.baseline.read_text())
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+    write_result(args.out, report)
     return 0
 
 
