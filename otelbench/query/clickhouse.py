@@ -246,42 +246,33 @@ class ServerConnection:
         self.client = client
 
     def query_arrow(self, sql: str, params: Mapping[str, object], source: str) -> Any:
-        from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
-
-        try:
+        with _server_errors(source):
             return self.client.query_arrow(sql, parameters=dict(params), use_strings=True)
-        except OperationalError as err:
-            raise StoreError(
-                f"ClickHouse at {source} is unreachable: {_connection_message(err)}"
-            ) from err
-        except ClickHouseError as err:
-            raise _translate(err, source) from err
 
     def execute(self, sql: str, source: str) -> None:
         """Run a statement (DDL) on the server."""
-        from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
-
-        try:
+        with _server_errors(source):
             self.client.command(sql)
-        except OperationalError as err:
-            raise StoreError(
-                f"ClickHouse at {source} is unreachable: {_connection_message(err)}"
-            ) from err
-        except ClickHouseError as err:
-            raise _translate(err, source) from err
 
     def insert_rows(self, table: str, payload: str, source: str) -> None:
         """Insert ``payload`` (JSONEachRow: one JSON object per line) into ``table``."""
-        from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
-
-        try:
+        with _server_errors(source):
             self.client.raw_insert(table, None, payload.encode("utf-8"), fmt="JSONEachRow")
-        except OperationalError as err:
-            raise StoreError(
-                f"ClickHouse at {source} is unreachable: {_connection_message(err)}"
-            ) from err
-        except ClickHouseError as err:
-            raise _translate(err, source) from err
+
+
+@contextmanager
+def _server_errors(source: str) -> Iterator[None]:
+    """clickhouse-connect's errors as otelbench's: an unreachable server, or :func:`_translate`."""
+    from clickhouse_connect.driver.exceptions import ClickHouseError, OperationalError
+
+    try:
+        yield
+    except OperationalError as err:
+        raise StoreError(
+            f"ClickHouse at {source} is unreachable: {_connection_message(err)}"
+        ) from err
+    except ClickHouseError as err:
+        raise _translate(err, source) from err
 
 
 def _clickhouse_fetch(
