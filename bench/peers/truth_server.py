@@ -11,6 +11,8 @@ bench/peers.py uses and starts the server exactly as ``scripted_server.py`` woul
   chunk with ``choices`` reports a TTFT about 35 ms short; one that drops the comment's framing
   loses events; one that times per chunk without token counts miscounts the two-token chunks.
 * ``fast``: capacity: 32 one-token chunks, first at 5 ms, 2 ms apart, no pitfalls.
+* ``long``: saturation: 256 one-token chunks, first at 5 ms, 2 ms apart: long streams, so that
+  closed-loop concurrency can load the server until it, or the client, runs out of CPU.
 
 Usage: ``python bench/peers/truth_server.py [--port 0] [--cpu N]``.
 """
@@ -37,9 +39,10 @@ PITFALLS: dict[str, Any] = {
     "tokens": [1, 1, 1, 1, 1, 1, 2],
 }
 FAST: dict[str, Any] = {"n": 32, "ttft_ms": 5.0, "itl_ms": 2.0}
+LONG: dict[str, Any] = {"n": 256, "ttft_ms": 5.0, "itl_ms": 2.0}
 IDLE: dict[str, Any] = {"n": 2, "ttft_ms": 4000.0, "itl_ms": 1.0}
 
-scripted_server.PRESETS.update({"pitfalls": PITFALLS, "fast": FAST, "idle": IDLE})
+scripted_server.PRESETS.update({"pitfalls": PITFALLS, "fast": FAST, "long": LONG, "idle": IDLE})
 
 if __name__ == "__main__":
     scripted_server.main()

@@ -1,0 +1,110 @@
+"""The open-loop scheduler's wake-up (otelbench.loadgen.deadline): never early, never spinning."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+import pytest
+
+from otelbench.loadgen import deadline
+from otelbench.loadgen.deadline import DeadlineTimer
+
+
+async def _wake_times(timer: DeadlineTimer, gaps_ns: list[int]) -> list[tuple[int, int]]:
+    """(deadline, perf_counter_ns() on return) for deadlines ``gaps_ns`` apart."""
+    out = []
+    t = time.perf_counter_ns()
+    for gap in gaps_ns:
+        t += gap
+        await timer.sleep_until(t)
+        out.append((t, time.perf_counter_ns()))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="timerfd is Linux's")
+def test_linux_uses_a_timerfd() -> None:
+    async def main() -> bool:
+        timer = DeadlineTimer()
+        try:
+            return timer.precise
+        finally:
+            timer.close()
+
+    assert asyncio.run(main())
+
+
+@pytest.mark.parametrize("precise", [True, False], ids=["timerfd", "spin"])
+def test_never_wakes_before_the_deadline(precise: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not precise:
+        monkeypatch.setattr(deadline, "_libc", lambda: None)
+
+    async def main() -> list[tuple[int, int]]:
+        timer = DeadlineTimer()
+        assert timer.precise is (precise and sys.platform.startswith("linux"))
+        try:
+            # sub-millisecond gaps too: the ones epoll's millisecond timeout cannot express
+            return await _wake_times(timer, [300_000, 1_700_000, 50_000, 2_500_000, 0, 900_000])
+        finally:
+            timer.close()
+
+    for wanted, woke in asyncio.run(main()):
+        assert woke >= wanted
+
+
+def test_a_past_deadline_returns_at_once() -> None:
+    async def main() -> None:
+        timer = DeadlineTimer()
+        try:
+            await asyncio.wait_for(timer.sleep_until(time.perf_counter_ns() - 10**9), 1.0)
+        finally:
+            timer.close()
+
+    asyncio.run(main())
+
+
+def test_waiting_costs_no_cpu() -> None:
+    """Waiting 200 ms in 10 ms steps uses a small fraction of that in CPU: no busy-spinning (the
+    spin fallback would burn about 1 ms of each step, 20 ms in all)."""
+
+    async def main() -> float:
+        timer = DeadlineTimer()
+        try:
+            cpu0 = time.process_time()
+            await _wake_times(timer, [10_000_000] * 20)
+            return time.process_time() - cpu0
+        finally:
+            timer.close()
+
+    if sys.platform.startswith("linux"):
+        assert asyncio.run(main()) < 0.010
+
+
+def test_other_tasks_run_while_waiting_and_a_cancelled_wait_leaves_it_usable() -> None:
+    async def main() -> tuple[int, list[tuple[int, int]]]:
+        timer = DeadlineTimer()
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.001)
+
+        side = asyncio.create_task(ticker())
+        try:
+            waiting = asyncio.create_task(timer.sleep_until(time.perf_counter_ns() + 10**9))
+            await asyncio.sleep(0.02)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            woke = await _wake_times(timer, [5_000_000, 5_000_000])
+            return ticks, woke
+        finally:
+            side.cancel()
+            timer.close()
+
+    ticks, woke = asyncio.run(main())
+    assert ticks >= 5
+    assert all(w >= d for d, w in woke)
