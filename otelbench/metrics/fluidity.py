@@ -110,10 +110,11 @@ def fluidity_index(
 
 
 def _check_deadlines(prefill: float | F64, decode: float) -> None:
-    if not decode > 0:
-        raise ValueError("the decode deadline must be > 0")
-    if np.any(~(np.asarray(prefill) > 0)):
-        raise ValueError("prefill deadlines must be > 0")
+    if not 0 < decode < np.inf:
+        raise ValueError("the decode deadline must be > 0 and finite")
+    p = np.asarray(prefill)
+    if np.any(~((p > 0) & (p < np.inf))):
+        raise ValueError("prefill deadlines must be > 0 and finite")
 
 
 def fluidity_indices(
@@ -142,6 +143,10 @@ _PADDING_LIMIT: Final = 2.0
 the intervals out through a padded matrix (one transposing copy) rather than by gathering each
 token position (memory-bound on the strided reads)."""
 
+
+_UNDECIDED_LIMIT: Final = 0.25
+"""Largest fraction of the requests still undecided for which the fluid-rate search evaluates
+those alone (gathering their intervals costs more per interval than slicing all of them)."""
 
 _LAYOUTS: dict[int, _PositionMajor] = {}
 
@@ -204,41 +209,50 @@ class _PositionMajor:
             values, starts, active.astype(np.int64), order, lengths[order].astype(np.float64)
         )
 
-    def indices(self, prefill_deadlines_s: F64, decode_deadline_s: float) -> F64:
-        """Algorithm 1 for every request at once, in the caller's request order.
+    def indices(
+        self,
+        prefill_deadlines_s: F64,
+        decode_deadline_s: float,
+        keep: npt.NDArray[np.bool_] | None = None,
+    ) -> F64:
+        """Algorithm 1 for every request at once, in the caller's request order; with ``keep``
+        (one flag per request) for the kept requests only, the others NaN (each position's
+        intervals of the kept requests are then gathered, not sliced).
 
-        Per token: the budget is ``slack + D``; a token within it is met and leaves
-        ``budget - t`` of slack, a late one (``t > budget``: then ``budget - t < 0``) counts
-        its misses and leaves 0, so the new slack is ``max(budget - t, 0)`` either way. The
-        late tokens are few, so their misses are computed on their indices only. Late means
-        "not ``t <= budget``", as in :func:`fluidity_index`, so a NaN makes the index NaN.
+        Per token: the budget is ``slack + D`` and ``left = budget - t``; a token within the
+        budget (``left >= 0``, exactly ``t <= budget`` for finite deadlines) is met and leaves
+        ``left`` of slack, a late one counts its misses and leaves 0, so the new slack is
+        ``max(left, 0)`` either way. The late tokens are few, so their misses are computed on
+        their indices only. Late means "not ``left >= 0``", as "not ``t <= budget``" in
+        :func:`fluidity_index`, so a NaN makes the index NaN.
         """
-        n = self.order.size
-        dp = prefill_deadlines_s[self.order]
+        # rows: the evaluated requests' places in the layout, longest first as all of them
+        rows = np.arange(self.order.size) if keep is None else np.flatnonzero(keep[self.order])
+        active = self.active if keep is None else np.searchsorted(rows, self.active)
+        n = rows.size
+        dp = prefill_deadlines_s[self.order[rows]]
         slack = np.zeros(n)
         late_count = np.zeros(n)
         missed = np.zeros(n)
-        budget_buffer = np.empty(n)
+        left_buffer = np.empty(n)
         mask_buffer = np.empty(n, dtype=np.bool_)
-        for k, (start, m) in enumerate(
-            zip(self.starts.tolist(), self.active.tolist(), strict=True)
-        ):
-            t = self.values[start : start + m]
+        for k, (start, m) in enumerate(zip(self.starts.tolist(), active.tolist(), strict=True)):
+            t = self.values[start : start + m] if keep is None else self.values[start + rows[:m]]
             s = slack[:m]
             d: F64 | float = dp[:m] if k == 0 else decode_deadline_s
-            budget = np.add(s, d, out=budget_buffer[:m])
-            met = np.less_equal(t, budget, out=mask_buffer[:m])
+            left = np.subtract(np.add(s, d, out=left_buffer[:m]), t, out=left_buffer[:m])
+            met = np.greater_equal(left, 0.0, out=mask_buffer[:m])
             late = np.flatnonzero(np.logical_not(met, out=met))
             if late.size:
                 d_late = dp[late] if k == 0 else decode_deadline_s
                 missed[late] += np.floor_divide(t[late] - s[late] - d_late, decode_deadline_s) + 1.0
                 late_count[late] += 1.0
-            np.maximum(np.subtract(budget, t, out=budget), 0.0, out=s)
-        total = (self.lengths - late_count) + missed  # met deadlines + missed ones
-        out = np.empty(n)
+            np.maximum(left, 0.0, out=s)
+        total = (self.lengths[rows] - late_count) + missed  # met deadlines + missed ones
+        out = np.full(self.order.size, np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = np.where(total > 0, (total - missed) / total, np.nan)
-        out[self.order] = ratio
+        out[self.order[rows]] = ratio
         return out
 
 
@@ -256,7 +270,7 @@ def deadline_intervals(token_times: Ragged) -> Ragged:
     out = np.empty_like(v)
     if v.size:
         out[0] = v[0]
-        out[1:] = np.diff(v)
+        np.subtract(v[1:], v[:-1], out=out[1:])  # np.diff(v), without a copy of its own
         nonempty = token_times.lengths() > 0
         first = token_times.bounds[:-1][nonempty]
         out[first] = v[first]
@@ -379,6 +393,7 @@ def fluid_token_generation_rate(
     min_fluidity: float = 0.9,
     request_fraction: float = 0.99,
     precision_s: float = 1e-4,
+    evaluated: Mapping[float, npt.ArrayLike] | None = None,
 ) -> FluidRate | None:
     """Smallest decode deadline (and its inverse rate) meeting a fluidity SLO (Etalon §4.2, §5).
 
@@ -393,6 +408,10 @@ def fluid_token_generation_rate(
     As Algorithm 1 carries slack across the prefill, a first token well ahead of ``D_p`` banks
     ``D_p - T[0]`` that later decode tokens may spend: a generous ``D_p`` lowers the rate's
     ``D_d``. Choose ``D_p`` from :func:`prefill_deadlines`, as Etalon does.
+
+    ``evaluated`` maps decode deadlines to the fluidity-indices already computed there for the
+    same ``intervals`` and ``prefill_deadlines_s`` (one per request, :func:`fluidity_indices`;
+    e.g. at the presets): the search does not evaluate again the requests they decide.
 
     >>> r = Ragged.from_lengths([0.1, 0.02, 0.03, 0.02], [4])
     >>> res = fluid_token_generation_rate(r, [0.1], min_fluidity=1.0, precision_s=1e-6)
@@ -417,16 +436,39 @@ def fluid_token_generation_rate(
     _check_deadlines(dp, hi)  # every D_d tried is within (0, hi]
     layout = _layout(r)
 
-    def fraction(dd: float) -> float:
-        return float(np.mean(layout.indices(dp, dd) >= min_fluidity))
+    # Each request's own index never falls as D_d grows (the argument above, request by
+    # request): one meeting min_fluidity at some D_d meets it at every larger one, one missing
+    # it at some D_d misses it at every smaller one. So a deadline needs evaluating only for the
+    # requests no deadline tried so far (``evaluated`` included) decides, once they are few.
+    meets_from = np.full(len(r), np.inf)  # the smallest D_d tried where the request meets
+    misses_to = np.zeros(len(r))  # the largest D_d tried where it misses (0: none)
 
-    if fraction(hi) < request_fraction:
+    def learn(dd: float, meets: npt.NDArray[np.bool_]) -> None:
+        np.minimum(meets_from, dd, out=meets_from, where=meets)
+        np.maximum(misses_to, dd, out=misses_to, where=~meets)
+
+    for dd, fi in (evaluated or {}).items():
+        learn(dd, np.asarray(fi, dtype=np.float64)[keep] >= min_fluidity)
+
+    def fraction(dd: float) -> float:
+        meets = meets_from <= dd
+        undecided = ~meets & (misses_to < dd)
+        if np.count_nonzero(undecided) > _UNDECIDED_LIMIT * len(r):
+            meets = layout.indices(dp, dd) >= min_fluidity
+        else:
+            meets[undecided] = layout.indices(dp, dd, undecided)[undecided] >= min_fluidity
+        learn(dd, meets)
+        return float(np.mean(meets))
+
+    fraction_hi = fraction(hi)
+    if fraction_hi < request_fraction:
         return None
     lo = 0.0
     while hi - lo > precision_s:
         mid = 0.5 * (lo + hi)
-        if fraction(mid) >= request_fraction:
-            hi = mid
+        fraction_mid = fraction(mid)
+        if fraction_mid >= request_fraction:
+            hi, fraction_hi = mid, fraction_mid
         else:
             lo = mid
     return FluidRate(
@@ -435,6 +477,6 @@ def fluid_token_generation_rate(
         precision_s=precision_s,
         min_fluidity=min_fluidity,
         request_fraction=request_fraction,
-        fraction_meeting=fraction(hi),
+        fraction_meeting=fraction_hi,
         requests=len(r),
     )

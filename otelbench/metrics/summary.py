@@ -32,7 +32,10 @@ __all__ = [
     "Summary",
     "percentile",
     "percentiles_of_finite",
+    "percentiles_of_sorted",
     "summarize",
+    "type7_interpolate",
+    "type7_ranks",
 ]
 
 PERCENTILES: Final = (50.0, 90.0, 95.0, 99.0, 99.9)
@@ -84,6 +87,50 @@ def _finite_1d(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return a
 
 
+def type7_ranks(
+    n: int, q: float | Sequence[float]
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """The ranks (0-based, in sorted order) ``i`` and ``i + 1`` and the weight ``h - i`` of the
+    type-7 percentiles ``q`` of ``n`` samples (module docstring), with numpy's own arithmetic
+    (``numpy.percentile``, ``method="linear"``): ``h = (n - 1) * (q / 100)``, and both ranks
+    are ``n - 1`` from ``h >= n - 1`` on. Combine the order statistics with
+    :func:`type7_interpolate`.
+
+    >>> [r.tolist() for r in type7_ranks(4, [50, 100])]
+    [[1, 3], [2, 3], [0.5, 0.0]]
+    """
+    h = (n - 1) * np.true_divide(np.asarray(q, dtype=np.float64), 100)
+    below = np.floor(h)
+    weight = h - below
+    last = h >= n - 1
+    lower = np.where(last, n - 1, below).astype(np.intp)
+    upper = np.where(last, n - 1, below + 1).astype(np.intp)
+    return lower, upper, np.where(last, 0.0, weight)
+
+
+def type7_interpolate(
+    lower: npt.NDArray[np.float64], upper: npt.NDArray[np.float64], weight: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """``lower + weight * (upper - lower)`` as numpy's percentile computes it (bit for bit):
+    from the upper value, ``upper - (1 - weight) * (upper - lower)``, when ``weight >= 0.5``."""
+    diff = upper - lower
+    return np.where(weight >= 0.5, upper - diff * (1 - weight), lower + diff * weight)
+
+
+def percentiles_of_sorted(
+    ordered: npt.NDArray[np.float64], q: float | Sequence[float]
+) -> npt.NDArray[np.float64]:
+    """numpy's type-7 percentiles ``q`` of finite samples already sorted ascending (non-empty),
+    exactly ``np.percentile(ordered, q, method="linear")``: two order statistics each, read
+    from their ranks, where numpy would run a selection pass over all the samples.
+
+    >>> percentiles_of_sorted(np.array([10.0, 20.0, 30.0, 40.0]), [50, 90]).tolist()
+    [25.0, 37.0]
+    """
+    lower, upper, weight = type7_ranks(int(ordered.size), q)
+    return type7_interpolate(ordered[lower], ordered[upper], weight)
+
+
 def percentiles_of_finite(
     a: npt.NDArray[np.float64], q: float | Sequence[float]
 ) -> npt.NDArray[np.float64]:
@@ -91,13 +138,12 @@ def percentiles_of_finite(
     ``np.percentile(a, q, method="linear")``, from a sorted copy: numpy's vectorized sort of
     10M samples takes less than half the time of the selection ``np.percentile`` runs for
     several ranks, and the percentiles only depend on the order statistics (``a`` is left as
-    it is).
+    it is; :func:`percentiles_of_sorted`).
 
     >>> percentiles_of_finite(np.array([40.0, 10.0, 30.0, 20.0]), [50, 90]).tolist()
     [25.0, 37.0]
     """
-    ordered = np.sort(a)
-    return np.asarray(np.percentile(ordered, q, method="linear", overwrite_input=True))
+    return percentiles_of_sorted(np.sort(a), q)
 
 
 def percentile(values: npt.ArrayLike, q: float) -> float | None:
@@ -114,10 +160,13 @@ def percentile(values: npt.ArrayLike, q: float) -> float | None:
     return float(percentiles_of_finite(a, q))
 
 
-def summarize(values: npt.ArrayLike) -> Summary:
+def summarize(values: npt.ArrayLike, *, ordered: npt.NDArray[np.float64] | None = None) -> Summary:
     """Count, mean, population std, min, max and P50/P90/P95/P99/P99.9 of finite samples.
 
     Raises ``ValueError`` on NaN or infinite samples: callers choose which samples are defined.
+    ``ordered`` is ``np.sort(values)`` when the caller has it already (the percentiles are then
+    read from it, not from a sort of their own); the mean and std are summed in ``values``'
+    order either way.
 
     >>> s = summarize([1.0, 2.0, 3.0, 4.0])
     >>> (s.count, s.mean, s.p50, s.p90)
@@ -126,7 +175,11 @@ def summarize(values: npt.ArrayLike) -> Summary:
     a = _finite_1d(values)
     if a.size == 0:
         return Summary(0, None, None, None, None, None, None, None, None, None)
-    p50, p90, p95, p99, p99_9 = (float(v) for v in percentiles_of_finite(a, PERCENTILES))
+    if ordered is None:
+        ordered = np.sort(a)
+    elif ordered.shape != a.shape:
+        raise ValueError("ordered must be the sorted samples")
+    p50, p90, p95, p99, p99_9 = (float(v) for v in percentiles_of_sorted(ordered, PERCENTILES))
     return Summary(
         count=int(a.size),
         mean=float(a.mean()),

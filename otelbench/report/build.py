@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from itertools import compress
 from typing import Any, Final
 
 import numpy as np
@@ -50,6 +51,7 @@ from otelbench.report.guardrails import guardrails_section
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     classes_section,
+    client_itl_ms,
     client_itl_us,
     client_jitter_us,
     client_token_arrivals_us,
@@ -57,9 +59,13 @@ from otelbench.report.sections import (
     itl_shape_section,
     load_generator_section,
     reasoning_section,
+    server_is_hook,
+    server_itl_ms,
     server_itl_us,
     server_jitter_us,
     server_token_offsets_us,
+    sorted_client_itl_ms,
+    sorted_server_itl_ms,
 )
 
 __all__ = [
@@ -226,12 +232,12 @@ def report_from_data(
     )
     tokens = all_tokens.select(ok)
     itl_us = client_itl_us(data)  # consecutive_intervals(tokens)
-    itl_ms = itl_us.values / 1000.0
+    itl_ms = client_itl_ms(data)  # itl_us.values / 1000.0
 
     ttft_ms = c.ttft_us / 1000.0
     end_offset_us = np.where(np.isfinite(c.end_offset_us), c.end_offset_us, c.duration_ns / 1e3)
     tpot_ms = tpot(group_first(tokens), group_last(tokens), output_tokens[ok]) / 1000.0
-    itl_summary = summarize(itl_ms)
+    itl_summary = summarize(itl_ms, ordered=sorted_client_itl_ms(data))
     rates = window_throughput(c.submit_unix_ns, c.end_unix_ns(), ok, output_tokens, input_tokens)
 
     client_metrics: dict[str, Any] = {
@@ -240,13 +246,15 @@ def report_from_data(
         "tpot_ms": _summary(tpot_ms),
         "e2e_ms": _summary(end_offset_us[ok] / 1000.0),
         "time_between_chunks_ms": _time_between_chunks_ms(c, itl_summary),
-        "tokens_per_chunk": _summary(_tokens_per_chunk(c.chunk_tokens, c.chunk_bounds, ok)),
+        "tokens_per_chunk": _tokens_per_chunk_summary(c),
         "itl_per_request": {
             "jitter_ms": _p50_p95_p99(client_jitter_us(data) / 1000.0),
             "max_pause_ms": _p50_p95_p99(group_max(itl_us) / 1000.0),
         },
         "itl_p99_p50_ratio": tail_ratio(itl_summary.p99, itl_summary.p50),
-        "itl_shape": itl_shape_section(itl_ms),
+        "itl_shape": itl_shape_section(
+            itl_ms, ordered=sorted_client_itl_ms(data), std=itl_summary.std
+        ),
         "ttft_by_input_tokens": [
             b.to_dict() for b in ttft_by_input_length(ttft_ms[ok], input_tokens[ok])
         ],
@@ -283,11 +291,8 @@ def report_from_data(
     if guardrails is not None:
         metrics["guardrails"] = guardrails
 
-    sources = Counter(
-        s
-        for s, good, n in zip(c.chunk_token_source, ok, np.diff(c.chunk_bounds), strict=True)
-        if good and n > 0 and s is not None
-    )
+    with_chunks = (ok & (np.diff(c.chunk_bounds) > 0)).tolist()
+    sources = Counter(s for s in compress(c.chunk_token_source, with_chunks) if s is not None)
     deviations = _deviations(data, ttft_ms[ok], output_tokens[ok], itl_us, result)
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -323,14 +328,17 @@ def _time_between_chunks_ms(c: ClientRequests, itl_summary: Summary) -> dict[str
     return _summary(consecutive_intervals(chunks).values / 1000.0)
 
 
-def _tokens_per_chunk(
-    chunk_tokens: npt.NDArray[np.int64],
-    chunk_bounds: npt.NDArray[np.int64],
-    keep: npt.NDArray[np.bool_],
-) -> npt.NDArray[np.float64]:
-    """Tokens per content chunk of the kept requests (Option A asks for the chunk-size
-    distribution, draft 4.6.3)."""
-    return Ragged(chunk_tokens.astype(np.float64), chunk_bounds).select(keep).values
+def _tokens_per_chunk_summary(c: ClientRequests) -> dict[str, Any]:
+    """Summary of the tokens per content chunk of the successful requests (Option A asks for
+    the chunk-size distribution, draft 4.6.3). When every chunk holds the same number ``k`` of
+    tokens (one, without per-chunk usage) every statistic is ``k`` and the std 0, exactly what
+    summarising millions of copies of the integer ``k`` gives, so it is not computed."""
+    chunks = int(np.diff(c.chunk_bounds)[c.ok].sum())
+    if chunks and c.chunk_tokens.min() == c.chunk_tokens.max():
+        k = float(c.chunk_tokens[0])
+        return Summary(chunks, k, 0.0, k, k, k, k, k, k, k).to_dict()
+    tokens = Ragged(c.chunk_tokens.astype(np.float64), c.chunk_bounds).select(c.ok).values
+    return _summary(tokens)
 
 
 def _server_metrics(
@@ -341,7 +349,7 @@ def _server_metrics(
     if not np.any(joined):
         return None
     idx = s.client_index[joined]
-    hook = s.is_hook()[joined]
+    hook = server_is_hook(data)[joined]
     client_ok = data.client.ok[idx]
 
     # Option C token timeline (hook spans): µs since arrival of every output token.
@@ -391,7 +399,7 @@ def _server_metrics(
         return out
 
     itl_us = server_itl_us(data)  # consecutive_intervals(tokens.select(hook & has_offsets))
-    itl_summary = summarize(itl_us.values / 1000.0)
+    itl_summary = summarize(server_itl_ms(data), ordered=sorted_server_itl_ms(data))
     out["itl_ms"] = itl_summary.to_dict()
     out["itl_per_request"] = {
         "jitter_ms": _p50_p95_p99(server_jitter_us(data) / 1000.0),

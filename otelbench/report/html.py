@@ -61,18 +61,20 @@ from otelbench.metrics import (
     group_first,
     throughput_latency_points,
 )
+from otelbench.metrics.summary import type7_interpolate, type7_ranks
 from otelbench.query import RunData
 from otelbench.report.plots import PALETTE, Axis, Chart
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     MIN_FLUIDITY,
-    client_itl_us,
     client_jitter_us,
     fluidity_indices_of,
     fluidity_intervals,
-    server_itl_us,
+    server_is_hook,
     server_jitter_us,
     server_token_offsets_us,
+    sorted_client_itl_ms,
+    sorted_server_itl_ms,
 )
 
 __all__ = [
@@ -160,49 +162,79 @@ def _cdf(values: npt.ArrayLike, max_points: int, digits: int = 3) -> dict[str, A
     }
 
 
+def _sorted_finite(values: npt.ArrayLike) -> F64:
+    """The finite samples of ``values``, sorted ascending."""
+    return np.sort(_finite(values))
+
+
+def _finite_of_sorted(ordered: F64) -> F64:
+    """The finite samples of samples sorted ascending: a slice (-inf sorts first, +inf and NaN
+    last)."""
+    first, end = np.searchsorted(ordered, [-np.inf, np.inf], side="left")
+    if first < ordered.size and ordered[first] == -np.inf:
+        first = np.searchsorted(ordered, -np.inf, side="right")
+    return ordered[first:end]
+
+
+def _pooled_percentile(sorted_series: Sequence[F64], q: float) -> float:
+    """``np.percentile(np.concatenate(sorted_series), q)`` without merging the sorted series:
+    the two order statistics it interpolates are among the pool's ``n - i`` largest samples
+    (``i`` the lower rank), which are among each series' ``n - i`` largest."""
+    n = sum(v.size for v in sorted_series)
+    lower, upper, weight = type7_ranks(n, q)
+    top = n - int(lower)
+    tail = np.sort(np.concatenate([v[max(v.size - top, 0) :] for v in sorted_series]))
+    skipped = n - tail.size  # the pool's ranks below the tail's first sample
+    return float(type7_interpolate(tail[lower - skipped], tail[upper - skipped], weight))
+
+
+def _bin_counts(ordered: F64, edges: F64) -> tuple[I64, int]:
+    """Samples sorted ascending counted in the bins ``[edges[k], edges[k+1])``, the last bin
+    closed (``numpy.histogram``'s bins, by a binary search per edge), and how many lie past the
+    last edge."""
+    below = np.searchsorted(ordered, edges, side="left")  # samples < each edge
+    within = int(np.searchsorted(ordered, edges[-1], side="right"))  # samples <= the last edge
+    counts = np.diff(below)
+    counts[-1] += within - below[-1]
+    return counts, int(ordered.size) - within
+
+
 def _histograms(
-    series: Mapping[str, F64], *, allow_log: bool, bins: int = HISTOGRAM_BINS
+    sorted_series: Mapping[str, F64], *, allow_log: bool, bins: int = HISTOGRAM_BINS
 ) -> dict[str, Any] | None:
-    """Histograms of several series on shared bin edges.
+    """Histograms of several series on shared bin edges; each series is its finite samples
+    sorted ascending (:func:`_sorted_finite`).
 
     Log-spaced edges when ``allow_log`` and every sample is positive with max/min ≥
     :data:`LOG_AXIS_RATIO`; otherwise linear from 0 (or the minimum, if negative) to the
     maximum, or to 1.5 × the pooled P99 when the maximum lies beyond 4 × P99 — samples past
-    that edge are counted in ``overflow``.
+    that edge are counted in ``overflow``. The counts are ``numpy.histogram``'s over those
+    edges.
     """
-    pooled = np.concatenate([_finite(v) for v in series.values()]) if series else np.empty(0)
-    if pooled.size == 0:
+    nonempty = [v for v in sorted_series.values() if v.size]
+    if not nonempty:
         return None
-    lo, hi = float(pooled.min()), float(pooled.max())
+    lo, hi = min(float(v[0]) for v in nonempty), max(float(v[-1]) for v in nonempty)
     log = bool(allow_log and lo > 0 and hi / lo >= LOG_AXIS_RATIO)
     if log:
         edges = np.geomspace(lo, hi, bins + 1)
     else:
         start = min(lo, 0.0)
-        p99 = float(np.percentile(pooled, 99, overwrite_input=True))  # pooled: our own copy
+        p99 = _pooled_percentile(nonempty, 99)
         cap = 1.5 * p99 if p99 > start and hi > 4 * p99 else hi
         if cap <= start:
             cap = start + 1.0
         edges = np.linspace(start, cap, bins + 1)
     out: dict[str, Any] = {"log": log, "edges": _rounded(edges, 4)}
-    for name, values in series.items():
-        v = _finite(values)
+    for name, v in sorted_series.items():
         if v.size == 0:
             out[name] = None
             continue
-        inside = int(np.count_nonzero(v <= edges[-1]))
-        # linear edges are np.linspace(start, cap, bins + 1), exactly what numpy's equal-width
-        # path builds from (bins, range) and bins by arithmetic instead of a search per sample;
-        # samples past the range are left out, as the overflow
-        counts = (
-            np.histogram(v[v <= edges[-1]], bins=edges)[0]
-            if log
-            else np.histogram(v, bins=bins, range=(float(edges[0]), float(edges[-1])))[0]
-        )
+        counts, overflow = _bin_counts(v, edges)
         out[name] = {
             "count": int(v.size),
             "counts": [int(k) for k in counts],
-            "overflow": int(v.size) - inside,
+            "overflow": overflow,
         }
     return out
 
@@ -218,17 +250,13 @@ def _points(
     return {"count": int(x.size), "x": _rounded(x[idx], x_digits), "y": _rounded(y[idx], y_digits)}
 
 
-def _server_span_of_client(data: RunData) -> dict[int, int]:
-    """Client request index → its server span (the engine-hook span when it has several)."""
-    s = data.server
-    hook = s.is_hook()
-    out: dict[int, int] = {}
-    for j, i in enumerate(s.client_index.tolist()):
-        if i < 0:
-            continue
-        if i not in out or (hook[j] and not hook[out[i]]):
-            out[i] = j
-    return out
+def _server_span_of(data: RunData, i: int) -> int | None:
+    """Client request ``i``'s server span (the engine-hook span when it has several), if any."""
+    spans = np.flatnonzero(data.server.client_index == i)
+    hooks = spans[server_is_hook(data)[spans]]
+    if hooks.size:
+        return int(hooks[0])
+    return int(spans[0]) if spans.size else None
 
 
 def _server_ttft_ms(data: RunData) -> F64:
@@ -274,7 +302,7 @@ def plot_data(
     ttft_ms = c.ttft_us / 1000.0
     end_ms = np.where(np.isfinite(c.end_offset_us), c.end_offset_us, c.duration_ns / 1e3) / 1e3
     joined = s.client_index >= 0
-    hook = s.is_hook()
+    hook = server_is_hook(data)
     server_ttft_ms = _server_ttft_ms(data)
 
     input_tokens = c.input_tokens.copy()
@@ -283,10 +311,8 @@ def plot_data(
     input_tokens[rows[fill]] = s.prompt_tokens[joined][fill]
 
     # ITL: client Option B (successful requests), server Option C (joined hook spans), as the
-    # report derives them (the same arrays: report.sections.derived)
-    client_itl = client_itl_us(data)
+    # report derives them (the same arrays, sorted: report.sections.derived)
     with_offsets = joined & hook & (np.diff(s.token_bounds) > 0)
-    server_itl = server_itl_us(data)
 
     window_s = float(np.max(submit_s + np.nan_to_num(end_ms) / 1e3)) if len(c) else 0.0
     return {
@@ -298,11 +324,18 @@ def plot_data(
             "server": _cdf(server_ttft_ms[joined], max_points),
         },
         "ttft_histogram_ms": _histograms(
-            {"client": ttft_ms[ok], "server": server_ttft_ms[joined]}, allow_log=True
+            {
+                "client": _sorted_finite(ttft_ms[ok]),
+                "server": _sorted_finite(server_ttft_ms[joined]),
+            },
+            allow_log=True,
         ),
         "ttft_by_input": _points(input_tokens[ok], ttft_ms[ok], max_points, 1, 3),
         "itl_histogram_ms": _histograms(
-            {"client": client_itl.values / 1e3, "server": server_itl.values / 1e3},
+            {
+                "client": _finite_of_sorted(sorted_client_itl_ms(data)),
+                "server": _finite_of_sorted(sorted_server_itl_ms(data)),
+            },
             allow_log=False,
         ),
         "jitter_ms": {
@@ -358,7 +391,7 @@ def _preemption_plot(
     the engine). None when no joined server span is an engine-hook span (nothing observed).
     """
     s = data.server
-    observed = (s.client_index >= 0) & s.is_hook()
+    observed = (s.client_index >= 0) & server_is_hook(data)
     if not np.any(observed):
         return None
     counts = np.where(np.isfinite(s.preemptions), s.preemptions, s.preemption_events)
@@ -427,12 +460,11 @@ def _waterfall(
     k = min(max_rows, int(candidates.size))
     rng = np.random.default_rng(seed)
     chosen = np.sort(rng.choice(candidates, size=k, replace=False)) if k else candidates[:0]
-    span_of = _server_span_of_client(data)
     guard = _input_guardrail_window(data)
     rows = []
     for i in chosen.tolist():
         server = None
-        j = span_of.get(i)
+        j = _server_span_of(data, i)
         if j is not None:
             queue, prefill = s.queue_s[j] * 1e3, s.prefill_s[j] * 1e3
             pre_queue = server_ttft_ms[j] - queue - prefill

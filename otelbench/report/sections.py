@@ -184,6 +184,11 @@ def derived(data: RunData, key: Hashable, compute: Callable[[], _T]) -> _T:
     return value
 
 
+def server_is_hook(data: RunData) -> npt.NDArray[np.bool_]:
+    """``data.server.is_hook()``: which server spans are the engine hooks' (derived once)."""
+    return derived(data, "server_is_hook", data.server.is_hook)
+
+
 def client_token_arrivals_us(data: RunData) -> Ragged:
     """Option B token times of every client request (µs since T_submit)."""
     c = data.client
@@ -224,7 +229,7 @@ def server_itl_us(data: RunData) -> Ragged:
     def compute() -> Ragged:
         s = data.server
         tokens = server_token_offsets_us(data)
-        keep = (s.client_index >= 0) & s.is_hook() & (tokens.lengths() > 0)
+        keep = (s.client_index >= 0) & server_is_hook(data) & (tokens.lengths() > 0)
         return consecutive_intervals(tokens.select(keep))
 
     return derived(data, "server_itl_us", compute)
@@ -233,6 +238,27 @@ def server_itl_us(data: RunData) -> Ragged:
 def server_jitter_us(data: RunData) -> F64:
     """Per joined engine-hook span with offsets, the population std of its server ITL, µs."""
     return derived(data, "server_jitter_us", lambda: group_std(server_itl_us(data)))
+
+
+def client_itl_ms(data: RunData) -> F64:
+    """:func:`client_itl_us`'s intervals in ms."""
+    return derived(data, "client_itl_ms", lambda: client_itl_us(data).values / 1000.0)
+
+
+def server_itl_ms(data: RunData) -> F64:
+    """:func:`server_itl_us`'s intervals in ms."""
+    return derived(data, "server_itl_ms", lambda: server_itl_us(data).values / 1000.0)
+
+
+def sorted_client_itl_ms(data: RunData) -> F64:
+    """:func:`client_itl_ms` sorted ascending: the ITL percentiles of ``metrics.client`` and the
+    HTML's ITL histogram read their order statistics from it (one sort of millions of values)."""
+    return derived(data, "sorted_client_itl_ms", lambda: np.sort(client_itl_ms(data)))
+
+
+def sorted_server_itl_ms(data: RunData) -> F64:
+    """:func:`server_itl_ms` sorted ascending (as :func:`sorted_client_itl_ms`)."""
+    return derived(data, "sorted_server_itl_ms", lambda: np.sort(server_itl_ms(data)))
 
 
 def fluidity_intervals(data: RunData) -> tuple[Ragged, str, Ragged]:
@@ -265,7 +291,7 @@ def server_token_times(data: RunData) -> Ragged | None:
     """Option C token times (seconds since arrival) of the successful requests that have them."""
     s = data.server
     joined = s.client_index >= 0
-    keep = joined & s.is_hook() & (np.diff(s.token_bounds) > 0)
+    keep = joined & server_is_hook(data) & (np.diff(s.token_bounds) > 0)
     keep[joined] &= data.client.ok[s.client_index[joined]]
     if not np.any(keep):
         return None
@@ -328,8 +354,9 @@ def fluidity_section(
     if len(times) == 0:
         return None
     deadlines = []
+    evaluated = {}  # the presets' indices, which decide many requests of the rate's search
     for preset, dd in DECODE_DEADLINE_PRESETS_S.items():
-        fi = fluidity_indices_of(data, prefill_deadline_s, dd)
+        fi = evaluated[dd] = fluidity_indices_of(data, prefill_deadline_s, dd)
         deadlines.append(
             {
                 "preset": preset,
@@ -343,6 +370,7 @@ def fluidity_section(
         min_fluidity=min_fluidity,
         request_fraction=request_fraction,
         precision_s=FLUID_RATE_PRECISION_S,
+        evaluated=evaluated,
     )
     return {
         "source": source,
@@ -497,15 +525,19 @@ def classes_section(
 # ------------------------------------------------------------------------------------------
 
 
-def itl_shape_section(itl_ms: npt.ArrayLike) -> dict[str, Any]:
+def itl_shape_section(
+    itl_ms: npt.ArrayLike, *, ordered: F64 | None = None, std: float | None = None
+) -> dict[str, Any]:
     """Modality (KDE peak count) and P99/P50 of pooled ITL samples in ms (draft 5.4.4.3).
 
-    :func:`otelbench.metrics.itl_shape`; NaN samples are dropped.
+    :func:`otelbench.metrics.itl_shape`; NaN samples are dropped. ``ordered`` and ``std`` are
+    the samples sorted and their std when the caller has them (used when no sample is NaN).
 
     >>> itl_shape_section([10.0, 10.0, 10.0])["peaks"]
     1
     """
-    s = itl_shape(_drop_nan(itl_ms))
+    x = _drop_nan(itl_ms)
+    s = itl_shape(x, ordered=ordered, std=std) if x is itl_ms else itl_shape(x)
     return {
         "count": s.count,
         "peaks": s.peaks,

@@ -8,6 +8,10 @@
 -- parent_span_id is the CLIENT span's id either way. Token offsets arrive as JSON text and
 -- are parsed here as BIGINT[]; the preemption and resumption span events are read with list
 -- functions (hook-only columns are NULL, or empty lists, for an llm_request span).
+-- The span is chosen on narrow rows (ids, name, start: `chosen`), and only then are its
+-- SpanAttributes read, by rowid, in one streaming pass over otel_traces: a SpanAttributes map
+-- carried into a join (as its build side) or a window is copied there, which costs more than
+-- parsing the attributes.
 WITH client AS (
     SELECT "TraceId" AS trace_id, "SpanId" AS span_id
     FROM otel_traces
@@ -23,17 +27,8 @@ parents AS (
     JOIN client AS c ON g."TraceId" = c.trace_id AND g."ParentSpanId" = c.span_id
     WHERE g."SpanName" = $span_gateway_request
 ),
-server AS (
-    SELECT
-        s."TraceId"                                       AS trace_id,
-        s."SpanId"                                        AS span_id,
-        p.client_span_id                                  AS parent_span_id,
-        s."SpanName"                                      AS span_name,
-        s."SpanName" = $span_hook_request                 AS is_hook,
-        s."Timestamp"                                     AS ts,
-        s."Duration"                                      AS duration,
-        s."SpanAttributes"                                AS attrs,
-        list_zip(s."Events.Name", s."Events.Attributes")  AS events
+chosen AS MATERIALIZED (  -- materialized: the planner may not join otel_traces into it
+    SELECT s.rowid AS row_id, p.client_span_id
     FROM otel_traces AS s
     JOIN parents AS p
       ON s."TraceId" = p.trace_id AND s."ParentSpanId" = p.span_id
@@ -43,6 +38,22 @@ server AS (
         PARTITION BY s."TraceId", p.client_span_id
         ORDER BY s."SpanName" = $span_hook_request DESC, s."Timestamp", s."SpanId"
     ) = 1
+),
+server AS (
+    SELECT
+        s."TraceId"                                       AS trace_id,
+        s."SpanId"                                        AS span_id,
+        c.client_span_id                                  AS parent_span_id,
+        s."SpanName"                                      AS span_name,
+        s."SpanName" = $span_hook_request                 AS is_hook,
+        s."Timestamp"                                     AS ts,
+        s."Duration"                                      AS duration,
+        s."SpanAttributes"                                AS attrs,
+        list_zip(s."Events.Name", s."Events.Attributes")  AS events
+    FROM otel_traces AS s
+    JOIN chosen AS c ON c.row_id = s.rowid
+    WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
+      AND s."SpanKind" = $kind_server
 )
 SELECT
 -- @include _server_span_columns
