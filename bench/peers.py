@@ -772,9 +772,10 @@ def saturation(
 ) -> dict[str, Any]:
     """Closed loop at each concurrency: tokens/s at the server, CPU per 1k tokens, timing errors.
 
-    Each level runs 4 requests per connection (at least 200), so every connection's set-up is a
-    quarter of its life at most; the tools run one after the other at each level (interleaved,
-    so a change in the machine's load hits every tool alike)."""
+    Each level sends max(200, 4 × C) requests, so every connection carries at least 4 and its
+    set-up is a quarter of its life at most; tokens/s runs from the first request the server
+    read to the last one it finished. The tools run one after the other at each level
+    (interleaved, so a change in the machine's load hits every tool alike)."""
     if levels is None:
         levels = [64, 128] if quick else [16, 64, 128, 256]
     out: dict[str, Any] = {}
