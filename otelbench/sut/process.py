@@ -51,6 +51,7 @@ __all__ = [
     "check_port_free",
     "free_port",
     "group_processes",
+    "lower_session_priority",
     "with_overrides",
 ]
 
@@ -151,7 +152,7 @@ def _wait_group(pgid: int, deadline: float) -> bool:
     return True
 
 
-def _lower_priority(pid: int, niceness: int) -> None:
+def lower_session_priority(pid: int, niceness: int) -> None:
     """Give ``pid``'s autogroup (its session, on kernels with autogroup scheduling) ``niceness``.
 
     The processes themselves start under ``nice -n``; this makes the whole session yield to
@@ -258,7 +259,7 @@ class ManagedServer(abc.ABC):
             self._log = None
             raise ConfigError(f"cannot run {command[0]}: {exc.strerror}") from exc
         if self.niceness:
-            _lower_priority(self._proc.pid, self.niceness)
+            lower_session_priority(self._proc.pid, self.niceness)
         _LIVE.add(self)
         try:
             self._wait_ready(t0 + timeout, timeout)
