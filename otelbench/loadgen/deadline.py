@@ -9,7 +9,9 @@ On Linux, :class:`DeadlineTimer` arms a timerfd on ``CLOCK_MONOTONIC`` — the c
 ``time.perf_counter_ns`` there, so a deadline from ``perf_counter_ns`` is used as it is — at the
 absolute deadline. The descriptor is registered with the event loop, so epoll wakes when the
 kernel's high-resolution timer expires, however long its own timeout; meanwhile the loop serves
-every stream as usual. The cost is one wake-up per send.
+every stream as usual. The cost is one wake-up per send. Measured against the spin below
+(``bench/loadgen_limits.py``, interleaved): the same P99 send lag, a later median (0.07–0.34 ms
+against 0.02–0.09 ms: an idle core takes longer to wake), 40 % less client CPU at 800 sends/s.
 
 Elsewhere (no timerfd), it falls back to sleeping until 1 ms before the deadline and then yielding
 to the event loop (``asyncio.sleep(0)``, streams keep being read) until the deadline: exact too,
