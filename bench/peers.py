@@ -689,6 +689,7 @@ def load_window(r: RunResult, skip_setup: int) -> dict[str, Any]:
     res: dict[str, Any] = {
         "achieved_rps": round((len(truth) - 1) / span_s, 1) if span_s > 0 else None,
         "chunks_per_s": round(sum(t.chunks for t in truth) / ((last - first) / 1e9), 1),
+        "tokens_per_s": round(sum(t.tokens for t in truth) / ((last - first) / 1e9)),
     }
     if r.load.rate:
         lag = (recv - recv[0]) / 1e6 - np.arange(len(recv)) * 1000 / r.load.rate
@@ -773,9 +774,9 @@ def saturation(
     """Closed loop at each concurrency: tokens/s at the server, CPU per 1k tokens, timing errors.
 
     Each level sends max(200, 4 × C) requests, so every connection carries at least 4 and its
-    set-up is a quarter of its life at most; tokens/s runs from the first request the server
-    read to the last one it finished. The tools run one after the other at each level
-    (interleaved, so a change in the machine's load hits every tool alike)."""
+    set-up is a quarter of its life at most; tokens/s (``load_window``) runs from the first
+    request the server read to the last one it finished. The tools run one after the other at
+    each level (interleaved, so a change in the machine's load hits every tool alike)."""
     if levels is None:
         levels = [64, 128] if quick else [16, 64, 128, 256]
     out: dict[str, Any] = {}
@@ -784,12 +785,6 @@ def saturation(
             r = run_tool(tool, target, Load(n=max(200, 4 * conc), concurrency=conc), work, pin=True)
             e = errors(r.measured, r.truth, tool.setup_requests, cold=conc) if r.measured else {}
             e.update(load_window(r, tool.setup_requests))
-            truth = r.truth[tool.setup_requests :]
-            if truth:
-                first = min(t.t_recv_ns for t in truth)
-                last = max(t.t_end_ns for t in truth)
-                tokens = sum(t.tokens for t in truth)
-                e["tokens_per_s"] = round(tokens / max((last - first) / 1e9, 1e-9))
             e["concurrency"] = conc
             e["ok"] = r.rc == 0 and r.parse_error is None
             e["loadavg_1m"] = [round(x, 2) for x in r.loadavg]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import json
 from pathlib import Path
 
 import httpx
@@ -11,32 +11,17 @@ from otelbench.benchmark import EmbeddedCollector
 from otelbench.sut import SUT_NICENESS
 
 
-def _children_running(module: str) -> list[int]:
-    """Pids of this process's children whose command line runs ``python -m module``."""
-    me = os.getpid()
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        if ppid == me and module.encode() in cmdline:
-            out.append(int(entry.name))
-    return out
-
-
 def test_the_embedded_collector_runs_at_the_servers_lower_priority(tmp_path: Path) -> None:
     """Nice 10, its session's autogroup too: on a shared core the client's reads come first.
     It still serves: the stats endpoint answers."""
-    collector = EmbeddedCollector(tmp_path / "spans.duckdb")
+    store = tmp_path / "spans.duckdb"
+    collector = EmbeddedCollector(store)
     endpoint = collector.start()
     try:
-        (pid,) = _children_running("otelbench.collector")
+        # the collector announces itself as the store's writer (SpanStore.announce_writer)
+        pid = json.loads(store.with_name(store.name + ".writer.json").read_text())["pid"]
         stat = Path(f"/proc/{pid}/stat").read_text()
+        assert "otelbench.collector" in Path(f"/proc/{pid}/cmdline").read_text()
         nice = int(stat[stat.rindex(")") + 2 :].split()[16])  # field 19 of proc(5)
         assert nice == SUT_NICENESS
         autogroup = Path(f"/proc/{pid}/autogroup")
