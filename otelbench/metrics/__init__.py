@@ -25,6 +25,7 @@ from otelbench.metrics.curves import (
     throughput_latency_points,
 )
 from otelbench.metrics.effects import (
+    ITL_SHAPE_PERCENTILES,
     GuardrailOverhead,
     ItlShape,
     PrefixCacheEffect,
@@ -93,7 +94,14 @@ from otelbench.metrics.stats import (
     BootstrapCI,
     bootstrap_ci,
 )
-from otelbench.metrics.summary import PERCENTILE_METHOD, PERCENTILES, Summary, percentile, summarize
+from otelbench.metrics.summary import (
+    PERCENTILE_METHOD,
+    PERCENTILES,
+    OrderStatistics,
+    Summary,
+    percentile,
+    summarize,
+)
 from otelbench.metrics.throughput import (
     UNKNOWN_ERROR_TYPE,
     Outcomes,
@@ -105,6 +113,7 @@ from otelbench.metrics.throughput import (
 
 __all__ = [
     "DECODE_DEADLINE_PRESETS_S",
+    "ITL_SHAPE_PERCENTILES",
     "MIN_RUNS",
     "PERCENTILES",
     "PERCENTILE_METHOD",
@@ -123,6 +132,7 @@ __all__ = [
     "LengthRow",
     "LinearFit",
     "LongContextScaling",
+    "OrderStatistics",
     "Outcomes",
     "PowerLawFit",
     "Preemptions",

@@ -38,9 +38,10 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench.metrics.latency import tail_ratio
-from otelbench.metrics.summary import percentile, percentiles_of_sorted, summarize
+from otelbench.metrics.summary import OrderStatistics, percentile, summarize
 
 __all__ = [
+    "ITL_SHAPE_PERCENTILES",
     "GuardrailOverhead",
     "ItlShape",
     "PrefixCacheEffect",
@@ -56,6 +57,9 @@ _STATS: Final = ("p50", "p95", "p99")
 KDE_MIN_GRID_POINTS: Final = 512
 KDE_MAX_GRID_POINTS: Final = 65_536
 PEAK_MIN_RELATIVE_PROMINENCE: Final = 0.05
+ITL_SHAPE_PERCENTILES: Final = (50.0, 99.0, 75.0, 25.0)
+"""The percentiles :func:`itl_shape` reads: P50 and P99 (its tail ratio), the quartiles (its
+bandwidth's IQR)."""
 
 
 def percent_change(before: float | None, after: float | None) -> float | None:
@@ -260,12 +264,13 @@ def _count_peaks(
 
 
 def itl_shape(
-    itl: npt.ArrayLike, *, ordered: F64 | None = None, std: float | None = None
+    itl: npt.ArrayLike, *, order: OrderStatistics | None = None, std: float | None = None
 ) -> ItlShape:
     """Modality (KDE peak count) and P99/P50 tail ratio of ITL samples (draft 5.4.4.3).
 
-    ``ordered`` (``np.sort(itl)``) and ``std`` (``itl.std()``) are taken as given when the
-    caller has them already (millions of samples: a sort and a pass saved).
+    ``order`` (``OrderStatistics.of(itl, q)`` with ``q`` holding at least
+    :data:`ITL_SHAPE_PERCENTILES`) and ``std`` (``itl.std()``) are taken as given when the
+    caller has them already (millions of samples: a selection and a pass saved).
 
     >>> rng = np.random.default_rng(0)
     >>> two = np.concatenate([rng.normal(0.02, 0.002, 500), rng.normal(0.08, 0.002, 500)])
@@ -278,18 +283,16 @@ def itl_shape(
         raise ValueError("ITL samples must be a finite 1-D array")
     if x.size == 0:
         return ItlShape(0, 0, False, (), None, None, None, None)
-    # one sort for the four order statistics (numpy's type 7, as percentile())
-    if ordered is None:
-        ordered = np.sort(x)
-    elif ordered.shape != x.shape:
-        raise ValueError("ordered must be the sorted ITL samples")
-    p50, p99, q75, q25 = (
-        float(v) for v in percentiles_of_sorted(ordered, [50.0, 99.0, 75.0, 25.0])
-    )
+    # one selection for the four order statistics (numpy's type 7, as percentile())
+    if order is None:
+        order = OrderStatistics.of(x, ITL_SHAPE_PERCENTILES)
+    elif order.size != x.size:
+        raise ValueError("order must be the order statistics of the ITL samples")
+    p50, p99, q75, q25 = (float(v) for v in order.percentiles(ITL_SHAPE_PERCENTILES))
     if x.size < 2:
         return ItlShape(1, 1, False, tuple(x.tolist()), None, p50, p99, None)
     std = float(x.std()) if std is None else std
-    locations, h = _count_peaks(x, q75, q25, std, float(ordered[0]), float(ordered[-1]))
+    locations, h = _count_peaks(x, q75, q25, std, order.min, order.max)
     return ItlShape(
         count=int(x.size),
         peaks=len(locations),

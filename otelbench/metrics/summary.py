@@ -29,6 +29,7 @@ import numpy.typing as npt
 __all__ = [
     "PERCENTILES",
     "PERCENTILE_METHOD",
+    "OrderStatistics",
     "Summary",
     "percentile",
     "percentiles_of_finite",
@@ -146,6 +147,68 @@ def percentiles_of_finite(
     return percentiles_of_sorted(np.sort(a), q)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class OrderStatistics:
+    """Finite samples **partitioned** (``np.partition``) at the ranks a caller will read: the
+    type-7 ranks of the percentiles ``q`` it was made for, the smallest and the largest sample.
+
+    ``values[r]`` is the ``r``-th smallest sample for every ``r`` in ``ranks``, and every sample
+    before such an ``r`` is no larger, every one after it no smaller; between two ranks the
+    samples are in no order. Reading percentiles of 10 million ITL samples this way costs one
+    selection pass instead of a full sort (3 to 4 times faster here), with the same numbers: the
+    percentiles are numpy's, bit for bit (:func:`type7_interpolate`).
+
+    >>> o = OrderStatistics.of(np.array([40.0, 10.0, 30.0, 20.0]), [50.0])
+    >>> (float(o.percentiles([50.0])[0]), o.min, o.max)
+    (25.0, 10.0, 40.0)
+    """
+
+    values: npt.NDArray[np.float64]
+    ranks: frozenset[int]
+
+    @classmethod
+    def of(cls, samples: npt.ArrayLike, q: Sequence[float] = PERCENTILES) -> OrderStatistics:
+        """Partition a copy of ``samples`` (finite, 1-D) at the type-7 ranks of ``q``, 0 and
+        ``n - 1`` (``samples`` is left as it is)."""
+        a = _finite_1d(samples)
+        if a.size == 0:
+            return cls(a.copy(), frozenset())
+        lower, upper, _ = type7_ranks(int(a.size), q)
+        ranks = frozenset({0, int(a.size) - 1, *lower.tolist(), *upper.tolist()})
+        return cls(np.partition(a, sorted(ranks)), ranks)
+
+    @property
+    def size(self) -> int:
+        return int(self.values.size)
+
+    @property
+    def min(self) -> float:
+        return self._at(0)
+
+    @property
+    def max(self) -> float:
+        return self._at(self.size - 1)
+
+    def _at(self, rank: int) -> float:
+        if rank not in self.ranks:
+            raise ValueError(f"rank {rank} of {self.size} samples was not selected")
+        return float(self.values[rank])
+
+    def percentiles(self, q: float | Sequence[float]) -> npt.NDArray[np.float64]:
+        """numpy's type-7 percentiles ``q`` (exactly ``np.percentile(samples, q)``); each must
+        be one the statistics were made for (``ValueError`` otherwise)."""
+        lower, upper, weight = type7_ranks(self.size, q)
+        for rank in {*np.ravel(lower).tolist(), *np.ravel(upper).tolist()}:
+            self._at(rank)
+        return type7_interpolate(self.values[lower], self.values[upper], weight)
+
+    def largest(self, m: int) -> npt.NDArray[np.float64]:
+        """At least the ``m`` largest samples, in no order: the samples from the largest
+        selected rank that is at most ``n - m`` (all of them when none is)."""
+        cut = max((r for r in self.ranks if r <= self.size - m), default=0)
+        return self.values[cut:]
+
+
 def percentile(values: npt.ArrayLike, q: float) -> float | None:
     """The ``q``-th percentile (0 ≤ q ≤ 100) by linear interpolation (type 7); None if empty.
 
@@ -160,13 +223,13 @@ def percentile(values: npt.ArrayLike, q: float) -> float | None:
     return float(percentiles_of_finite(a, q))
 
 
-def summarize(values: npt.ArrayLike, *, ordered: npt.NDArray[np.float64] | None = None) -> Summary:
+def summarize(values: npt.ArrayLike, *, order: OrderStatistics | None = None) -> Summary:
     """Count, mean, population std, min, max and P50/P90/P95/P99/P99.9 of finite samples.
 
     Raises ``ValueError`` on NaN or infinite samples: callers choose which samples are defined.
-    ``ordered`` is ``np.sort(values)`` when the caller has it already (the percentiles are then
-    read from it, not from a sort of their own); the mean and std are summed in ``values``'
-    order either way.
+    ``order`` is ``OrderStatistics.of(values)`` (made for at least :data:`PERCENTILES`) when
+    the caller has it already (the order statistics are then read from it, not from a sort of
+    their own); the mean and std are summed in ``values``' order either way.
 
     >>> s = summarize([1.0, 2.0, 3.0, 4.0])
     >>> (s.count, s.mean, s.p50, s.p90)
@@ -175,11 +238,11 @@ def summarize(values: npt.ArrayLike, *, ordered: npt.NDArray[np.float64] | None 
     a = _finite_1d(values)
     if a.size == 0:
         return Summary(0, None, None, None, None, None, None, None, None, None)
-    if ordered is None:
-        ordered = np.sort(a)
-    elif ordered.shape != a.shape:
-        raise ValueError("ordered must be the sorted samples")
-    p50, p90, p95, p99, p99_9 = (float(v) for v in percentiles_of_sorted(ordered, PERCENTILES))
+    if order is None:
+        order = OrderStatistics.of(a)
+    elif order.size != a.size:
+        raise ValueError("order must be the order statistics of the samples")
+    p50, p90, p95, p99, p99_9 = (float(v) for v in order.percentiles(PERCENTILES))
     return Summary(
         count=int(a.size),
         mean=float(a.mean()),

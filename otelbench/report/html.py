@@ -57,6 +57,7 @@ import numpy.typing as npt
 from otelbench import semconv
 from otelbench.metrics import (
     DECODE_DEADLINE_PRESETS_S,
+    OrderStatistics,
     Ragged,
     group_first,
     throughput_latency_points,
@@ -67,14 +68,14 @@ from otelbench.report.plots import PALETTE, Axis, Chart
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     MIN_FLUIDITY,
+    client_itl_order,
     client_jitter_us,
     fluidity_indices_of,
     fluidity_intervals,
     server_is_hook,
+    server_itl_order,
     server_jitter_us,
     server_token_offsets_us,
-    sorted_client_itl_ms,
-    sorted_server_itl_ms,
 )
 
 __all__ = [
@@ -109,6 +110,9 @@ MAX_POINTS: Final = 2000
 PLOT_DATA_VERSION: Final = 1
 """Version of :func:`plot_data`'s shape."""
 HISTOGRAM_BINS: Final = 40
+HISTOGRAM_PERCENTILES: Final = (99.0,)
+"""What a histogram reads of each series besides its smallest and largest sample: the P99 that
+caps a linear axis (the pooled P99's tail is read from each series' P99 partition)."""
 LOG_AXIS_RATIO: Final = 50.0
 """A positive series spanning at least this max/min ratio gets a log axis."""
 
@@ -162,48 +166,42 @@ def _cdf(values: npt.ArrayLike, max_points: int, digits: int = 3) -> dict[str, A
     }
 
 
-def _sorted_finite(values: npt.ArrayLike) -> F64:
-    """The finite samples of ``values``, sorted ascending."""
-    return np.sort(_finite(values))
+def _order_of_finite(values: npt.ArrayLike) -> OrderStatistics:
+    """The order statistics of the finite samples of ``values`` that a histogram reads."""
+    return OrderStatistics.of(_finite(values), HISTOGRAM_PERCENTILES)
 
 
-def _finite_of_sorted(ordered: F64) -> F64:
-    """The finite samples of samples sorted ascending: a slice (-inf sorts first, +inf and NaN
-    last)."""
-    first, end = np.searchsorted(ordered, [-np.inf, np.inf], side="left")
-    if first < ordered.size and ordered[first] == -np.inf:
-        first = np.searchsorted(ordered, -np.inf, side="right")
-    return ordered[first:end]
-
-
-def _pooled_percentile(sorted_series: Sequence[F64], q: float) -> float:
-    """``np.percentile(np.concatenate(sorted_series), q)`` without merging the sorted series:
-    the two order statistics it interpolates are among the pool's ``n - i`` largest samples
-    (``i`` the lower rank), which are among each series' ``n - i`` largest."""
-    n = sum(v.size for v in sorted_series)
+def _pooled_percentile(series: Sequence[OrderStatistics], q: float) -> float:
+    """``np.percentile(np.concatenate(samples), q)`` without pooling the samples: the two order
+    statistics it interpolates are among the pool's ``n - i`` largest samples (``i`` the lower
+    rank), which are among each series' ``n - i`` largest (:meth:`OrderStatistics.largest`,
+    which may give more: the ranks are counted from the pool's size)."""
+    n = sum(v.size for v in series)
     lower, upper, weight = type7_ranks(n, q)
     top = n - int(lower)
-    tail = np.sort(np.concatenate([v[max(v.size - top, 0) :] for v in sorted_series]))
+    tail = np.sort(np.concatenate([v.largest(top) for v in series]))
     skipped = n - tail.size  # the pool's ranks below the tail's first sample
     return float(type7_interpolate(tail[lower - skipped], tail[upper - skipped], weight))
 
 
-def _bin_counts(ordered: F64, edges: F64) -> tuple[I64, int]:
-    """Samples sorted ascending counted in the bins ``[edges[k], edges[k+1])``, the last bin
-    closed (``numpy.histogram``'s bins, by a binary search per edge), and how many lie past the
-    last edge."""
-    below = np.searchsorted(ordered, edges, side="left")  # samples < each edge
-    within = int(np.searchsorted(ordered, edges[-1], side="right"))  # samples <= the last edge
-    counts = np.diff(below)
-    counts[-1] += within - below[-1]
-    return counts, int(ordered.size) - within
+def _bin_counts(samples: F64, edges: F64, *, linear: bool) -> tuple[I64, int]:
+    """Samples counted in the bins ``[edges[k], edges[k+1])``, the last bin closed, none below
+    the first edge (``numpy.histogram``'s bins), and how many lie past the last edge.
+    ``linear`` edges are ``np.linspace(edges[0], edges[-1], len(edges))``: numpy then bins
+    each sample by arithmetic, not by a binary search."""
+    if linear:
+        counts = np.histogram(samples, bins=edges.size - 1, range=(edges[0], edges[-1]))[0]
+    else:
+        counts = np.histogram(samples, bins=edges)[0]
+    return counts, int(np.count_nonzero(samples > edges[-1]))
 
 
 def _histograms(
-    sorted_series: Mapping[str, F64], *, allow_log: bool, bins: int = HISTOGRAM_BINS
+    series: Mapping[str, OrderStatistics], *, allow_log: bool, bins: int = HISTOGRAM_BINS
 ) -> dict[str, Any] | None:
-    """Histograms of several series on shared bin edges; each series is its finite samples
-    sorted ascending (:func:`_sorted_finite`).
+    """Histograms of several series on shared bin edges; each series is the order statistics
+    of its finite samples (:func:`_order_of_finite`, or any made for
+    :data:`HISTOGRAM_PERCENTILES`).
 
     Log-spaced edges when ``allow_log`` and every sample is positive with max/min ≥
     :data:`LOG_AXIS_RATIO`; otherwise linear from 0 (or the minimum, if negative) to the
@@ -211,10 +209,10 @@ def _histograms(
     that edge are counted in ``overflow``. The counts are ``numpy.histogram``'s over those
     edges.
     """
-    nonempty = [v for v in sorted_series.values() if v.size]
+    nonempty = [v for v in series.values() if v.size]
     if not nonempty:
         return None
-    lo, hi = min(float(v[0]) for v in nonempty), max(float(v[-1]) for v in nonempty)
+    lo, hi = min(v.min for v in nonempty), max(v.max for v in nonempty)
     log = bool(allow_log and lo > 0 and hi / lo >= LOG_AXIS_RATIO)
     if log:
         edges = np.geomspace(lo, hi, bins + 1)
@@ -226,11 +224,11 @@ def _histograms(
             cap = start + 1.0
         edges = np.linspace(start, cap, bins + 1)
     out: dict[str, Any] = {"log": log, "edges": _rounded(edges, 4)}
-    for name, v in sorted_series.items():
+    for name, v in series.items():
         if v.size == 0:
             out[name] = None
             continue
-        counts, overflow = _bin_counts(v, edges)
+        counts, overflow = _bin_counts(v.values, edges, linear=not log)
         out[name] = {
             "count": int(v.size),
             "counts": [int(k) for k in counts],
@@ -325,16 +323,16 @@ def plot_data(
         },
         "ttft_histogram_ms": _histograms(
             {
-                "client": _sorted_finite(ttft_ms[ok]),
-                "server": _sorted_finite(server_ttft_ms[joined]),
+                "client": _order_of_finite(ttft_ms[ok]),
+                "server": _order_of_finite(server_ttft_ms[joined]),
             },
             allow_log=True,
         ),
         "ttft_by_input": _points(input_tokens[ok], ttft_ms[ok], max_points, 1, 3),
         "itl_histogram_ms": _histograms(
             {
-                "client": _finite_of_sorted(sorted_client_itl_ms(data)),
-                "server": _finite_of_sorted(sorted_server_itl_ms(data)),
+                "client": client_itl_order(data),
+                "server": server_itl_order(data),
             },
             allow_log=False,
         ),

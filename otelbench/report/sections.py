@@ -34,7 +34,10 @@ import numpy.typing as npt
 from otelbench import semconv
 from otelbench.metrics import (
     DECODE_DEADLINE_PRESETS_S,
+    ITL_SHAPE_PERCENTILES,
+    PERCENTILES,
     STARVATION_FACTOR,
+    OrderStatistics,
     Ragged,
     consecutive_intervals,
     deadline_intervals,
@@ -56,8 +59,10 @@ __all__ = [
     "FLUID_RATE_PRECISION_S",
     "FLUID_RATE_REQUEST_FRACTION",
     "GENERATOR_BOTTLENECK_DEVIATION",
+    "ITL_PERCENTILES",
     "MIN_FLUIDITY",
     "classes_section",
+    "client_itl_order",
     "client_itl_us",
     "client_jitter_us",
     "client_token_arrivals_us",
@@ -71,6 +76,7 @@ __all__ = [
     "itl_shape_section",
     "load_generator_section",
     "reasoning_section",
+    "server_itl_order",
     "server_itl_us",
     "server_jitter_us",
     "server_token_offsets_us",
@@ -88,6 +94,8 @@ FLUID_RATE_REQUEST_FRACTION: Final = 0.99
 FLUID_RATE_PRECISION_S: Final = 1e-4
 """Bisection precision of the fluid token generation rate's decode deadline (seconds)."""
 GENERATOR_BOTTLENECK_DEVIATION: Final = "load generator fell behind its schedule"
+ITL_PERCENTILES: Final = tuple(sorted({*PERCENTILES, *ITL_SHAPE_PERCENTILES}))
+"""The ITL percentiles the report reads: its summaries' and its ITL shape's."""
 """How the load generator's manifest deviation flagging a generator bottleneck begins (4.2.5)."""
 
 SERVER_TIMELINE: Final = (
@@ -250,15 +258,20 @@ def server_itl_ms(data: RunData) -> F64:
     return derived(data, "server_itl_ms", lambda: server_itl_us(data).values / 1000.0)
 
 
-def sorted_client_itl_ms(data: RunData) -> F64:
-    """:func:`client_itl_ms` sorted ascending: the ITL percentiles of ``metrics.client`` and the
-    HTML's ITL histogram read their order statistics from it (one sort of millions of values)."""
-    return derived(data, "sorted_client_itl_ms", lambda: np.sort(client_itl_ms(data)))
+def client_itl_order(data: RunData) -> OrderStatistics:
+    """:func:`client_itl_ms`'s order statistics (:data:`ITL_PERCENTILES`): the ITL percentiles
+    of ``metrics.client``, its ``itl_shape`` and the HTML's ITL histogram read them (one
+    selection pass over millions of values)."""
+    return derived(
+        data, "client_itl_order", lambda: OrderStatistics.of(client_itl_ms(data), ITL_PERCENTILES)
+    )
 
 
-def sorted_server_itl_ms(data: RunData) -> F64:
-    """:func:`server_itl_ms` sorted ascending (as :func:`sorted_client_itl_ms`)."""
-    return derived(data, "sorted_server_itl_ms", lambda: np.sort(server_itl_ms(data)))
+def server_itl_order(data: RunData) -> OrderStatistics:
+    """:func:`server_itl_ms`'s order statistics (as :func:`client_itl_order`)."""
+    return derived(
+        data, "server_itl_order", lambda: OrderStatistics.of(server_itl_ms(data), ITL_PERCENTILES)
+    )
 
 
 def fluidity_intervals(data: RunData) -> tuple[Ragged, str, Ragged]:
@@ -526,18 +539,19 @@ def classes_section(
 
 
 def itl_shape_section(
-    itl_ms: npt.ArrayLike, *, ordered: F64 | None = None, std: float | None = None
+    itl_ms: npt.ArrayLike, *, order: OrderStatistics | None = None, std: float | None = None
 ) -> dict[str, Any]:
     """Modality (KDE peak count) and P99/P50 of pooled ITL samples in ms (draft 5.4.4.3).
 
-    :func:`otelbench.metrics.itl_shape`; NaN samples are dropped. ``ordered`` and ``std`` are
-    the samples sorted and their std when the caller has them (used when no sample is NaN).
+    :func:`otelbench.metrics.itl_shape`; NaN samples are dropped. ``order`` and ``std`` are
+    the samples' order statistics and their std when the caller has them (used when no sample
+    is NaN).
 
     >>> itl_shape_section([10.0, 10.0, 10.0])["peaks"]
     1
     """
     x = _drop_nan(itl_ms)
-    s = itl_shape(x, ordered=ordered, std=std) if x is itl_ms else itl_shape(x)
+    s = itl_shape(x, order=order, std=std) if x is itl_ms else itl_shape(x)
     return {
         "count": s.count,
         "peaks": s.peaks,

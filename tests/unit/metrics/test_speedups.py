@@ -1,5 +1,6 @@
 """The fast paths of the metrics give exactly what the general ones give: percentiles from
-sorted samples (``percentiles_of_finite``, ``percentiles_of_sorted``: numpy's own arithmetic),
+sorted samples (``percentiles_of_finite``, ``percentiles_of_sorted``: numpy's own arithmetic) and
+from one partition (``OrderStatistics``),
 Option B with one token per chunk, the per-request arrays vectorised across requests and the
 fluid-rate search that evaluates only the undecided requests."""
 
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from otelbench.metrics import (
+    ITL_SHAPE_PERCENTILES,
     PERCENTILES,
     FluidRate,
     Ragged,
@@ -27,7 +29,12 @@ from otelbench.metrics import (
 )
 from otelbench.metrics.effects import _linear_binning
 from otelbench.metrics.fluidity import _layout
-from otelbench.metrics.summary import percentiles_of_finite, percentiles_of_sorted, type7_ranks
+from otelbench.metrics.summary import (
+    OrderStatistics,
+    percentiles_of_finite,
+    percentiles_of_sorted,
+    type7_ranks,
+)
 
 
 @given(st.lists(st.integers(-1000, 1000), min_size=1, max_size=200))
@@ -91,20 +98,72 @@ def test_type7_ranks_clamp_at_the_last_sample() -> None:
 
 
 @given(st.lists(st.integers(-1000, 1000), min_size=0, max_size=200))
-def test_summarize_with_the_sorted_samples_is_summarize(values: list[int]) -> None:
+def test_summarize_with_its_order_statistics_is_summarize(values: list[int]) -> None:
     a = np.array(values, dtype=np.float64) / 7.0
-    assert summarize(a, ordered=np.sort(a)) == summarize(a)
+    assert summarize(a, order=OrderStatistics.of(a)) == summarize(a)
 
 
-def test_summarize_rejects_a_sorted_array_of_other_samples() -> None:
-    with pytest.raises(ValueError, match="sorted samples"):
-        summarize([1.0, 2.0], ordered=np.array([1.0]))
+def test_summarize_rejects_order_statistics_of_other_samples() -> None:
+    with pytest.raises(ValueError, match="order statistics of the samples"):
+        summarize([1.0, 2.0], order=OrderStatistics.of([1.0]))
 
 
 @given(st.lists(st.integers(0, 400), min_size=0, max_size=300))
-def test_itl_shape_with_sorted_samples_and_std_is_itl_shape(values: list[int]) -> None:
+def test_itl_shape_with_order_statistics_and_std_is_itl_shape(values: list[int]) -> None:
     x = np.array(values, dtype=np.float64) / 4.0
-    assert itl_shape(x, ordered=np.sort(x), std=float(x.std()) if x.size else None) == itl_shape(x)
+    order = OrderStatistics.of(x, ITL_SHAPE_PERCENTILES)
+    assert itl_shape(x, order=order, std=float(x.std()) if x.size else None) == itl_shape(x)
+
+
+# --- order statistics from one partition (numpy's percentiles, no sort) -------------------------
+
+
+@given(
+    st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=300),
+    st.lists(st.sampled_from(QS), min_size=1, max_size=4),
+)
+def test_order_statistics_equal_numpy_bit_for_bit(values: list[float], qs: list[float]) -> None:
+    a = np.array(values)
+    before = a.copy()
+    order = OrderStatistics.of(a, qs)
+    assert order.percentiles(qs).tolist() == np.percentile(a, qs).tolist()
+    assert (order.min, order.max, order.size) == (float(a.min()), float(a.max()), a.size)
+    assert sorted(order.values.tolist()) == sorted(values)  # a permutation of the samples
+    assert a.tolist() == before.tolist()  # of a copy: the caller's array is left as it is
+
+
+def test_order_statistics_on_random_scales_and_sizes() -> None:
+    rng = np.random.default_rng(11)
+    for n in [1, 2, 3, 10, 999, 1000, 1001, 100_003]:
+        for a in (rng.normal(size=n) * 1e-3, rng.gamma(2.0, 10.0, n).round(3)):
+            got = OrderStatistics.of(a, QS).percentiles(QS)
+            assert got.tolist() == np.percentile(a, QS).tolist()
+
+
+def test_order_statistics_refuse_a_percentile_they_were_not_made_for() -> None:
+    order = OrderStatistics.of(np.arange(1000.0), [50.0])
+    assert float(order.percentiles(50.0)) == 499.5
+    assert float(order.percentiles(100.0)) == 999.0  # the largest sample is always selected
+    with pytest.raises(ValueError, match="was not selected"):
+        order.percentiles(90.0)
+
+
+def test_order_statistics_reject_undefined_samples() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        OrderStatistics.of([1.0, np.nan])
+    empty = OrderStatistics.of([])
+    assert empty.size == 0
+    assert empty.largest(3).size == 0
+
+
+@given(st.lists(st.integers(-50, 50), min_size=1, max_size=300), st.integers(0, 320))
+def test_largest_holds_at_least_the_m_largest(values: list[int], m: int) -> None:
+    a = np.array(values, dtype=np.float64)
+    top = OrderStatistics.of(a, [50.0, 90.0, 99.0]).largest(m)
+    want = np.sort(a)[max(a.size - m, 0) :]
+    assert top.size >= want.size
+    # the m largest samples are the m largest of what it gives
+    assert np.sort(top)[top.size - want.size :].tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("seed", range(4))
