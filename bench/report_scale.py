@@ -11,7 +11,7 @@ DuckDB store and for ClickHouse (chdb in-process, the ClickHouse SQL dialect).
   chdb. By default 10,000 and 100,000 requests × 100 tokens: 1M and 10M server token offsets
   (plus as many client chunk offsets).
 - **Total**: ``otelbench.benchmark.write_reports`` exactly as ``otelbench run`` calls it, in a
-  fresh subprocess per measurement, so the peak resident memory (``ru_maxrss``) belongs to that
+  fresh subprocess per measurement, so the peak resident memory (``VmHWM``) belongs to that
   one report; the RSS after the imports is recorded too, to tell the interpreter and libraries
   from the report's own data.
 - **Phases**: a second fresh subprocess runs the same steps one by one — open the store, each
@@ -92,6 +92,13 @@ def _rss_mib() -> float:
 
 
 def _peak_mib() -> float:
+    """This process's peak resident memory: ``VmHWM``, the high-water mark of its own address
+    space. Not ``ru_maxrss``: Linux carries the parent's resident size at fork into the child's
+    ``ru_maxrss`` across the exec, so a parent that had just built a store made every child look
+    as large as itself."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024  # kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 

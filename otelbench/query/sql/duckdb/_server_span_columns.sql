@@ -1,11 +1,14 @@
 -- _server_span_columns: the server-span record's columns (query.records.ServerRequests),
 -- included by the server-span queries after their SELECT; they read a CTE row with ts,
--- duration, attrs, events, is_hook (see run_server_requests.sql).
+-- duration, attrs, events, is_hook and token_offsets (see run_server_requests.sql).
 -- Attributes are parsed leniently: a value is cast only when it matches its pattern
 -- ($re_int, $re_number, $re_int_array: query.extract.PATTERN_PARAMETERS, the same in both
 -- dialects); a present value that does not is read as absent and its attribute name is listed
 -- in rejected_attributes (once per span, or once per event for event attributes), which the
 -- extraction counts. Hook-only attributes are parsed, and rejected, on hook spans only.
+-- The token offsets are matched and parsed once, in the CTE (token_offsets: NULL exactly when
+-- the span is not a hook span or the attribute is absent or rejected), so the rejection test
+-- reads the parsed list rather than matching the long array against $re_int_array again.
     trace_id,
     span_id,
     parent_span_id,
@@ -42,9 +45,7 @@
         lambda e: CASE WHEN regexp_matches(e[2][$attr_preemption_kv_discarded], $re_int)
                        THEN CAST(e[2][$attr_preemption_kv_discarded] AS BIGINT) END
     )), 0) END                                                         AS kv_tokens_discarded,
-    CASE WHEN is_hook AND regexp_matches(attrs[$attr_server_token_offsets_us], $re_int_array)
-         THEN from_json(attrs[$attr_server_token_offsets_us], '["BIGINT"]')
-         ELSE []::BIGINT[] END                                         AS token_offsets_us,
+    coalesce(token_offsets, []::BIGINT[])                              AS token_offsets_us,
     CASE WHEN is_hook AND regexp_matches(attrs[$attr_server_output_phase_token], $re_int)
          THEN CAST(attrs[$attr_server_output_phase_token] AS BIGINT) END
                                                                        AS output_phase_token,
@@ -75,8 +76,8 @@
                  THEN $attr_cache_read_tokens END,
             CASE WHEN is_hook AND NOT regexp_matches(attrs[$attr_server_preemptions], $re_int)
                  THEN $attr_server_preemptions END,
-            CASE WHEN is_hook
-                      AND NOT regexp_matches(attrs[$attr_server_token_offsets_us], $re_int_array)
+            CASE WHEN is_hook AND token_offsets IS NULL
+                      AND attrs[$attr_server_token_offsets_us] IS NOT NULL
                  THEN $attr_server_token_offsets_us END,
             CASE WHEN is_hook
                       AND NOT regexp_matches(attrs[$attr_server_output_phase_token], $re_int)
