@@ -203,8 +203,29 @@ def _array_element(value: object) -> str:
     return escape_parameter(value)
 
 
+_CHDB_SETTINGS: Final = (
+    "\nSETTINGS merge_tree_min_rows_for_concurrent_read = 8192,"
+    " merge_tree_min_bytes_for_concurrent_read = 1048576,"
+    " query_plan_execute_functions_after_sorting = 0,"
+    " output_format_arrow_compression_method = 'none'"
+)
+"""The settings every chdb query runs with, appended to its text (a query-level ``SETTINGS``
+clause, after any of the query's own), for the extraction's few wide queries over one run
+(measured on 50,000 requests of 100 tokens, ``bench/report_scale.py``). ClickHouse reads a
+table in one thread below 163,840 rows or 24 MiB, and a run's client or server spans are fewer
+rows than that but megabytes of attribute text: lower thresholds let every core parse them.
+By default the planner moves every function an ``ORDER BY`` does not need to after the sort,
+into the single stream the sort merges to, so the JSON and pattern parsing of
+``client_requests`` and ``run_server_requests`` ran on one core; computed before the sort, it
+runs on all (0.35 s instead of 0.65 s for ``client_requests``; no query here limits a sorted
+result, where computing after the sort would save work). The Arrow result stays in this
+process, so compressing it (LZ4 by default) only costs time on both sides (0.1 s a query).
+chdb only: a server's user may not be allowed to change settings, and its results travel."""
+
+
 class ChdbConnection:
-    """An open chdb session on one database (``USE database`` at open).
+    """An open chdb session on one database (``USE database`` at open); queries run with
+    :data:`_CHDB_SETTINGS`.
 
     >>> conn = ChdbConnection(chdb.session.Session("/data/ch"), "otel")  # doctest: +SKIP
     >>> conn.query_arrow("SELECT {n:Int64} AS n", {"n": 1}, "chdb").num_rows  # doctest: +SKIP
@@ -216,11 +237,25 @@ class ChdbConnection:
         self.database = database
 
     def query_arrow(self, sql: str, params: Mapping[str, object], source: str) -> Any:
+        """The result read in place from chdb's Arrow IPC file, not through chdb's own
+        ``"ArrowTable"`` format, which imports pandas (a fifth of a second) on first use.
+
+        The result is uncompressed (:data:`_CHDB_SETTINGS`), so the table's arrays point into
+        chdb's result buffer, which lives as long as chdb's result object: the Arrow buffer holds
+        that object, so they stay valid after this returns (chdb's ``"ArrowTable"`` does not)."""
+        import pyarrow as pa
+
         bound = {k: escape_parameter(v) for k, v in params.items()}
         try:
-            return self.session.query(sql, "ArrowTable", params=bound)
+            result = self.session.query(sql + _CHDB_SETTINGS, "Arrow", params=bound)
         except RuntimeError as err:
             raise _translate(err, source) from err
+        if len(result) == 0:  # a statement without a result
+            return pa.table({})
+        view = result.get_memview().view()
+        held = pa.py_buffer(view)
+        buffer = pa.foreign_buffer(held.address, held.size, base=(result, held))
+        return pa.ipc.open_file(buffer).read_all()
 
     def execute(self, sql: str, source: str = "chdb") -> None:
         """Run a statement (DDL, INSERT) on this session."""
