@@ -36,7 +36,7 @@ import json
 import logging
 import os
 import platform
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -224,7 +224,11 @@ class EmbeddedCollector(SpanWatch):
         )
         lower_session_priority(self._proc.pid, SUT_NICENESS)
         assert self._proc.stdout is not None
-        ready, _, _ = select.select([self._proc.stdout], [], [], timeout_s)
+        # a selector, not select.select(): that fails outright on a descriptor number past
+        # 1023, which a long-lived process holding many (chdb keeps three per thread) reaches
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._proc.stdout, selectors.EVENT_READ)
+            ready = selector.select(timeout_s)
         line = self._proc.stdout.readline() if ready else ""
         try:
             event = json.loads(line)

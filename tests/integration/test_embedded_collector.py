@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
 from pathlib import Path
 
 import httpx
@@ -30,3 +32,25 @@ def test_the_embedded_collector_runs_at_the_servers_lower_priority(tmp_path: Pat
         assert httpx.get(endpoint + "/otelbench/stats", timeout=5.0).status_code == 200
     finally:
         collector.stop()
+
+
+def test_the_embedded_collector_starts_in_a_process_holding_over_a_thousand_descriptors(
+    tmp_path: Path,
+) -> None:
+    """Its pipes then get descriptor numbers past 1023, which ``select.select`` refuses
+    (``ValueError``); waiting for its ready line must not (a long test session or procedure
+    reached that: chdb keeps three descriptors per thread)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(2048, hard), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    collector = EmbeddedCollector(tmp_path / "spans.duckdb")
+    try:
+        assert max(held) > 1023
+        endpoint = collector.start()
+        assert httpx.get(endpoint + "/otelbench/stats", timeout=5.0).status_code == 200
+    finally:
+        collector.stop()
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
