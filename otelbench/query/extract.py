@@ -33,6 +33,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from importlib import import_module
@@ -419,6 +420,24 @@ class QueryRunner:
         """Queries on an open embedded :class:`~otelbench.store.SpanStore` (holding its lock)."""
         return cls(store.connection, "duckdb", source=str(store.path), lock=store.lock)
 
+    @contextmanager
+    def concurrent(self) -> Iterator[QueryRunner | None]:
+        """A runner on a second connection to the same store, for a query in another thread
+        while this one runs its own (closed on exit); None for a dialect with one connection
+        (chdb's session, a ClickHouse server's client), whose queries then run one by one.
+
+        DuckDB runs queries of two connections to one database at the same time, and releases
+        the GIL while it does; its own connection needs no lock."""
+        if self.dialect.name != "duckdb":
+            yield None
+            return
+        with self._lock:
+            cursor = self.connection.cursor()
+        try:
+            yield QueryRunner(cursor, "duckdb", source=self.source)
+        finally:
+            cursor.close()
+
     def run(self, query: str, **values: object) -> Columns:
         """Run the named query with ``values`` bound; names come from :data:`NAME_PARAMETERS`."""
         sql = self.dialect.sql(query)
@@ -674,7 +693,11 @@ def extract_run_server_requests(
 ) -> ServerRequests:
     """The server spans that are children of ``client`` (run ``run_id``'s client spans): per
     client span, the engine hooks' span when there is one, else vLLM's ``llm_request`` span."""
-    cols = store.run("run_server_requests", run_id=run_id)
+    return _run_server_requests(store.run("run_server_requests", run_id=run_id), client)
+
+
+def _run_server_requests(cols: Columns, client: ClientRequests) -> ServerRequests:
+    """``run_server_requests``' columns as records, each joined to its client span."""
     position = {key: i for i, key in enumerate(zip(client.trace_id, client.span_id, strict=True))}
     parents = zip(
         _str_required(cols["trace_id"], "trace_id"),
@@ -736,7 +759,14 @@ def extract_run_data(store: QueryRunner, run_id: str | None = None) -> RunData:
     """The run (``run_id``, or the latest), its client requests, their server children and the
     guardrail filter spans in their traces."""
     run = extract_run(store, run_id)
-    client = extract_client_requests(store, run.run_id)
-    server = extract_run_server_requests(store, run.run_id, client)
+    with store.concurrent() as other:
+        if other is None:
+            client = extract_client_requests(store, run.run_id)
+            server = extract_run_server_requests(store, run.run_id, client)
+        else:  # the two largest queries at once: each leaves a core idle part of the time
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="otelbench-query") as pool:
+                server_columns = pool.submit(other.run, "run_server_requests", run_id=run.run_id)
+                client = extract_client_requests(store, run.run_id)
+                server = _run_server_requests(server_columns.result(), client)
     guardrails = extract_guardrail_spans(store, run.run_id, client)
     return RunData(run=run, client=client, server=server, guardrails=guardrails)

@@ -56,6 +56,7 @@ from otelbench.report.sections import (
     client_itl_us,
     client_jitter_us,
     client_token_arrivals_us,
+    derive_ahead,
     fluidity_section,
     itl_shape_section,
     load_generator_section,
@@ -214,6 +215,7 @@ def report_from_data(
         raise ConfigError(
             f"the prefill deadline must be a positive number of seconds, got {prefill_deadline_s}"
         )
+    derive_ahead(data, prefill_deadline_s)  # the per-token arrays, on both cores
     c = data.client
     ok = c.ok
     result = outcomes(ok, c.error_type)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
 import numpy as np
@@ -67,6 +68,7 @@ __all__ = [
     "client_jitter_us",
     "client_token_arrivals_us",
     "client_token_times",
+    "derive_ahead",
     "derived",
     "fluidity_distribution",
     "fluidity_indices_of",
@@ -293,6 +295,35 @@ def fluidity_indices_of(data: RunData, prefill_deadline_s: float, decode_deadlin
         ("fluidity_indices", prefill_deadline_s, decode_deadline_s),
         lambda: fluidity_indices(intervals, prefill_deadline_s, decode_deadline_s),
     )
+
+
+def derive_ahead(data: RunData, prefill_deadline_s: float) -> None:
+    """Derive the report's per-token arrays of ``data`` in two threads before it is built: the
+    client's ITL (:func:`client_itl_order`, :func:`client_jitter_us`) in one; the engine's ITL
+    (:func:`server_itl_order`, :func:`server_jitter_us`) and the fluidity-indices at the decode
+    deadline presets (:func:`fluidity_indices_of`) in the other.
+
+    numpy releases the GIL in its passes over millions of values, so on two cores the report
+    waits for the longer of the two instead of both. The threads fill disjoint keys of the
+    :func:`derived` memo (made here, before they start); an error in one is raised here, as the
+    report would raise it when it derived the same array itself.
+    """
+    server_is_hook(data)  # makes the memo, and the engine's chain needs it
+
+    def client() -> None:
+        client_itl_order(data)
+        client_jitter_us(data)
+
+    def server() -> None:
+        server_itl_order(data)
+        server_jitter_us(data)
+        if len(fluidity_intervals(data)[0]):
+            for dd in DECODE_DEADLINE_PRESETS_S.values():
+                fluidity_indices_of(data, prefill_deadline_s, dd)
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="otelbench-derive") as pool:
+        for future in [pool.submit(client), pool.submit(server)]:
+            future.result()
 
 
 # ------------------------------------------------------------------------------------------

@@ -20,12 +20,14 @@ from otelbench.query import (
     extract_live_server_requests,
     extract_run,
     extract_run_data,
+    extract_run_server_requests,
     get_dialect,
     list_runs,
     open_store,
 )
 from otelbench.query.extract import NAME_PARAMETERS, PATTERN_PARAMETERS
 from otelbench.store import SpanStore
+from tests.unit.query.clickhouse_store import load_chdb
 from tests.unit.query.spanstore import (
     HOOK_RUN_ID,
     MANIFEST,
@@ -237,6 +239,44 @@ def test_chunk_token_counts_of_another_length_are_rejected_and_counted(tmp_path:
     assert c.chunk_tokens.tolist() == [1, 1]
     assert c.chunk_token_source == (semconv.CHUNK_TOKENS_ONE_PER_CHUNK,)
     assert c.rejected_attributes == {semconv.CLIENT_CHUNK_TOKENS: 1}
+
+
+@pytest.mark.parametrize(
+    ("offsets", "tokens_text", "tokens", "rejected"),
+    [
+        ([10, 20, 30], "[1,1,1]", [1, 1, 1], 0),  # one per chunk: recognised by a compare
+        ([10, 20, 30], "[1, 1,1]", [1, 1, 1], 0),  # the same counts written otherwise: parsed
+        ([10, 20, 30], "[1,1,2]", [1, 1, 2], 0),
+        ([10, 20, 30], "[1,1]", [1, 1, 1], 1),  # too few: one per chunk assumed, counted
+        ([10, 20], "[1,1,1]", [1, 1], 1),  # too many
+        ([], "[1]", [], 1),  # counts without any chunk
+        ([], "[]", [], 0),
+        ([10], "[01]", [1], 1),  # not JSON
+    ],
+)
+def test_chunk_token_counts_are_read_exactly_whichever_path(
+    tmp_path: Path, offsets: list[int], tokens_text: str, tokens: list[int], rejected: int
+) -> None:
+    """DuckDB's ``client_requests`` recognises ``[1,1,…,1]`` with as many ones as chunk offsets
+    by comparing text; anything else goes through the pattern and the parser. Either way the
+    records are what the ClickHouse dialect (which always parses) reads from the same spans."""
+    s = SpanWriter(tmp_path / "s.duckdb")
+    s.client_span(
+        run_id="x",
+        trace_id=trace(1),
+        span_id=span(1),
+        submit_ns=T0_NS,
+        end_offset_us=50,
+        chunk_offsets_us=offsets,
+        chunk_tokens=tokens_text,
+    )
+    s.close()
+    for url in (tmp_path / "s.duckdb", load_chdb(tmp_path / "s.duckdb")):
+        with open_store(url) as store:
+            c = extract_client_requests(store, "x")
+        assert c.chunk_offset_us.tolist() == offsets
+        assert c.chunk_tokens.tolist() == tokens
+        assert c.rejected_attributes == ({semconv.CLIENT_CHUNK_TOKENS: 1} if rejected else {})
 
 
 def test_a_malformed_attribute_is_read_as_absent_and_counted(tmp_path: Path) -> None:
@@ -532,3 +572,27 @@ def test_a_shared_fragment_is_included_where_a_query_asks_for_it() -> None:
         assert columns in text
     with pytest.raises(StoreError, match="no duckdb SQL fragment 'nope'"):
         dialect.expand("SELECT\n-- @include nope\nFROM t")
+
+
+def test_duckdb_runs_the_two_largest_queries_at_once_with_the_same_records(
+    scenario_store: Path,
+) -> None:
+    """``extract_run_data`` runs ``run_server_requests`` on a second DuckDB connection while
+    ``client_requests`` runs (``QueryRunner.concurrent``); the records are the ones the queries
+    give one by one. chdb has one session: no second runner, the queries run one by one."""
+    with open_store(scenario_store) as store:
+        together = extract_run_data(store, RUN_ID)
+        client = extract_client_requests(store, RUN_ID)
+        server = extract_run_server_requests(store, RUN_ID, client)
+        with store.concurrent() as other:
+            assert other is not None
+            assert other.connection is not store.connection
+            assert other.run("runs")["run_id"].tolist() == store.run("runs")["run_id"].tolist()
+        with pytest.raises(duckdb.ConnectionException):  # closed on exit
+            other.connection.sql("SELECT 1")
+    assert together.client.span_id == client.span_id
+    assert together.server.span_id == server.span_id
+    assert together.server.client_index.tolist() == server.client_index.tolist()
+    assert together.server.token_offset_us.tolist() == server.token_offset_us.tolist()
+    with open_store(load_chdb(scenario_store)) as store, store.concurrent() as other:
+        assert other is None

@@ -9,6 +9,9 @@
 -- also rejected when there are not as many as chunk offsets (absent offsets count as none).
 -- chunk_offsets is NULL exactly when the attribute is absent or rejected, so the rejection
 -- test reads it rather than matching the long array against $re_int_array a second time.
+-- Chunk token counts that are exactly one token per chunk offset ("[1,1,…,1]", what a stream of
+-- one token per chunk records) are recognised by comparing the text with that string (a
+-- memory compare), not matched and parsed: the pattern and the parser would give the same.
 WITH client AS (
     SELECT
         "TraceId"                                                    AS trace_id,
@@ -19,21 +22,30 @@ WITH client AS (
         "SpanAttributes"                                             AS attrs,
         CASE WHEN regexp_matches("SpanAttributes"[$attr_chunk_offsets_us], $re_int_array)
              THEN from_json("SpanAttributes"[$attr_chunk_offsets_us], '["BIGINT"]')
-        END                                                          AS chunk_offsets,
-        CASE WHEN regexp_matches("SpanAttributes"[$attr_chunk_tokens], $re_int_array)
-             THEN from_json("SpanAttributes"[$attr_chunk_tokens], '["BIGINT"]')
-        END                                                          AS tokens_parsed
+        END                                                          AS chunk_offsets
     FROM otel_traces
     WHERE "SpanKind" = $kind_client
       AND "SpanAttributes"[$attr_run_id] = $run_id
       AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
+),
+parsed AS (
+    SELECT
+        *,
+        CASE WHEN len(chunk_offsets) > 0
+                  AND attrs[$attr_chunk_tokens]
+                      = '[' || repeat('1,', len(chunk_offsets) - 1) || '1]'
+             THEN list_transform(chunk_offsets, lambda x: 1)
+             WHEN regexp_matches(attrs[$attr_chunk_tokens], $re_int_array)
+             THEN from_json(attrs[$attr_chunk_tokens], '["BIGINT"]')
+        END                                                          AS tokens_parsed
+    FROM client
 ),
 checked AS (
     SELECT
         *,
         CASE WHEN len(tokens_parsed) = len(coalesce(chunk_offsets, []::BIGINT[]))
              THEN tokens_parsed END                                  AS chunk_tokens
-    FROM client
+    FROM parsed
 )
 SELECT
     trace_id,
