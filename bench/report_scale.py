@@ -63,7 +63,7 @@ PHASES = (
     ("", "otelbench.benchmark", "report_from_data", "report_from_data"),
     ("report_from_data", "otelbench.report.build", "_server_metrics", "metrics.server"),
     ("report_from_data", "otelbench.report.build", "fluidity_section", "metrics.fluidity"),
-    ("report_from_data", "otelbench.report.build", "itl_shape_section", "client.itl_shape"),
+    ("report_from_data", "otelbench.report.build", "derive_ahead", "derive ahead (2 threads)"),
     ("report_from_data", "otelbench.report.build", "classes_section", "metrics.classes"),
     ("report_from_data", "otelbench.report.build", "reasoning_section", "client.reasoning"),
     ("report_from_data", "otelbench.report.build", "guardrails_section", "metrics.guardrails"),

@@ -722,7 +722,11 @@ def extract_guardrail_spans(
     store: QueryRunner, run_id: str, client: ClientRequests
 ) -> GuardrailSpans:
     """The guardrail filter spans in the traces of run ``run_id``'s measured client spans."""
-    cols = store.run("run_guardrail_spans", run_id=run_id)
+    return _guardrail_spans(store.run("run_guardrail_spans", run_id=run_id), client)
+
+
+def _guardrail_spans(cols: Columns, client: ClientRequests) -> GuardrailSpans:
+    """``run_guardrail_spans``' columns as records, each joined to its client span."""
     position = {key: i for i, key in enumerate(zip(client.trace_id, client.span_id, strict=True))}
     trace_ids = _str_required(cols["trace_id"], "trace_id")
     owners = zip(trace_ids, _str_required(cols["client_span_id"], "client_span_id"), strict=True)
@@ -757,16 +761,19 @@ def extract_guardrail_spans(
 
 def extract_run_data(store: QueryRunner, run_id: str | None = None) -> RunData:
     """The run (``run_id``, or the latest), its client requests, their server children and the
-    guardrail filter spans in their traces."""
+    guardrail filter spans in their traces. On DuckDB the server and guardrail spans are queried
+    on a second connection while the client spans are (:meth:`QueryRunner.concurrent`)."""
     run = extract_run(store, run_id)
     with store.concurrent() as other:
         if other is None:
             client = extract_client_requests(store, run.run_id)
             server = extract_run_server_requests(store, run.run_id, client)
-        else:  # the two largest queries at once: each leaves a core idle part of the time
+            guardrails = extract_guardrail_spans(store, run.run_id, client)
+        else:  # the server's queries beside the client's: each leaves a core idle part of the time
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="otelbench-query") as pool:
                 server_columns = pool.submit(other.run, "run_server_requests", run_id=run.run_id)
+                guardrail_columns = pool.submit(other.run, "run_guardrail_spans", run_id=run.run_id)
                 client = extract_client_requests(store, run.run_id)
                 server = _run_server_requests(server_columns.result(), client)
-    guardrails = extract_guardrail_spans(store, run.run_id, client)
+                guardrails = _guardrail_spans(guardrail_columns.result(), client)
     return RunData(run=run, client=client, server=server, guardrails=guardrails)

@@ -52,18 +52,17 @@ from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     classes_section,
     client_itl_ms,
-    client_itl_order,
+    client_itl_shape,
+    client_itl_summary,
     client_itl_us,
     client_jitter_us,
     client_token_arrivals_us,
     derive_ahead,
     fluidity_section,
-    itl_shape_section,
     load_generator_section,
     reasoning_section,
     server_is_hook,
-    server_itl_ms,
-    server_itl_order,
+    server_itl_summary,
     server_itl_us,
     server_jitter_us,
     server_token_offsets_us,
@@ -239,7 +238,7 @@ def report_from_data(
     ttft_ms = c.ttft_us / 1000.0
     end_offset_us = np.where(np.isfinite(c.end_offset_us), c.end_offset_us, c.duration_ns / 1e3)
     tpot_ms = tpot(group_first(tokens), group_last(tokens), output_tokens[ok]) / 1000.0
-    itl_summary = summarize(itl_ms, order=client_itl_order(data))
+    itl_summary = client_itl_summary(data)
     rates = window_throughput(c.submit_unix_ns, c.end_unix_ns(), ok, output_tokens, input_tokens)
 
     client_metrics: dict[str, Any] = {
@@ -254,7 +253,7 @@ def report_from_data(
             "max_pause_ms": _p50_p95_p99(group_max(itl_us) / 1000.0),
         },
         "itl_p99_p50_ratio": tail_ratio(itl_summary.p99, itl_summary.p50),
-        "itl_shape": itl_shape_section(itl_ms, order=client_itl_order(data), std=itl_summary.std),
+        "itl_shape": client_itl_shape(data),
         "ttft_by_input_tokens": [
             b.to_dict() for b in ttft_by_input_length(ttft_ms[ok], input_tokens[ok])
         ],
@@ -399,7 +398,7 @@ def _server_metrics(
         return out
 
     itl_us = server_itl_us(data)  # consecutive_intervals(tokens.select(hook & has_offsets))
-    itl_summary = summarize(server_itl_ms(data), order=server_itl_order(data))
+    itl_summary = server_itl_summary(data)
     out["itl_ms"] = itl_summary.to_dict()
     out["itl_per_request"] = {
         "jitter_ms": _p50_p95_p99(server_jitter_us(data) / 1000.0),

@@ -38,8 +38,10 @@ from otelbench.metrics import (
     ITL_SHAPE_PERCENTILES,
     PERCENTILES,
     STARVATION_FACTOR,
+    FluidRate,
     OrderStatistics,
     Ragged,
+    Summary,
     consecutive_intervals,
     deadline_intervals,
     fluid_token_generation_rate,
@@ -64,12 +66,15 @@ __all__ = [
     "MIN_FLUIDITY",
     "classes_section",
     "client_itl_order",
+    "client_itl_shape",
+    "client_itl_summary",
     "client_itl_us",
     "client_jitter_us",
     "client_token_arrivals_us",
     "client_token_times",
     "derive_ahead",
     "derived",
+    "fluid_rate_of",
     "fluidity_distribution",
     "fluidity_indices_of",
     "fluidity_intervals",
@@ -79,6 +84,7 @@ __all__ = [
     "load_generator_section",
     "reasoning_section",
     "server_itl_order",
+    "server_itl_summary",
     "server_itl_us",
     "server_jitter_us",
     "server_token_offsets_us",
@@ -297,11 +303,41 @@ def fluidity_indices_of(data: RunData, prefill_deadline_s: float, decode_deadlin
     )
 
 
+def client_itl_summary(data: RunData) -> Summary:
+    """:func:`client_itl_ms` summarized (``metrics.client.itl_ms``)."""
+    return derived(
+        data,
+        "client_itl_summary",
+        lambda: summarize(client_itl_ms(data), order=client_itl_order(data)),
+    )
+
+
+def server_itl_summary(data: RunData) -> Summary:
+    """:func:`server_itl_ms` summarized (``metrics.server.itl_ms``)."""
+    return derived(
+        data,
+        "server_itl_summary",
+        lambda: summarize(server_itl_ms(data), order=server_itl_order(data)),
+    )
+
+
+def client_itl_shape(data: RunData) -> dict[str, Any]:
+    """``metrics.client.itl_shape``: :func:`itl_shape_section` of :func:`client_itl_ms`."""
+    return derived(
+        data,
+        "client_itl_shape",
+        lambda: itl_shape_section(
+            client_itl_ms(data), order=client_itl_order(data), std=client_itl_summary(data).std
+        ),
+    )
+
+
 def derive_ahead(data: RunData, prefill_deadline_s: float) -> None:
-    """Derive the report's per-token arrays of ``data`` in two threads before it is built: the
-    client's ITL (:func:`client_itl_order`, :func:`client_jitter_us`) in one; the engine's ITL
-    (:func:`server_itl_order`, :func:`server_jitter_us`) and the fluidity-indices at the decode
-    deadline presets (:func:`fluidity_indices_of`) in the other.
+    """Derive the report's per-token arrays of ``data`` and what it reads of them in two threads
+    before it is built: the client's ITL (:func:`client_itl_summary`, :func:`client_itl_shape`,
+    :func:`client_jitter_us`) in one; the engine's ITL (:func:`server_itl_summary`,
+    :func:`server_jitter_us`) and the fluidity-indices and fluid token generation rate
+    (:func:`fluid_rate_of`, at the default fluidity and request fraction) in the other.
 
     numpy releases the GIL in its passes over millions of values, so on two cores the report
     waits for the longer of the two instead of both. The threads fill disjoint keys of the
@@ -311,15 +347,14 @@ def derive_ahead(data: RunData, prefill_deadline_s: float) -> None:
     server_is_hook(data)  # makes the memo, and the engine's chain needs it
 
     def client() -> None:
-        client_itl_order(data)
+        client_itl_shape(data)
         client_jitter_us(data)
 
     def server() -> None:
-        server_itl_order(data)
+        server_itl_summary(data)
         server_jitter_us(data)
         if len(fluidity_intervals(data)[0]):
-            for dd in DECODE_DEADLINE_PRESETS_S.values():
-                fluidity_indices_of(data, prefill_deadline_s, dd)
+            fluid_rate_of(data, prefill_deadline_s)
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="otelbench-derive") as pool:
         for future in [pool.submit(client), pool.submit(server)]:
@@ -373,6 +408,34 @@ def fluidity_distribution(fi: F64, min_fluidity: float) -> dict[str, Any]:
     }
 
 
+def fluid_rate_of(
+    data: RunData,
+    prefill_deadline_s: float,
+    min_fluidity: float = MIN_FLUIDITY,
+    request_fraction: float = FLUID_RATE_REQUEST_FRACTION,
+) -> FluidRate | None:
+    """The fluid token generation rate (Etalon §4.2) of :func:`fluidity_intervals`, its search
+    started from the fluidity-indices at the decode-deadline presets, which decide many
+    requests (:func:`fluidity_indices_of`, derived too)."""
+
+    def compute() -> FluidRate | None:
+        evaluated = {
+            dd: fluidity_indices_of(data, prefill_deadline_s, dd)
+            for dd in DECODE_DEADLINE_PRESETS_S.values()
+        }
+        return fluid_token_generation_rate(
+            fluidity_intervals(data)[2],
+            prefill_deadline_s,
+            min_fluidity=min_fluidity,
+            request_fraction=request_fraction,
+            precision_s=FLUID_RATE_PRECISION_S,
+            evaluated=evaluated,
+        )
+
+    key = ("fluid_rate", prefill_deadline_s, min_fluidity, request_fraction)
+    return derived(data, key, compute)
+
+
 def fluidity_section(
     data: RunData,
     *,
@@ -394,13 +457,12 @@ def fluidity_section(
     """
     if not prefill_deadline_s > 0:
         raise ValueError("the prefill deadline must be > 0 s")
-    times, source, intervals = fluidity_intervals(data)
+    times, source, _ = fluidity_intervals(data)
     if len(times) == 0:
         return None
     deadlines = []
-    evaluated = {}  # the presets' indices, which decide many requests of the rate's search
     for preset, dd in DECODE_DEADLINE_PRESETS_S.items():
-        fi = evaluated[dd] = fluidity_indices_of(data, prefill_deadline_s, dd)
+        fi = fluidity_indices_of(data, prefill_deadline_s, dd)
         deadlines.append(
             {
                 "preset": preset,
@@ -408,14 +470,7 @@ def fluidity_section(
                 "fluidity_index": fluidity_distribution(fi, min_fluidity),
             }
         )
-    rate = fluid_token_generation_rate(
-        intervals,
-        prefill_deadline_s,
-        min_fluidity=min_fluidity,
-        request_fraction=request_fraction,
-        precision_s=FLUID_RATE_PRECISION_S,
-        evaluated=evaluated,
-    )
+    rate = fluid_rate_of(data, prefill_deadline_s, min_fluidity, request_fraction)
     return {
         "source": source,
         "timeline": SERVER_TIMELINE if source == "server" else CLIENT_TIMELINE,

@@ -17,6 +17,7 @@ from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
 from otelbench.query import (
     QueryRunner,
     extract_client_requests,
+    extract_guardrail_spans,
     extract_live_server_requests,
     extract_run,
     extract_run_data,
@@ -577,13 +578,15 @@ def test_a_shared_fragment_is_included_where_a_query_asks_for_it() -> None:
 def test_duckdb_runs_the_two_largest_queries_at_once_with_the_same_records(
     scenario_store: Path,
 ) -> None:
-    """``extract_run_data`` runs ``run_server_requests`` on a second DuckDB connection while
-    ``client_requests`` runs (``QueryRunner.concurrent``); the records are the ones the queries
-    give one by one. chdb has one session: no second runner, the queries run one by one."""
+    """``extract_run_data`` runs ``run_server_requests`` and ``run_guardrail_spans`` on a second
+    DuckDB connection while ``client_requests`` runs (``QueryRunner.concurrent``); the records
+    are the ones the queries give one by one. chdb has one session: no second runner, the
+    queries run one by one."""
     with open_store(scenario_store) as store:
         together = extract_run_data(store, RUN_ID)
         client = extract_client_requests(store, RUN_ID)
         server = extract_run_server_requests(store, RUN_ID, client)
+        guardrails = extract_guardrail_spans(store, RUN_ID, client)
         with store.concurrent() as other:
             assert other is not None
             assert other.connection is not store.connection
@@ -594,5 +597,7 @@ def test_duckdb_runs_the_two_largest_queries_at_once_with_the_same_records(
     assert together.server.span_id == server.span_id
     assert together.server.client_index.tolist() == server.client_index.tolist()
     assert together.server.token_offset_us.tolist() == server.token_offset_us.tolist()
+    assert together.guardrails.span_id == guardrails.span_id
+    assert together.guardrails.client_index.tolist() == guardrails.client_index.tolist()
     with open_store(load_chdb(scenario_store)) as store, store.concurrent() as other:
         assert other is None
