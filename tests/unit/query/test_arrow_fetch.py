@@ -63,3 +63,35 @@ def test_duckdb_fetch_is_fetchnumpy_with_flat_lists() -> None:
         assert np.ma.is_masked(ours[name]) == np.ma.is_masked(theirs[name])
     assert [r.tolist() for r in ours["l"]] == [r.tolist() for r in theirs["l"]] == [[10, 20], []]
     assert [r.tolist() for r in ours["v"]] == [["x"], []]
+
+
+def test_nulls_and_lists_are_read_from_the_buffers_as_pyarrow_reads_them() -> None:
+    """NULL masks come from the validity bitmap and list items from the child array (not
+    ``is_null()``/``fill_null()``/``flatten()``, which import pyarrow's compute functions):
+    sliced arrays, NULLs at bit boundaries, lists whose offsets do not start at 0, NULL lists."""
+    ints = pa.array([1, None, *range(2, 9), None, 10], type=pa.int64()).slice(1)  # offset 1
+    floats = pa.array([None, 0.5, None], type=pa.float64())
+    strings = pa.array(["a", None, "c", None], type=pa.string()).slice(1, 3)
+    lists = pa.array([[1], None, [2, 3], [], None, [4]], type=pa.list_(pa.int64())).slice(1)
+    many = pa.chunked_array([ints.slice(0, 4), ints.slice(4)])  # concatenated, not combined
+    cols = {
+        **arrow_columns(pa.table({"i": many})),
+        **arrow_columns(pa.table({"f": pa.chunked_array([floats.slice(0, 2), floats.slice(2)])})),
+    }
+    for name, arrow in (("i", ints), ("f", floats)):
+        want = arrow.to_pylist()
+        got = cols[name]
+        assert np.ma.getmaskarray(got).tolist() == [v is None for v in want]
+        assert [None if m else v for v, m in zip(got.data.tolist(), got.mask, strict=True)] == want
+    assert np.isnan(cols["f"].data[[0, 2]]).all()  # NULL reads as NaN once filled
+    assert cols["i"].data[0] == 0
+    s = arrow_columns(pa.table({"s": strings}))["s"]
+    assert np.ma.getmaskarray(s).tolist() == [True, False, True]
+    assert s.data.tolist() == ["", "c", ""]
+    rows = arrow_columns(pa.table({"l": lists}))["l"]
+    assert [r.tolist() for r in rows] == [[], [2, 3], [], [], [4]]
+    flat = arrow_columns(pa.table({"l": lists.slice(1, 2)}), flat_lists=True)["l"]
+    assert flat.values.tolist() == [2, 3]
+    assert flat.offsets.tolist() == [0, 2, 2]
+    nothing = arrow_columns(pa.table({"i": pa.chunked_array([], type=pa.int64())}))
+    assert nothing["i"].tolist() == []
