@@ -205,15 +205,21 @@ class Dialect:
             raise StoreError(f"no {self.name} SQL for query {query!r}")
         return self.expand(resource.read_text(encoding="utf-8"))
 
-    def expand(self, text: str) -> str:
+    def expand(self, text: str, including: tuple[str, ...] = ()) -> str:
         """``text`` with each ``-- @include NAME`` line replaced by this dialect's ``NAME.sql``
-        (a fragment several queries share, e.g. the server-span record's columns)."""
+        (a fragment several queries share, e.g. the server-span record's columns), whose own
+        includes are expanded too (``including``: the fragments being expanded, to refuse a
+        cycle)."""
 
         def fragment(match: re.Match[str]) -> str:
-            resource = self.sql_dir / f"{match.group(1)}.sql"
+            name = match.group(1)
+            resource = self.sql_dir / f"{name}.sql"
             if not resource.is_file():
-                raise StoreError(f"no {self.name} SQL fragment {match.group(1)!r} to include")
-            return resource.read_text(encoding="utf-8").rstrip("\n")
+                raise StoreError(f"no {self.name} SQL fragment {name!r} to include")
+            if name in including:
+                raise StoreError(f"{self.name} SQL fragment {name!r} includes itself")
+            body = resource.read_text(encoding="utf-8").rstrip("\n")
+            return self.expand(body, (*including, name))
 
         return _INCLUDE.sub(fragment, text)
 

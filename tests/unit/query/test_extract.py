@@ -26,7 +26,7 @@ from otelbench.query import (
     list_runs,
     open_store,
 )
-from otelbench.query.extract import NAME_PARAMETERS, PATTERN_PARAMETERS
+from otelbench.query.extract import NAME_PARAMETERS, PATTERN_PARAMETERS, Dialect
 from otelbench.store import SpanStore
 from tests.unit.query.clickhouse_store import load_chdb
 from tests.unit.query.spanstore import (
@@ -573,6 +573,26 @@ def test_a_shared_fragment_is_included_where_a_query_asks_for_it() -> None:
         assert columns in text
     with pytest.raises(StoreError, match="no duckdb SQL fragment 'nope'"):
         dialect.expand("SELECT\n-- @include nope\nFROM t")
+
+
+def test_fragments_include_fragments_and_a_cycle_is_refused(tmp_path: Path) -> None:
+    """The server ITL queries include ``_server_token_intervals``, which includes the span pick
+    (``_chosen_server_spans``) that ``run_server_requests`` includes too: one pick, expanded
+    wherever it is included. A fragment that includes itself is one clear error."""
+    import otelbench.query.clickhouse  # noqa: F401  (registers the dialect)
+
+    clickhouse = get_dialect("clickhouse")
+    pick = files("otelbench.query") / "sql" / "clickhouse" / "_chosen_server_spans.sql"
+    body = pick.read_text(encoding="utf-8").rstrip("\n")
+    for query in ("run_server_requests", "run_server_itl_summary", "run_server_itl_per_request"):
+        text = clickhouse.sql(query)
+        assert "-- @include" not in text
+        assert text.count(body) == 1, query
+    (tmp_path / "_a.sql").write_text("-- @include _b\n")
+    (tmp_path / "_b.sql").write_text("SELECT 1\n-- @include _a\n")
+    looping = Dialect("loop", tmp_path, clickhouse.fetch)
+    with pytest.raises(StoreError, match="'_a' includes itself"):
+        looping.expand("-- @include _a")
 
 
 def test_duckdb_runs_the_two_largest_queries_at_once_with_the_same_records(

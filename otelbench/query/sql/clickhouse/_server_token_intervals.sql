@@ -5,6 +5,7 @@
 -- `itl Array(Float64)` — what the report's metrics.server.itl_ms pools. Spans with no valid
 -- offsets give none. Needs the CTEs of _measured_client_parents before it; included by the
 -- server ITL queries.
+-- @include _chosen_server_spans
 server AS (
     SELECT
         s.SpanName = {span_hook_request:String}                                    AS is_hook,
@@ -12,13 +13,12 @@ server AS (
            JSONExtract(s.SpanAttributes[{attr_server_token_offsets_us:String}], 'Array(Int64)'),
            CAST([], 'Array(Int64)'))                                               AS offsets
     FROM otel_traces AS s
-    INNER JOIN parents AS p ON s.TraceId = p.p_trace_id AND s.ParentSpanId = p.p_span_id
+    INNER JOIN chosen AS c
+        ON s.TraceId = c.c_trace_id AND s.SpanId = c.c_span_id
+       AND s.ParentSpanId = c.c_parent_id AND s.SpanName = c.c_span_name AND s.Timestamp = c.c_ts
     WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
       AND s.SpanKind = {kind_server:String}
-    QUALIFY row_number() OVER (
-        PARTITION BY s.TraceId, p.client_span_id
-        ORDER BY s.SpanName = {span_hook_request:String} DESC, s.Timestamp, s.SpanId
-    ) = 1
+    LIMIT 1 BY c.c_trace_id, c.client_span_id
 ),
 per_request AS (
     SELECT arrayMap((a, b) -> (b - a) / 1000.0, arrayPopBack(offsets), arrayPopFront(offsets))
