@@ -155,7 +155,7 @@ class OrderStatistics:
     ``values[r]`` is the ``r``-th smallest sample for every ``r`` in ``ranks``, and every sample
     before such an ``r`` is no larger, every one after it no smaller; between two ranks the
     samples are in no order. Reading percentiles of 10 million ITL samples this way costs one
-    selection pass instead of a full sort (3 to 4 times faster here), with the same numbers: the
+    selection pass instead of a full sort (2 to 3 times faster here), with the same numbers: the
     percentiles are numpy's, bit for bit (:func:`type7_interpolate`).
 
     >>> o = OrderStatistics.of(np.array([40.0, 10.0, 30.0, 20.0]), [50.0])

@@ -102,9 +102,9 @@ FLUID_RATE_REQUEST_FRACTION: Final = 0.99
 FLUID_RATE_PRECISION_S: Final = 1e-4
 """Bisection precision of the fluid token generation rate's decode deadline (seconds)."""
 GENERATOR_BOTTLENECK_DEVIATION: Final = "load generator fell behind its schedule"
+"""How the load generator's manifest deviation flagging a generator bottleneck begins (4.2.5)."""
 ITL_PERCENTILES: Final = tuple(sorted({*PERCENTILES, *ITL_SHAPE_PERCENTILES}))
 """The ITL percentiles the report reads: its summaries' and its ITL shape's."""
-"""How the load generator's manifest deviation flagging a generator bottleneck begins (4.2.5)."""
 
 SERVER_TIMELINE: Final = (
     "server: Option C (draft 4.6.3) token times of the engine hooks' span "
@@ -341,10 +341,13 @@ def derive_ahead(data: RunData, prefill_deadline_s: float) -> None:
 
     numpy releases the GIL in its passes over millions of values, so on two cores the report
     waits for the longer of the two instead of both. The threads fill disjoint keys of the
-    :func:`derived` memo (made here, before they start); an error in one is raised here, as the
-    report would raise it when it derived the same array itself.
+    :func:`derived` memo (made here, before they start, with what both read: which server spans
+    are the hooks' and the client's token times, the fluidity timeline when the engine's is
+    missing); an error in one is raised here, as the report would raise it when it derived the
+    same array itself.
     """
-    server_is_hook(data)  # makes the memo, and the engine's chain needs it
+    server_is_hook(data)
+    client_token_arrivals_us(data)
 
     def client() -> None:
         client_itl_shape(data)
