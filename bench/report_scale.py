@@ -19,9 +19,8 @@ DuckDB store and for ClickHouse (chdb in-process, the ClickHouse SQL dialect).
   ``run_server_requests`` run at the same time, so their times overlap; the record building is
   the rest of the extraction), the metrics (``report_from_data`` with its sections timed by
   wrapping them), each format (JSON, Markdown, the HTML's plot data with its parts, the HTML
-  itself) — and checks that the three
-  files it writes are byte-identical to the total run's, so the breakdown cannot drift from
-  ``write_reports``.
+  itself) — and checks that the three files it writes are byte-identical to the total run's,
+  so the breakdown cannot drift from ``write_reports``.
 - The DuckDB and chdb reports are checked byte-identical too.
 
 Every timing is the median of ``--repeats`` subprocesses (monotonic clock); the load average is

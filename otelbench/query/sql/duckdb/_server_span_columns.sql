@@ -6,9 +6,8 @@
 -- dialects); a present value that does not is read as absent and its attribute name is listed
 -- in rejected_attributes (once per span, or once per event for event attributes), which the
 -- extraction counts. Hook-only attributes are parsed, and rejected, on hook spans only.
--- The token offsets are matched and parsed once, in the CTE (token_offsets: NULL exactly when
--- the span is not a hook span or the attribute is absent or rejected), so the rejection test
--- reads the parsed list rather than matching the long array against $re_int_array again.
+-- The token offsets are matched and parsed once, in the CTE (_server_token_offsets), so the
+-- rejection test reads the parsed list rather than matching the long array a second time.
     trace_id,
     span_id,
     parent_span_id,

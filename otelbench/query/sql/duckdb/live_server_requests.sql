@@ -17,10 +17,7 @@ WITH server AS (
         s."Timestamp"                                     AS ts,
         s."Duration"                                      AS duration,
         s."SpanAttributes"                                AS attrs,
-        CASE WHEN s."SpanName" = $span_hook_request
-                  AND regexp_matches(s."SpanAttributes"[$attr_server_token_offsets_us], $re_int_array)
-             THEN from_json(s."SpanAttributes"[$attr_server_token_offsets_us], '["BIGINT"]')
-        END                                               AS token_offsets,
+-- @include _server_token_offsets
         list_zip(s."Events.Name", s."Events.Attributes")  AS events
     FROM otel_traces AS s
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
