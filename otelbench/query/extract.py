@@ -615,6 +615,21 @@ def _flatten_lists(column: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.i
     return flat, lengths
 
 
+def _chunk_tokens(column: Any, n_offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """A ``chunk_tokens`` column → one token count per chunk offset. A row's list is either as
+    long as its chunk offsets or empty, which means one token per chunk (``client_requests``
+    leaves those ones out: at millions of chunks they cost more to build, sort and convert than
+    to fill in here)."""
+    counts, n_counts = _flatten_lists(column)
+    tokens = np.ones(int(n_offsets.sum()), dtype=np.int64)
+    if counts.size:
+        given = n_counts > 0
+        if not np.array_equal(n_counts[given], n_offsets[given]):
+            raise StoreError("client_requests returned chunk token counts unlike its chunk offsets")
+        tokens[np.repeat(given, n_offsets)] = counts
+    return tokens
+
+
 # ---------------------------------------------------------------------------------------------
 # Extraction
 # ---------------------------------------------------------------------------------------------
@@ -656,7 +671,7 @@ def extract_client_requests(store: QueryRunner, run_id: str) -> ClientRequests:
     cols = store.run("client_requests", run_id=run_id)
     span_ids = _str_required(cols["span_id"], "span_id")
     offsets, n_offsets = _flatten_lists(cols["chunk_offsets_us"])
-    tokens, _ = _flatten_lists(cols["chunk_tokens"])  # as many as offsets: the query ensures it
+    tokens = _chunk_tokens(cols["chunk_tokens"], n_offsets)
     return ClientRequests(
         trace_id=_str_required(cols["trace_id"], "trace_id"),
         span_id=span_ids,

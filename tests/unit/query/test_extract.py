@@ -277,7 +277,11 @@ def test_chunk_token_counts_are_read_exactly_whichever_path(
             c = extract_client_requests(store, "x")
         assert c.chunk_offset_us.tolist() == offsets
         assert c.chunk_tokens.tolist() == tokens
+        assert c.chunk_tokens.dtype == np.int64
         assert c.rejected_attributes == ({semconv.CLIENT_CHUNK_TOKENS: 1} if rejected else {})
+        stated = semconv.CHUNK_TOKENS_FROM_USAGE  # what the span says it took the counts from
+        assumed = semconv.CHUNK_TOKENS_ONE_PER_CHUNK if rejected else stated
+        assert c.chunk_token_source == (assumed,)
 
 
 def test_a_malformed_attribute_is_read_as_absent_and_counted(tmp_path: Path) -> None:

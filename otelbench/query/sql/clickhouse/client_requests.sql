@@ -7,6 +7,9 @@
 -- Attributes are parsed leniently (see _server_span_columns.sql): a present value that does not
 -- match its pattern is read as absent and named in rejected_attributes. Chunk token counts are
 -- also rejected when there are not as many as chunk offsets (absent offsets count as none).
+-- chunk_tokens is EMPTY when every chunk carries one token (the extraction fills in the ones):
+-- when the counts are absent or rejected, and when they are exactly one per chunk offset
+-- ("[1,1,…,1]", recognised by comparing the text with that string, not matched and parsed).
 WITH client AS (
     SELECT
         TraceId                                                   AS trace_id,
@@ -16,14 +19,18 @@ WITH client AS (
         StatusCode                                                AS status_code,
         SpanAttributes                                            AS attrs,
         match(SpanAttributes[{attr_chunk_offsets_us:String}], {re_int_array:String}) AS has_offsets,
-        match(SpanAttributes[{attr_chunk_tokens:String}], {re_int_array:String})     AS tokens_ok,
         if(has_offsets,
            JSONExtract(SpanAttributes[{attr_chunk_offsets_us:String}], 'Array(Int64)'),
            CAST([], 'Array(Int64)'))                              AS offsets,
+        notEmpty(offsets)
+        AND SpanAttributes[{attr_chunk_tokens:String}]
+            = concat('[', repeat('1,', length(offsets) - 1), '1]') AS one_each,
+        NOT one_each
+        AND match(SpanAttributes[{attr_chunk_tokens:String}], {re_int_array:String}) AS tokens_ok,
         if(tokens_ok,
            JSONExtract(SpanAttributes[{attr_chunk_tokens:String}], 'Array(Int64)'),
            CAST([], 'Array(Int64)'))                              AS tokens_parsed,
-        tokens_ok AND length(tokens_parsed) = length(offsets)     AS has_tokens
+        one_each OR tokens_ok AND length(tokens_parsed) = length(offsets) AS has_tokens
     FROM otel_traces
     WHERE SpanKind = {kind_client:String}
       AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
@@ -77,7 +84,7 @@ SELECT
         NULL
     )                                                                     AS chunk_token_source,
     offsets                                                               AS chunk_offsets_us,
-    if(has_tokens, tokens_parsed, arrayMap(x -> toInt64(1), offsets))     AS chunk_tokens,
+    if(has_tokens, tokens_parsed, CAST([], 'Array(Int64)'))               AS chunk_tokens,
     arrayFilter(a -> a != '', [
         if(mapContains(attrs, {attr_request_index:String})
            AND NOT match(attrs[{attr_request_index:String}], {re_int:String}),

@@ -9,9 +9,11 @@
 -- also rejected when there are not as many as chunk offsets (absent offsets count as none).
 -- chunk_offsets is NULL exactly when the attribute is absent or rejected, so the rejection
 -- test reads it rather than matching the long array against $re_int_array a second time.
--- Chunk token counts that are exactly one token per chunk offset ("[1,1,…,1]", what a stream of
--- one token per chunk records) are recognised by comparing the text with that string (a
--- memory compare), not matched and parsed: the pattern and the parser would give the same.
+-- chunk_tokens is EMPTY when every chunk carries one token (the extraction fills in the ones):
+-- when the counts are absent or rejected, and when they are exactly one per chunk offset
+-- ("[1,1,…,1]", what a stream of one token per chunk records), recognised by comparing the text
+-- with that string (a memory compare) rather than matched and parsed. Millions of ones are
+-- then neither built, sorted nor converted. Otherwise it has one count per chunk offset.
 WITH client AS (
     SELECT
         "TraceId"                                                    AS trace_id,
@@ -28,17 +30,22 @@ WITH client AS (
       AND "SpanAttributes"[$attr_run_id] = $run_id
       AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
 ),
+ones AS (
+    SELECT
+        *,
+        coalesce(len(chunk_offsets) > 0
+                 AND attrs[$attr_chunk_tokens]
+                     = '[' || repeat('1,', len(chunk_offsets) - 1) || '1]', false)
+                                                                     AS one_each
+    FROM client
+),
 parsed AS (
     SELECT
         *,
-        CASE WHEN len(chunk_offsets) > 0
-                  AND attrs[$attr_chunk_tokens]
-                      = '[' || repeat('1,', len(chunk_offsets) - 1) || '1]'
-             THEN list_transform(chunk_offsets, lambda x: 1)
-             WHEN regexp_matches(attrs[$attr_chunk_tokens], $re_int_array)
+        CASE WHEN NOT one_each AND regexp_matches(attrs[$attr_chunk_tokens], $re_int_array)
              THEN from_json(attrs[$attr_chunk_tokens], '["BIGINT"]')
         END                                                          AS tokens_parsed
-    FROM client
+    FROM ones
 ),
 checked AS (
     SELECT
@@ -76,12 +83,12 @@ SELECT
          THEN from_json(attrs[$attr_finish_reasons], '["VARCHAR"]')
          ELSE []::VARCHAR[] END                                      AS finish_reasons,
     CASE
-        WHEN chunk_tokens IS NULL AND chunk_offsets IS NOT NULL THEN $one_per_chunk
+        WHEN NOT one_each AND chunk_tokens IS NULL AND chunk_offsets IS NOT NULL
+        THEN $one_per_chunk
         ELSE attrs[$attr_chunk_token_source]
     END                                                              AS chunk_token_source,
     coalesce(chunk_offsets, []::BIGINT[])                            AS chunk_offsets_us,
-    coalesce(chunk_tokens, list_transform(chunk_offsets, lambda x: 1), []::BIGINT[])
-                                                                     AS chunk_tokens,
+    coalesce(chunk_tokens, []::BIGINT[])                             AS chunk_tokens,
     list_filter([
         CASE WHEN NOT regexp_matches(attrs[$attr_request_index], $re_int)
              THEN $attr_request_index END,
@@ -103,7 +110,7 @@ SELECT
              THEN $attr_finish_reasons END,
         CASE WHEN chunk_offsets IS NULL AND attrs[$attr_chunk_offsets_us] IS NOT NULL
              THEN $attr_chunk_offsets_us END,
-        CASE WHEN tokens_parsed IS NULL AND attrs[$attr_chunk_tokens] IS NOT NULL
+        CASE WHEN NOT one_each AND tokens_parsed IS NULL AND attrs[$attr_chunk_tokens] IS NOT NULL
                   OR tokens_parsed IS NOT NULL AND chunk_tokens IS NULL
              THEN $attr_chunk_tokens END
     ], lambda a: a IS NOT NULL)                                      AS rejected_attributes
