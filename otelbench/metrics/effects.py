@@ -38,7 +38,12 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench.metrics.latency import tail_ratio
-from otelbench.metrics.summary import OrderStatistics, percentile, summarize
+from otelbench.metrics.summary import (
+    AnyOrderStatistics,
+    OrderStatistics,
+    percentile,
+    summarize,
+)
 
 __all__ = [
     "ITL_SHAPE_PERCENTILES",
@@ -264,13 +269,14 @@ def _count_peaks(
 
 
 def itl_shape(
-    itl: npt.ArrayLike, *, order: OrderStatistics | None = None, std: float | None = None
+    itl: npt.ArrayLike, *, order: AnyOrderStatistics | None = None, std: float | None = None
 ) -> ItlShape:
     """Modality (KDE peak count) and P99/P50 tail ratio of ITL samples (draft 5.4.4.3).
 
     ``order`` (``OrderStatistics.of(itl, q)`` with ``q`` holding at least
-    :data:`ITL_SHAPE_PERCENTILES`) and ``std`` (``itl.std()``) are taken as given when the
-    caller has them already (millions of samples: a selection and a pass saved).
+    :data:`ITL_SHAPE_PERCENTILES`, or the samples' ``CountedOrderStatistics``) and ``std``
+    (``itl.std()``) are taken as given when the caller has them already (millions of samples:
+    a selection and a pass saved).
 
     >>> rng = np.random.default_rng(0)
     >>> two = np.concatenate([rng.normal(0.02, 0.002, 500), rng.normal(0.08, 0.002, 500)])

@@ -62,7 +62,7 @@ from otelbench.metrics import (
     group_first,
     throughput_latency_points,
 )
-from otelbench.metrics.summary import type7_interpolate, type7_ranks
+from otelbench.metrics.summary import AnyOrderStatistics, type7_interpolate, type7_ranks
 from otelbench.query import RunData
 from otelbench.report.plots import PALETTE, Axis, Chart
 from otelbench.report.sections import (
@@ -171,11 +171,12 @@ def _order_of_finite(values: npt.ArrayLike) -> OrderStatistics:
     return OrderStatistics.of(_finite(values), HISTOGRAM_PERCENTILES)
 
 
-def _pooled_percentile(series: Sequence[OrderStatistics], q: float) -> float:
+def _pooled_percentile(series: Sequence[AnyOrderStatistics], q: float) -> float:
     """``np.percentile(np.concatenate(samples), q)`` without pooling the samples: the two order
     statistics it interpolates are among the pool's ``n - i`` largest samples (``i`` the lower
-    rank), which are among each series' ``n - i`` largest (:meth:`OrderStatistics.largest`,
-    which may give more: the ranks are counted from the pool's size)."""
+    rank), which are among each series' ``n - i`` largest (``largest`` of
+    :class:`~otelbench.metrics.summary.OrderStatistics` or ``CountedOrderStatistics``, which may
+    give more: the ranks are counted from the pool's size)."""
     n = sum(v.size for v in series)
     lower, upper, weight = type7_ranks(n, q)
     top = n - int(lower)
@@ -184,24 +185,35 @@ def _pooled_percentile(series: Sequence[OrderStatistics], q: float) -> float:
     return float(type7_interpolate(tail[lower - skipped], tail[upper - skipped], weight))
 
 
-def _bin_counts(samples: F64, edges: F64, *, linear: bool) -> tuple[I64, int]:
+def _bin_counts(
+    samples: F64, edges: F64, *, linear: bool, counts: I64 | None = None
+) -> tuple[I64, int]:
     """Samples counted in the bins ``[edges[k], edges[k+1])``, the last bin closed, none below
     the first edge (``numpy.histogram``'s bins), and how many lie past the last edge.
     ``linear`` edges are ``np.linspace(edges[0], edges[-1], len(edges))``: numpy then bins
-    each sample by arithmetic, not by a binary search."""
+    each sample by arithmetic, not by a binary search.
+
+    ``counts`` are how many times each of ``samples`` occurs (once each when None): numpy bins
+    each value alone, by the same arithmetic or search, so a value counted ``c`` times adds
+    ``c`` to the bin all its copies would fall in (integer weights: integer sums, exact).
+    """
     if linear:
-        counts = np.histogram(samples, bins=edges.size - 1, range=(edges[0], edges[-1]))[0]
+        hist = np.histogram(
+            samples, bins=edges.size - 1, range=(edges[0], edges[-1]), weights=counts
+        )[0]
     else:
-        counts = np.histogram(samples, bins=edges)[0]
-    return counts, int(np.count_nonzero(samples > edges[-1]))
+        hist = np.histogram(samples, bins=edges, weights=counts)[0]
+    beyond = samples > edges[-1]
+    overflow = np.count_nonzero(beyond) if counts is None else np.sum(counts[beyond])
+    return hist, int(overflow)
 
 
 def _histograms(
-    series: Mapping[str, OrderStatistics], *, allow_log: bool, bins: int = HISTOGRAM_BINS
+    series: Mapping[str, AnyOrderStatistics], *, allow_log: bool, bins: int = HISTOGRAM_BINS
 ) -> dict[str, Any] | None:
     """Histograms of several series on shared bin edges; each series is the order statistics
     of its finite samples (:func:`_order_of_finite`, or any made for
-    :data:`HISTOGRAM_PERCENTILES`).
+    :data:`HISTOGRAM_PERCENTILES`, or counted: ``CountedOrderStatistics``).
 
     Log-spaced edges when ``allow_log`` and every sample is positive with max/min ≥
     :data:`LOG_AXIS_RATIO`; otherwise linear from 0 (or the minimum, if negative) to the
@@ -228,7 +240,8 @@ def _histograms(
         if v.size == 0:
             out[name] = None
             continue
-        counts, overflow = _bin_counts(v.values, edges, linear=not log)
+        values, multiplicity = v.samples()
+        counts, overflow = _bin_counts(values, edges, linear=not log, counts=multiplicity)
         out[name] = {
             "count": int(v.size),
             "counts": [int(k) for k in counts],

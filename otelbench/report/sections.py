@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
 import numpy as np
@@ -38,6 +38,8 @@ from otelbench.metrics import (
     ITL_SHAPE_PERCENTILES,
     PERCENTILES,
     STARVATION_FACTOR,
+    AnyOrderStatistics,
+    CountedOrderStatistics,
     FluidRate,
     OrderStatistics,
     Ragged,
@@ -266,19 +268,32 @@ def server_itl_ms(data: RunData) -> F64:
     return derived(data, "server_itl_ms", lambda: server_itl_us(data).values / 1000.0)
 
 
-def client_itl_order(data: RunData) -> OrderStatistics:
-    """:func:`client_itl_ms`'s order statistics (:data:`ITL_PERCENTILES`): the ITL percentiles
-    of ``metrics.client``, its ``itl_shape`` and the HTML's ITL histogram read them (one
-    selection pass over millions of values)."""
+def _itl_order(itl_us: F64, itl_ms: Callable[[], F64]) -> AnyOrderStatistics:
+    """The order statistics of ITL samples in ms, ``itl_us / 1000.0``: counted from the µs
+    (:class:`CountedOrderStatistics`: whole µs, the differences of integer µs offsets), else,
+    for samples that are not whole µs or span too wide a range, selected from ``itl_ms()``
+    (:class:`OrderStatistics`, at :data:`ITL_PERCENTILES`). The same percentiles either way."""
+    counted = CountedOrderStatistics.of_integers(itl_us, 1000.0)
+    return counted if counted is not None else OrderStatistics.of(itl_ms(), ITL_PERCENTILES)
+
+
+def client_itl_order(data: RunData) -> AnyOrderStatistics:
+    """:func:`client_itl_ms`'s order statistics (:func:`_itl_order`): the ITL percentiles of
+    ``metrics.client``, its ``itl_shape`` and the HTML's ITL histogram read them (one counting
+    or selection pass over millions of values)."""
     return derived(
-        data, "client_itl_order", lambda: OrderStatistics.of(client_itl_ms(data), ITL_PERCENTILES)
+        data,
+        "client_itl_order",
+        lambda: _itl_order(client_itl_us(data).values, lambda: client_itl_ms(data)),
     )
 
 
-def server_itl_order(data: RunData) -> OrderStatistics:
+def server_itl_order(data: RunData) -> AnyOrderStatistics:
     """:func:`server_itl_ms`'s order statistics (as :func:`client_itl_order`)."""
     return derived(
-        data, "server_itl_order", lambda: OrderStatistics.of(server_itl_ms(data), ITL_PERCENTILES)
+        data,
+        "server_itl_order",
+        lambda: _itl_order(server_itl_us(data).values, lambda: server_itl_ms(data)),
     )
 
 
@@ -334,34 +349,48 @@ def client_itl_shape(data: RunData) -> dict[str, Any]:
 
 def derive_ahead(data: RunData, prefill_deadline_s: float) -> None:
     """Derive the report's per-token arrays of ``data`` and what it reads of them in two threads
-    before it is built: the client's ITL (:func:`client_itl_summary`, :func:`client_itl_shape`,
-    :func:`client_jitter_us`) in one; the engine's ITL (:func:`server_itl_summary`,
-    :func:`server_jitter_us`) and the fluidity-indices and fluid token generation rate
-    (:func:`fluid_rate_of`, at the default fluidity and request fraction) in the other.
+    before it is built, as four tasks: the fluidity timeline (:func:`fluidity_intervals`) and
+    the engine's ITL (:func:`server_itl_summary`) at once, then the client's ITL
+    (:func:`client_itl_shape`, :func:`client_jitter_us`) and the engine's jitter
+    (:func:`server_jitter_us`) in the thread that is free first, the fluidity-indices and fluid
+    token generation rate (:func:`fluid_rate_of`, at the default fluidity and request fraction)
+    in the other. Measured at 10M token offsets, each thread then has about half of the work.
 
     numpy releases the GIL in its passes over millions of values, so on two cores the report
-    waits for the longer of the two instead of both. The threads fill disjoint keys of the
-    :func:`derived` memo (made here, before they start, with what both read: which server spans
-    are the hooks' and the client's token times, the fluidity timeline when the engine's is
-    missing); an error in one is raised here, as the report would raise it when it derived the
-    same array itself.
+    waits for the longer of the two instead of both. The tasks fill disjoint keys of the
+    :func:`derived` memo (made here, before they start, with what two of them read at once:
+    which server spans are the hooks' and the engine's token offsets); a task that reads
+    another's waits for it, and that one runs already (submitted first): the client's ITL waits
+    for the timeline, which derives the client's token times when the engine's are missing. An
+    error in one is raised here, as the report would raise it when it derived the same array
+    itself.
     """
     server_is_hook(data)
-    client_token_arrivals_us(data)
-
-    def client() -> None:
-        client_itl_shape(data)
-        client_jitter_us(data)
-
-    def server() -> None:
-        server_itl_summary(data)
-        server_jitter_us(data)
-        if len(fluidity_intervals(data)[0]):
-            fluid_rate_of(data, prefill_deadline_s)
+    server_token_offsets_us(data)
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="otelbench-derive") as pool:
-        for future in [pool.submit(client), pool.submit(server)]:
-            future.result()
+        timeline = pool.submit(fluidity_intervals, data)
+        server_itl = pool.submit(server_itl_summary, data)
+
+        def client() -> None:
+            timeline.result()  # which may have derived the client's token times
+            client_itl_shape(data)
+            client_jitter_us(data)
+            server_itl.result()
+            server_jitter_us(data)
+
+        def fluidity() -> None:
+            if len(timeline.result()[0]):
+                fluid_rate_of(data, prefill_deadline_s)
+
+        tasks: list[Future[Any]] = [
+            timeline,
+            server_itl,
+            pool.submit(client),
+            pool.submit(fluidity),
+        ]
+        for task in tasks:
+            task.result()
 
 
 # ------------------------------------------------------------------------------------------
@@ -628,7 +657,7 @@ def classes_section(
 
 
 def itl_shape_section(
-    itl_ms: npt.ArrayLike, *, order: OrderStatistics | None = None, std: float | None = None
+    itl_ms: npt.ArrayLike, *, order: AnyOrderStatistics | None = None, std: float | None = None
 ) -> dict[str, Any]:
     """Modality (KDE peak count) and P99/P50 of pooled ITL samples in ms (draft 5.4.4.3).
 
