@@ -125,12 +125,20 @@ def probe(
     ignore_eos: Annotated[
         bool, typer.Option(help="Ask the server to ignore EOS (fixed output lengths).")
     ] = False,
+    spool_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep the probe's spans here while the collector is unreachable and send them "
+            "when it returns (also those a stopped probe left); default: no spool."
+        ),
+    ] = None,
 ) -> None:
     """Send a low-rate, tagged benchmark stream beside live traffic (watch: source="probe")."""
     import asyncio
 
     from otelbench.cli_options import key_values
     from otelbench.live.probe import ProbeConfig, ProbeTagger, run_probe
+    from otelbench.spool import SpoolStats
     from otelbench.telemetry import make_tracer_provider, shutdown
 
     if otlp_endpoint is None:
@@ -150,7 +158,13 @@ def probe(
         seed=seed,
         ignore_eos=ignore_eos,
     )
-    provider = make_tracer_provider(otlp_endpoint, service_name=semconv.SERVICE_PROBE)
+    spool_stats = SpoolStats()
+    provider = make_tracer_provider(
+        otlp_endpoint,
+        service_name=semconv.SERVICE_PROBE,
+        spool_dir=spool_dir,
+        spool_stats=spool_stats,
+    )
     provider.add_span_processor(ProbeTagger(stream))
     outcomes = []
     try:
@@ -162,3 +176,10 @@ def probe(
     sent = sum(len(o.results) for o in outcomes)
     failed = sum(1 for o in outcomes for r in o.results if not r.ok)
     typer.echo(f"otelbench probe: {sent} requests in {len(outcomes)} segments, {failed} failed")
+    if spool_dir is not None:
+        counts = spool_stats.as_dict()
+        typer.echo(
+            f"otelbench probe: spans sent {counts['spans_sent']}, spooled {counts['spans_spooled']}"
+            f", replayed {counts['spans_replayed']}, dropped {counts['spans_dropped']}, "
+            f"refused {counts['spans_rejected']}"
+        )

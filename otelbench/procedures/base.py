@@ -292,6 +292,25 @@ def _level_deviations(levels: list[Level]) -> list[str]:
 _FIGURES: Final = re.compile(r"\d+(?:[.,]\d+)*")
 
 
+def _lost_client_spans(levels: list[Level]) -> list[str]:
+    """One deviation naming the levels whose client spans were lost on the way to the
+    collector (the spool was full, or the collector refused them), with how many; none when
+    every span arrived. Their stored runs lack those requests."""
+    lost = {}
+    for level in levels:
+        telemetry = (level.report or {}).get("run", {}).get("client_telemetry") or {}
+        n = telemetry.get("spans_dropped", 0) + telemetry.get("spans_rejected", 0)
+        if n:
+            lost[level.index] = n
+    if not lost:
+        return []
+    where = ", ".join(f"level {index}: {n}" for index, n in lost.items())
+    return [
+        f"client spans lost on the way to the collector (spool full or refused), so missing "
+        f"from the stored runs: {sum(lost.values())} ({where})"
+    ]
+
+
 def _runs(levels: list[Level]) -> list[dict[str, Any]]:
     return [
         {
@@ -353,6 +372,7 @@ def run_procedure(
     deviations = list(body.pop("deviations", []))
     deviations.append(SINGLE_RUN_DEVIATION)
     deviations += _level_deviations(session.levels)
+    deviations += _lost_client_spans(session.levels)
     if interrupted:
         deviations.insert(0, "the procedure was interrupted; its results are partial")
     if failure is not None:

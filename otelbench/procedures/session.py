@@ -7,7 +7,9 @@
                                  with its tracer pointed at that collector; preflight
     run_level() × N              one run per level (its own run id, OUT/levels/NN/run.json):
                                  execute_run → flush spans → wait for the target's spans →
-                                 live report from the records in memory (levels.py)
+                                 live report from the records in memory (levels.py); the
+                                 client's spans go through a spool (OUT/spool) and its export
+                                 counts to OUT/levels/NN/client_telemetry.json
     use_configuration(c)         (5.7, 5.10) stop the SUT, start configuration ``c`` (a vLLM
                                  launch with extra arguments, a user's launch command, or a
                                  running URL), preflight it; the next level warms up again
@@ -52,11 +54,13 @@ from otelbench.benchmark import (
     SpanWatch,
     StoreSpanWatch,
     check_target_url,
+    client_telemetry,
     config_json,
     describe_sut,
     is_server_store,
     launched_vllm,
     preflight,
+    record_client_telemetry,
     store_display,
 )
 from otelbench.client import CompletionResult
@@ -69,6 +73,7 @@ from otelbench.query import RunData, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.html import plot_data, render_html
+from otelbench.spool import SpoolStats
 
 __all__ = ["Level", "ProcedureInterrupted", "ProcedureSession"]
 
@@ -338,7 +343,14 @@ class ProcedureSession:
         level.out_dir.mkdir(parents=True, exist_ok=True)
         (level.out_dir / "run.json").write_text(json.dumps(config_json(config), indent=2) + "\n")
         self.on_level_start(level)
-        provider = telemetry.make_tracer_provider(self.endpoint, run_id=config.run_id)
+        # one spool for all levels: what a level could not deliver, the next one replays
+        spool_stats = SpoolStats()
+        provider = telemetry.make_tracer_provider(
+            self.endpoint,
+            run_id=config.run_id,
+            spool_dir=self.out_dir / "spool",
+            spool_stats=spool_stats,
+        )
         before = watch.target_spans(config.run_id)
         started = time.monotonic()
         outcome: RunOutcome | None = None
@@ -350,6 +362,7 @@ class ProcedureSession:
             level.interrupted = self.interrupted = True
         finally:
             telemetry.shutdown(provider)
+            record_client_telemetry(level.out_dir, config.run_id, spool_stats.as_dict())
             self._wait_for_target_spans(
                 before, len(outcome.results) if outcome else load.requests, started, config.run_id
             )
@@ -389,6 +402,7 @@ class ProcedureSession:
                     self.on_status(f"level {level.index}: no stored run ({exc})")
                     continue
                 report = report_from_data(data)
+                report["run"]["client_telemetry"] = client_telemetry(level.out_dir, level.run_id)
                 (level.out_dir / "report.json").write_text(render_json(report))
                 (level.out_dir / "report.md").write_text(render_markdown(report))
                 (level.out_dir / "report.html").write_text(

@@ -70,6 +70,14 @@ def stored_runs(store: Path) -> list[str]:
     return sorted(r[0] for r in rows)
 
 
+def client_spans(store: Path) -> int:
+    with duckdb.connect(str(store), read_only=True) as con:
+        [(n,)] = con.execute(
+            f"""SELECT count(*) FROM otel_traces WHERE "ServiceName" = '{semconv.SERVICE_CLIENT}'"""
+        ).fetchall()
+    return int(n)
+
+
 def test_ttft_procedure_reports_the_scripted_ttft(
     scripted_server: ScriptedServer, tmp_path: Path
 ) -> None:
@@ -101,6 +109,13 @@ def test_ttft_procedure_reports_the_scripted_ttft(
     assert stored["run"]["id"] == level["run_id"]
     assert stored["metrics"]["client"]["ttft_ms"] == ttft
     assert stored_runs(tmp_path / "spans.duckdb") == [level["run_id"]]
+    # the client's spans went through the procedure's spool, all at the first attempt
+    telemetry = json.loads((tmp_path / "levels/01/client_telemetry.json").read_text())
+    assert telemetry["run_id"] == level["run_id"]
+    assert telemetry["spans_sent"] == client_spans(tmp_path / "spans.duckdb")
+    assert telemetry["spans_spooled"] == telemetry["spans_dropped"] == 0
+    assert stored["run"]["client_telemetry"] is None  # a clean export adds nothing to the report
+    assert not list((tmp_path / "spool").glob("segment-*"))
     md = (tmp_path / "procedure.md").read_text()
     assert "# Time to First Token (draft 5.1)" in md
     assert "| TTFT P99.9 |" in md

@@ -6,11 +6,15 @@ the same port and store to play an outage.
 
 from __future__ import annotations
 
+import gzip
+import http.server
 import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -334,3 +338,91 @@ def test_from_env_sends_the_receivers_bearer_token(
         assert receiver.stats().rejected == {"unauthorized": 1}
     assert refused.as_dict()["spans_rejected"] == 3
     assert _stored_names(store) == ["kept-0", "kept-1"]
+
+
+class _CapturingCollector:
+    """A plain HTTP server that keeps each request's headers and body and answers 200: what an
+    exporter put on the wire, which the real receiver decodes without saying how it came."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        captured = self.requests
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                captured.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("setting", "decode"),
+    [("gzip", gzip.decompress), ("deflate", zlib.decompress)],
+)
+def test_from_env_compresses_the_body_as_the_sdk_exporter_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, decode: Callable[[bytes], bytes]
+) -> None:
+    """OTEL_EXPORTER_OTLP_COMPRESSION (the traces-specific variable first) is honoured: the
+    body is the batch's protobuf, compressed, with the matching Content-Encoding."""
+    collector = _CapturingCollector()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "none")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", f" {setting.upper()} ")
+        exporter = SpoolingSpanExporter.from_env(collector.url, tmp_path / "s", stats=SpoolStats())
+        spans = _spans(20, "zipped")
+        assert exporter.export(spans).name == "SUCCESS"
+        exporter.shutdown()
+    finally:
+        collector.close()
+    [(headers, body)] = collector.requests
+    assert headers["content-encoding"] == setting
+    assert headers["content-type"] == "application/x-protobuf"
+    assert decode(body) == _payload(spans)
+    assert len(body) < len(_payload(spans))
+
+
+def test_compressed_batches_are_spooled_and_replayed_to_the_receiver(
+    tmp_path: Path, port: int, store: Path
+) -> None:
+    """The spool keeps the protobuf as it is; each attempt, live or replayed, is compressed, and
+    the real receiver stores what it decodes."""
+    stats = SpoolStats()
+    exporter = SpoolingSpanExporter(
+        f"http://127.0.0.1:{port}/v1/traces", tmp_path / "spool", timeout_s=2.0,
+        compression="gzip", stats=stats,
+    )  # fmt: skip
+    try:
+        with Receiver(store, port=port):
+            assert exporter.export(_spans(2, "live")).name == "SUCCESS"
+        assert exporter.export(_spans(3, "down")).name == "SUCCESS"  # collector down: spooled
+        with Receiver(store, port=port) as receiver:
+            assert exporter.force_flush(10_000)
+            _wait(lambda: receiver.stats().spans_accepted == 3)
+            assert receiver.stats().rejected == {}
+    finally:
+        exporter.shutdown()
+    assert (stats.as_dict()["spans_sent"], stats.as_dict()["spans_replayed"]) == (2, 3)
+    assert _stored_names(store) == ["live-0", "live-1", "down-0", "down-1", "down-2"]
+
+
+def test_an_unknown_compression_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd")
+    with pytest.raises(ConfigError, match=r"OTLP compression must be one of none, gzip, deflate"):
+        telemetry.make_tracer_provider(f"http://127.0.0.1:{_free_port()}", spool_dir=tmp_path / "s")

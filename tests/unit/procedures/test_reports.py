@@ -23,7 +23,7 @@ from otelbench.procedures import (
     get_profile,
     placeholder_load,
 )
-from otelbench.procedures.base import _level_deviations, level_entry
+from otelbench.procedures.base import _level_deviations, _lost_client_spans, level_entry
 from otelbench.procedures.capacity import capacity_verdict
 from otelbench.procedures.itl import saturation_from_sweep
 from otelbench.procedures.profiles import DRAFT, QUICK, shortfalls
@@ -284,6 +284,26 @@ def test_level_deviations_are_grouped_by_kind() -> None:
     entry = level_entry(levels[0], extra=1)
     assert entry["index"] == 1
     assert entry["extra"] == 1
+
+
+def test_lost_client_spans_are_one_deviation_naming_the_levels() -> None:
+    counts = [
+        None,  # a clean export: the report has no client_telemetry
+        {"spans_sent": 90, "spans_spooled": 40, "spans_replayed": 40, "spans_dropped": 0},
+        {"spans_sent": 10, "spans_spooled": 70, "spans_dropped": 12, "spans_rejected": 3},
+    ]
+    levels = []
+    for i, telemetry in enumerate(counts, start=1):
+        lv = level(i, {"offered_rps": float(i)})
+        lv.report = {"run": {"client_telemetry": telemetry}}
+        levels.append(lv)
+    assert _lost_client_spans(levels) == [
+        "client spans lost on the way to the collector (spool full or refused), so missing from "
+        "the stored runs: 15 (level 3: 15)"
+    ]
+    assert _lost_client_spans(levels[:2]) == []
+    levels[0].report = None  # a level without a stored run
+    assert _lost_client_spans(levels[:2]) == []
 
 
 def test_itl_reference_from_a_sweep_file(tmp_path: Path) -> None:
