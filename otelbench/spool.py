@@ -15,8 +15,9 @@ anything, new batches go straight to the spool (one order, oldest first, and no 
 timeout against a collector known to be down). A replay thread sends the spool's records
 oldest first, backing off from :data:`RETRY_INITIAL_S` to :data:`RETRY_MAX_S` while the
 collector does not answer; a record is acknowledged by a 2xx answer (the embedded receiver
-answers 200 only after the batch is committed to the store). Any other 4xx means the collector will never take that batch: its spans are counted
-as rejected and it is not retried. Both threads are the exporter's own; nothing else touches disk.
+answers 200 only after the batch is committed to the store). Any other 4xx means the collector
+will never take that batch: its spans are counted as rejected and it is not retried. Both
+threads are the exporter's own; nothing else touches disk.
 
 This replaces the OTLP exporter's own retry loop rather than sitting behind it: the SDK exporter's
 public API takes spans, never bytes, and a replayed record is bytes; one sender for both paths
