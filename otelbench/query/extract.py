@@ -711,8 +711,7 @@ def server_requests_from_columns(
     ``client_index`` joins each span to its client request (-1: none)."""
     n = len(cols["span_id"])
     absent_f64 = np.full(n, np.nan)
-    no_lists = np.empty(n, dtype=object)
-    no_lists[:] = [np.empty(0, dtype=np.int64) for _ in range(n)]
+    no_lists = ListColumn(np.empty(0, dtype=np.int64), np.zeros(n + 1, dtype=np.int64))
     offsets, n_offsets = _flatten_lists(cols.get("token_offsets_us", no_lists))
     stalls, n_stalls = _flatten_lists(cols.get("stall_us", no_lists))
     names = (
@@ -759,9 +758,14 @@ def extract_run_server_requests(
     return _run_server_requests(store.run("run_server_requests", run_id=run_id), client)
 
 
+def _positions(client: ClientRequests) -> dict[tuple[str, str], int]:
+    """Each client span's index by its (TraceId, SpanId)."""
+    return {key: i for i, key in enumerate(zip(client.trace_id, client.span_id, strict=True))}
+
+
 def _run_server_requests(cols: Columns, client: ClientRequests) -> ServerRequests:
     """``run_server_requests``' columns as records, each joined to its client span."""
-    position = {key: i for i, key in enumerate(zip(client.trace_id, client.span_id, strict=True))}
+    position = _positions(client)
     parents = zip(
         _str_required(cols["trace_id"], "trace_id"),
         _str_required(cols["parent_span_id"], "parent_span_id"),
@@ -790,8 +794,8 @@ def extract_guardrail_spans(
 
 def _guardrail_spans(cols: Columns, client: ClientRequests) -> GuardrailSpans:
     """``run_guardrail_spans``' columns as records, each joined to its client span."""
-    position = {key: i for i, key in enumerate(zip(client.trace_id, client.span_id, strict=True))}
     trace_ids = _str_required(cols["trace_id"], "trace_id")
+    position = _positions(client) if trace_ids else {}  # most runs have no guardrail spans
     owners = zip(trace_ids, _str_required(cols["client_span_id"], "client_span_id"), strict=True)
     busy, n_busy = _flatten_lists(cols["chunk_busy_us"])
     added, n_added = _flatten_lists(cols["output_added_us"])
