@@ -296,7 +296,7 @@ def _lost_client_spans(levels: list[Level]) -> list[str]:
     """One deviation naming the levels whose client spans were lost on the way to the
     collector (the spool was full, or the collector refused them), with how many; none when
     every span arrived. Their stored runs lack those requests."""
-    lost = {}
+    lost: dict[int, int] = {}
     for level in levels:
         telemetry = (level.report or {}).get("run", {}).get("client_telemetry") or {}
         n = telemetry.get("spans_dropped", 0) + telemetry.get("spans_rejected", 0)

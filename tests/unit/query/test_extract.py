@@ -132,20 +132,22 @@ def test_other_runs_client_spans_are_not_extracted(scenario_store: Path) -> None
     assert old.chunk_offset_us.tolist() == [1000, 2000]
 
 
-def test_missing_chunk_tokens_mean_one_token_per_chunk(tmp_path: Path) -> None:
-    s = SpanWriter(tmp_path / "s.duckdb")
-    s.client_span(
-        run_id="x",
-        trace_id=trace(1),
-        span_id=span(1),
-        submit_ns=T0_NS,
-        end_offset_us=50,
-        chunk_offsets_us=[10, 20, 40],
-        chunk_tokens=None,
-        chunk_token_source=None,
-    )
+def one_client_span(tmp_path: Path, **attrs: Any) -> Path:
+    """A store holding one client span of run ``x`` (trace 1, span 1, ending 50 µs after its
+    submit), with ``attrs`` given to :meth:`SpanWriter.client_span`."""
+    path = tmp_path / "s.duckdb"
+    s = SpanWriter(path)
+    fields: dict[str, Any] = {"trace_id": trace(1), "span_id": span(1), **attrs}
+    s.client_span(run_id="x", submit_ns=T0_NS, end_offset_us=50, **fields)
     s.close()
-    with open_store(tmp_path / "s.duckdb") as store:
+    return path
+
+
+def test_missing_chunk_tokens_mean_one_token_per_chunk(tmp_path: Path) -> None:
+    path = one_client_span(
+        tmp_path, chunk_offsets_us=[10, 20, 40], chunk_tokens=None, chunk_token_source=None
+    )
+    with open_store(path) as store:
         c = extract_client_requests(store, "x")
     assert c.chunk_tokens.tolist() == [1, 1, 1]
     assert c.chunk_tokens.dtype == np.int64
@@ -223,18 +225,8 @@ def test_reasoning_phase_columns(tmp_path: Path) -> None:
 def test_chunk_token_counts_of_another_length_are_rejected_and_counted(tmp_path: Path) -> None:
     """Token counts that do not pair with the chunk offsets are left out (one token per chunk
     is assumed, as without counts) and counted, instead of failing the extraction."""
-    s = SpanWriter(tmp_path / "s.duckdb")
-    s.client_span(
-        run_id="x",
-        trace_id=trace(1),
-        span_id=span(7),
-        submit_ns=T0_NS,
-        end_offset_us=50,
-        chunk_offsets_us=[10, 20],
-        chunk_tokens=[1],
-    )
-    s.close()
-    with open_store(tmp_path / "s.duckdb") as store:
+    path = one_client_span(tmp_path, span_id=span(7), chunk_offsets_us=[10, 20], chunk_tokens=[1])
+    with open_store(path) as store:
         c = extract_client_requests(store, "x")
     assert c.chunk_offset_us.tolist() == [10, 20]
     assert c.chunk_tokens.tolist() == [1, 1]
@@ -260,19 +252,10 @@ def test_chunk_token_counts_are_read_exactly_whichever_path(
 ) -> None:
     """DuckDB's ``client_requests`` recognises ``[1,1,…,1]`` with as many ones as chunk offsets
     by comparing text; anything else goes through the pattern and the parser. Either way the
-    records are what the ClickHouse dialect (which always parses) reads from the same spans."""
-    s = SpanWriter(tmp_path / "s.duckdb")
-    s.client_span(
-        run_id="x",
-        trace_id=trace(1),
-        span_id=span(1),
-        submit_ns=T0_NS,
-        end_offset_us=50,
-        chunk_offsets_us=offsets,
-        chunk_tokens=tokens_text,
-    )
-    s.close()
-    for url in (tmp_path / "s.duckdb", load_chdb(tmp_path / "s.duckdb")):
+    records are what the ClickHouse dialect reads from the same spans (it recognises the same
+    text by the same compare)."""
+    path = one_client_span(tmp_path, chunk_offsets_us=offsets, chunk_tokens=tokens_text)
+    for url in (path, load_chdb(path)):
         with open_store(url) as store:
             c = extract_client_requests(store, "x")
         assert c.chunk_offset_us.tolist() == offsets
@@ -285,19 +268,10 @@ def test_chunk_token_counts_are_read_exactly_whichever_path(
 
 
 def test_a_malformed_attribute_is_read_as_absent_and_counted(tmp_path: Path) -> None:
-    s = SpanWriter(tmp_path / "s.duckdb")
-    s.client_span(
-        run_id="x",
-        trace_id=trace(1),
-        span_id=span(1),
-        submit_ns=T0_NS,
-        end_offset_us=50,
-        chunk_offsets_us=[10],
-        chunk_tokens=[1],
-        extra={semconv.CLIENT_TTFT_US: "soon"},
+    path = one_client_span(
+        tmp_path, chunk_offsets_us=[10], chunk_tokens=[1], extra={semconv.CLIENT_TTFT_US: "soon"}
     )
-    s.close()
-    with open_store(tmp_path / "s.duckdb") as store:
+    with open_store(path) as store:
         c = extract_client_requests(store, "x")
     assert np.isnan(c.ttft_us).all()
     assert c.end_offset_us.tolist() == [50.0]
