@@ -15,7 +15,9 @@ criteria (5.2.3.1) and the steady-state check (5.2.3.2).
 **Queue depth, as measured here.** The client cannot see the server's queue; the depth used is
 the number of the level's requests in flight at the client (submitted, not yet completed),
 sampled at every submission and completion over the level's window. Requests pile up there
-exactly when the target's queue grows.
+exactly when the target's queue grows — in an open loop. A closed-loop level holds at most its
+concurrency in flight, so that depth cannot grow past the loop's own ramp-up: queue growth is
+not assessed there (None), and its saturation rests on the latency and completion criteria.
 
 Example::
 
@@ -218,8 +220,9 @@ def level_row(data: RunData, report: dict[str, Any]) -> dict[str, Any]:
     (last - first)``), and ``completion_ratio`` their ratio (5.2.3.1's completion criterion;
     each over its own span, so a short level's drain tail does not count against it; None with
     fewer than :data:`MIN_COMPLETION_SAMPLES` submissions: not assessed);
-    ``queue_growth`` ``growing`` / ``stable`` (5.3.4; None with too few samples to tell) from
-    the in-flight depth while requests arrive (module docstring);
+    ``queue_growth`` ``growing`` / ``stable`` (5.3.4; None with too few samples to tell, and
+    for a closed-loop level, whose depth is capped at its concurrency) from the in-flight depth
+    while requests arrive (module docstring);
     ``steady_state`` the 5.2.3.2 check over the window (dict);
     ``tokens_in_flight`` the time-averaged input + output tokens of the requests in flight
     (5.5.4, approximated by each request's full input and output counts while it is open).
@@ -234,7 +237,7 @@ def level_row(data: RunData, report: dict[str, Any]) -> dict[str, Any]:
     c = data.client
     end_ns = c.end_unix_ns()
     times, depth = in_flight(c.submit_unix_ns, end_ns)
-    growing = _queue_growth(c, times, depth)
+    growing = None if load.get("mode") == "closed_loop" else _queue_growth(c, times, depth)
     steady = _steady(c, end_ns, times, depth)
     arrival = _rate(c.submit_unix_ns)
     completion = _rate(end_ns[c.ok])

@@ -120,6 +120,19 @@ def test_level_row_has_the_scripted_latencies() -> None:
     assert 0 < row["tokens_in_flight"] < 105 + 19  # type: ignore[operator]
 
 
+def test_a_closed_loop_level_does_not_judge_queue_growth_from_its_ramp() -> None:
+    """The same submissions read as growing in an open loop are not assessed in a closed loop:
+    there the client holds at most its concurrency in flight, so a rising depth is only the
+    loop filling up (which made 5.2's closed-loop search call a level saturated with a flat
+    TTFT)."""
+    results = [result(i, 0.1 * i, 50.0 + 100.0 * i, 10.0) for i in range(40)]
+    assert row_of(results, rate=10.0)["queue_growth"] == "growing"
+    row = row_of(results, rate=None)
+    assert row["mode"] == "closed_loop"
+    assert row["queue_growth"] is None
+    assert "queue_growth" not in saturation_at(row, lower_load_p50_ms=50.0)["fired"]
+
+
 def test_a_saturated_level_shows_queue_growth_and_low_completion() -> None:
     # arrivals every 0.1 s, each request 10x slower than the last: completions fall behind
     results = [result(i, 0.1 * i, 50.0 + 100.0 * i, 10.0) for i in range(40)]
