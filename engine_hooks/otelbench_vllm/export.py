@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -52,7 +52,18 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from otelbench_vllm import names
 from otelbench_vllm.hook import HookStats
 
-__all__ = ["CountingExporter", "make_meter_provider", "make_metric_readers", "make_tracer_provider"]
+__all__ = [
+    "MAX_SPOOL_SLOTS",
+    "SPOOL_SLOT_PREFIX",
+    "CountingExporter",
+    "make_meter_provider",
+    "make_metric_readers",
+    "make_tracer_provider",
+    "metrics_destinations",
+    "otlp_metrics_configured",
+    "prometheus_multiprocess",
+    "publish_hook_info",
+]
 
 _log = logging.getLogger("vllm.plugins.otelbench")
 
@@ -92,10 +103,42 @@ class CountingExporter(SpanExporter):
         return self._inner.force_flush(timeout_millis)
 
 
-def _resource() -> Resource:
+def _resource(attributes: Mapping[str, str] | None = None) -> Resource:
+    """``service.name`` (``OTEL_SERVICE_NAME`` or ``vllm``), ``process.pid`` (several API servers
+    export side by side) and ``attributes`` (the vLLM version, the hooks' distribution and support
+    level), over ``OTEL_RESOURCE_ATTRIBUTES``."""
     return Resource.create(
-        {"service.name": os.environ.get("OTEL_SERVICE_NAME") or names.SERVICE_VLLM}
+        {
+            **(attributes or {}),
+            "process.pid": os.getpid(),
+            "service.name": os.environ.get("OTEL_SERVICE_NAME") or names.SERVICE_VLLM,
+        }
     )
+
+
+def publish_hook_info(attributes: Mapping[str, str]) -> None:
+    """``otelbench_hook_info`` on vLLM's ``/metrics``, value 1, one sample per API server process:
+    the vLLM version, the hooks' version and support level, and where the hooks' metrics go
+    (label ``metrics``: :func:`metrics_destinations`). A prometheus_client gauge, so that it is
+    served in vLLM's multiprocess mode too (mode ``liveall``: a ``pid`` label per process)."""
+    try:
+        from prometheus_client import Gauge
+
+        gauge = Gauge(
+            names.PROMETHEUS_HOOK_INFO,
+            "otelbench engine hooks: active in this process (labels: versions, support level, "
+            "where the hooks' metrics go)",
+            labelnames=("vllm_version", "hooks_version", "support", "metrics"),
+            multiprocess_mode="liveall",
+        )
+        gauge.labels(
+            vllm_version=attributes.get(names.RESOURCE_VLLM_VERSION, ""),
+            hooks_version=attributes.get(names.RESOURCE_TELEMETRY_DISTRO_VERSION, ""),
+            support=attributes.get(names.RESOURCE_HOOK_SUPPORT, ""),
+            metrics=metrics_destinations(),
+        ).set(1)
+    except Exception as exc:  # noqa: BLE001 - an info metric never stops the hooks
+        _log.warning("otelbench hooks: no otelbench_hook_info metric (%s)", exc)
 
 
 def _env(*keys: str) -> str | None:
@@ -114,29 +157,47 @@ def _traces_endpoint() -> str:
     return base.rstrip("/") + "/v1/traces"
 
 
+SPOOL_SLOT_PREFIX = "api-server-"
+"""Each API server process spools to ``OTELBENCH_SPOOL_DIR/api-server-N``, the first N it can
+lock (the spool's own ``flock``): with ``--api-server-count 2`` the two processes take slots 0 and
+1, and a restarted server takes a free slot and replays what an earlier process left there."""
+MAX_SPOOL_SLOTS = 64
+
+
 def _spooling_exporter(spool_dir: str, stats: HookStats) -> SpanExporter | None:
-    """The spooling exporter, or None (logged) when it cannot be set up."""
+    """The spooling exporter on this process's slot of ``spool_dir``, or None (logged) when it
+    cannot be set up."""
     try:
         # otelbench may be absent here (the hooks' own mypy run does not see it)
         from otelbench.spool import (  # type: ignore[import-not-found,unused-ignore]
             DEFAULT_MAX_BYTES,
+            SpoolBusyError,
             SpoolingSpanExporter,
         )
 
         max_bytes = int(os.environ.get(names.ENV_SPOOL_MAX_BYTES) or DEFAULT_MAX_BYTES)
-        exporter: SpanExporter = SpoolingSpanExporter.from_env(
-            _traces_endpoint(), Path(spool_dir), max_bytes=max_bytes, stats=stats
-        )
+        for slot in range(MAX_SPOOL_SLOTS):
+            directory = Path(spool_dir) / f"{SPOOL_SLOT_PREFIX}{slot}"
+            try:
+                exporter: SpanExporter = SpoolingSpanExporter.from_env(
+                    _traces_endpoint(), directory, max_bytes=max_bytes, stats=stats
+                )
+            except SpoolBusyError:
+                continue
+            _log.info("otelbench hooks: span spool in %s", directory)
+            return exporter
+        raise RuntimeError(f"all {MAX_SPOOL_SLOTS} slots are in use by other processes")
     except Exception as exc:  # noqa: BLE001 - without a spool the hooks still export
         _log.warning("otelbench hooks: no span spool in %s (%s); exporting without", spool_dir, exc)
         return None
-    return exporter
 
 
-def make_tracer_provider(stats: HookStats) -> TracerProvider:
+def make_tracer_provider(
+    stats: HookStats, attributes: Mapping[str, str] | None = None
+) -> TracerProvider:
     """The hooks' tracer provider: OTLP/HTTP from the standard ``OTEL_*`` variables, through a
-    span spool when ``OTELBENCH_SPOOL_DIR`` is set."""
-    provider = TracerProvider(resource=_resource())
+    span spool when ``OTELBENCH_SPOOL_DIR`` is set; ``attributes`` go on its resource."""
+    provider = TracerProvider(resource=_resource(attributes))
     spool_dir = os.environ.get(names.ENV_SPOOL_DIR)
     exporter = _spooling_exporter(spool_dir, stats) if spool_dir else None
     inner = exporter if exporter is not None else OTLPSpanExporter()
@@ -144,11 +205,42 @@ def make_tracer_provider(stats: HookStats) -> TracerProvider:
     return provider
 
 
+def prometheus_multiprocess() -> bool:
+    """True in vLLM's multiprocess Prometheus mode (``--api-server-count`` > 1: vLLM sets
+    ``PROMETHEUS_MULTIPROC_DIR`` and serves ``/metrics`` from prometheus_client's per-process
+    files, which an OpenTelemetry reader on the default registry never reaches)."""
+    return bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+
+
+def otlp_metrics_configured() -> bool:
+    """True when an OTLP metrics endpoint is set (the OTLP metric reader is then added)."""
+    return bool(_env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"))
+
+
+def metrics_destinations() -> str:
+    """Where the hooks' metrics go in this process: ``prometheus``, ``prometheus+otlp``, ``otlp``
+    (several API servers, OTLP set) or ``none`` (several API servers, no OTLP endpoint)."""
+    otlp = otlp_metrics_configured()
+    if prometheus_multiprocess():
+        return "otlp" if otlp else "none"
+    return "prometheus+otlp" if otlp else "prometheus"
+
+
 def make_metric_readers(*, prometheus: bool = True) -> list[MetricReader]:
-    """Prometheus on the default registry (``prometheus=True``: once per process), plus OTLP/HTTP
-    when an OTLP metrics endpoint is configured. A Prometheus reader that cannot be set up (the
-    exporter package is missing) is logged once and left out."""
+    """Prometheus on the default registry (``prometheus=True``: once per process; not in vLLM's
+    multiprocess mode, where that registry is not served), plus OTLP/HTTP when an OTLP metrics
+    endpoint is configured. A Prometheus reader that cannot be set up (the exporter package is
+    missing) is logged once and left out."""
     readers: list[MetricReader] = []
+    if prometheus and prometheus_multiprocess():
+        _log.warning(
+            "otelbench hooks: several API servers (prometheus multiprocess mode): the hooks' "
+            "metrics are not on /metrics; they go to OTLP only (%s); otelbench_hook_info says so",
+            "configured"
+            if otlp_metrics_configured()
+            else "not configured: set OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        )
+        prometheus = False
     if prometheus:
         try:
             from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -156,22 +248,22 @@ def make_metric_readers(*, prometheus: bool = True) -> list[MetricReader]:
             readers.append(PrometheusMetricReader())
         except Exception as exc:  # noqa: BLE001 - metrics are optional; spans still work
             _log.warning("otelbench hooks: no Prometheus metrics (%s)", exc)
-    if os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_ENDPOINT"
-    ):
+    if otlp_metrics_configured():
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
         readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
     return readers
 
 
-def make_meter_provider(*, prometheus: bool = True) -> MeterProvider:
+def make_meter_provider(
+    *, prometheus: bool = True, attributes: Mapping[str, str] | None = None
+) -> MeterProvider:
     """The hooks' meter provider (its own, not the global one) with :func:`make_metric_readers`.
 
     Exemplars are off: the hooks record after the request's span has ended, outside any span
     context, so a trace-based filter never samples one and only costs its check per record."""
     return MeterProvider(
         metric_readers=make_metric_readers(prometheus=prometheus),
-        resource=_resource(),
+        resource=_resource(attributes),
         exemplar_filter=AlwaysOffExemplarFilter(),
     )

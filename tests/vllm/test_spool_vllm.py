@@ -115,14 +115,14 @@ def test_collector_killed_for_60_s_mid_run_loses_no_span(
         expected = REQUESTS * HOOK_SPANS_PER_REQUEST
         while True:
             ended = hook_health(server.base_url)[HEALTH_ENDED]
-            if (ended >= expected and not any((tmp_path / "hook-spool").glob("segment-*"))) or (
+            if (ended >= expected and not any((tmp_path / "hook-spool").rglob("segment-*"))) or (
                 time.monotonic() > deadline
             ):
                 break
             time.sleep(0.25)
         health = hook_health(server.base_url)
         run_and_drain_s = time.monotonic() - started
-        hook_spool_left = sorted(p.name for p in (tmp_path / "hook-spool").glob("segment-*"))
+        hook_spool_left = sorted(p.name for p in (tmp_path / "hook-spool").rglob("segment-*"))
     finally:
         server.stop()
         stop_collector(collector)

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import logging
 from collections.abc import Iterator, Sequence
@@ -363,12 +365,160 @@ def test_without_a_known_vllm_the_hooks_disable_themselves_with_one_warning(
 
 
 @pytest.mark.parametrize(
-    ("version", "ok"),
-    [("0.32.0", True), ("0.32.1.dev3+gabc", True), ("0.32.0+cpu", True), ("0.33.0", False),
-     ("0.3.2", False), ("1.32.0", False), ("unknown", False)],
+    ("version", "level"),
+    [("0.32.0", "tested"), ("0.32.1.dev3+gabc", "tested"), ("0.30.0+cpu", "tested"),
+     ("0.31.0", "tested"), ("0.33.0", "conformed"), ("0.29.0", "untested"),
+     ("0.3.2", "untested"), ("1.32.0", "untested"), ("unknown", "untested")],
 )  # fmt: skip
-def test_supported_versions(version: str, ok: bool) -> None:
-    assert _vllm_internals.supported_version(version) is ok
+def test_support_level_says_how_well_a_release_is_known(version: str, level: str) -> None:
+    assert _vllm_internals.support_level(version) == level
+
+
+@pytest.mark.parametrize(
+    ("version", "needs"),
+    [("0.29.0", True), ("0.31.0+cpu", True), ("0.32.0", False), ("0.33.0", False),
+     ("1.0.0", False), ("unknown", True)],
+)  # fmt: skip
+def test_releases_before_0_32_need_vllms_tracer_for_trace_headers(
+    version: str, needs: bool
+) -> None:
+    assert _vllm_internals.needs_tracing_flag(version) is needs
+
+
+# Stand-ins for vLLM's own classes (vLLM is not in otelbench's env): the shapes check_internals
+# reads, as vLLM 0.32's v1/metrics/stats.py and v1/engine/__init__.py declare them.
+class _EventType(enum.IntEnum):
+    QUEUED = 1
+    SCHEDULED = 2
+    PREEMPTED = 3
+
+
+@dataclasses.dataclass
+class _RequestStateStats:
+    arrival_time: float = 0.0
+    queued_ts: float = 0.0
+    scheduled_ts: float = 0.0
+    first_token_ts: float = 0.0
+    last_token_ts: float = 0.0
+    first_token_latency: float = 0.0
+    num_generation_tokens: int = 0
+
+
+class _IterationStats:
+    def update_from_output(
+        self, output: Any, engine_core_timestamp: float, is_prefilling: bool, req_stats: Any,
+        lora_states: Any, lora_name: str | None,
+    ) -> None: ...  # fmt: skip
+
+    def update_from_events(
+        self, req_id: str, events: Any, is_prefilling: bool, req_stats: Any, lora_states: Any,
+        lora_name: str | None,
+    ) -> None: ...  # fmt: skip
+
+    def update_from_finished_request(
+        self, finish_reason: Any, request_id: str, num_prompt_tokens: int,
+        max_tokens_param: int | None, req_stats: Any, num_cached_tokens: int = 0,
+    ) -> None: ...  # fmt: skip
+
+
+def test_internals_shaped_as_vllm_0_32_pass_the_capability_check() -> None:
+    assert _vllm_internals.check_internals(_IterationStats, _EventType, _RequestStateStats) is None
+
+
+def _renamed_param(self: Any, finish_reason: Any, req_id: str, num_prompt_tokens: int,
+                   max_tokens_param: int | None, req_stats: Any,
+                   num_cached_tokens: int = 0) -> None: ...  # fmt: skip
+
+
+class _ShiftedEvents(enum.IntEnum):
+    QUEUED = 1
+    SCHEDULED = 2
+    PREEMPTED = 4
+
+
+@dataclasses.dataclass
+class _NoQueuedTs:
+    arrival_time: float = 0.0
+    scheduled_ts: float = 0.0
+    first_token_ts: float = 0.0
+    last_token_ts: float = 0.0
+    first_token_latency: float = 0.0
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ("renamed parameter", "IterationStats.update_from_finished_request("),
+        ("missing method", "IterationStats.update_from_events is missing"),
+        ("event value", "EngineCoreEventType.PREEMPTED is 4, not 3"),
+        ("stats field", "RequestStateStats lacks queued_ts"),
+        ("not a dataclass", "RequestStateStats is not a dataclass"),
+    ],
+)
+def test_each_difference_in_vllms_internals_is_named(change: str, problem: str) -> None:
+    stats_cls: type = _IterationStats
+    events: Any = _EventType
+    request_stats: type = _RequestStateStats
+    if change == "renamed parameter":
+        stats_cls = type("IterationStats", (_IterationStats,), {})
+        stats_cls.update_from_finished_request = _renamed_param  # type: ignore[attr-defined]
+    elif change == "missing method":
+        stats_cls = type("IterationStats", (), {
+            "update_from_output": _IterationStats.update_from_output,
+            "update_from_finished_request": _IterationStats.update_from_finished_request,
+        })  # fmt: skip
+    elif change == "event value":
+        events = _ShiftedEvents
+    elif change == "stats field":
+        request_stats = _NoQueuedTs
+    else:
+        request_stats = type("RequestStateStats", (), {})
+    found = _vllm_internals.check_internals(stats_cls, events, request_stats)
+    assert found is not None
+    assert found.startswith(problem)
+
+
+def test_the_hooks_resource_names_the_vllm_version_and_support(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from otelbench_vllm import __version__
+    from otelbench_vllm.export import make_meter_provider, make_tracer_provider
+
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    hook = RequestHook(offset_ns=OFFSET_NS)
+    hook.describe_engine("0.31.0+cpu", "tested")
+    provider = make_tracer_provider(hook.stats, hook.resource_attributes)
+    meters = make_meter_provider(prometheus=False, attributes=hook.resource_attributes)
+    try:
+        for resource in (provider.resource, meters._sdk_config.resource):
+            attrs = dict(resource.attributes)
+            assert attrs[semconv.RESOURCE_VLLM_VERSION] == "0.31.0+cpu"
+            assert attrs[semconv.RESOURCE_HOOK_SUPPORT] == "tested"
+            assert attrs[semconv.RESOURCE_TELEMETRY_DISTRO_NAME] == semconv.HOOKS_DISTRIBUTION
+            assert attrs[semconv.RESOURCE_TELEMETRY_DISTRO_VERSION] == __version__
+            assert attrs["service.name"] == semconv.SERVICE_VLLM
+    finally:
+        provider.shutdown()
+        meters.shutdown()
+
+
+def test_a_request_without_trace_headers_warns_once_where_vllm_needs_its_tracer(
+    hook: RequestHook, caplog: pytest.LogCaptureFixture
+) -> None:
+    hook.describe_engine("0.31.0", "tested")
+    with caplog.at_level(logging.WARNING, logger="vllm.plugins.otelbench"):
+        drive(hook, [(MONO0 + 0.01, 1, [])])
+        assert caplog.records == []  # the tracer is on (or the version passes headers)
+        hook.trace_headers_need_tracer = True
+        traced = {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"}
+        drive(hook, [(MONO0 + 0.01, 1, [])], headers=traced)
+        assert caplog.records == []  # headers arrived
+        drive(hook, [(MONO0 + 0.01, 1, [])])
+        drive(hook, [(MONO0 + 0.01, 1, [])])
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1
+    assert "vLLM 0.31.0" in messages[0]
+    assert "--otlp-traces-endpoint" in messages[0]
 
 
 def test_offsets_attribute_is_compact_json_in_the_store() -> None:

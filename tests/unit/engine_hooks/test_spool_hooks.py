@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from otelbench_vllm.export import make_tracer_provider
+from otelbench_vllm.export import SPOOL_SLOT_PREFIX, make_tracer_provider
 from otelbench_vllm.hook import HookStats
 from otelbench_vllm.metrics import HookMetrics
 
@@ -81,3 +81,39 @@ def test_an_unusable_spool_directory_falls_back_to_plain_export(
     provider = make_tracer_provider(stats)
     assert "no span spool in" in caplog.text
     provider.shutdown()
+
+
+def test_each_process_of_several_api_servers_spools_to_a_slot_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two providers stand for two API server processes (the spool's lock is an ``flock`` on an
+    open file description, so two spools in one process exclude each other as two processes do):
+    each takes its own ``api-server-N`` slot; once the first stops, its slot is taken again and
+    what it left there is replayed."""
+    port = free_port()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"http://127.0.0.1:{port}/v1/traces")
+    monkeypatch.setenv(semconv.ENV_SPOOL_DIR, str(tmp_path / "spool"))
+    first, second = HookStats(), HookStats()
+    providers = [make_tracer_provider(first), make_tracer_provider(second)]
+    for n, provider in enumerate(providers, start=1):
+        for i in range(n):
+            provider.get_tracer("t").start_span(f"p{n}-{i}").end()
+        provider.force_flush()
+    slots = sorted(p.name for p in (tmp_path / "spool").iterdir())
+    assert slots == [f"{SPOOL_SLOT_PREFIX}0", f"{SPOOL_SLOT_PREFIX}1"]
+    for slot in slots:
+        assert list((tmp_path / "spool" / slot).glob("segment-*.otlp")), slot
+    assert (first.spans_spooled, second.spans_spooled) == (1, 2)
+    providers[0].shutdown()  # the first API server stops; its slot keeps its span
+
+    again = HookStats()
+    with Receiver(tmp_path / "spans.duckdb", port=port) as receiver:
+        restarted = make_tracer_provider(again)  # takes slot 0 and replays it
+        deadline = time.monotonic() + 10
+        while receiver.stats().spans_accepted < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert receiver.stats().spans_accepted == 3
+        restarted.shutdown()
+        providers[1].shutdown()
+    assert again.spans_replayed == 1
+    assert second.spans_replayed == 2
