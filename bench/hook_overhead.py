@@ -24,10 +24,15 @@ cost than throughput on a shared machine. The table gives medians over requests 
 decode tok/s p50) and over rounds (aggregate tok/s, CPU), and each mode's ratio to
 ``absent``; the JSON also has the per-cycle ratio (each cycle's on and off medians over its
 absent median), whose spread shows how much of a difference is noise.
-Target (issue 3): throughput with hooks ≥ 99 % of without.
+Target: throughput with hooks ≥ 99 % of without. ``--modes on,absent`` compares just the two,
+``--cycles 5`` gives five interleaved launches of each; the per-cycle ratios then give a mean
+ratio with its 95 % confidence interval (Student's t over cycles), which the goal is judged by:
+the interval must include 0.99 or lie above it. ``--vllm-version`` runs another release set up by
+``scripts/vllm/setup.sh VERSION``.
 
 Usage: ``.venv/bin/python bench/hook_overhead.py [--cycles 2] [--rounds 3] [--requests 64]
-[--max-tokens 128] [--out bench/results/hook_overhead.json]``.
+[--max-tokens 128] [--modes on,off,absent] [--vllm-version 0.32.0]
+[--out bench/results/hook_overhead.json]``.
 """
 
 from __future__ import annotations
@@ -156,7 +161,7 @@ def run_launch(
         loaded = "otelbench hooks: active" in log
         return {
             "mode": mode,
-            "cycle": i // len(MODES),
+            "cycle": i // len(args.modes),
             "hooks_loaded": loaded,
             "startup_s": server.startup_seconds,
             "rounds": rounds,
@@ -188,9 +193,22 @@ def summarize(launches: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     }
 
 
-def per_cycle_ratios(launches: list[dict[str, Any]]) -> dict[str, list[float]]:
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+"""Student's t, two-sided 95 %, by degrees of freedom (1.96 beyond 9)."""
+
+
+def mean_ci95(values: list[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean and its 95 % confidence interval (t over the values)."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, float("nan"), float("nan")
+    half = T_975.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
+    return mean, mean - half, mean + half
+
+
+def per_cycle_ratios(launches: list[dict[str, Any]], modes: list[str]) -> dict[str, list[float]]:
     """Each cycle's median aggregate tok/s of ``on`` and ``off`` over that cycle's ``absent``."""
-    out: dict[str, list[float]] = {"on": [], "off": []}
+    out: dict[str, list[float]] = {m: [] for m in modes if m != "absent"}
     for cycle in sorted({launch["cycle"] for launch in launches}):
         med = {
             launch["mode"]: statistics.median(r["aggregate_tok_s"] for r in launch["rounds"])
@@ -209,10 +227,15 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--modes", default=",".join(MODES), help="a subset of on,off,absent")
+    parser.add_argument("--vllm-version", default=None, help="a release set up by setup.sh")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/hook_overhead.json")
     args = parser.parse_args()
+    args.modes = [m.strip() for m in args.modes.split(",")]
+    if "absent" not in args.modes or not set(args.modes) <= set(MODES):
+        parser.error(f"--modes: a subset of {','.join(MODES)} that includes absent")
 
-    env = VllmEnv.default()
+    env = VllmEnv.for_version(args.vllm_version) if args.vllm_version else VllmEnv.default()
     if not env.ready:
         sys.exit(f"run scripts/vllm/setup.sh first: {'; '.join(env.problems())}")
     launches = []
@@ -220,7 +243,8 @@ def main() -> None:
         collector = EmbeddedCollector(Path(tmp) / "spans.duckdb")
         endpoint = collector.start() + "/v1/traces"
         try:
-            order = [MODES[(c + k) % len(MODES)] for c in range(args.cycles) for k in range(3)]
+            n = len(args.modes)  # rotate the order each cycle
+            order = [args.modes[(c + k) % n] for c in range(args.cycles) for k in range(n)]
             for i, mode in enumerate(order):
                 launches.append(run_launch(mode, env, endpoint, args, Path(tmp), i))
         finally:
@@ -229,8 +253,9 @@ def main() -> None:
     if wrong:
         sys.exit(f"the hooks' load state did not match the mode in launches: {wrong}")
 
-    summary = {mode: summarize(launches, mode) for mode in MODES}
+    summary = {mode: summarize(launches, mode) for mode in args.modes}
     base = summary["absent"]
+    compared = [m for m in args.modes if m != "absent"]
     rows = [
         ("TTFT p50 (ms)", "ttft_ms_p50"),
         ("TTFT p99 (ms)", "ttft_ms_p99"),
@@ -238,23 +263,32 @@ def main() -> None:
         ("aggregate output tok/s (median round)", "aggregate_tok_s_median"),
         ("API server CPU-ms per 1k tokens (median)", "api_server_cpu_ms_per_1k_tokens"),
     ]
-    print(f"\n{'':40} {'on':>9} {'off':>9} {'absent':>9} {'on/abs':>7} {'off/abs':>7}")
+    head = "".join(f" {m:>9}" for m in args.modes) + "".join(f" {m + '/abs':>8}" for m in compared)
+    print(f"\n{'':40}{head}")
     for label, key in rows:
-        on, off, absent = (summary[m][key] for m in MODES)
-        print(
-            f"{label:40} {on:9.2f} {off:9.2f} {absent:9.2f} {on / absent:7.3f} {off / absent:7.3f}"
-        )
-    cycles = per_cycle_ratios(launches)
+        values = "".join(f" {summary[m][key]:9.2f}" for m in args.modes)
+        ratios = "".join(f" {summary[m][key] / base[key]:8.3f}" for m in compared)
+        print(f"{label:40}{values}{ratios}")
+    cycles = per_cycle_ratios(launches, args.modes)
+    interval = {}
     for mode, ratios in cycles.items():
-        print(f"per-cycle aggregate tok/s {mode}/absent: " + ", ".join(f"{r:.3f}" for r in ratios))
+        mean, low, high = mean_ci95(ratios)
+        interval[mode] = {"mean": mean, "ci95_low": low, "ci95_high": high, "cycles": len(ratios)}
+        print(
+            f"per-cycle aggregate tok/s {mode}/absent: "
+            + ", ".join(f"{r:.3f}" for r in ratios)
+            + f"; mean {mean:.4f}, 95 % CI [{low:.4f}, {high:.4f}]"
+        )
     result = {
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "host": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "modes": summary,
+        "vllm_version": env.version,
         "ratio_to_absent": {
-            mode: {key: summary[mode][key] / base[key] for _, key in rows} for mode in ("on", "off")
+            mode: {key: summary[mode][key] / base[key] for _, key in rows} for mode in compared
         },
         "per_cycle_aggregate_ratio_to_absent": cycles,
+        "aggregate_ratio_mean_ci95": interval,
         "collector": spans,
         "launches": launches,
     }

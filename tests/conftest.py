@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -9,7 +10,42 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from otelbench.sut.vllm_cpu import TESTED_VLLM_VERSIONS, VLLM_VERSION
 from tests.fixtures.scripted_server import ScriptedServer
+
+DEFAULT_HOOK_VERSIONS = (VLLM_VERSION, TESTED_VLLM_VERSIONS[0])
+"""The releases the engine-hook tests run on when nothing else is asked: the default (which the
+whole vLLM tier runs) and the oldest tested one."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--vllm-versions",
+        default=None,
+        help=(
+            "comma-separated vllm-cpu releases the engine-hook tests run on (each set up by "
+            "scripts/vllm/setup.sh VERSION), or 'all' for "
+            f"{','.join(TESTED_VLLM_VERSIONS)}; default $OTELBENCH_VLLM_TEST_VERSIONS or "
+            f"{','.join(DEFAULT_HOOK_VERSIONS)}"
+        ),
+    )
+
+
+def hook_test_versions(config: pytest.Config) -> tuple[str, ...]:
+    """The releases asked for by ``--vllm-versions`` (or ``$OTELBENCH_VLLM_TEST_VERSIONS``)."""
+    raw = config.getoption("--vllm-versions") or os.environ.get("OTELBENCH_VLLM_TEST_VERSIONS")
+    if not raw:
+        return DEFAULT_HOOK_VERSIONS
+    if raw.strip() == "all":
+        return TESTED_VLLM_VERSIONS
+    versions = tuple(dict.fromkeys(v.strip() for v in raw.split(",") if v.strip()))
+    unknown = [v for v in versions if v not in TESTED_VLLM_VERSIONS]
+    if unknown or not versions:
+        raise pytest.UsageError(
+            f"--vllm-versions: {unknown or raw!r} not among {', '.join(TESTED_VLLM_VERSIONS)}"
+        )
+    return versions
+
 
 # --------------------------------------------------------------------------------------------
 # Client (otelbench.client)

@@ -20,6 +20,7 @@ from otelbench.query.extract import (
     extract_run,
     extract_run_data,
     extract_run_server_requests,
+    extract_server_sources,
     get_dialect,
     list_runs,
     open_store,
@@ -31,6 +32,7 @@ from otelbench.query.records import (
     RunData,
     RunInfo,
     ServerRequests,
+    ServerSource,
 )
 
 __all__ = [
@@ -41,12 +43,14 @@ __all__ = [
     "RunData",
     "RunInfo",
     "ServerRequests",
+    "ServerSource",
     "extract_client_requests",
     "extract_guardrail_spans",
     "extract_live_server_requests",
     "extract_run",
     "extract_run_data",
     "extract_run_server_requests",
+    "extract_server_sources",
     "get_dialect",
     "list_runs",
     "open_store",

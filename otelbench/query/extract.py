@@ -55,6 +55,7 @@ from otelbench.query.records import (
     RunData,
     RunInfo,
     ServerRequests,
+    ServerSource,
 )
 from otelbench.store import SpanStore
 from otelbench.store.duckdb_store import snapshot_note
@@ -71,6 +72,7 @@ __all__ = [
     "extract_run",
     "extract_run_data",
     "extract_run_server_requests",
+    "extract_server_sources",
     "get_dialect",
     "is_store_url",
     "list_runs",
@@ -128,6 +130,9 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "attr_server_token_offsets_us": semconv.SERVER_TOKEN_OFFSETS_US,
     "attr_server_output_phase_token": semconv.SERVER_OUTPUT_PHASE_TOKEN,
     "attr_preemption_kv_discarded": semconv.PREEMPTION_KV_TOKENS_DISCARDED,
+    "res_vllm_version": semconv.RESOURCE_VLLM_VERSION,
+    "res_hooks_version": semconv.RESOURCE_TELEMETRY_DISTRO_VERSION,
+    "res_hook_support": semconv.RESOURCE_HOOK_SUPPORT,
     "attr_preemption_stall_us": semconv.PREEMPTION_STALL_US,
     "attr_guardrail_filter_name": semconv.GUARDRAIL_FILTER_NAME,
     "attr_guardrail_filter_type": semconv.GUARDRAIL_FILTER_TYPE,
@@ -843,4 +848,24 @@ def extract_run_data(store: QueryRunner, run_id: str | None = None) -> RunData:
                 client = extract_client_requests(store, run.run_id)
                 server = _run_server_requests(server_columns.result(), client)
                 guardrails = _guardrail_spans(guardrail_columns.result(), client)
-    return RunData(run=run, client=client, server=server, guardrails=guardrails)
+    sources = extract_server_sources(store, run.run_id)
+    return RunData(
+        run=run, client=client, server=server, guardrails=guardrails, server_sources=sources
+    )
+
+
+def extract_server_sources(store: QueryRunner, run_id: str) -> tuple[ServerSource, ...]:
+    """What produced run ``run_id``'s server spans: span name, vLLM and hooks versions, support
+    level, and how many spans each (query ``run_server_sources``)."""
+    cols = store.run("run_server_sources", run_id=run_id)
+    return tuple(
+        ServerSource(str(name), str(vllm or ""), str(hooks or ""), str(support or ""), int(n))
+        for name, vllm, hooks, support, n in zip(
+            _str_required(cols["span_name"], "span_name"),
+            cols["vllm_version"],
+            cols["hooks_version"],
+            cols["support"],
+            cols["spans"],
+            strict=True,
+        )
+    )

@@ -33,7 +33,14 @@ import numpy.typing as npt
 
 from otelbench import semconv
 
-__all__ = ["ClientRequests", "GuardrailSpans", "RunData", "RunInfo", "ServerRequests"]
+__all__ = [
+    "ClientRequests",
+    "GuardrailSpans",
+    "RunData",
+    "RunInfo",
+    "ServerRequests",
+    "ServerSource",
+]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -299,15 +306,29 @@ class GuardrailSpans:
         )  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class ServerSource:
+    """Server spans of a run that one producer wrote: the span name (the engine hooks'
+    ``otelbench.vllm.request`` or vLLM's own ``llm_request``) and, for the hooks, the resource's
+    vLLM version, hooks version and support level (empty strings where the resource has none)."""
+
+    span_name: str
+    vllm_version: str
+    hooks_version: str
+    support: str
+    spans: int
+
+
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class RunData:
     """Everything a run report needs: the run, its client requests, their server children and
-    the guardrail filter spans in their traces."""
+    the guardrail filter spans in their traces, and what produced the server spans."""
 
     run: RunInfo
     client: ClientRequests
     server: ServerRequests
     guardrails: GuardrailSpans = field(default_factory=GuardrailSpans.empty)
+    server_sources: tuple[ServerSource, ...] = ()
 
     def rejected_attributes(self) -> dict[str, int]:
         """Attribute name → stored values of this run's spans the query layer could not parse

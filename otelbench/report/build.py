@@ -469,7 +469,7 @@ def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:
         "finished_unix": m.get("finished_unix", span_end_s),
         "duration_s": m.get("duration_s", data.run.span_duration_ns / 1e9),
         "otelbench_version": m.get("otelbench_version"),
-        "sut": m.get("sut"),
+        "sut": {**(m.get("sut") or {}), "server_timing": server_timing(data)},
         "notes": list(m.get("notes", [])),
         "requests": {
             "total": result.total,
@@ -478,6 +478,55 @@ def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:
             "failed_by_type": result.failed_by_type,
         },
         "load_generator": load_generator_section(data),
+    }
+
+
+def server_timing(data: RunData) -> dict[str, Any]:
+    """``run.sut.server_timing``: what produced the run's server spans (the engine hooks, with
+    the vLLM and hooks versions and the hooks' support level for that release from their spans'
+    resource, or vLLM's own tracer), with a note when the server timing is not the hooks'."""
+    hooks = [s for s in data.server_sources if s.span_name == semconv.SPAN_HOOK_REQUEST]
+    hook_spans = sum(s.spans for s in hooks)
+    tracer_spans = sum(
+        s.spans for s in data.server_sources if s.span_name == semconv.SPAN_VLLM_REQUEST
+    )
+    note = None
+    if hook_spans:
+        source = "engine_hooks"
+        untested = sorted({s.vllm_version or "unknown" for s in hooks if s.support != "tested"})
+        if untested:
+            note = (
+                f"the engine hooks ran in vLLM {', '.join(untested)}, a release otelbench's test "
+                "tier has not run: its internals passed the hooks' checks at load (and, where "
+                "support is 'conformed', its sources passed scripts/vllm/conformance.sh)"
+            )
+    elif tracer_spans:
+        source = "vllm_tracer"
+        note = (
+            "the target's server spans are vLLM's own llm_request spans only: the engine hooks "
+            "were off, not installed, or disabled themselves on this vLLM (its log says why), so "
+            "there is no per-token server timing (draft 4.6.3 Option C)"
+        )
+    else:
+        source = "none"
+        note = (
+            "no server spans in the run's traces: the target was not traced (or its spans did not "
+            "reach the store), so there is no server-side timing"
+        )
+    return {
+        "source": source,
+        "hook_spans": hook_spans,
+        "vllm_tracer_spans": tracer_spans,
+        "hooks": [
+            {
+                "vllm_version": s.vllm_version or None,
+                "hooks_version": s.hooks_version or None,
+                "support": s.support or None,
+                "spans": s.spans,
+            }
+            for s in hooks
+        ],
+        "note": note,
     }
 
 

@@ -64,6 +64,7 @@ from otelbench.metrics import (
 )
 from otelbench.metrics.summary import AnyOrderStatistics, type7_interpolate, type7_ranks
 from otelbench.query import RunData
+from otelbench.report.markdown import server_timing_text
 from otelbench.report.plots import PALETTE, Axis, Chart
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
@@ -1361,6 +1362,7 @@ def _run_table(report: Mapping[str, Any]) -> str:
         ("SUT boundary", str(sut.get("boundary") or "not recorded")),
         ("hardware", str(sut.get("hardware") or "not recorded")),
         ("software", str(sut.get("software") or "not recorded")),
+        ("server timing", server_timing_text(sut.get("server_timing"))),
     ]
     return _table(("", ""), rows, cls="kv")
 

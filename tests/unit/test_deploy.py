@@ -299,9 +299,16 @@ def test_vllm_image_adds_the_hooks_with_no_deps_to_a_supported_vllm() -> None:
     args = dict(a.split("=", 1) for word, a in steps if word == "ARG")
     assert [a for word, a in steps if word == "FROM"] == ["vllm/vllm-openai:${VLLM_VERSION}"]
     internals = (REPO / "engine_hooks/otelbench_vllm/_vllm_internals.py").read_text()
-    supported = re.search(r"SUPPORTED_VERSIONS = \(\((\d+), (\d+)\),\)", internals)
-    assert supported is not None
-    assert args["VLLM_VERSION"].startswith(f"v{supported[1]}.{supported[2]}.")
+    known = {
+        (int(major), int(minor))
+        for name in ("TESTED_RELEASES", "CONFORMED_RELEASES")
+        for major, minor in re.findall(
+            r"\((\d+), (\d+)\)", re.search(rf"{name}: .*? = frozenset\(\{{(.*?)\}}\)", internals)[1]
+        )
+    }  # a release the hooks ran on (tested) or whose sources conform
+    image = re.fullmatch(r"v(\d+)\.(\d+)\.\d+", args["VLLM_VERSION"])
+    assert image is not None
+    assert (int(image[1]), int(image[2])) in known
     run = " ".join(a for word, a in steps if word == "RUN")
     installs = [shlex.split(c) for c in run.split(";") if "pip install" in c]
     assert len(installs) == 2

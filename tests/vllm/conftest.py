@@ -63,11 +63,11 @@ def _vllm_env_for_vllm_tests(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("vllm_env")
 
 
-@pytest.fixture(scope="session")
-def vllm_env() -> VllmEnv:
-    """The vLLM venv and tiny model, set up (or brought up to date) by scripts/vllm/setup.sh."""
+def set_up_vllm(version: str | None = None) -> VllmEnv:
+    """Run ``scripts/vllm/setup.sh [VERSION]`` (idempotent; a fraction of a second once done)
+    and return that release's environment; fail the test with setup's output if it fails."""
     proc = subprocess.run(
-        ["bash", str(SETUP_SCRIPT)],
+        ["bash", str(SETUP_SCRIPT), *([version] if version else [])],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -76,14 +76,20 @@ def vllm_env() -> VllmEnv:
     )
     if proc.returncode != 0:
         pytest.fail(
-            f"scripts/vllm/setup.sh failed (exit {proc.returncode}); its output:\n"
+            f"scripts/vllm/setup.sh {version or ''} failed (exit {proc.returncode}); its output:\n"
             f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}",
             pytrace=False,
         )
-    env = VllmEnv.default()
+    env = VllmEnv.for_version(version) if version else VllmEnv.default()
     if not env.ready:
         pytest.fail(f"setup.sh finished but: {'; '.join(env.problems())}", pytrace=False)
     return env
+
+
+@pytest.fixture(scope="session")
+def vllm_env() -> VllmEnv:
+    """The vLLM venv and tiny model, set up (or brought up to date) by scripts/vllm/setup.sh."""
+    return set_up_vllm()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import bisect
 import contextlib
 import itertools
 import json
+import re
 import socket
 import statistics
 import subprocess
@@ -45,6 +46,8 @@ from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
 from otelbench.collector import Receiver
 from otelbench.sut import VllmCpuServer, VllmEnv
 from otelbench.telemetry import make_tracer_provider, shutdown
+from tests.conftest import hook_test_versions
+from tests.vllm.conftest import set_up_vllm
 
 if TYPE_CHECKING:
     from tests.vllm.conftest import SpanSink
@@ -73,6 +76,7 @@ class Span:
     end_ns: int
     attributes: dict[str, str]
     events: list[tuple[str, int, dict[str, str]]]
+    resource: dict[str, str]
 
 
 def trace_spans(sink: SpanSink, trace_id: str) -> list[Span]:
@@ -80,14 +84,15 @@ def trace_spans(sink: SpanSink, trace_id: str) -> list[Span]:
         f"""
         SELECT "SpanName", "TraceId", "SpanId", "ParentSpanId", "SpanKind", "ServiceName",
                epoch_ns("Timestamp"), "Duration", "SpanAttributes",
-               "Events.Name", [epoch_ns(t) for t in "Events.Timestamp"], "Events.Attributes"
+               "Events.Name", [epoch_ns(t) for t in "Events.Timestamp"], "Events.Attributes",
+               "ResourceAttributes"
         FROM {semconv.TABLE_TRACES} WHERE "TraceId" = ?
         """,
         [trace_id],
     )
     spans = []
     for (name, tid, sid, parent, kind, service, start, duration, attrs,
-         ev_names, ev_times, ev_attrs) in rows:  # fmt: skip
+         ev_names, ev_times, ev_attrs, resource) in rows:  # fmt: skip
         events = [
             (n, int(t), dict(a)) for n, t, a in zip(ev_names, ev_times, ev_attrs, strict=True)
         ]
@@ -103,6 +108,7 @@ def trace_spans(sink: SpanSink, trace_id: str) -> list[Span]:
                 int(start) + int(duration),
                 dict(attrs),
                 events,
+                dict(resource),
             )
         )
     return spans
@@ -180,6 +186,17 @@ def preemptions_total(base_url: str) -> float:
     )
 
 
+def hook_info(base_url: str) -> list[dict[str, str]]:
+    """The labels of every ``otelbench_hook_info`` sample on vLLM's ``/metrics``."""
+    text = httpx.get(f"{base_url}/metrics", timeout=10.0, trust_env=False).text
+    found = []
+    for line in text.splitlines():
+        if line.startswith(semconv.PROMETHEUS_HOOK_INFO + "{"):
+            labels = line[line.index("{") + 1 : line.rindex("}")]
+            found.append(dict(re.findall(r'(\w+)="([^"]*)"', labels)))
+    return found
+
+
 def check_request_anatomy(spans: list[Span], result: CompletionResult) -> Span:
     """The hook's server span of one request, checked against the client's span."""
     client = one(spans, result_span_name(result))
@@ -235,20 +252,30 @@ def result_span_name(result: CompletionResult) -> str:
 # ----------------------------------------------------------------------------------------------
 # Fixtures
 # ----------------------------------------------------------------------------------------------
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The tests on ``hooks_server`` run once per release asked for (``--vllm-versions``)."""
+    if "hooks_version" in metafunc.fixturenames:
+        versions = hook_test_versions(metafunc.config)
+        metafunc.parametrize("hooks_version", versions, ids=versions, scope="module")
+
+
 @pytest.fixture(scope="module")
 def hooks_server(
-    vllm_env: VllmEnv, otlp_receiver: SpanSink, tmp_path_factory: pytest.TempPathFactory
+    hooks_version: str, otlp_receiver: SpanSink, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[VllmCpuServer]:
-    """vLLM with the hooks enabled and a KV cache of 10 × 32 tokens (preemption on demand)."""
+    """vLLM ``hooks_version`` with the hooks enabled and a KV cache of 10 × 32 tokens
+    (preemption on demand); vLLM's own tracer is on (``--otlp-traces-endpoint``), which releases
+    before 0.32 need to pass the client's ``traceparent`` on."""
+    env = set_up_vllm(hooks_version)
     server = VllmCpuServer(
-        model_dir=vllm_env.model_dir,
-        venv=vllm_env.venv,
+        model_dir=env.model_dir,
+        venv=env.venv,
         max_model_len=256,
         extra_args=("--block-size", "32", "--num-gpu-blocks-override", "10"),
         otlp_traces_endpoint=otlp_receiver.endpoint,
         hooks=True,
         env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
-        log_path=tmp_path_factory.mktemp("vllm-hooks") / "vllm.log",
+        log_path=tmp_path_factory.mktemp(f"vllm-hooks-{hooks_version}") / "vllm.log",
     )
     server.start(timeout=240)
     try:
@@ -289,6 +316,7 @@ def test_installed_but_not_enabled_emits_nothing(
 # ----------------------------------------------------------------------------------------------
 def test_every_streamed_request_has_its_server_span_with_phases_and_token_offsets(
     hooks_server: VllmCpuServer,
+    hooks_version: str,
     otlp_receiver: SpanSink,
     vllm_measurements: dict[str, Any],
 ) -> None:
@@ -315,16 +343,31 @@ def test_every_streamed_request_has_its_server_span_with_phases_and_token_offset
         offsets = json.loads(server.attributes[semconv.SERVER_TOKEN_OFFSETS_US])
         assert result.ttft_us is not None
         ttfts.append((offsets[0], result.ttft_us))
+        # the resource says which vLLM and which hooks produced the server timing
+        assert server.resource[semconv.RESOURCE_VLLM_VERSION].startswith(hooks_version)
+        assert server.resource[semconv.RESOURCE_HOOK_SUPPORT] == "tested"
+        assert server.resource[semconv.RESOURCE_TELEMETRY_DISTRO_NAME] == (
+            semconv.HOOKS_DISTRIBUTION
+        )
 
     log = log_text(hooks_server)
     assert log.count("otelbench hooks: active") == 1  # the stat logger, in the frontend only
+    assert f"vLLM {hooks_version}" in log
     assert "otelbench hooks disabled" not in log
+    assert "without the client's trace context" not in log  # vLLM's tracer is on
     assert "Traceback" not in log
-    vllm_measurements["hooks_ttft_us_server_vs_client"] = ttfts
+    # the hooks' status on /metrics: one API server, metrics served by Prometheus
+    [info] = hook_info(hooks_server.base_url)
+    assert info["vllm_version"].startswith(hooks_version)
+    assert (info["support"], info["metrics"]) == ("tested", "prometheus")
+    vllm_measurements[f"hooks_ttft_us_server_vs_client[{hooks_version}]"] = ttfts
 
 
 def test_forced_preemptions_are_span_events_that_add_up_to_vllms_counter(
-    hooks_server: VllmCpuServer, otlp_receiver: SpanSink, vllm_measurements: dict[str, Any]
+    hooks_server: VllmCpuServer,
+    hooks_version: str,
+    otlp_receiver: SpanSink,
+    vllm_measurements: dict[str, Any],
 ) -> None:
     before = preemptions_total(hooks_server.base_url)
     # 5 × (16 + 128) tokens want 25 blocks of 32; the cache has 10
@@ -361,7 +404,7 @@ def test_forced_preemptions_are_span_events_that_add_up_to_vllms_counter(
 
     assert after - before > 0, "the tiny KV cache did not force any preemption"
     assert sum(per_request) == after - before
-    vllm_measurements["hooks_preemptions_per_request"] = per_request
+    vllm_measurements[f"hooks_preemptions_per_request[{hooks_version}]"] = per_request
 
 
 # ----------------------------------------------------------------------------------------------

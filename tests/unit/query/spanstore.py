@@ -235,9 +235,11 @@ class SpanWriter:
         request_id: str = "cmpl-h",
         finish_reason: str = "length",
         output_phase_token: int | None = None,
+        resource: Mapping[str, str] | None = None,
     ) -> None:
         """One engine-hook ``otelbench.vllm.request`` span (as ``engine_hooks`` emits it), with
-        its three phase child spans (which the metrics must ignore)."""
+        its three phase child spans (which the metrics must ignore); ``resource`` defaults to
+        :data:`HOOK_RESOURCE`."""
         attrs: dict[str, Any] = {
             semconv.VLLM_REQUEST_ID: request_id,
             semconv.VLLM_RESPONSE_FINISH_REASON: finish_reason,
@@ -269,6 +271,7 @@ class SpanWriter:
             duration_ns=int(float(e2e_s) * 1e9),
             attributes=attrs,
             events=events,
+            resource=HOOK_RESOURCE if resource is None else resource,
         )
         for k, name in enumerate(
             (semconv.SPAN_HOOK_QUEUE, semconv.SPAN_HOOK_PREFILL, semconv.SPAN_HOOK_DECODE)
@@ -284,6 +287,15 @@ class SpanWriter:
                 duration_ns=1,
                 attributes={},
             )
+
+
+HOOK_RESOURCE: Mapping[str, str] = {
+    semconv.RESOURCE_VLLM_VERSION: "0.32.0+cpu",
+    semconv.RESOURCE_HOOK_SUPPORT: "tested",
+    semconv.RESOURCE_TELEMETRY_DISTRO_NAME: semconv.HOOKS_DISTRIBUTION,
+    semconv.RESOURCE_TELEMETRY_DISTRO_VERSION: "0.1.0",
+}
+"""The resource attributes the engine hooks put on their spans (besides ``service.name``)."""
 
 
 def preemption(t_ns: int, output_tokens: int, kv_tokens_discarded: int) -> Event:

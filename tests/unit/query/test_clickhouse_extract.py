@@ -258,6 +258,7 @@ def assert_same_run_data(a: RunData, b: RunData) -> None:
     assert_same_records(a.client, b.client, "client")
     assert_same_records(a.server, b.server, "server")
     assert_same_records(a.guardrails, b.guardrails, "guardrails")
+    assert a.server_sources == b.server_sources
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -547,5 +548,5 @@ def test_clickhouse_connect_binds_every_query_as_chdb_runs_it(
                 rows[query] = rows.get(query, 0) + len(next(iter(ours.values())))
                 for col in ours:
                     assert repr(_as_lists(theirs[col])) == repr(_as_lists(ours[col])), (query, col)
-    assert len(rows) == 10
+    assert len(rows) == 11
     assert all(n > 0 for n in rows.values()), rows

@@ -114,7 +114,22 @@ def test_run_section(scenario_store: Path) -> None:
         "finished_unix": 1_700_000_001.6,
         "duration_s": 1.6,
         "otelbench_version": "0.1.0",
-        "sut": {"boundary": "Model Engine", "software": "vLLM 0.32.0", "hardware": "2-core CPU"},
+        "sut": {
+            "boundary": "Model Engine",
+            "software": "vLLM 0.32.0",
+            "hardware": "2-core CPU",
+            "server_timing": {
+                "source": "vllm_tracer",
+                "hook_spans": 0,
+                "vllm_tracer_spans": 2,
+                "hooks": [],
+                "note": (
+                    "the target's server spans are vLLM's own llm_request spans only: the engine "
+                    "hooks were off, not installed, or disabled themselves on this vLLM (its log "
+                    "says why), so there is no per-token server timing (draft 4.6.3 Option C)"
+                ),
+            },
+        },
         "notes": ["scenario"],
         "requests": {"total": 4, "succeeded": 3, "failed": 1, "failed_by_type": {"504": 1}},
         "load_generator": None,

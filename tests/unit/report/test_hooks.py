@@ -233,3 +233,53 @@ def test_markdown_with_hook_spans(hook_store: Path) -> None:
         assert row in preemption, row
     methodology = section(md, "## Methodology")
     assert "- Server-side timing: Option C (direct token timing" in methodology
+
+
+def test_run_sut_names_what_produced_the_server_timing(hook_store: Path) -> None:
+    """H1–H3's hook spans carry the hooks' resource (vLLM 0.32.0+cpu, tested); H1's and H4's
+    llm_request spans are counted beside them; the Markdown says the same in one line."""
+    report = build_report(hook_store)
+    assert report["run"]["sut"]["server_timing"] == {
+        "source": "engine_hooks",
+        "hook_spans": 3,
+        "vllm_tracer_spans": 2,
+        "hooks": [
+            {
+                "vllm_version": "0.32.0+cpu",
+                "hooks_version": "0.1.0",
+                "support": "tested",
+                "spans": 3,
+            }
+        ],
+        "note": None,
+    }
+    assert (
+        "- Server Timing: otelbench engine hooks (Option C) 0.1.0 in vLLM 0.32.0+cpu (tested, 3 "
+        "spans)\n"
+    ) in render_markdown(report)
+
+
+def test_hooks_on_an_untested_release_and_no_server_spans_are_said(tmp_path: Path) -> None:
+    store = SpanWriter(tmp_path / "spans.duckdb")
+    manifest = {"id": "u1", "target": "http://127.0.0.1:8000", "model": "tiny", "sut": None}
+    store.run_span("u1", manifest, T0_NS, 1000 * MS)
+    for n in (1, 2):
+        store.client_span(
+            run_id="u1", trace_id=trace(n), span_id=span(n), submit_ns=T0_NS + n * 100 * MS,
+            index=n - 1, chunk_offsets_us=[50_000, 60_000], chunk_tokens=[1, 1],
+            output_tokens=2, input_tokens=8, end_offset_us=70_000,
+        )  # fmt: skip
+    store.hook_span(
+        trace_id=trace(1), span_id=span(11), parent_span_id=span(1), start_ns=T0_NS + 101 * MS,
+        token_offsets_us=[40_000, 50_000], ttft_s="0.04", e2e_s="0.05", queue_s="0.01",
+        prefill_s="0.03", decode_s="0.01", prompt_tokens=8,
+        resource={semconv.RESOURCE_VLLM_VERSION: "0.29.0", semconv.RESOURCE_HOOK_SUPPORT:
+                  "untested", semconv.RESOURCE_TELEMETRY_DISTRO_VERSION: "0.1.0"},
+    )  # fmt: skip
+    store.close()
+    timing = build_report(tmp_path / "spans.duckdb")["run"]["sut"]["server_timing"]
+    assert timing["source"] == "engine_hooks"
+    assert timing["hooks"] == [
+        {"vllm_version": "0.29.0", "hooks_version": "0.1.0", "support": "untested", "spans": 1}
+    ]
+    assert "vLLM 0.29.0, a release otelbench's test tier has not run" in timing["note"]
