@@ -92,10 +92,14 @@ CONFORMED_RELEASES: frozenset[tuple[int, int]] = frozenset({(0, 33)})
 """(major, minor) of releases not run here whose sources passed ``scripts/vllm/conformance.sh``
 (results in ``engine_hooks/conformance/``)."""
 
-TRACE_HEADERS_ALWAYS_SINCE = (0, 32)
-"""From this release on vLLM hands the client's trace headers to every request; before it, only
-when its own tracer is on (``--otlp-traces-endpoint``): ``OpenAIServing._get_trace_headers``
-returns None unless ``engine_client.is_tracing_enabled()``."""
+TRACE_HEADERS_ALWAYS_SINCE: tuple[int, int] | None = None
+"""The first release that hands the client's trace headers to the engine with vLLM's own tracer
+off; None: none does (0.29–0.33 checked by ``scripts/vllm/conformance.sh``). Through 0.31 the
+serving layer's ``_get_trace_headers`` returns None unless ``engine_client.is_tracing_enabled()``
+(``vllm/entrypoints/generate/base/serving.py``); from 0.32 it extracts them always, but
+``AsyncLLM.add_request`` drops them when ``observability_config.otlp_traces_endpoint is None``
+(``vllm/v1/engine/async_llm.py``, line 412 in 0.32.0, 421 in 0.33.0). So the hooks' server span
+joins the client's trace only where vLLM runs with ``--otlp-traces-endpoint``."""
 
 EXPECTED_PARAMS: dict[str, tuple[str, ...]] = {
     "update_from_output": (
@@ -170,9 +174,11 @@ def support_level(version: str) -> str:
 
 def needs_tracing_flag(version: str) -> bool:
     """True where vLLM passes the client's ``traceparent`` on only with its own tracer on
-    (releases before :data:`TRACE_HEADERS_ALWAYS_SINCE`, or a version that cannot be read)."""
+    (``--otlp-traces-endpoint``): every release before :data:`TRACE_HEADERS_ALWAYS_SINCE` (all of
+    them while that is None), and a version that cannot be read."""
     known = release(version)
-    return known is None or known < TRACE_HEADERS_ALWAYS_SINCE
+    since = TRACE_HEADERS_ALWAYS_SINCE
+    return known is None or since is None or known < since
 
 
 def active_hook() -> RequestHook | None:

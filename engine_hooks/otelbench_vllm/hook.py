@@ -262,8 +262,8 @@ class RequestHook:
         self.support = "untested"
         """How well the running vLLM is known (``_vllm_internals.support_level``)."""
         self.trace_headers_need_tracer = False
-        """True when the running vLLM passes trace headers on only with its own tracer on, and
-        that tracer is off: a request without them is then worth one warning."""
+        """True when the running vLLM passes trace headers on only with its own tracer on (every
+        release so far), and that tracer is off: a request without them is worth one warning."""
         self._warned_no_trace_headers = False
 
     def describe_engine(self, vllm_version: str, support: str) -> None:
@@ -276,9 +276,9 @@ class RequestHook:
         self._warned_no_trace_headers = True
         _log.warning(
             "otelbench hooks: a request finished without the client's trace context: vLLM %s "
-            "passes the traceparent header on only when its own tracer is on; start it with "
-            "--otlp-traces-endpoint (any OTLP endpoint, e.g. the hooks' collector) so that "
-            "server spans join the client's trace (logged once)",
+            "passes the traceparent header to the engine only when its own tracer is on; start "
+            "it with --otlp-traces-endpoint (any OTLP endpoint, e.g. the hooks' collector) so "
+            "that server spans join the client's trace (logged once)",
             self.resource_attributes.get(names.RESOURCE_VLLM_VERSION, "?"),
         )
 

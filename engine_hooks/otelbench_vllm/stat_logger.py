@@ -4,8 +4,8 @@ vLLM builds one instance per engine in the frontend (API server) process. It kee
 per-request stats flowing even under ``--disable-log-stats`` (vLLM turns stats on when a custom
 stat logger exists; the hooks' data come from those stats), makes sure the ``IterationStats``
 wrappers are installed in this process (when ``VLLM_PLUGINS`` left the general plugin out), tells
-the hook whether client trace headers can reach it (before vLLM 0.32 only with vLLM's own tracer
-on, which ``vllm_config`` says), and logs the hooks' health every log interval. Not enabled, every
+the hook whether client trace headers can reach it (only with vLLM's own tracer on, which
+``vllm_config`` says), and logs the hooks' health every log interval. Not enabled, every
 method returns at once.
 
 Note: because vLLM switches stats on for any custom stat logger, an installed but disabled hook
@@ -42,8 +42,9 @@ def _publish_info_once(attributes: dict[str, str]) -> None:
 
 
 def _tracer_on(vllm_config: Any) -> bool:
-    """Whether vLLM's own tracer is on (``--otlp-traces-endpoint``): before vLLM 0.32 the client's
-    trace headers reach the engine only then. Unknown (no such config) counts as on: no warning."""
+    """Whether vLLM's own tracer is on (``--otlp-traces-endpoint``): the client's trace headers
+    reach the engine only then (``_vllm_internals.TRACE_HEADERS_ALWAYS_SINCE``). Unknown (no such
+    config) counts as on: no warning."""
     observability = getattr(vllm_config, "observability_config", None)
     if observability is None:
         return True

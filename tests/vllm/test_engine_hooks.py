@@ -264,8 +264,8 @@ def hooks_server(
     hooks_version: str, otlp_receiver: SpanSink, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[VllmCpuServer]:
     """vLLM ``hooks_version`` with the hooks enabled and a KV cache of 10 × 32 tokens
-    (preemption on demand); vLLM's own tracer is on (``--otlp-traces-endpoint``), which releases
-    before 0.32 need to pass the client's ``traceparent`` on."""
+    (preemption on demand); vLLM's own tracer is on (``--otlp-traces-endpoint``), without which
+    no release passes the client's ``traceparent`` to the engine."""
     env = set_up_vllm(hooks_version)
     server = VllmCpuServer(
         model_dir=env.model_dir,

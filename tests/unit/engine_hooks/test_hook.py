@@ -376,13 +376,22 @@ def test_support_level_says_how_well_a_release_is_known(version: str, level: str
 
 @pytest.mark.parametrize(
     ("version", "needs"),
-    [("0.29.0", True), ("0.31.0+cpu", True), ("0.32.0", False), ("0.33.0", False),
-     ("1.0.0", False), ("unknown", True)],
+    [("0.29.0", True), ("0.31.0+cpu", True), ("0.32.0", True), ("0.33.0", True),
+     ("1.0.0", True), ("unknown", True)],
 )  # fmt: skip
-def test_releases_before_0_32_need_vllms_tracer_for_trace_headers(
+def test_every_known_release_needs_vllms_tracer_for_trace_headers(
     version: str, needs: bool
 ) -> None:
     assert _vllm_internals.needs_tracing_flag(version) is needs
+
+
+def test_a_release_that_passes_trace_headers_on_is_told_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_vllm_internals, "TRACE_HEADERS_ALWAYS_SINCE", (0, 34))
+    assert _vllm_internals.needs_tracing_flag("0.33.9") is True
+    assert _vllm_internals.needs_tracing_flag("0.34.0") is False
+    assert _vllm_internals.needs_tracing_flag("garbage") is True
 
 
 # Stand-ins for vLLM's own classes (vLLM is not in otelbench's env): the shapes check_internals
