@@ -23,10 +23,17 @@ spooled.
 
 Metrics (:func:`make_meter_provider`) go to Prometheus always: a ``PrometheusMetricReader``
 registered on prometheus_client's default ``REGISTRY``, which is the registry vLLM serves on its
-own ``/metrics`` (one API server; with several, vLLM switches to multiprocess mode and these
-metrics are not served). They also go over OTLP/HTTP through a ``PeriodicExportingMetricReader``
-when ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set
-(``OTEL_METRIC_EXPORT_INTERVAL`` etc. are read by the SDK).
+own ``/metrics`` with one API server. With several (``--api-server-count``), vLLM serves
+prometheus_client's multiprocess files instead, which no OpenTelemetry reader reaches: the reader is
+then left out and the metrics go to OTLP only. They go over OTLP/HTTP through a
+``PeriodicExportingMetricReader`` whenever ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` or
+``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (``OTEL_METRIC_EXPORT_INTERVAL`` etc. are read by the SDK).
+:func:`publish_hook_info` puts ``otelbench_hook_info`` on ``/metrics`` in either mode (a
+prometheus_client gauge, which multiprocess mode serves): that the hooks are active in each API
+server process, with which vLLM, and where their metrics go.
+
+Each API server process spools to its own slot under ``OTELBENCH_SPOOL_DIR``
+(:data:`SPOOL_SLOT_PREFIX`).
 
 Example::
 
