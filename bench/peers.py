@@ -83,6 +83,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from otelbench import semconv  # noqa: E402
 from otelbench.errors import OtelbenchError  # noqa: E402
 from otelbench.store import SpanStore  # noqa: E402
 from otelbench.sut import VllmCpuServer  # noqa: E402
@@ -292,10 +293,15 @@ def client_spans(out: Path, target: Target) -> list[dict[str, str]]:
     run_id = json.loads((out / "run" / "run.json").read_text())["run_id"]
     with SpanStore.open(target.store or out / "run" / "spans.duckdb", read_only=True) as store:
         rows = store.execute(
-            "SELECT SpanAttributes FROM otel_traces WHERE SpanKind = 'SPAN_KIND_CLIENT' "
-            "AND SpanAttributes['otelbench.run.id'] = ? "
-            "AND SpanAttributes['otelbench.request.phase'] = 'measure'",
-            [run_id],
+            "SELECT SpanAttributes FROM otel_traces WHERE list_contains(?, SpanKind) "
+            "AND SpanAttributes[?] = ? AND SpanAttributes[?] = ?",
+            [
+                list(semconv.SPAN_KIND_CLIENT_SPELLINGS),
+                semconv.RUN_ID,
+                run_id,
+                semconv.REQUEST_PHASE,
+                semconv.PHASE_MEASURE,
+            ],
         )
     return [dict(r[0]) for r in rows]
 

@@ -153,21 +153,75 @@ VLLM_RESPONSE_FINISH_REASON: Final = "gen_ai.response.finish_reason"
 # --------------------------------------------------------------------------------------------
 # Store: table and SpanKind / StatusCode spellings (OTel Collector ClickHouse exporter)
 # --------------------------------------------------------------------------------------------
-# The exporter writes traceutil.SpanKindStr / StatusCodeStr (opentelemetry-collector-contrib,
-# internal/coreinternal/traceutil): the proto enum names, not pdata's newer "Client"/"Error".
+# The exporter writes pdata's ``SpanKind.String()`` / ``StatusCode.String()`` ("Server",
+# "Error"; opentelemetry-collector-contrib exporter/clickhouseexporter/exporter_traces.go), and
+# has since pull request 34799 (August 2024). Before it wrote traceutil.SpanKindStr /
+# StatusCodeStr, the proto enum names ("SPAN_KIND_SERVER", "STATUS_CODE_ERROR"): the *_LEGACY
+# spellings, which otelbench wrote too until it followed. otelbench writes the current spellings
+# into every store (DuckDB and ClickHouse alike) and reads both: a query matches a kind or status
+# by each spelling in its *_SPELLINGS tuple, so stores written before the change still read.
 TABLE_TRACES: Final = "otel_traces"
 TABLE_METRICS_GAUGE: Final = "otel_metrics_gauge"
 TABLE_METRICS_SUM: Final = "otel_metrics_sum"
 TABLE_METRICS_HISTOGRAM: Final = "otel_metrics_histogram"
-SPAN_KIND_UNSPECIFIED: Final = "SPAN_KIND_UNSPECIFIED"
-SPAN_KIND_INTERNAL: Final = "SPAN_KIND_INTERNAL"
-SPAN_KIND_SERVER: Final = "SPAN_KIND_SERVER"
-SPAN_KIND_CLIENT: Final = "SPAN_KIND_CLIENT"
-SPAN_KIND_PRODUCER: Final = "SPAN_KIND_PRODUCER"
-SPAN_KIND_CONSUMER: Final = "SPAN_KIND_CONSUMER"
-STATUS_UNSET: Final = "STATUS_CODE_UNSET"
-STATUS_OK: Final = "STATUS_CODE_OK"
-STATUS_ERROR: Final = "STATUS_CODE_ERROR"
+SPAN_KIND_UNSPECIFIED: Final = "Unspecified"
+SPAN_KIND_INTERNAL: Final = "Internal"
+SPAN_KIND_SERVER: Final = "Server"
+SPAN_KIND_CLIENT: Final = "Client"
+SPAN_KIND_PRODUCER: Final = "Producer"
+SPAN_KIND_CONSUMER: Final = "Consumer"
+STATUS_UNSET: Final = "Unset"
+STATUS_OK: Final = "Ok"
+STATUS_ERROR: Final = "Error"
+
+SPAN_KIND_UNSPECIFIED_LEGACY: Final = "SPAN_KIND_UNSPECIFIED"
+SPAN_KIND_INTERNAL_LEGACY: Final = "SPAN_KIND_INTERNAL"
+SPAN_KIND_SERVER_LEGACY: Final = "SPAN_KIND_SERVER"
+SPAN_KIND_CLIENT_LEGACY: Final = "SPAN_KIND_CLIENT"
+SPAN_KIND_PRODUCER_LEGACY: Final = "SPAN_KIND_PRODUCER"
+SPAN_KIND_CONSUMER_LEGACY: Final = "SPAN_KIND_CONSUMER"
+STATUS_UNSET_LEGACY: Final = "STATUS_CODE_UNSET"
+STATUS_OK_LEGACY: Final = "STATUS_CODE_OK"
+STATUS_ERROR_LEGACY: Final = "STATUS_CODE_ERROR"
+
+# Every spelling a store may hold for a kind or status, the current one first.
+SPAN_KIND_UNSPECIFIED_SPELLINGS: Final = (SPAN_KIND_UNSPECIFIED, SPAN_KIND_UNSPECIFIED_LEGACY)
+SPAN_KIND_INTERNAL_SPELLINGS: Final = (SPAN_KIND_INTERNAL, SPAN_KIND_INTERNAL_LEGACY)
+SPAN_KIND_SERVER_SPELLINGS: Final = (SPAN_KIND_SERVER, SPAN_KIND_SERVER_LEGACY)
+SPAN_KIND_CLIENT_SPELLINGS: Final = (SPAN_KIND_CLIENT, SPAN_KIND_CLIENT_LEGACY)
+SPAN_KIND_PRODUCER_SPELLINGS: Final = (SPAN_KIND_PRODUCER, SPAN_KIND_PRODUCER_LEGACY)
+SPAN_KIND_CONSUMER_SPELLINGS: Final = (SPAN_KIND_CONSUMER, SPAN_KIND_CONSUMER_LEGACY)
+STATUS_UNSET_SPELLINGS: Final = (STATUS_UNSET, STATUS_UNSET_LEGACY)
+STATUS_OK_SPELLINGS: Final = (STATUS_OK, STATUS_OK_LEGACY)
+STATUS_ERROR_SPELLINGS: Final = (STATUS_ERROR, STATUS_ERROR_LEGACY)
+
+SPAN_KINDS: Final = (
+    SPAN_KIND_UNSPECIFIED,
+    SPAN_KIND_INTERNAL,
+    SPAN_KIND_SERVER,
+    SPAN_KIND_CLIENT,
+    SPAN_KIND_PRODUCER,
+    SPAN_KIND_CONSUMER,
+)
+"""The kinds as otelbench writes them, indexed by the OTLP ``Span.SpanKind`` enum value."""
+STATUS_CODES: Final = (STATUS_UNSET, STATUS_OK, STATUS_ERROR)
+"""The statuses as otelbench writes them, indexed by the OTLP ``Status.StatusCode`` value."""
+CURRENT_SPELLING: Final = {
+    legacy: current
+    for current, legacy in (
+        SPAN_KIND_UNSPECIFIED_SPELLINGS,
+        SPAN_KIND_INTERNAL_SPELLINGS,
+        SPAN_KIND_SERVER_SPELLINGS,
+        SPAN_KIND_CLIENT_SPELLINGS,
+        SPAN_KIND_PRODUCER_SPELLINGS,
+        SPAN_KIND_CONSUMER_SPELLINGS,
+        STATUS_UNSET_SPELLINGS,
+        STATUS_OK_SPELLINGS,
+        STATUS_ERROR_SPELLINGS,
+    )
+}
+"""Legacy spelling → current spelling, for Python code that compares a kind or status read from
+a store: ``CURRENT_SPELLING.get(kind, kind) == SPAN_KIND_SERVER``."""
 
 # --------------------------------------------------------------------------------------------
 # Environment variables otelbench reads (explicit argument > environment > default)

@@ -22,14 +22,20 @@ or the proto's snake_case, enums may be integers (or names), 64-bit integers str
 and unknown fields are ignored.
 
 **Rows** are built the way the OpenTelemetry Collector contrib ClickHouse exporter builds them
-(``exporter/clickhouseexporter``; ``internal/coreinternal/traceutil``; pdata ``Value.AsString``):
+(``exporter/clickhouseexporter/exporter_traces.go``; ``internal/coreinternal/traceutil``; pdata
+``SpanKind.String``, ``StatusCode.String``, ``Value.AsString``; ``collectors/README.md`` names the
+version read):
 
 * ``Timestamp`` = span start (ns), ``Duration`` = end − start (ns);
 * ids are lowercase hex, ``''`` for an empty (or all-zero) id;
-* ``SpanKind``/``StatusCode`` are the proto enum names (``SPAN_KIND_CLIENT``, ``STATUS_CODE_ERROR``,
-  :mod:`otelbench.semconv`), ``''`` for a value outside the enum;
-* ``ServiceName`` is the resource's ``service.name`` when it is a string (traces), or that value
-  rendered as a string (metrics), as the exporter does;
+* ``SpanKind``/``StatusCode`` are pdata's names (``Client``, ``Error``: :data:`semconv.SPAN_KINDS
+  <otelbench.semconv.SPAN_KINDS>`, :data:`~otelbench.semconv.STATUS_CODES`), as the exporter has
+  written them since August 2024 (before, it wrote the proto enum names ``SPAN_KIND_CLIENT``,
+  ``STATUS_CODE_ERROR``, which the query layer still reads), ``''`` for a value outside the enum;
+* ``ScopeName``/``ScopeVersion`` are the instrumentation scope's name and version;
+* ``ServiceName`` is the resource's ``service.name`` rendered as a string, whatever its type, as
+  the exporter's ``internal.GetServiceName`` does (``Value.AsString``; releases before the
+  August 2024 change kept only a string value for traces);
 * every attribute value is a string, rendered by :func:`any_value_as_string`.
 
 **Rejected, not failed.** A span the store cannot hold — it ends before it starts, or a time is past
@@ -388,12 +394,15 @@ def _attributes(kvs: Iterable[KeyValue]) -> dict[str, str]:
     return {kv.key: any_value_as_string(kv.value) for kv in kvs}
 
 
-def _service_name(kvs: Iterable[KeyValue], *, strings_only: bool) -> str:
-    for kv in kvs:  # pdata Map.Get: the first entry with the key
+def _service_name(kvs: Iterable[KeyValue]) -> str:
+    """The resource's ``service.name`` as a string (``''`` without one), as the exporter's
+    ``GetServiceName`` gives it: pdata ``Map.Get`` (the first entry with the key), then
+    ``AsString``."""
+    for kv in kvs:
         if kv.key == "service.name":
             if kv.value.WhichOneof("value") == "string_value":
                 return kv.value.string_value
-            return "" if strings_only else any_value_as_string(kv.value)
+            return any_value_as_string(kv.value)
     return ""
 
 
@@ -424,18 +433,12 @@ def _span_id(raw: bytes) -> str:
     return "" if raw == _ZERO_SPAN_ID else raw.hex()
 
 
-_SPAN_KINDS: Final = (
-    semconv.SPAN_KIND_UNSPECIFIED,
-    semconv.SPAN_KIND_INTERNAL,
-    semconv.SPAN_KIND_SERVER,
-    semconv.SPAN_KIND_CLIENT,
-    semconv.SPAN_KIND_PRODUCER,
-    semconv.SPAN_KIND_CONSUMER,
-)
-_STATUS_CODES: Final = (semconv.STATUS_UNSET, semconv.STATUS_OK, semconv.STATUS_ERROR)
+_SPAN_KINDS: Final = semconv.SPAN_KINDS
+_STATUS_CODES: Final = semconv.STATUS_CODES
 
 
 def _enum_name(names: tuple[str, ...], number: int) -> str:
+    """``names[number]``, or ``''`` outside the enum (as pdata's ``String()`` gives)."""
     return names[number] if 0 <= number < len(names) else ""
 
 
@@ -671,7 +674,7 @@ def decode_traces(body: bytes, encoding: Encoding) -> TraceBatch:
     for resource_spans in request.resource_spans:
         resource_kvs = resource_spans.resource.attributes
         resource_attributes = _attributes(resource_kvs)
-        service_name = _service_name(resource_kvs, strings_only=True)
+        service_name = _service_name(resource_kvs)
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope
             scope_name = scope.name
@@ -774,7 +777,7 @@ def decode_metrics(body: bytes, encoding: Encoding) -> MetricBatch:
         resource_kvs = resource_metrics.resource.attributes
         resource_attributes = _attributes(resource_kvs)
         resource_schema_url = resource_metrics.schema_url
-        service_name = _service_name(resource_kvs, strings_only=False)
+        service_name = _service_name(resource_kvs)
         for scope_metrics in resource_metrics.scope_metrics:
             scope = scope_metrics.scope
             common = (

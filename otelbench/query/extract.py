@@ -3,6 +3,8 @@
 Each named query is one ``.sql`` file per dialect (``otelbench/query/sql/<dialect>/<name>.sql``)
 with bound parameters: values (a run id, a time window) *and* every span, attribute, kind and
 status name, which come from :mod:`otelbench.semconv` — the SQL text holds no names of its own.
+A kind or status is matched by both spellings a store may hold (the exporter's current ``Server``
+/ ``Error`` and its pre-2024 ``SPAN_KIND_SERVER`` / ``STATUS_CODE_ERROR``: :data:`NAME_PARAMETERS`).
 Dialects are registered (:func:`register_dialect`): DuckDB here, ClickHouse in
 :mod:`otelbench.query.clickhouse` (its own SQL directory, ``{name:Type}`` parameters and fetch
 function). :func:`open_store` opens a DuckDB file, or a store URL whose scheme is registered
@@ -93,8 +95,11 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "event_preemption": semconv.EVENT_PREEMPTION,
     "event_resumption": semconv.EVENT_RESUMPTION,
     "kind_client": semconv.SPAN_KIND_CLIENT,
+    "kind_client_legacy": semconv.SPAN_KIND_CLIENT_LEGACY,
     "kind_server": semconv.SPAN_KIND_SERVER,
+    "kind_server_legacy": semconv.SPAN_KIND_SERVER_LEGACY,
     "status_error": semconv.STATUS_ERROR,
+    "status_error_legacy": semconv.STATUS_ERROR_LEGACY,
     "one_per_chunk": semconv.CHUNK_TOKENS_ONE_PER_CHUNK,
     "attr_run_id": semconv.RUN_ID,
     "attr_run_manifest": semconv.RUN_MANIFEST,
@@ -149,7 +154,10 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "attr_guardrail_config_sha256": semconv.RESOURCE_GUARDRAIL_CONFIG_SHA256,
     "attr_guardrail_block_response": semconv.RESOURCE_GUARDRAIL_BLOCK_RESPONSE,
 }
-"""Every name the SQL files bind, as ``$name`` parameters, from :mod:`otelbench.semconv`."""
+"""Every name the SQL files bind, as ``$name`` parameters, from :mod:`otelbench.semconv`. A kind or
+status is matched by each of its spellings (``SpanKind IN ($kind_server, $kind_server_legacy)``):
+the exporter's current one, which otelbench writes, and the one it wrote before August 2024
+(``semconv.SPAN_KIND_SERVER_SPELLINGS``), so stores of either read alike."""
 
 _JSON_WS = r"[ \t\n\r]*"
 _JSON_INT = r"-?(0|[1-9][0-9]{0,17})"

@@ -94,9 +94,11 @@ class _Connection(Protocol):
 
 
 def _seconds(ns: int) -> str:
-    """Integer nanoseconds since the epoch as exact decimal seconds (``DateTime64(9)`` text)."""
+    """Integer nanoseconds since the epoch as exact decimal seconds (``DateTime64(9)`` text). The
+    whole seconds have at least 10 digits: ClickHouse reads a shorter number before the point as
+    a date (``"0.000000000"``, an unset OTLP time, fails the whole INSERT)."""
     whole, frac = divmod(int(ns), 1_000_000_000)
-    return f"{whole}.{frac:09d}"
+    return f"{whole:010d}.{frac:09d}"
 
 
 def span_to_json(row: SpanRow) -> str:

@@ -106,8 +106,12 @@ __all__ = [
     "snapshot_note",
 ]
 
-SCHEMA_VERSION: Final = 1
-"""The store layout this otelbench writes and reads (``otelbench_meta.schema_version``)."""
+SCHEMA_VERSION: Final = 2
+"""The store layout this otelbench writes and reads (``otelbench_meta.schema_version``). 2: span
+kinds and statuses spelled as the current ClickHouse exporter writes them (``Server``, ``Error``;
+``semconv.SPAN_KIND_SERVER``); 1: the older spellings (``SPAN_KIND_SERVER``), which every query
+still reads. An otelbench that reads only version 1 refuses a version 2 store with a clear error
+instead of finding no requests in it."""
 WRITER_MEMORY_LIMIT: Final = "512MiB"
 """DuckDB's memory limit for a store opened for writing (see "Memory" in the module docstring)."""
 

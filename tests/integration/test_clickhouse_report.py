@@ -1,6 +1,8 @@
 """`otelbench report`'s computation on a chdb store: the same report.json, report.md and
 report.html as on the DuckDB store holding the same spans (``write_reports`` reads the store
-through ``open_store``, which opens ``chdb://`` URLs)."""
+through ``open_store``, which opens ``chdb://`` URLs), whether the rows are otelbench's, the
+collector's ClickHouse exporter's, or an old store's (kinds and statuses spelled as before August
+2024)."""
 
 from __future__ import annotations
 
@@ -13,25 +15,40 @@ import pytest
 
 from otelbench.benchmark import write_reports
 from tests.fixtures.cli import otelbench
-from tests.unit.query.clickhouse_store import load_chdb
+from tests.fixtures.exporter_rows import with_legacy_spellings
+from tests.unit.query.clickhouse_store import load_chdb, load_chdb_as_exporter
 from tests.unit.query.spanstore import HOOK_RUN_ID, write_hook_scenario
 
 pytestmark = pytest.mark.integration
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def test_reports_from_chdb_equal_reports_from_duckdb(tmp_path: Path) -> None:
+    """The same report.json, report.md and report.html, byte for byte, from the DuckDB store and
+    from every other shape of it: copied into chdb, inserted as the collector's ClickHouse exporter
+    inserts rows, and an old store (kinds and statuses spelled as before August 2024) as a DuckDB
+    file and in chdb (``tests/fixtures/exporter_rows.py``)."""
     duck = write_hook_scenario(tmp_path / "spans.duckdb")
-    url = load_chdb(duck)
-    from_duck, from_chdb = tmp_path / "duck", tmp_path / "chdb"
+    legacy = with_legacy_spellings(duck, tmp_path / "legacy.duckdb")
+    stores: dict[str, Path | str] = {
+        "chdb": load_chdb(duck),
+        "exporter": load_chdb_as_exporter(duck),
+        "legacy-duckdb": legacy,
+        "legacy-chdb": load_chdb(legacy),
+    }
+    from_duck = tmp_path / "duck"
     from_duck.mkdir()
-    from_chdb.mkdir()
     report_d, md_d = write_reports(from_duck, duck, HOOK_RUN_ID)
-    report_c, md_c = write_reports(from_chdb, url, HOOK_RUN_ID)
-    assert report_c == report_d
-    assert md_c == md_d
-    for name in ("report.json", "report.md", "report.html"):
-        assert (from_chdb / name).read_bytes() == (from_duck / name).read_bytes(), name
-    written = json.loads((from_chdb / "report.json").read_text())
+    for shape, store in stores.items():
+        out = tmp_path / shape
+        out.mkdir()
+        report_c, md_c = write_reports(out, store, HOOK_RUN_ID)
+        assert report_c == report_d, shape
+        assert md_c == md_d, shape
+        for name in ("report.json", "report.md", "report.html"):
+            assert (out / name).read_bytes() == (from_duck / name).read_bytes(), (shape, name)
+    written = json.loads((tmp_path / "exporter" / "report.json").read_text())
     assert written["run"]["id"] == HOOK_RUN_ID
     assert written["metrics"]["server"]["itl_ms"]["count"] == 6
 
@@ -124,14 +141,37 @@ def test_a_chdb_store_held_by_another_process_is_a_store_error(tmp_path: Path) -
     assert after.stdout.strip() == f"['{HOOK_RUN_ID}']"
 
 
+_WRITE_AS_EXPORTER = """
+import sys, chdb.session
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])  # the repository: tests.fixtures
+from otelbench.query.clickhouse import ChdbConnection
+from tests.fixtures.exporter_rows import create_exporter_table, insert_like_exporter
+from tests.fixtures.exporter_rows import request_from_store
+session = chdb.session.Session(sys.argv[2])
+connection = ChdbConnection(session, "otel")
+create_exporter_table(connection, "otel")
+print(insert_like_exporter(connection, "otel", request_from_store(Path(sys.argv[1]))))
+session.close()
+"""
+
+
 def test_report_command_reads_a_chdb_store(tmp_path: Path) -> None:
-    """`otelbench report DIR --store chdb:///dir`: the same report.json as from the DuckDB file."""
+    """`otelbench report DIR --store chdb:///dir`: the same report.json as from the DuckDB file,
+    from a chdb directory holding otelbench's rows and from one the collector's ClickHouse
+    exporter filled (its DDL and rows: current spellings, from an old DuckDB store's spans)."""
     duck = write_hook_scenario(tmp_path / "spans.duckdb")
+    legacy = with_legacy_spellings(duck, tmp_path / "legacy.duckdb")
     assert _python(_WRITE_CHDB, str(duck), str(tmp_path / "ch")).returncode == 0
-    url = f"chdb://{tmp_path / 'ch'}"
-    result = otelbench("report", str(tmp_path / "out"), "--store", url, "--run-id", HOOK_RUN_ID)
-    assert result.returncode == 0, result.stderr
+    exported = _python(_WRITE_AS_EXPORTER, str(legacy), str(tmp_path / "exporter"), str(REPO))
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout.strip() == "19"
     (tmp_path / "duck").mkdir()
     write_reports(tmp_path / "duck", duck, HOOK_RUN_ID)
-    from_chdb = (tmp_path / "out" / "report.json").read_bytes()
-    assert from_chdb == (tmp_path / "duck" / "report.json").read_bytes()
+    expected = (tmp_path / "duck" / "report.json").read_bytes()
+    for directory in ("ch", "exporter"):
+        url = f"chdb://{tmp_path / directory}"
+        out = tmp_path / f"out-{directory}"
+        result = otelbench("report", str(out), "--store", url, "--run-id", HOOK_RUN_ID)
+        assert result.returncode == 0, result.stderr
+        assert (out / "report.json").read_bytes() == expected, directory

@@ -6,7 +6,9 @@ offsets and their queue/prefill/decode phase spans, vLLM's own ``llm_request`` s
 of them, preemption and resumption events, failed requests, tenants on the span, its resource or
 an application's parent span), probe requests (directly and behind otelbench's gateway span) and
 another otelbench run's requests, written to a DuckDB store and copied into chdb in the exporter's
-exact ``otel_traces`` schema (``tests/unit/query/clickhouse_store.py``).
+exact ``otel_traces`` schema (``tests/unit/query/clickhouse_store.py``) — also inserted as the
+exporter inserts them, and as an old store spells kinds and statuses
+(``tests/fixtures/exporter_rows.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from otelbench.live.window import WindowConfig
 from otelbench.query import open_store
 from otelbench.store import SpanStore
 from otelbench.store.rows import SpanRow
-from tests.unit.query.clickhouse_store import chdb_dir, load_chdb
+from tests.fixtures.exporter_rows import with_legacy_spellings
+from tests.unit.query.clickhouse_store import chdb_dir, load_chdb, load_chdb_as_exporter
 from tests.unit.query.spanstore import MS, Event, attr_text, preemption, resumption
 
 pytestmark = pytest.mark.integration
@@ -218,9 +221,16 @@ def comparable(text: str) -> str:
 
 
 def test_chdb_windows_and_metrics_equal_duckdb(tmp_path: Path) -> None:
+    """The DuckDB store against chdb stores of every shape (``tests/fixtures/exporter_rows.py``):
+    a copy of otelbench's rows, the rows as the collector's ClickHouse exporter inserts them, and
+    an old store's rows (kinds and statuses spelled as before August 2024)."""
     base = 1_700_000_000 * S
     duck = write_traffic(tmp_path / "live.duckdb", base)
-    url = load_chdb(duck)
+    shapes = {
+        "copy": load_chdb(duck),
+        "exporter": load_chdb_as_exporter(duck),
+        "legacy": load_chdb(with_legacy_spellings(duck, tmp_path / "legacy.duckdb")),
+    }
     by_tenant = WindowConfig(
         window_s=30.0, slo_ttft_s=0.25, slo_tpot_s=0.03, class_attribute="tenant"
     )
@@ -233,22 +243,23 @@ def test_chdb_windows_and_metrics_equal_duckdb(tmp_path: Path) -> None:
         (default, base + 120 * S),  # every request
         (default, base + 400 * S),  # none
     ):
-        with open_store(duck) as d, open_store(url) as c:
-            wd, wc = (
-                extract_window(
-                    s, start_unix_ns=end - int(config.window_s * 1e9), end_unix_ns=end,
-                    class_attribute=config.class_attribute,
-                )
-                for s in (d, c)
-            )  # fmt: skip
-        assert_same_window(wd, wc)
-        sources_seen |= set(wd.source)
-        if config is by_tenant:  # tenants from the span, its resource and the parent spans
-            assert set(TENANTS) <= set(wd.request_class)
         text_d = Watcher(duck, WatchConfig(window=config)).refresh(end)
-        text_c = Watcher(url, WatchConfig(window=config)).refresh(end)
-        assert comparable(text_c) == comparable(text_d)
-        texts[config.window_s, end - base] = text_c
+        for shape, url in shapes.items():
+            with open_store(duck) as d, open_store(url) as c:
+                wd, wc = (
+                    extract_window(
+                        s, start_unix_ns=end - int(config.window_s * 1e9), end_unix_ns=end,
+                        class_attribute=config.class_attribute,
+                    )
+                    for s in (d, c)
+                )  # fmt: skip
+            assert_same_window(wd, wc)
+            sources_seen |= set(wd.source)
+            if config is by_tenant:  # tenants from the span, its resource and the parent spans
+                assert set(TENANTS) <= set(wd.request_class)
+            text_c = Watcher(url, WatchConfig(window=config)).refresh(end)
+            assert comparable(text_c) == comparable(text_d), shape
+            texts[config.window_s, end - base] = text_c
     assert sources_seen == {"benchmark", "live", "probe"}
     # 5 minutes ending 120 s after the first request hold every request
     every = texts[300.0, 120 * S]

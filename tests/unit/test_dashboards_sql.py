@@ -1,6 +1,7 @@
 """Every ClickHouse panel query (and the ``run`` variable's query) of the committed dashboards runs
-on chdb over spans in the collector exporter's ``otel_traces`` schema and returns the rows worked
-out by hand below.
+on chdb over spans as the collector's ClickHouse exporter writes them and returns the rows worked
+out by hand below; an old store (the spellings of kinds and statuses before August 2024) and
+otelbench's own rows give every query the same rows.
 
 The queries are read from the committed JSON (``dashboards/json``) and expanded as the ClickHouse
 plugin and Grafana would (:mod:`otelbench.dashboards.macros`): ``$__timeFilter_ms(Timestamp)``
@@ -20,7 +21,8 @@ from otelbench import semconv
 from otelbench.dashboards.macros import expand_clickhouse
 from otelbench.dashboards.names import DATASOURCE_CLICKHOUSE
 from otelbench.query.clickhouse import ChdbConnection
-from tests.unit.query.clickhouse_store import chdb_session, load_chdb
+from tests.fixtures.exporter_rows import with_legacy_spellings
+from tests.unit.query.clickhouse_store import chdb_session, load_chdb, load_chdb_as_exporter
 from tests.unit.query.spanstore import MANIFEST, MS, T0_NS, SpanWriter, span, trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,10 +145,8 @@ def _sql_queries() -> dict[str, str]:
 SQL = _sql_queries()
 
 
-@pytest.fixture(scope="module")
-def chdb_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
-    """Every query's rows (as dicts), run once on one chdb database holding the spans."""
-    url = load_chdb(_write_spans(tmp_path_factory.mktemp("dash") / "spans.duckdb"))
+def _run_queries(url: str) -> dict[str, list[dict[str, Any]]]:
+    """Every query's rows (as dicts) on the chdb store at ``url``."""
     database = url.rsplit("database=", 1)[1]
     results: dict[str, list[dict[str, Any]]] = {}
     with chdb_session() as session:
@@ -162,6 +162,41 @@ def chdb_rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[s
             )
             results[key] = connection.query_arrow(sql, {}, key).to_pylist()
     return results
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The spans as chdb stores of each shape: ``copy``, otelbench's rows copied from the DuckDB
+    store; ``exporter``, inserted as the collector's ClickHouse exporter inserts them (its DDL and
+    values, ``tests/fixtures/exporter_rows.py``); ``legacy``, with the kind and status spellings
+    written before August 2024 (``SPAN_KIND_SERVER``, ``STATUS_CODE_ERROR``)."""
+    duck = _write_spans(tmp_path_factory.mktemp("dash") / "spans.duckdb")
+    legacy = with_legacy_spellings(duck, duck.with_name("legacy.duckdb"))
+    return {
+        "copy": load_chdb(duck),
+        "exporter": load_chdb_as_exporter(duck),
+        "legacy": load_chdb(legacy),
+    }
+
+
+@pytest.fixture(scope="module")
+def chdb_rows(shapes: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """Every query's rows (as dicts), run once on the exporter-shaped chdb store."""
+    return _run_queries(shapes["exporter"])
+
+
+def test_every_query_returns_the_same_rows_from_each_shape_of_store(
+    shapes: dict[str, str], chdb_rows: dict[str, list[dict[str, Any]]]
+) -> None:
+    """An old store (pre-August-2024 spellings) and otelbench's own rows give every panel the
+    rows the exporter's rows give (the slowest requests' status in the current spelling)."""
+    for shape in ("copy", "legacy"):
+        rows = _run_queries(shapes[shape])
+        for key in SQL:
+            assert rows[key] == chdb_rows[key], (shape, key)
+    assert {r["status"] for r in chdb_rows["request-anatomy/Slowest requests/A"]} == {
+        semconv.STATUS_UNSET
+    }
 
 
 def test_the_dashboards_have_the_expected_sql_queries() -> None:

@@ -16,6 +16,7 @@ from otelbench.live.watch import WatchConfig, Watcher
 from otelbench.live.window import WindowConfig
 from otelbench.query import extract_live_server_requests, get_dialect, open_store
 from otelbench.store import SpanStore
+from tests.fixtures.exporter_rows import with_legacy_spellings
 from tests.unit.query.spanstore import MS, T0_NS, SpanWriter, span, trace
 
 S = 1000 * MS
@@ -158,6 +159,42 @@ def test_window_sources_classes_and_status(store_path: Path) -> None:
     assert win.requests.span_name[i] == semconv.SPAN_HOOK_REQUEST  # the hook span wins
     assert win.requests.ttft_s[i] == 0.1
     assert win.requests.token_offsets(i).tolist() == [100_000, 200_000, 300_000, 400_000]
+
+
+def test_an_old_store_gives_the_same_window_and_metrics(store_path: Path, tmp_path: Path) -> None:
+    """The same spans with the kinds and statuses spelled as before August 2024
+    (``SPAN_KIND_SERVER``, ``STATUS_CODE_ERROR``): the same requests, sources, classes and
+    failures, and the same ``/metrics`` text."""
+    legacy = with_legacy_spellings(store_path, tmp_path / "legacy.duckdb")
+    windows = []
+    for path in (store_path, legacy):
+        with SpanStore.open(path, read_only=True) as store:
+            windows.append(
+                extract_window(
+                    store, start_unix_ns=T0_NS + 10 * S, end_unix_ns=T0_NS + 20 * S,
+                    class_attribute="tenant",
+                )
+            )  # fmt: skip
+    now, old = windows
+    assert len(now) == len(old) == 6
+    assert (old.source, old.request_class, old.ok.tolist()) == (
+        now.source,
+        now.request_class,
+        now.ok.tolist(),
+    )
+    assert old.requests.span_id == now.requests.span_id
+    assert old.ok.tolist().count(False) == 1  # STATUS_CODE_ERROR is a failure
+    config = WatchConfig(window=WindowConfig(window_s=10.0, class_attribute="tenant"))
+    texts = [
+        Watcher(path, config, clock=lambda: T0_NS + 20 * S).refresh()
+        for path in (store_path, legacy)
+    ]
+    varies = (semconv.METRIC_LIVE_REFRESH_DURATION, semconv.METRIC_LIVE_STORE_BYTES)
+    now_text, old_text = (
+        [line for line in text.splitlines() if not line.startswith(varies)] for text in texts
+    )
+    assert old_text == now_text
+    assert f'{semconv.METRIC_LIVE_ERRORS}{{source="live"}} 1.0' in old_text
 
 
 def test_default_class_attribute_is_the_request_class(store_path: Path) -> None:

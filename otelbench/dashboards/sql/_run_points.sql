@@ -2,7 +2,8 @@
 -- manifest (offered load, deviations) and its measured client requests (warm-up and probe
 -- requests left out). Throughput = successful requests / the run's duration. Percentiles are
 -- ClickHouse's quantileExact (an observed value, not type-7 interpolation: the report's exact
--- figures are `otelbench report`'s).
+-- figures are `otelbench report`'s). Kinds and statuses are matched by both spellings (the
+-- exporter's current one and the one it wrote before August 2024).
 run_points AS (
     SELECT
         r.run_id                                                       AS run_id,
@@ -46,7 +47,7 @@ run_points AS (
         FROM (
             SELECT
                 SpanAttributes[{{RUN_ID}}]                                          AS run_id,
-                StatusCode != {{STATUS_ERROR}}
+                StatusCode NOT IN ({{STATUS_ERROR}}, {{STATUS_ERROR_LEGACY}})
                     AND NOT mapContains(SpanAttributes, {{ERROR_TYPE}})             AS ok,
                 toInt64OrZero(SpanAttributes[{{GEN_AI_USAGE_OUTPUT_TOKENS}}])       AS output_tokens,
                 toInt64OrNull(SpanAttributes[{{CLIENT_TTFT_US}}]) / 1e6             AS ttft_s,
@@ -57,7 +58,7 @@ run_points AS (
                    NULL)                                                            AS tpot_s,
                 Duration / 1e9                                                      AS e2e_s
             FROM otel_traces
-            WHERE SpanKind = {{SPAN_KIND_CLIENT}}
+            WHERE SpanKind IN ({{SPAN_KIND_CLIENT}}, {{SPAN_KIND_CLIENT_LEGACY}})
               AND mapContains(SpanAttributes, {{RUN_ID}})
               AND (NOT mapContains(SpanAttributes, {{REQUEST_PHASE}})
                    OR SpanAttributes[{{REQUEST_PHASE}}] = {{PHASE_MEASURE}})

@@ -1,5 +1,6 @@
 -- The slowest requests in the time range (server span duration, arrival -> finish), with their
--- anatomy; trace_id links to the trace datasource.
+-- anatomy; trace_id links to the trace datasource. status is the exporter's current spelling
+-- (Error, Ok, Unset) whichever spelling the store holds.
 SELECT
     s.TraceId                                                           AS trace_id,
     s.Timestamp                                                         AS arrival,
@@ -13,7 +14,10 @@ SELECT
     g.guardrail_input + g.guardrail_output                              AS guardrail,
     toInt64OrNull(s.SpanAttributes[{{VLLM_USAGE_COMPLETION_TOKENS}}])   AS output_tokens,
     toInt64OrNull(s.SpanAttributes[{{SERVER_PREEMPTIONS}}])             AS preemptions,
-    s.StatusCode                                                        AS status
+    multiIf(s.StatusCode = {{STATUS_ERROR_LEGACY}}, {{STATUS_ERROR}},
+            s.StatusCode = {{STATUS_OK_LEGACY}}, {{STATUS_OK}},
+            s.StatusCode = {{STATUS_UNSET_LEGACY}}, {{STATUS_UNSET}},
+            s.StatusCode)                                               AS status
 FROM {{> _server_requests}} AS s
 LEFT JOIN {{> _guardrail_per_trace}} AS g ON g.TraceId = s.TraceId
 ORDER BY e2e DESC, trace_id

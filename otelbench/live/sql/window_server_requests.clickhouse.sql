@@ -33,7 +33,7 @@ WITH server AS (
         s.`Events.Attributes`                       AS event_attrs
     FROM otel_traces AS s
     WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
-      AND s.SpanKind = {kind_server:String}
+      AND s.SpanKind IN ({kind_server:String}, {kind_server_legacy:String})
       AND s.Timestamp >= fromUnixTimestamp64Nano({start_unix_ns:Int64} - {lookback_ns:Int64})
       AND s.Timestamp < fromUnixTimestamp64Nano({end_unix_ns:Int64})
       AND toUnixTimestamp64Nano(s.Timestamp) + toInt64(s.Duration) >= {start_unix_ns:Int64}
@@ -64,7 +64,7 @@ parents AS (
 gateway_clients AS (
     SELECT TraceId, SpanId, SpanAttributes
     FROM bounded
-    WHERE SpanKind = {kind_client:String}
+    WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
       AND (TraceId, SpanId) IN (
           SELECT TraceId, ParentSpanId FROM parents
           WHERE SpanName = {span_gateway_request:String}
@@ -85,7 +85,8 @@ joined AS (
         server.event_names                          AS event_names,
         server.event_attrs                          AS event_attrs,
         p.SpanName = {span_gateway_request:String}  AS behind_gateway,
-        p.SpanKind = {kind_client:String}           AS parent_is_client,
+        p.SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
+                                                    AS parent_is_client,
         p.SpanAttributes                            AS parent_attrs,
         g.SpanAttributes                            AS gateway_client_attrs
     FROM server
@@ -112,7 +113,7 @@ SELECT
         mapContains(parent_attrs, {class_attribute:String}), parent_attrs[{class_attribute:String}],
         NULL
     )                                                                      AS class_value,
-    status_code != {status_error:String}                                   AS ok,
+    status_code NOT IN ({status_error:String}, {status_error_legacy:String})  AS ok,
 -- @include _server_span_columns
 FROM joined
 ORDER BY ts, trace_id, span_id

@@ -34,7 +34,7 @@ WITH server AS (
         list_zip(s."Events.Name", s."Events.Attributes")  AS events
     FROM otel_traces AS s
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
-      AND s."SpanKind" = $kind_server
+      AND s."SpanKind" IN ($kind_server, $kind_server_legacy)
       AND s."Timestamp" >= make_timestamp_ns(CAST($start_unix_ns AS BIGINT) - CAST($lookback_ns AS BIGINT))
       AND s."Timestamp" < make_timestamp_ns(CAST($end_unix_ns AS BIGINT))
       AND epoch_ns(s."Timestamp") + CAST(s."Duration" AS BIGINT) >= CAST($start_unix_ns AS BIGINT)
@@ -52,7 +52,7 @@ joined AS (
         server.*,
         CASE
             WHEN p."SpanName" = $span_gateway_request THEN g."SpanAttributes"
-            WHEN p."SpanKind" = $kind_client THEN p."SpanAttributes"
+            WHEN p."SpanKind" IN ($kind_client, $kind_client_legacy) THEN p."SpanAttributes"
         END                                               AS client_attrs,
         p."SpanAttributes"                                AS parent_attrs
     FROM server
@@ -67,7 +67,8 @@ joined AS (
                  AND t."Timestamp" < make_timestamp_ns(
                    CAST($end_unix_ns AS BIGINT) + CAST($lookback_ns AS BIGINT))) AS g
       ON g."TraceId" = p."TraceId" AND g."SpanId" = p."ParentSpanId"
-     AND p."SpanName" = $span_gateway_request AND g."SpanKind" = $kind_client
+     AND p."SpanName" = $span_gateway_request
+     AND g."SpanKind" IN ($kind_client, $kind_client_legacy)
     QUALIFY row_number() OVER (PARTITION BY server.trace_id, server.span_id) = 1
 )
 SELECT
@@ -79,7 +80,7 @@ SELECT
     coalesce(attrs[$class_attribute], resource[$class_attribute],
              client_attrs[$class_attribute], parent_attrs[$class_attribute])
                                                                        AS class_value,
-    status_code <> $status_error                                       AS ok,
+    status_code NOT IN ($status_error, $status_error_legacy)           AS ok,
 -- @include _server_span_columns
 FROM joined
 ORDER BY ts, trace_id, span_id

@@ -123,7 +123,7 @@ EXPECTED_FULL = SpanRow(
     parent_span_id="00f067aa0ba902b7",
     trace_state="vendor=1",
     span_name="chat tiny",
-    span_kind="SPAN_KIND_CLIENT",
+    span_kind="Client",  # pdata's SpanKind.String(), as the exporter writes it
     service_name="svc",
     resource_attributes={"service.name": "svc"},
     scope_name="otelbench",
@@ -137,7 +137,7 @@ EXPECTED_FULL = SpanRow(
         "blob": "AP9hYg==",
     },
     duration_ns=2_500_000,
-    status_code="STATUS_CODE_ERROR",
+    status_code="Error",  # pdata's StatusCode.String()
     status_message="upstream 503",
     events_timestamp_ns=[T0 + 10, T0 + 20],
     events_name=["first_token", "preempted"],
@@ -311,39 +311,48 @@ def test_empty_and_zero_ids_are_empty_strings() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "name"),
+    ("kind", "name", "constant"),
     [
-        (0, semconv.SPAN_KIND_UNSPECIFIED),
-        (1, semconv.SPAN_KIND_INTERNAL),
-        (2, semconv.SPAN_KIND_SERVER),
-        (3, semconv.SPAN_KIND_CLIENT),
-        (4, semconv.SPAN_KIND_PRODUCER),
-        (5, semconv.SPAN_KIND_CONSUMER),
-        (17, ""),
+        (0, "Unspecified", semconv.SPAN_KIND_UNSPECIFIED),
+        (1, "Internal", semconv.SPAN_KIND_INTERNAL),
+        (2, "Server", semconv.SPAN_KIND_SERVER),
+        (3, "Client", semconv.SPAN_KIND_CLIENT),
+        (4, "Producer", semconv.SPAN_KIND_PRODUCER),
+        (5, "Consumer", semconv.SPAN_KIND_CONSUMER),
+        (17, "", ""),
     ],
 )
-def test_span_kinds(kind: int, name: str) -> None:
+def test_span_kinds_are_pdata_names(kind: int, name: str, constant: str) -> None:
+    """pdata's ``SpanKind.String()``, which the exporter writes (collectors/README.md)."""
     span = t.Span(kind=kind)  # type: ignore[arg-type]
     [row] = decode_traces(request(span).SerializeToString(), Encoding.PROTOBUF).spans
-    assert row.span_kind == name
+    assert row.span_kind == name == constant
 
 
 @pytest.mark.parametrize(
-    ("code", "name"),
-    [(0, semconv.STATUS_UNSET), (1, semconv.STATUS_OK), (2, semconv.STATUS_ERROR), (9, "")],
+    ("code", "name", "constant"),
+    [
+        (0, "Unset", semconv.STATUS_UNSET),
+        (1, "Ok", semconv.STATUS_OK),
+        (2, "Error", semconv.STATUS_ERROR),
+        (9, "", ""),
+    ],
 )
-def test_status_codes(code: int, name: str) -> None:
+def test_status_codes_are_pdata_names(code: int, name: str, constant: str) -> None:
+    """pdata's ``StatusCode.String()``, which the exporter writes."""
     span = t.Span(status=t.Status(code=code))  # type: ignore[arg-type]
     [row] = decode_traces(request(span).SerializeToString(), Encoding.PROTOBUF).spans
-    assert row.status_code == name
+    assert row.status_code == name == constant
 
 
-def test_service_name_must_be_a_string_for_traces() -> None:
+def test_a_service_name_of_another_type_is_rendered_as_a_string() -> None:
+    """The exporter's ``GetServiceName``: ``AsString`` of any value (before August 2024 it kept
+    only a string value for traces)."""
     res = [kv("service.name", int_value=5), kv("host", string_value="h")]
     [row] = decode_traces(
         request(t.Span(), resource=res).SerializeToString(), Encoding.PROTOBUF
     ).spans
-    assert row.service_name == ""
+    assert row.service_name == "5"
     assert row.resource_attributes == {"service.name": "5", "host": "h"}
 
 
@@ -652,10 +661,10 @@ def test_status_bodies() -> None:
     assert json.loads(encode_status(8, "big", Encoding.JSON)) == {"code": 8, "message": "big"}
 
 
-def test_json_int_array_service_name_stays_not_a_string() -> None:
+def test_json_int_array_service_name_is_its_json_text() -> None:
     doc = to_otlp_json(
         request(t.Span(name="s"), resource=[KeyValue(key="service.name", value=ints(1))])
     )
     [row] = decode_traces(json.dumps(doc).encode(), Encoding.JSON).spans
-    assert row.service_name == ""
+    assert row.service_name == "[1]"
     assert row.resource_attributes == {"service.name": "[1]"}

@@ -4,7 +4,9 @@ chdb (ClickHouse in-process) serves **one data directory per process**: every te
 process shares :func:`chdb_dir` (a temporary directory, removed at exit) and each store is its own
 database in it. :func:`load_chdb` copies a DuckDB store's spans into a new database with
 :func:`otelbench.query.clickhouse.copy_duckdb_to_chdb` (the exporter's ``otel_traces`` DDL) and
-returns the store's ``chdb://`` URL. Any other test that uses chdb must use :func:`chdb_dir` too.
+returns the store's ``chdb://`` URL; :func:`load_chdb_as_exporter` inserts them as the collector's
+ClickHouse exporter would have (``tests/fixtures/exporter_rows.py``). Any other test that uses chdb
+must use :func:`chdb_dir` too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ from typing import Any
 import chdb.session
 
 from otelbench.query.clickhouse import ChdbConnection, copy_duckdb_to_chdb
+from tests.fixtures.exporter_rows import (
+    create_exporter_table,
+    insert_like_exporter,
+    request_from_store,
+)
 
 _DIR: list[Path] = []
 
@@ -46,6 +53,21 @@ def chdb_session() -> Iterator[Any]:
 
 def new_database() -> str:
     return f"t_{uuid.uuid4().hex[:16]}"
+
+
+def load_chdb_as_exporter(duckdb_path: Path) -> str:
+    """The DuckDB store's spans inserted into a new chdb database as the OTel Collector's
+    ClickHouse exporter inserts them (its DDL for this engine, its values: current kind and status
+    spellings whatever the DuckDB store holds; ``tests/fixtures/exporter_rows.py``); its
+    ``chdb://`` URL."""
+    database = new_database()
+    request = request_from_store(duckdb_path)
+    with chdb_session() as session:
+        connection = ChdbConnection(session, database)
+        create_exporter_table(connection, database)
+        inserted = insert_like_exporter(connection, database, request)
+    assert inserted > 0
+    return f"chdb://{chdb_dir()}?database={database}"
 
 
 def load_chdb(duckdb_path: Path) -> str:

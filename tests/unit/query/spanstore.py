@@ -9,6 +9,7 @@ values and spell them that way; tests may also pass strings verbatim.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -107,8 +108,8 @@ class SpanWriter:
         self, run_id: str, manifest: Mapping[str, Any], start_ns: int, duration_ns: int
     ) -> None:
         self.span(
-            trace_id=f"run-{run_id}".ljust(32, "0"),
-            span_id=f"r{run_id}".ljust(16, "0"),
+            trace_id=run_trace_id(run_id),
+            span_id=run_trace_id(run_id)[:16],
             name=semconv.SPAN_RUN,
             kind=semconv.SPAN_KIND_INTERNAL,
             start_ns=start_ns,
@@ -350,6 +351,11 @@ MANIFEST: dict[str, Any] = {
 
 def trace(n: int) -> str:
     return f"{n:032x}"
+
+
+def run_trace_id(run_id: str) -> str:
+    """The trace id of run ``run_id``'s run span: 32 hex digits, as on the wire (an OTLP id)."""
+    return hashlib.sha256(run_id.encode()).hexdigest()[:32]
 
 
 def span(n: int) -> str:

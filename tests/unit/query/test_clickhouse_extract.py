@@ -1,15 +1,21 @@
-"""The ClickHouse dialect on chdb gives the same records and the same report as DuckDB.
+"""The ClickHouse dialect on chdb gives the same records and the same report as DuckDB, whatever
+spelling of kinds and statuses the store holds.
 
 Every scenario is written once as a real DuckDB store (``spanstore``), copied row for row into
 chdb in the OTel Collector ClickHouse exporter's ``otel_traces`` schema (``clickhouse_store``),
 and extracted through both dialects; the records must be identical field by field (dtypes too)
-and ``report_from_data`` must render the same JSON.
+and ``report_from_data`` must render the same JSON. Each scenario is also held in the other shapes
+a store comes in (``tests/fixtures/exporter_rows.py``): chdb rows as the exporter inserts them
+today (``Server``, ``Error``), and an old store with the spellings the exporter and otelbench wrote
+before August 2024 (``SPAN_KIND_SERVER``, ``STATUS_CODE_ERROR``), as a DuckDB file and copied into
+chdb; all give the same records, report and live requests.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import fields
 from importlib.resources import files
 from pathlib import Path
@@ -31,7 +37,9 @@ from otelbench.query import (
 from otelbench.query.extract import NAME_PARAMETERS, PATTERN_PARAMETERS
 from otelbench.report import render_json
 from otelbench.report.build import report_from_data
-from tests.unit.query.clickhouse_store import load_chdb
+from otelbench.store import SpanStore
+from tests.fixtures.exporter_rows import with_legacy_spellings
+from tests.unit.query.clickhouse_store import chdb_session, load_chdb, load_chdb_as_exporter
 from tests.unit.query.spanstore import (
     HOOK_RUN_ID,
     MANIFEST,
@@ -241,6 +249,23 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, st
     return out
 
 
+@pytest.fixture(scope="module")
+def spellings(stores: dict[str, tuple[Path, str]]) -> dict[str, dict[str, Path | str]]:
+    """Each scenario in the other shapes a store may hold it: ``exporter``, chdb rows as the
+    collector's ClickHouse exporter inserts them (current spellings, its DDL for this engine);
+    ``legacy-duckdb``, the DuckDB store with the pre-August-2024 spellings; ``legacy-chdb``, that
+    copied into chdb."""
+    out: dict[str, dict[str, Path | str]] = {}
+    for name, (duck, _) in stores.items():
+        legacy = with_legacy_spellings(duck, duck.with_name("legacy.duckdb"))
+        out[name] = {
+            "exporter": load_chdb_as_exporter(duck),
+            "legacy-duckdb": legacy,
+            "legacy-chdb": load_chdb(legacy),
+        }
+    return out
+
+
 def assert_same_records(a: object, b: object, where: str) -> None:
     assert type(a) is type(b)
     for f in fields(a):  # type: ignore[arg-type]
@@ -263,25 +288,79 @@ def assert_same_run_data(a: RunData, b: RunData) -> None:
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_both_dialects_extract_the_same_records_and_report(
-    stores: dict[str, tuple[Path, str]], name: str
+    stores: dict[str, tuple[Path, str]],
+    spellings: dict[str, dict[str, Path | str]],
+    name: str,
 ) -> None:
+    """DuckDB against chdb, and against every other shape of the same store (``spellings``):
+    the same runs, records, report.json text and live requests."""
     duck, url = stores[name]
-    with open_store(duck) as d, open_store(url) as c:
+    with ExitStack() as stack:
+        d = stack.enter_context(open_store(duck))
+        others = {"chdb": stack.enter_context(open_store(url))}
+        for shape, store in spellings[name].items():
+            others[shape] = stack.enter_context(open_store(store))
         assert d.dialect.name == "duckdb"
-        assert c.dialect.name == "clickhouse"
+        assert others["chdb"].dialect.name == others["exporter"].dialect.name == "clickhouse"
         runs = list_runs(d)
         assert runs
-        assert list_runs(c) == runs
-        for run in runs:
-            a = extract_run_data(d, run.run_id)
-            b = extract_run_data(c, run.run_id)
-            assert_same_run_data(a, b)
-            assert render_json(report_from_data(a)) == render_json(report_from_data(b))
-        windows = [(None, None), (T0_NS, T0_NS + 2000 * MS), (T0_NS + 2000 * MS, None)]
-        for start, end in windows:
-            live_d = extract_live_server_requests(d, start, end)
-            live_c = extract_live_server_requests(c, start, end)
-            assert_same_records(live_d, live_c, f"live[{start}, {end})")
+        for shape, c in others.items():
+            assert list_runs(c) == runs, shape
+            for run in runs:
+                a = extract_run_data(d, run.run_id)
+                b = extract_run_data(c, run.run_id)
+                assert_same_run_data(a, b)
+                assert render_json(report_from_data(a)) == render_json(report_from_data(b)), shape
+            windows = [(None, None), (T0_NS, T0_NS + 2000 * MS), (T0_NS + 2000 * MS, None)]
+            for start, end in windows:
+                live_d = extract_live_server_requests(d, start, end)
+                live_c = extract_live_server_requests(c, start, end)
+                assert_same_records(live_d, live_c, f"{shape} live[{start}, {end})")
+
+
+def test_the_shapes_hold_each_spelling(
+    stores: dict[str, tuple[Path, str]], spellings: dict[str, dict[str, Path | str]]
+) -> None:
+    """So that the comparison above compares spellings: the exporter's rows and otelbench's own
+    stores hold the current ones, the old stores the old ones, and the requests are there."""
+    duck, url = stores["mixed"]
+    shapes = spellings["mixed"]
+    current = {
+        (semconv.SPAN_KIND_CLIENT, semconv.STATUS_ERROR),
+        (semconv.SPAN_KIND_CLIENT, semconv.STATUS_UNSET),
+        (semconv.SPAN_KIND_INTERNAL, semconv.STATUS_UNSET),
+        (semconv.SPAN_KIND_SERVER, semconv.STATUS_UNSET),
+    }
+    legacy = {
+        (semconv.SPAN_KIND_CLIENT_LEGACY, semconv.STATUS_ERROR_LEGACY),
+        (semconv.SPAN_KIND_CLIENT_LEGACY, semconv.STATUS_UNSET_LEGACY),
+        (semconv.SPAN_KIND_INTERNAL_LEGACY, semconv.STATUS_UNSET_LEGACY),
+        (semconv.SPAN_KIND_SERVER_LEGACY, semconv.STATUS_UNSET_LEGACY),
+    }
+    for shape, store, expected in (
+        ("duckdb", duck, current),
+        ("chdb", url, current),
+        ("exporter", shapes["exporter"], current),
+        ("legacy-duckdb", shapes["legacy-duckdb"], legacy),
+        ("legacy-chdb", shapes["legacy-chdb"], legacy),
+    ):
+        assert _kinds_and_statuses(store) == expected, shape
+    with open_store(shapes["legacy-chdb"]) as c:
+        data = extract_run_data(c, "m1")
+    assert data.client.ok.tolist() == [True, True, True, False]  # STATUS_CODE_ERROR read as Error
+    assert data.server.span_id == (span(33), span(44), span(55), span(66))
+
+
+def _kinds_and_statuses(store: Path | str) -> set[tuple[str, str]]:
+    """The (SpanKind, StatusCode) pairs a store holds."""
+    sql = 'SELECT DISTINCT "SpanKind", "StatusCode" FROM otel_traces'
+    if isinstance(store, Path):
+        with SpanStore.open(store, read_only=True) as duck:
+            return {(str(k), str(s)) for k, s in duck.execute(sql)}
+    database = store.rsplit("database=", 1)[1]
+    with chdb_session() as session:
+        text = session.query(sql.replace("otel_traces", f"{database}.otel_traces"), "TSV")
+    return {(k, s) for k, s in (line.split("\t") for line in text.bytes().decode().splitlines())}
 
 
 def test_the_comparison_sees_real_data(stores: dict[str, tuple[Path, str]]) -> None:

@@ -22,7 +22,8 @@ from otelbench.query.clickhouse import (
 from tests.unit.query.clickhouse_store import chdb_dir, chdb_session, load_chdb, new_database
 from tests.unit.query.spanstore import write_scenario
 
-# The exporter's otel_traces as ClickHouse describes the table it created (system.columns).
+# The exporter's otel_traces as ClickHouse describes the table it created (system.columns; the
+# two ALIAS columns apart: they are computed, not stored, and the DuckDB store has no twin).
 EXPORTER_COLUMNS = [
     ("Timestamp", "DateTime64(9)"),
     ("TraceId", "String"),
@@ -56,7 +57,7 @@ def test_chdb_creates_the_exporters_table_unchanged(tmp_path: Path) -> None:
         conn = ChdbConnection(session, database)
         cols = arrow_columns(
             conn.query_arrow(
-                "SELECT name, type, compression_codec FROM system.columns "
+                "SELECT name, type, compression_codec, default_kind FROM system.columns "
                 "WHERE database = {db:String} AND table = 'otel_traces' ORDER BY position",
                 {"db": database},
                 "t",
@@ -64,7 +65,7 @@ def test_chdb_creates_the_exporters_table_unchanged(tmp_path: Path) -> None:
         )
         table = arrow_columns(
             conn.query_arrow(
-                "SELECT engine, partition_key, sorting_key FROM system.tables "
+                "SELECT engine, partition_key, sorting_key, primary_key FROM system.tables "
                 "WHERE database = {db:String} AND name = 'otel_traces'",
                 {"db": database},
                 "t",
@@ -78,11 +79,25 @@ def test_chdb_creates_the_exporters_table_unchanged(tmp_path: Path) -> None:
                 "t",
             )
         )
-    assert list(zip(cols["name"].tolist(), cols["type"].tolist(), strict=True)) == EXPORTER_COLUMNS
-    assert cols["compression_codec"].tolist()[0] == "CODEC(Delta(8), ZSTD(1))"
+    described = list(
+        zip(
+            cols["name"].tolist(), cols["type"].tolist(), cols["default_kind"].tolist(), strict=True
+        )
+    )
+    assert [(n, t) for n, t, kind in described if kind != "ALIAS"] == EXPORTER_COLUMNS
+    assert [(n, t) for n, t, kind in described if kind == "ALIAS"] == [
+        ("ResourceAttributeItems", "Array(String)"),
+        ("SpanAttributeItems", "Array(String)"),
+    ]
+    codecs = dict(zip(cols["name"].tolist(), cols["compression_codec"].tolist(), strict=True))
+    assert codecs["Timestamp"] == "CODEC(Delta(8), ZSTD(1))"
+    assert codecs["Duration"] == "CODEC(T64, ZSTD(1))"
     assert table["engine"].tolist() == ["MergeTree"]
     assert table["partition_key"].tolist() == ["toDate(Timestamp)"]
-    assert table["sorting_key"].tolist() == ["ServiceName, SpanName, toDateTime(Timestamp)"]
+    assert table["sorting_key"].tolist() == [
+        "ServiceName, SpanName, toDateTime(Timestamp), Timestamp"
+    ]
+    assert table["primary_key"].tolist() == ["ServiceName, SpanName, toDateTime(Timestamp)"]
     assert list(
         zip(
             indexes["name"].tolist(),
@@ -92,6 +107,7 @@ def test_chdb_creates_the_exporters_table_unchanged(tmp_path: Path) -> None:
         )
     ) == [
         ("idx_duration", "Duration", "minmax"),
+        ("idx_lower_span_name", "lower(SpanName)", "tokenbf_v1(32768, 3, 0)"),
         ("idx_res_attr_key", "mapKeys(ResourceAttributes)", "bloom_filter(0.01)"),
         ("idx_res_attr_value", "mapValues(ResourceAttributes)", "bloom_filter(0.01)"),
         ("idx_span_attr_key", "mapKeys(SpanAttributes)", "bloom_filter(0.01)"),

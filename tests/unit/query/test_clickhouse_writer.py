@@ -275,9 +275,14 @@ def test_readers_refuse_a_database_written_by_a_newer_otelbench_and_accept_none(
             f"CREATE TABLE {newer}.otelbench_meta (key String, value String) "
             "ENGINE = ReplacingMergeTree ORDER BY key"
         )
-        session.query(f"INSERT INTO {newer}.otelbench_meta VALUES ('schema_version', '2')")
+        newer_version = SCHEMA_VERSION + 1
+        session.query(
+            f"INSERT INTO {newer}.otelbench_meta VALUES ('schema_version', '{newer_version}')"
+        )
     with (
-        pytest.raises(NotAnOtelbenchStore, match=r"store schema version '2'.*upgrade otelbench"),
+        pytest.raises(
+            NotAnOtelbenchStore, match=rf"store schema version '{newer_version}'.*upgrade otelbench"
+        ),
         open_store(f"chdb://{chdb_dir()}?database={newer}"),
     ):
         pass

@@ -228,7 +228,10 @@ def test_duckdb_file_without_meta_is_not_ours(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("version", "message"),
-    [("2", "newer otelbench .*version 2"), ("banana", "unreadable otelbench schema version")],
+    [
+        (str(SCHEMA_VERSION + 1), f"newer otelbench .*version {SCHEMA_VERSION + 1}"),
+        ("banana", "unreadable otelbench schema version"),
+    ],
 )
 def test_newer_or_garbled_schema_version(tmp_path: Path, version: str, message: str) -> None:
     path = tmp_path / "s.duckdb"

@@ -18,7 +18,7 @@ chosen AS (
     FROM otel_traces AS s
     INNER JOIN parents AS p ON s.TraceId = p.p_trace_id AND s.ParentSpanId = p.p_span_id
     WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
-      AND s.SpanKind = {kind_server:String}
+      AND s.SpanKind IN ({kind_server:String}, {kind_server_legacy:String})
     QUALIFY row_number() OVER (
         PARTITION BY s.TraceId, p.client_span_id
         ORDER BY s.SpanName = {span_hook_request:String} DESC, s.Timestamp, s.SpanId

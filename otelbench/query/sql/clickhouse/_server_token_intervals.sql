@@ -17,7 +17,7 @@ server AS (
         ON s.TraceId = c.c_trace_id AND s.SpanId = c.c_span_id
        AND s.ParentSpanId = c.c_parent_id AND s.SpanName = c.c_span_name AND s.Timestamp = c.c_ts
     WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
-      AND s.SpanKind = {kind_server:String}
+      AND s.SpanKind IN ({kind_server:String}, {kind_server_legacy:String})
     LIMIT 1 BY c.c_trace_id, c.client_span_id
 ),
 per_request AS (

@@ -32,7 +32,7 @@ WITH client AS (
            CAST([], 'Array(Int64)'))                              AS tokens_parsed,
         one_each OR tokens_ok AND length(tokens_parsed) = length(offsets) AS has_tokens
     FROM otel_traces
-    WHERE SpanKind = {kind_client:String}
+    WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
       AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
       AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
            OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
@@ -42,7 +42,7 @@ SELECT
     span_id,
     toUnixTimestamp64Nano(ts)                                             AS submit_unix_ns,
     toInt64(duration)                                                     AS duration_ns,
-    (status_code != {status_error:String}
+    (status_code NOT IN ({status_error:String}, {status_error_legacy:String})
      AND NOT mapContains(attrs, {attr_error_type:String}))                AS ok,
     if(mapContains(attrs, {attr_error_type:String}),
        attrs[{attr_error_type:String}], NULL)                             AS error_type,

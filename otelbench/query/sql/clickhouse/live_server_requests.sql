@@ -26,7 +26,7 @@ WITH server AS (
         s.`Events.Attributes`                       AS event_attrs
     FROM otel_traces AS s
     WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
-      AND s.SpanKind = {kind_server:String}
+      AND s.SpanKind IN ({kind_server:String}, {kind_server_legacy:String})
       AND ({start_unix_ns:Nullable(Int64)} IS NULL
            OR s.Timestamp >= fromUnixTimestamp64Nano(assumeNotNull({start_unix_ns:Nullable(Int64)})))
       AND ({end_unix_ns:Nullable(Int64)} IS NULL
@@ -34,7 +34,7 @@ WITH server AS (
       AND (s.TraceId, s.ParentSpanId) NOT IN (
           SELECT TraceId, SpanId
           FROM otel_traces
-          WHERE SpanKind = {kind_client:String}
+          WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
             AND mapContains(SpanAttributes, {attr_run_id:String})
       )
       AND (s.TraceId, s.ParentSpanId) NOT IN (  -- behind otelbench's gateway
@@ -42,7 +42,7 @@ WITH server AS (
           FROM otel_traces AS g
           INNER JOIN otel_traces AS c ON c.TraceId = g.TraceId AND c.SpanId = g.ParentSpanId
           WHERE g.SpanName = {span_gateway_request:String}
-            AND c.SpanKind = {kind_client:String}
+            AND c.SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
             AND mapContains(c.SpanAttributes, {attr_run_id:String})
       )
     QUALIFY row_number() OVER (

@@ -11,11 +11,11 @@ SELECT
     toInt64(count())                                   AS spans
 FROM otel_traces
 WHERE SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
-  AND SpanKind = {kind_server:String}
+  AND SpanKind IN ({kind_server:String}, {kind_server_legacy:String})
   AND TraceId IN (
       SELECT TraceId
       FROM otel_traces
-      WHERE SpanKind = {kind_client:String}
+      WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
         AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
         AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
              OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})

@@ -10,6 +10,6 @@ WHERE ServiceName != {service_client:String}
   AND TraceId IN (
       SELECT TraceId
       FROM otel_traces
-      WHERE SpanKind = {kind_client:String}
+      WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
         AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
   )

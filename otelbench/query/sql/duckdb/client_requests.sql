@@ -26,7 +26,7 @@ WITH client AS (
              THEN from_json("SpanAttributes"[$attr_chunk_offsets_us], '["BIGINT"]')
         END                                                          AS chunk_offsets
     FROM otel_traces
-    WHERE "SpanKind" = $kind_client
+    WHERE "SpanKind" IN ($kind_client, $kind_client_legacy)
       AND "SpanAttributes"[$attr_run_id] = $run_id
       AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
 ),
@@ -59,7 +59,8 @@ SELECT
     span_id,
     epoch_ns(ts)                                                     AS submit_unix_ns,
     CAST(duration AS BIGINT)                                         AS duration_ns,
-    (status_code <> $status_error AND attrs[$attr_error_type] IS NULL) AS ok,
+    (status_code NOT IN ($status_error, $status_error_legacy)
+     AND attrs[$attr_error_type] IS NULL)                            AS ok,
     attrs[$attr_error_type]                                          AS error_type,
     CASE WHEN regexp_matches(attrs[$attr_request_index], $re_int)
          THEN CAST(attrs[$attr_request_index] AS BIGINT) END         AS request_index,

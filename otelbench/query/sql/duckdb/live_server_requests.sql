@@ -21,7 +21,7 @@ WITH server AS (
         list_zip(s."Events.Name", s."Events.Attributes")  AS events
     FROM otel_traces AS s
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
-      AND s."SpanKind" = $kind_server
+      AND s."SpanKind" IN ($kind_server, $kind_server_legacy)
       AND ($start_unix_ns IS NULL OR s."Timestamp" >= make_timestamp_ns(CAST($start_unix_ns AS BIGINT)))
       AND ($end_unix_ns IS NULL OR s."Timestamp" < make_timestamp_ns(CAST($end_unix_ns AS BIGINT)))
       AND NOT EXISTS (
@@ -29,7 +29,7 @@ WITH server AS (
           FROM otel_traces AS c
           WHERE c."TraceId" = s."TraceId"
             AND c."SpanId" = s."ParentSpanId"
-            AND c."SpanKind" = $kind_client
+            AND c."SpanKind" IN ($kind_client, $kind_client_legacy)
             AND c."SpanAttributes"[$attr_run_id] IS NOT NULL
       )
       AND NOT EXISTS (  -- behind otelbench's gateway: the gateway span's parent is the client
@@ -39,7 +39,7 @@ WITH server AS (
           WHERE g."TraceId" = s."TraceId"
             AND g."SpanId" = s."ParentSpanId"
             AND g."SpanName" = $span_gateway_request
-            AND c."SpanKind" = $kind_client
+            AND c."SpanKind" IN ($kind_client, $kind_client_legacy)
             AND c."SpanAttributes"[$attr_run_id] IS NOT NULL
       )
     QUALIFY row_number() OVER (

@@ -11,7 +11,7 @@
 WITH client AS (
     SELECT "TraceId" AS trace_id, "SpanId" AS span_id
     FROM otel_traces
-    WHERE "SpanKind" = $kind_client
+    WHERE "SpanKind" IN ($kind_client, $kind_client_legacy)
       AND "SpanAttributes"[$attr_run_id] = $run_id
       AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
 )

@@ -15,7 +15,7 @@
 WITH client AS (
     SELECT "TraceId" AS trace_id, "SpanId" AS span_id
     FROM otel_traces
-    WHERE "SpanKind" = $kind_client
+    WHERE "SpanKind" IN ($kind_client, $kind_client_legacy)
       AND "SpanAttributes"[$attr_run_id] = $run_id
       AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
 ),
@@ -33,7 +33,7 @@ chosen AS MATERIALIZED (  -- materialized: the planner may not join otel_traces 
     JOIN parents AS p
       ON s."TraceId" = p.trace_id AND s."ParentSpanId" = p.span_id
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
-      AND s."SpanKind" = $kind_server
+      AND s."SpanKind" IN ($kind_server, $kind_server_legacy)
     QUALIFY row_number() OVER (
         PARTITION BY s."TraceId", p.client_span_id
         ORDER BY s."SpanName" = $span_hook_request DESC, s."Timestamp", s."SpanId"
@@ -54,7 +54,7 @@ server AS (
     FROM otel_traces AS s
     JOIN chosen AS c ON c.row_id = s.rowid
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
-      AND s."SpanKind" = $kind_server
+      AND s."SpanKind" IN ($kind_server, $kind_server_legacy)
 )
 SELECT
 -- @include _server_span_columns

@@ -6,7 +6,7 @@
 WITH client AS (
     SELECT DISTINCT "TraceId" AS trace_id
     FROM otel_traces
-    WHERE "SpanKind" = $kind_client
+    WHERE "SpanKind" IN ($kind_client, $kind_client_legacy)
       AND "SpanAttributes"[$attr_run_id] = $run_id
       AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
 )
@@ -19,6 +19,6 @@ SELECT
 FROM otel_traces AS s
 SEMI JOIN client AS c ON s."TraceId" = c.trace_id
 WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
-  AND s."SpanKind" = $kind_server
+  AND s."SpanKind" IN ($kind_server, $kind_server_legacy)
 GROUP BY ALL
 ORDER BY ALL
