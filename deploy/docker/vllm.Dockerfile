@@ -1,8 +1,10 @@
 # vLLM (the official OpenAI-compatible server image) with otelbench's engine hooks installed.
 # Build from the repository root:
 #   docker build -f deploy/docker/vllm.Dockerfile -t otelbench/vllm-hooks:0.32.0 .
-# The hooks support vLLM 0.32.x only (engine_hooks/README.md); on another version they log one
-# warning and stay off, so keep VLLM_VERSION on 0.32.x.
+# The hooks enable themselves on any vLLM whose internals pass their load-time checks; support is
+# claimed for 0.30-0.32 (ran as a real engine) and 0.33 (sources conform): engine_hooks/README.md,
+# "Which vLLM releases". VLLM_VERSION must be one of those (tests/unit/test_deploy.py reads the
+# list from engine_hooks/otelbench_vllm/_vllm_internals.py).
 # Nothing here is built on the CI machine (no Docker engine): tests/unit/test_deploy.py checks
 # that every COPY source exists and the pip lines use --no-deps.
 ARG VLLM_VERSION=v0.32.0
@@ -24,6 +26,7 @@ RUN set -eux; \
     python3 -c 'import otelbench_vllm, otelbench_vllm.stat_logger, opentelemetry.exporter.prometheus'; \
     rm -rf /tmp/otelbench-src
 
-# Installed but inert until enabled; compose.yaml and k8s/vllm.yaml set these per deployment.
-ENV OTELBENCH_VLLM_HOOKS=1 \
-    OTEL_SERVICE_NAME=vllm
+# Installed but inert: a deployment enables the hooks with OTELBENCH_VLLM_HOOKS=1 together with
+# the OTLP endpoint, vLLM's --otlp-traces-endpoint and the spool directory (compose.yaml and
+# k8s/vllm.yaml do), never the image alone.
+ENV OTEL_SERVICE_NAME=vllm

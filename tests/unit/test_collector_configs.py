@@ -6,10 +6,34 @@ can be done without it: the YAML parses; every pipeline names defined components
 that exists in the contrib distribution and supports the pipeline's signal; every defined
 component is used; each component's keys are keys its config schema declares; durations parse
 as Go durations; the agent's exporter reaches the gateway's receiver; the span-metric
-dimensions and the ClickHouse table are otelbench's names. What is NOT checked: that a real
-otelcol-contrib of a given version accepts the files (``otelcol-contrib validate``), nested
-settings below the levels listed here, and any behaviour (ClickHouse inserts, Prometheus
-output). collectors/README.md says the same.
+dimensions and the ClickHouse table are otelbench's names; every exporter's sending queue is on
+disk (a ``file_storage`` extension the service starts) and retries until delivered, and nothing
+writes ClickHouse tables that nothing reads. What is NOT checked: that a real otelcol-contrib of
+a given version accepts the files (``otelcol-contrib validate``), nested settings below the
+levels listed here, and any behaviour (ClickHouse inserts, a queue surviving a restart,
+Prometheus output). collectors/README.md says the same.
+
+The keys each component accepts (``SCHEMA_KEYS``, ``NESTED_KEYS``) are read from the upstream
+sources below; the deployment pins ``otel/opentelemetry-collector-contrib:0.120.0``, so a key is
+listed only where the source read has it at that release or where it is older than it:
+
+- ``file_storage`` extension: contrib ``extension/storage/filestorage/config.go`` (``Config``:
+  ``directory``, ``timeout``, ``compaction``, ``fsync``, ``create_directory``,
+  ``directory_permissions``; ``CompactionConfig``: ``on_start``, ``on_rebound``, ``directory``,
+  ``rebound_needed_threshold_mib``, ``rebound_trigger_threshold_mib``, ``max_transaction_size``,
+  ``check_interval``, ``cleanup_on_start``) and its README (contrib commit 081fcead);
+  ``create_directory`` / ``directory_permissions`` came with contrib PR #34985 (merged
+  2024-09, before v0.120.0); ``fsync`` and ``compaction`` are in the 2023 version (4f70196d).
+- ``sending_queue``: collector ``exporter/exporterhelper`` ``QueueConfig`` as v0.120.0 has it
+  (``enabled``, ``num_consumers``, ``queue_size``, ``blocking``, ``storage``; ``blocking`` is
+  deprecated for ``block_on_overflow`` in v0.123.0 and ``sizer`` came after v0.120.0, so the
+  table keeps the four keys valid in both); its README's "Persistent Queue" section:
+  ``storage`` names a storage extension and there is then no in-memory queue, ``queue_size``
+  bounds the batches on disk, and ``retry_on_failure.max_elapsed_time: 0`` never stops retrying.
+- ``retry_on_failure``: collector ``config/configretry`` ``BackOffConfig``.
+- ``health_check``: contrib ``extension/healthcheckextension/config.go`` (``confighttp`` server
+  settings squashed in, ``path``, ``response_body``, ``check_collector_pipeline``).
+- the others: the ``config.schema.yaml`` commits named at ``SCHEMA_KEYS``.
 
 rotel's env file is checked against the real binary: every ``ROTEL_*`` key must be one that
 ``rotel-agent start --help`` lists, and it must carry the same settings as the Python launcher.
@@ -68,7 +92,14 @@ KNOWN: dict[str, set[str]] = {
         "file",
     },
     "connectors": {"spanmetrics", "servicegraph", "count", "forward", "routing"},
-    "extensions": {"health_check", "pprof", "zpages", "basicauth", "bearertokenauth"},
+    "extensions": {
+        "health_check",
+        "file_storage",
+        "pprof",
+        "zpages",
+        "basicauth",
+        "bearertokenauth",
+    },
 }
 
 # Signals a component handles: as a receiver / exporter of a pipeline of that signal. From the
@@ -179,7 +210,22 @@ SCHEMA_KEYS: dict[tuple[str, str], set[str]] = {
         "resource_metrics_cache_size",
         "resource_metrics_key_attributes",
     },
-    ("extensions", "health_check"): {"endpoint", "path", "check_collector_pipeline", "tls"},
+    ("extensions", "health_check"): {
+        "endpoint",
+        "path",
+        "response_body",
+        "check_collector_pipeline",
+        "tls",
+    },
+    # contrib extension/storage/filestorage/config.go (module docstring)
+    ("extensions", "file_storage"): {
+        "directory",
+        "timeout",
+        "compaction",
+        "fsync",
+        "create_directory",
+        "directory_permissions",
+    },
 }
 NESTED_KEYS: dict[str, set[str]] = {
     # configretry.BackOffConfig
@@ -198,7 +244,22 @@ NESTED_KEYS: dict[str, set[str]] = {
     "exemplars": {"enabled", "max_per_data_point"},
     # clickhouseexporter $defs.table_engine
     "table_engine": {"name", "params"},
+    # exporterhelper QueueConfig at v0.120.0, less `blocking` (deprecated in v0.123.0)
+    "sending_queue": {"enabled", "num_consumers", "queue_size", "storage"},
+    # filestorage CompactionConfig
+    "compaction": {
+        "on_start",
+        "on_rebound",
+        "directory",
+        "rebound_needed_threshold_mib",
+        "rebound_trigger_threshold_mib",
+        "max_transaction_size",
+        "check_interval",
+        "cleanup_on_start",
+    },
 }
+# Exporters built on exporterhelper: their queue and retry settings are checked below.
+QUEUED_EXPORTERS = {"otlp", "otlphttp", "clickhouse"}
 GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 DURATION_KEYS = {
     "check_interval",
@@ -336,8 +397,78 @@ def test_component_keys_are_in_their_schemas_and_durations_parse(name: str) -> N
         if leaf in DURATION_KEYS:
             assert isinstance(value, str), f"{path}: {value!r}"
             assert GO_DURATION.match(value), f"{path}: {value!r}"
-    assert nested_blocks_checked(doc) >= (4 if name == "gateway.yaml" else 1)
+    assert nested_blocks_checked(doc) >= (12 if name == "gateway.yaml" else 3)
     assert checked >= 5
+
+
+def queue_problems(doc: dict[str, Any]) -> list[str]:
+    """Why an exporter of a collector config could lose a batch it accepted: a queue in memory
+    (lost on restart), a storage id that names no started ``file_storage`` extension, retries
+    that stop (``max_elapsed_time`` other than 0). Empty when every queued exporter is durable.
+    Also used by tests/unit/test_deploy.py on the gateway merged with deploy's overlay."""
+    extensions = doc.get("extensions") or {}
+    started = set(doc["service"].get("extensions", []))
+    problems = []
+    for exporter_id, config in (doc.get("exporters") or {}).items():
+        if ctype(exporter_id) not in QUEUED_EXPORTERS:
+            continue
+        queue = config.get("sending_queue") or {}
+        retry = config.get("retry_on_failure") or {}
+        storage = queue.get("storage")
+        if queue.get("enabled") is not True:
+            problems.append(f"{exporter_id}: no sending queue")
+        if storage is None:
+            problems.append(f"{exporter_id}: queue in memory (no sending_queue.storage)")
+        elif ctype(storage) != "file_storage" or storage not in extensions:
+            problems.append(f"{exporter_id}: storage {storage} is no file_storage extension")
+        elif storage not in started:
+            problems.append(f"{exporter_id}: storage {storage} not in service.extensions")
+        if retry.get("enabled") is not True:
+            problems.append(f"{exporter_id}: retry_on_failure off")
+        elif duration_ms(str(retry.get("max_elapsed_time", "300s"))) != 0:
+            problems.append(f"{exporter_id}: gives up after {retry.get('max_elapsed_time')}")
+        if not int(queue.get("queue_size", 0)) > 0:
+            problems.append(f"{exporter_id}: queue_size must bound the queue")
+    return problems
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_sending_queue_is_on_disk_and_retries_until_delivered(name: str) -> None:
+    """Nothing accepted is lost across a collector restart or a long outage downstream: each
+    exporterhelper exporter queues in a started ``file_storage`` extension and retries with
+    ``max_elapsed_time: 0`` (never stop); ``queue_size`` is then the only bound."""
+    doc = load(name)
+    assert queue_problems(doc) == []
+    exporters = [e for e in doc["exporters"] if ctype(e) in QUEUED_EXPORTERS]
+    assert exporters == (["otlp/gateway"] if name == "agent.yaml" else ["clickhouse"])
+    # the check itself: the committed config with its queue back in memory fails it
+    in_memory = load(name)
+    for exporter in exporters:
+        del in_memory["exporters"][exporter]["sending_queue"]["storage"]
+        in_memory["exporters"][exporter]["retry_on_failure"]["max_elapsed_time"] = "300s"
+    assert len(queue_problems(in_memory)) == 2 * len(exporters)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_file_storage_keeps_its_files_in_one_absolute_directory(name: str) -> None:
+    """The directory (and compaction's scratch directory) is one absolute path, the mount point
+    deploy/ gives a volume; fsync on, so a batch the queue acknowledged is on disk."""
+    doc = load(name)
+    (storage_id,) = [e for e in doc["extensions"] if ctype(e) == "file_storage"]
+    storage = doc["extensions"][storage_id]
+    assert storage["directory"] == "/var/lib/otelcol/file_storage"
+    assert storage["compaction"]["directory"] == storage["directory"]
+    assert storage["fsync"] is True
+    assert storage["compaction"]["on_rebound"] is True
+
+
+def test_only_traces_reach_clickhouse() -> None:
+    """The ClickHouse exporter writes otel_traces only: no pipeline of another signal feeds it
+    (nothing reads the otel_metrics_* tables a metrics pipeline would fill)."""
+    pipelines = load("gateway.yaml")["service"]["pipelines"]
+    feeding = {p for p, pipeline in pipelines.items() if "clickhouse" in pipeline["exporters"]}
+    assert feeding == {"traces"}
+    assert pipelines["metrics"]["exporters"] == ["prometheus"]
 
 
 def test_otlp_receivers_listen_on_the_standard_ports() -> None:
