@@ -14,34 +14,9 @@ import pytest
 from otelbench import __version__, semconv
 from otelbench.errors import NotAnOtelbenchStore, StoreError
 from otelbench.store import SCHEMA_VERSION, GaugeRow, HistogramRow, SpanRow, SpanStore, SumRow
+from tests.fixtures.exporter_rows import INSERT_COLUMNS
 
 T0 = 1_700_000_000_123_456_789
-
-# The exporter's otel_traces columns, in order (clickhouseexporter sql_templates/traces_table.sql).
-EXPORTER_TRACE_COLUMNS = [
-    "Timestamp",
-    "TraceId",
-    "SpanId",
-    "ParentSpanId",
-    "TraceState",
-    "SpanName",
-    "SpanKind",
-    "ServiceName",
-    "ResourceAttributes",
-    "ScopeName",
-    "ScopeVersion",
-    "SpanAttributes",
-    "Duration",
-    "StatusCode",
-    "StatusMessage",
-    "Events.Timestamp",
-    "Events.Name",
-    "Events.Attributes",
-    "Links.TraceId",
-    "Links.SpanId",
-    "Links.TraceState",
-    "Links.Attributes",
-]
 
 
 def span_row(i: int = 0, **changes: Any) -> SpanRow:
@@ -82,7 +57,7 @@ def test_new_store_has_the_exporter_tables_and_our_meta(tmp_path: Path) -> None:
             "SELECT column_name FROM duckdb_columns() WHERE table_name = 'otel_traces' "
             "ORDER BY column_index"
         )
-        assert [c for (c,) in cols] == EXPORTER_TRACE_COLUMNS
+        assert [c for (c,) in cols] == list(INSERT_COLUMNS)
         tables = {t for (t,) in store.execute("SELECT table_name FROM duckdb_tables()")}
         assert {
             "otel_traces",
