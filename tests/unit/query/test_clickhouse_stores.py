@@ -11,13 +11,13 @@ import pytest
 
 from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
 from otelbench.query import list_runs, open_store
-from otelbench.query.clickhouse import (
+from otelbench.query.clickhouse import open_clickhouse_server
+from otelbench.query.extract import arrow_columns
+from otelbench.store.clickhouse import (
     DEFAULT_DATABASE,
     ChdbConnection,
     ServerUrl,
-    arrow_columns,
     clickhouse_schema,
-    open_clickhouse_server,
 )
 from tests.unit.query.clickhouse_store import chdb_dir, chdb_session, load_chdb, new_database
 from tests.unit.query.spanstore import write_scenario
