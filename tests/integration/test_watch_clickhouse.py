@@ -308,7 +308,7 @@ def test_clickhouse_connect_binds_the_live_queries_as_chdb_runs_them(tmp_path: P
     columns as the values chdb is given."""
     from clickhouse_connect.driver.binding import bind_query
 
-    from otelbench.live.query import LIVE_PARAMETERS, live_sql
+    from otelbench.live.query import LIVE_PARAMETERS, SQL_PACKAGE
     from otelbench.query.extract import arrow_columns
     from otelbench.store.clickhouse import ChdbConnection
 
@@ -325,7 +325,7 @@ def test_clickhouse_connect_binds_the_live_queries_as_chdb_runs_them(tmp_path: P
         conn = runner.connection
         assert isinstance(conn, ChdbConnection)
         for name in ("window_server_requests", "store_bytes"):
-            sql = live_sql(name, "clickhouse")
+            sql = runner.dialect.sql(name, SQL_PACKAGE)
             wanted = set(runner.dialect.parameters.findall(re.sub(r"--[^\n]*", "", sql)))
             params = {k: {**LIVE_PARAMETERS, **values}[k] for k in wanted}
             bound_sql, http_params = bind_query(sql, params)
