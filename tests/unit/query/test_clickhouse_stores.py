@@ -117,8 +117,8 @@ def test_chdb_creates_the_exporters_table_unchanged(tmp_path: Path) -> None:
 
 
 def test_the_duckdb_store_mirrors_the_exporters_columns() -> None:
-    """schema.sql (DuckDB) has the exporter's column names in the exporter's order."""
-    duck = (files("otelbench.store") / "schema.sql").read_text(encoding="utf-8")
+    """sql/duckdb/schema.sql has the exporter's column names in the exporter's order."""
+    duck = (files("otelbench.store") / "sql" / "duckdb" / "schema.sql").read_text(encoding="utf-8")
     body = duck.split("CREATE TABLE IF NOT EXISTS otel_traces (", 1)[1].split(");", 1)[0]
     names = re.findall(r'^\s*"([^"]+)"', body, flags=re.MULTILINE)
     assert names == [name for name, _ in EXPORTER_COLUMNS]
