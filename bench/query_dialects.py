@@ -8,8 +8,8 @@ One run builds one span store and measures both dialects on it, alternating:
   offsets (``otelbench.server.token_offsets_us``) and one preemption + resumption event pair: by
   default 10,000 × 100 = 1,000,000 client chunk offsets and 1,000,000 server token offsets. The
   offsets are seeded random (ITL 5–25 ms). It is written into a DuckDB store
-  (``otelbench/store/schema.sql``) with one INSERT … SELECT, then copied into chdb in the
-  exporter's ``otel_traces`` schema (``copy_duckdb_to_chdb``; the copy is timed too).
+  (``otelbench/store/sql/duckdb/schema.sql``) with one INSERT … SELECT, then copied into chdb in
+  the exporter's ``otel_traces`` schema (``copy_duckdb_to_chdb``; the copy is timed too).
 - **extract_run_data**: open the store, run the four named queries of a run (runs,
   client_requests, run_server_requests, run_guardrail_spans) and build the typed records, through
   ``open_store(path)`` (DuckDB) and ``open_store("chdb://…")`` (the ClickHouse SQL); the two
@@ -25,7 +25,7 @@ One run builds one span store and measures both dialects on it, alternating:
   ``client_itl_summary``, ``client_itl_per_request`` and ``server_itl_per_request`` in
   ClickHouse; counts and percentiles checked equal, means and stds within 1e-9 relative.
 - **ClickHouse writer**: the run's spans (``SpanRow``s read back from DuckDB, not timed) inserted
-  through :class:`~otelbench.store.clickhouse_writer.ClickHouseSpanWriter` into a new chdb
+  through :class:`~otelbench.store.clickhouse.ClickHouseSpanWriter` into a new chdb
   database in batches of 512 (the OTLP exporters' default batch), against
   ``SpanStore.insert_spans`` into a new DuckDB file with the same batches.
 
@@ -68,15 +68,17 @@ from otelbench.metrics import (  # noqa: E402
 )
 from otelbench.query import RunData, extract_run_data, open_store  # noqa: E402
 from otelbench.query.clickhouse import (  # noqa: E402
-    ChdbConnection,
     client_itl_per_request,
     client_itl_summary,
-    copy_duckdb_to_chdb,
     server_itl_per_request,
     server_itl_summary,
 )
-from otelbench.store import SpanRow, SpanStore  # noqa: E402
-from otelbench.store.clickhouse_writer import ClickHouseSpanWriter  # noqa: E402
+from otelbench.store import (  # noqa: E402
+    ClickHouseSpanWriter,
+    SpanRow,
+    SpanStore,
+)
+from otelbench.store.clickhouse import ChdbConnection, copy_duckdb_to_chdb  # noqa: E402
 
 RUN_ID = "bench"
 T0_NS = 1_700_000_000_000_000_000

@@ -336,7 +336,7 @@ def chdb_bytes(store_path: Path, tmp: Path) -> tuple[int, int]:
     part per partition: (spans copied, bytes on disk of the table's active parts)."""
     import chdb
 
-    from otelbench.query.clickhouse import ChdbConnection, copy_duckdb_to_chdb
+    from otelbench.store.clickhouse import ChdbConnection, copy_duckdb_to_chdb
 
     session = chdb.session.Session(str(tmp / "ch"))
     try:

@@ -211,7 +211,7 @@ def build_stores(tmp: Path, requests: int, tokens: int) -> dict[str, Any]:
     sys.path.insert(0, str(REPO))
     from query_dialects import build_store
 
-    from otelbench.query.clickhouse import ChdbConnection, copy_duckdb_to_chdb
+    from otelbench.store.clickhouse import ChdbConnection, copy_duckdb_to_chdb
 
     duck = tmp / "spans.duckdb"
     stores = {"duckdb": str(duck), "chdb": f"chdb://{tmp / 'ch'}?database=otel"}

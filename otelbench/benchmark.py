@@ -174,7 +174,7 @@ def store_display(store: str | Path, out_dir: Path | None = None) -> str:
     'clickhouse://bench@ch:8123/otel'
     """
     if is_server_store(store):
-        from otelbench.query.clickhouse import ServerUrl
+        from otelbench.store.clickhouse import ServerUrl
 
         return ServerUrl.parse(str(store)).display()
     if is_store_url(store):

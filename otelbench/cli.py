@@ -306,7 +306,7 @@ def report(
     """
     from otelbench.benchmark import write_reports
     from otelbench.query.extract import is_store_url
-    from otelbench.store.duckdb_store import snapshot_if_written, snapshot_note
+    from otelbench.store.duckdb import snapshot_if_written, snapshot_note
 
     target: str | Path
     if store is not None and is_store_url(store):

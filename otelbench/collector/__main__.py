@@ -3,7 +3,7 @@
 ``STORE`` is a DuckDB file (created if absent) or a ClickHouse store URL: ``chdb:///abs/dir``
 (ClickHouse in-process; this process holds the directory until it stops) or
 ``clickhouse://[user[:password]@]host[:port][/database]`` (a server) — see
-:mod:`otelbench.store.clickhouse_writer`. Without ``--store`` it is read from
+:mod:`otelbench.store.clickhouse`. Without ``--store`` it is read from
 ``$OTELBENCH_COLLECTOR_STORE`` (a URL with a password stays out of ``ps``).
 
 Access (``docs/security.md``), all off by default: ``--auth-token-file PATH`` (or

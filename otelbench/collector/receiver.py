@@ -92,7 +92,8 @@ from otelbench.collector.otlp import (
 )
 from otelbench.errors import CollectorError, StoreError
 from otelbench.store import SpanStore
-from otelbench.store.clickhouse_writer import METRICS_NOT_STORED, SpanWriter, open_span_writer
+from otelbench.store.clickhouse import METRICS_NOT_STORED
+from otelbench.store.writers import SpanWriter, open_span_writer
 
 STATS_PATH: Final = "/otelbench/stats"
 SNAPSHOT_PATH: Final = "/otelbench/snapshot"
@@ -556,10 +557,10 @@ class Receiver:
     """An OTLP/HTTP receiver writing into a span store; start it, send to it, stop it.
 
     ``store`` is a DuckDB path or a ClickHouse store URL (``chdb:///dir``, ``clickhouse://…``:
-    :func:`~otelbench.store.clickhouse_writer.open_span_writer`; the receiver opens the store on
+    :func:`~otelbench.store.writers.open_span_writer`; the receiver opens the store on
     :meth:`start` and closes it on :meth:`stop`) or an open, writable
     :class:`~otelbench.store.SpanStore` or
-    :class:`~otelbench.store.clickhouse_writer.ClickHouseSpanWriter` (left open). ``port=0``
+    :class:`~otelbench.store.clickhouse.ClickHouseSpanWriter` (left open). ``port=0``
     picks a free port; read :attr:`port` after :meth:`start`. It binds ``127.0.0.1`` unless told
     otherwise.
 

@@ -9,7 +9,7 @@
 * *Benchmark runs* (ClickHouse): every run in the time range compared (throughput-latency curve,
   knee, capacity, SLO and methodology verdicts), and one run's requests.
 
-SQL lives in ``otelbench/dashboards/sql/<name>.sql`` in the ClickHouse dialect with the
+SQL lives in ``otelbench/dashboards/sql/clickhouse/<name>.sql`` in the ClickHouse dialect with the
 ClickHouse plugin's macros (``$__timeFilter_ms``, ``$__timeInterval``) and Grafana variables
 (``${run:singlequote}``, ``${slo_ttft_ms}``); two build-time placeholders are expanded here:
 ``{{NAME}}`` is the SQL string literal of ``semconv.NAME`` and ``{{> file}}`` includes
@@ -75,10 +75,14 @@ def _sql_literal(value: str) -> str:
 
 
 def render_sql(name: str) -> str:
-    """``sql/<name>.sql`` with ``{{NAME}}`` (a :mod:`semconv` name, as an SQL string literal) and
-    ``{{> file}}`` (another SQL file, comment lines dropped) expanded; Grafana's macros and
-    variables are left for Grafana."""
-    text = files("otelbench.dashboards").joinpath("sql", f"{name}.sql").read_text("utf-8")
+    """``sql/clickhouse/<name>.sql`` with ``{{NAME}}`` (a :mod:`semconv` name, as an SQL string
+    literal) and ``{{> file}}`` (another SQL file, comment lines dropped) expanded; Grafana's
+    macros and variables are left for Grafana."""
+    text = (
+        files("otelbench.dashboards")
+        .joinpath("sql", "clickhouse", f"{name}.sql")
+        .read_text("utf-8")
+    )
 
     def expand(match: re.Match[str]) -> str:
         include, key = match.group(1), match.group(2)

@@ -8,8 +8,8 @@ span its tracer starts carries :data:`~otelbench.semconv.PROBE_STREAM` (a span p
 it when the span starts), and its ``service.name`` is :data:`~otelbench.semconv.SERVICE_PROBE`.
 The client spans send
 ``traceparent``, so the server span of a probe request (engine hooks, vLLM) is the client span's
-child: ``otelbench watch`` reports it under ``source="probe"``, and ``live_server_requests``
-leaves it out of live traffic.
+child: ``otelbench watch`` reports it under ``source="probe"``, not as live traffic
+(:func:`~otelbench.live.query.extract_window`).
 
 Example::
 

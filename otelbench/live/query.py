@@ -1,13 +1,15 @@
 """The live package's queries: the server spans of a window, by source; store size; retention.
 
-The SQL is in ``otelbench/live/sql/<name>.<dialect>.sql`` — ``duckdb`` for the embedded store,
-``clickhouse`` for ``otel_traces`` exactly as the OpenTelemetry Collector's ClickHouse exporter
-creates it (chdb or a ClickHouse server) — with every span, attribute and kind name bound from
-:mod:`otelbench.semconv`, as in :mod:`otelbench.query`. ``-- @include`` lines expand from the
-query layer's fragments of the same dialect (the server-span record's columns are written once
-per dialect, in ``otelbench/query/sql/<dialect>/_server_span_columns.sql``), and the queries run
-through that dialect's fetch function (one error translation), so both dialects return the same
-columns and :func:`extract_window` the same :class:`LiveWindow`
+The SQL is in ``otelbench/live/sql/<dialect>/<name>.sql`` (the query layer's layout) —
+``duckdb`` for the embedded store, ``clickhouse`` for ``otel_traces`` exactly as the OpenTelemetry
+Collector's ClickHouse exporter creates it (chdb or a ClickHouse server) — with every span,
+attribute and kind name bound from :mod:`otelbench.semconv`, as in :mod:`otelbench.query`.
+``-- @include`` lines expand from the query layer's fragments of the same dialect (the
+server-span record's columns are written once per dialect, in
+``otelbench/query/sql/<dialect>/_server_span_columns.sql``), and the queries run through the
+query layer's one runner (:meth:`~otelbench.query.QueryRunner.run` with
+``sql_package="otelbench.live"``: one parameter check, one error translation), so both dialects
+return the same columns and :func:`extract_window` the same :class:`LiveWindow`
 (``tests/integration/test_watch_clickhouse.py`` holds them equal).
 
 A store is an open :class:`~otelbench.store.SpanStore` (the DuckDB file, possibly shared with
@@ -25,11 +27,8 @@ Example::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from importlib.resources import files
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,14 +36,11 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
-from otelbench.errors import StoreError
 from otelbench.query.extract import (
     NAME_PARAMETERS,
     PATTERN_PARAMETERS,
     Columns,
-    Dialect,
     QueryRunner,
-    get_dialect,
     server_requests_from_columns,
 )
 from otelbench.query.records import ServerRequests
@@ -53,15 +49,16 @@ from otelbench.store import SpanStore
 __all__ = [
     "DEFAULT_LOOKBACK_NS",
     "LIVE_PARAMETERS",
+    "SQL_PACKAGE",
     "LiveStore",
     "LiveWindow",
     "delete_older_than",
     "extract_window",
-    "live_sql",
     "store_bytes",
 ]
 
-_LINE_COMMENT: Final = re.compile(r"--[^\n]*")
+SQL_PACKAGE: Final = "otelbench.live"
+"""The package whose ``sql/<dialect>/`` directories hold the live queries."""
 
 DEFAULT_LOOKBACK_NS: Final = 3600 * 10**9
 """Server spans that started more than this before a window are not looked at (1 h)."""
@@ -80,16 +77,6 @@ tag and the source values."""
 
 LiveStore = SpanStore | QueryRunner
 """What the live queries read: an open DuckDB store, or a query runner of any dialect."""
-
-
-def live_sql(name: str, dialect: str = "duckdb") -> str:
-    """The text of the live query ``name`` in ``dialect``
-    (``otelbench/live/sql/<name>.<dialect>.sql``), its ``-- @include`` lines expanded from that
-    dialect's query-layer fragments."""
-    resource = files("otelbench.live") / "sql" / f"{name}.{dialect}.sql"
-    if not resource.is_file():
-        raise StoreError(f"no {dialect} SQL for live query {name!r}")
-    return get_dialect(dialect).expand(resource.read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -133,24 +120,9 @@ class LiveWindow:
         return len(self.requests)
 
 
-def _target(store: LiveStore) -> tuple[Dialect, Any, str, AbstractContextManager[Any]]:
-    """The store's dialect, connection, name for messages, and the lock its queries hold."""
-    if isinstance(store, SpanStore):
-        return get_dialect("duckdb"), store.connection, str(store.path), store.lock
-    return store.dialect, store.connection, store.source, nullcontext()
-
-
 def _run(store: LiveStore, name: str, values: Mapping[str, object]) -> Columns:
-    dialect, connection, source, lock = _target(store)
-    sql = live_sql(name, dialect.name)
-    wanted = set(dialect.parameters.findall(_LINE_COMMENT.sub("", sql)))
-    available = {**LIVE_PARAMETERS, **values}
-    missing = wanted - available.keys()
-    if missing:
-        raise StoreError(f"live query {name!r} needs parameters {sorted(missing)}")
-    params = {k: available[k] for k in sorted(wanted)}
-    with lock:
-        return dialect.fetch(connection, sql, params, source)
+    runner = QueryRunner.for_store(store) if isinstance(store, SpanStore) else store
+    return runner.run(name, sql_package=SQL_PACKAGE, **{**LIVE_PARAMETERS, **values})
 
 
 def extract_window(
@@ -164,7 +136,7 @@ def extract_window(
     """The server spans that ended within ``[start_unix_ns, end_unix_ns)``, with their source.
 
     ``class_attribute`` is looked up on the server span, its resource, then its client (or
-    parent) span (``sql/window_server_requests.<dialect>.sql``).
+    parent) span (``sql/<dialect>/window_server_requests.sql``).
     """
     cols = _run(
         store,

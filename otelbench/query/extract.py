@@ -1,14 +1,18 @@
 """Run the named SQL queries against a span store and return typed records.
 
-Each named query is one ``.sql`` file per dialect (``otelbench/query/sql/<dialect>/<name>.sql``)
-with bound parameters: values (a run id, a time window) *and* every span, attribute, kind and
-status name, which come from :mod:`otelbench.semconv` — the SQL text holds no names of its own.
+Each named query is one ``.sql`` file per dialect, ``<package>/sql/<dialect>/<name>.sql`` (this
+package's by default; the live queries are ``otelbench/live/sql/<dialect>/<name>.sql``, run by the
+same :meth:`QueryRunner.run`), with bound parameters: values (a run id, a time window) *and*
+every span, attribute, kind and status name, which come from :mod:`otelbench.semconv` — the
+SQL text holds no names of its own.
 A kind or status is matched by both spellings a store may hold (the exporter's current ``Server``
 / ``Error`` and its pre-2024 ``SPAN_KIND_SERVER`` / ``STATUS_CODE_ERROR``: :data:`NAME_PARAMETERS`).
 Dialects are registered (:func:`register_dialect`): DuckDB here, ClickHouse in
-:mod:`otelbench.query.clickhouse` (its own SQL directory, ``{name:Type}`` parameters and fetch
-function). :func:`open_store` opens a DuckDB file, or a store URL whose scheme is registered
-(:func:`register_store_scheme`: ``chdb:///path`` and ``clickhouse://host:port/db``).
+:mod:`otelbench.query.clickhouse` (``{name:Type}`` parameters and its fetch function).
+:func:`open_store` opens a DuckDB file, or a store URL whose scheme is registered
+(:func:`register_store_scheme`: ``chdb:///path`` and ``clickhouse://host:port/db``); the
+connections come from the store's engines (:mod:`otelbench.store.duckdb`,
+:mod:`otelbench.store.clickhouse`), which never import the query layer.
 
 Stored attributes come from any producer (otelbench's own spans, vLLM's ``llm_request`` spans,
 other SDKs), so they are parsed **leniently, and counted**: the SQL converts a value only when it
@@ -60,17 +64,17 @@ from otelbench.query.records import (
     ServerSource,
 )
 from otelbench.store import SpanStore
-from otelbench.store.duckdb_store import snapshot_note
+from otelbench.store.duckdb import snapshot_note
 
 __all__ = [
     "PATTERN_PARAMETERS",
+    "SQL_PACKAGE",
     "Dialect",
     "ListColumn",
     "QueryRunner",
     "arrow_columns",
     "extract_client_requests",
     "extract_guardrail_spans",
-    "extract_live_server_requests",
     "extract_run",
     "extract_run_data",
     "extract_run_server_requests",
@@ -196,9 +200,15 @@ _LINE_COMMENT = re.compile(r"--[^\n]*")
 # ---------------------------------------------------------------------------------------------
 # Dialects
 # ---------------------------------------------------------------------------------------------
+SQL_PACKAGE: Final = "otelbench.query"
+"""The package whose ``sql/<dialect>/`` directories hold the query layer's named queries and the
+fragments every named query may include."""
+
+
 @dataclass(frozen=True)
 class Dialect:
-    """One SQL dialect: where its ``.sql`` files live and how to run one and fetch columns.
+    """One SQL dialect: its name (the SQL directory ``<package>/sql/<name>/``) and how to run a
+    query and fetch columns.
 
     ``fetch(connection, sql, params, source)`` runs ``sql`` with named parameters and returns
     its columns; it translates the driver's errors into :class:`~otelbench.errors.StoreError`.
@@ -207,32 +217,41 @@ class Dialect:
     """
 
     name: str
-    sql_dir: Traversable
     fetch: Callable[[Any, str, Mapping[str, object], str], Columns]
     parameters: re.Pattern[str] = _PARAM
 
-    def sql(self, query: str) -> str:
-        """The text of the named query in this dialect, its ``-- @include`` lines expanded."""
-        resource = self.sql_dir / f"{query}.sql"
+    def sql_dir(self, package: str = SQL_PACKAGE) -> Traversable:
+        """``package``'s SQL directory of this dialect (``<package>/sql/<dialect>/``)."""
+        return files(package) / "sql" / self.name
+
+    def sql(self, query: str, package: str = SQL_PACKAGE) -> str:
+        """The text of the named query in this dialect (``<package>/sql/<dialect>/<query>.sql``),
+        its ``-- @include`` lines expanded."""
+        resource = self.sql_dir(package) / f"{query}.sql"
         if not resource.is_file():
-            raise StoreError(f"no {self.name} SQL for query {query!r}")
+            where = "" if package == SQL_PACKAGE else f" in {package}"
+            raise StoreError(f"no {self.name} SQL for query {query!r}{where}")
         return self.expand(resource.read_text(encoding="utf-8"))
 
-    def expand(self, text: str, including: tuple[str, ...] = ()) -> str:
-        """``text`` with each ``-- @include NAME`` line replaced by this dialect's ``NAME.sql``
-        (a fragment several queries share, e.g. the server-span record's columns), whose own
-        includes are expanded too (``including``: the fragments being expanded, to refuse a
-        cycle)."""
+    def expand(
+        self, text: str, fragments: Traversable | None = None, including: tuple[str, ...] = ()
+    ) -> str:
+        """``text`` with each ``-- @include NAME`` line replaced by the fragment ``NAME.sql`` of
+        ``fragments`` (default: the query layer's directory of this dialect, whatever package
+        the query is in; a fragment several queries share, e.g. the server-span record's
+        columns), whose own includes are expanded too (``including``: the fragments being
+        expanded, to refuse a cycle)."""
+        directory = self.sql_dir() if fragments is None else fragments
 
         def fragment(match: re.Match[str]) -> str:
             name = match.group(1)
-            resource = self.sql_dir / f"{name}.sql"
+            resource = directory / f"{name}.sql"
             if not resource.is_file():
                 raise StoreError(f"no {self.name} SQL fragment {name!r} to include")
             if name in including:
                 raise StoreError(f"{self.name} SQL fragment {name!r} includes itself")
             body = resource.read_text(encoding="utf-8").rstrip("\n")
-            return self.expand(body, (*including, name))
+            return self.expand(body, directory, (*including, name))
 
         return _INCLUDE.sub(fragment, text)
 
@@ -450,7 +469,7 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-register_dialect(Dialect("duckdb", files("otelbench.query") / "sql" / "duckdb", _duckdb_fetch))
+register_dialect(Dialect("duckdb", _duckdb_fetch))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -499,9 +518,10 @@ class QueryRunner:
         finally:
             cursor.close()
 
-    def run(self, query: str, **values: object) -> Columns:
-        """Run the named query with ``values`` bound; names come from :data:`NAME_PARAMETERS`."""
-        sql = self.dialect.sql(query)
+    def run(self, query: str, /, *, sql_package: str = SQL_PACKAGE, **values: object) -> Columns:
+        """Run the named query (``<sql_package>/sql/<dialect>/<query>.sql``) with ``values``
+        bound; names come from :data:`NAME_PARAMETERS` and :data:`PATTERN_PARAMETERS`."""
+        sql = self.dialect.sql(query, sql_package)
         wanted = set(self.dialect.parameters.findall(_LINE_COMMENT.sub("", sql)))
         available = {**NAME_PARAMETERS, **PATTERN_PARAMETERS, **values}
         missing = wanted - available.keys()
@@ -541,7 +561,7 @@ def open_store(path: str | os.PathLike[str]) -> Iterator[QueryRunner]:
 
     ``path`` is a DuckDB store file, or a URL of a registered scheme: ``chdb:///abs/dir``
     (embedded ClickHouse) or ``clickhouse://[user[:password]@]host[:port][/database]`` (a
-    ClickHouse server; ``clickhouses://`` for TLS) — see :mod:`otelbench.query.clickhouse`.
+    ClickHouse server; ``clickhouses://`` for TLS) — see :mod:`otelbench.store.clickhouse`.
     The one place the query layer opens a store. Raises
     :class:`~otelbench.errors.NotAnOtelbenchStore` for a store that is not an otelbench store,
     :class:`~otelbench.errors.StoreError` for a missing or locked one and
@@ -786,16 +806,6 @@ def _run_server_requests(cols: Columns, client: ClientRequests) -> ServerRequest
     )
     index = np.fromiter((position.get(p, -1) for p in parents), dtype=np.int64)
     return server_requests_from_columns(cols, index)
-
-
-def extract_live_server_requests(
-    store: QueryRunner, start_unix_ns: int | None = None, end_unix_ns: int | None = None
-) -> ServerRequests:
-    """vLLM server spans with no otelbench client parent (live traffic), optionally only those
-    starting within ``[start_unix_ns, end_unix_ns)``; ``client_index`` is -1 throughout."""
-    cols = store.run("live_server_requests", start_unix_ns=start_unix_ns, end_unix_ns=end_unix_ns)
-    n = len(cols["span_id"])
-    return server_requests_from_columns(cols, np.full(n, -1, dtype=np.int64))
 
 
 def extract_guardrail_spans(

@@ -1,7 +1,7 @@
 """One row of each store table as plain Python values (the collector builds, the store writes).
 
-Field order is the table's column order (``schema.sql``); field names are the column names in
-snake case. Times are integer nanoseconds since the Unix epoch (``*_ns``), maps are
+Field order is the table's column order (``sql/duckdb/schema.sql``); field names are the column
+names in snake case. Times are integer nanoseconds since the Unix epoch (``*_ns``), maps are
 ``dict[str, str]`` (every attribute value already rendered as a string, see
 :func:`otelbench.collector.otlp.any_value_as_string`), and the exporter's ``Nested`` columns are
 parallel lists (``events_name[i]`` belongs with ``events_timestamp_ns[i]``).

@@ -66,7 +66,7 @@ def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 _WRITE_CHDB = """
 import sys, chdb.session
-from otelbench.query.clickhouse import ChdbConnection, copy_duckdb_to_chdb
+from otelbench.store.clickhouse import ChdbConnection, copy_duckdb_to_chdb
 session = chdb.session.Session(sys.argv[2])
 print(copy_duckdb_to_chdb(sys.argv[1], ChdbConnection(session, "otel")))
 session.close()
@@ -145,7 +145,7 @@ _WRITE_AS_EXPORTER = """
 import sys, chdb.session
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])  # the repository: tests.fixtures
-from otelbench.query.clickhouse import ChdbConnection
+from otelbench.store.clickhouse import ChdbConnection
 from tests.fixtures.exporter_rows import create_exporter_table, insert_like_exporter
 from tests.fixtures.exporter_rows import request_from_store
 session = chdb.session.Session(sys.argv[2])

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from otelbench.collector import Receiver
-from otelbench.store.clickhouse_writer import METRICS_NOT_STORED, ClickHouseSpanWriter
+from otelbench.store import METRICS_NOT_STORED, ClickHouseSpanWriter
 from tests.fixtures.cli import otelbench
 from tests.fixtures.scripted_server import ScriptedServer
 from tests.unit.query.clickhouse_store import chdb_dir, new_database

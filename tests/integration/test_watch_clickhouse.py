@@ -308,8 +308,9 @@ def test_clickhouse_connect_binds_the_live_queries_as_chdb_runs_them(tmp_path: P
     columns as the values chdb is given."""
     from clickhouse_connect.driver.binding import bind_query
 
-    from otelbench.live.query import LIVE_PARAMETERS, live_sql
-    from otelbench.query.clickhouse import ChdbConnection, arrow_columns
+    from otelbench.live.query import LIVE_PARAMETERS, SQL_PACKAGE
+    from otelbench.query.extract import arrow_columns
+    from otelbench.store.clickhouse import ChdbConnection
 
     base = 1_700_000_000 * S
     url = load_chdb(write_traffic(tmp_path / "live.duckdb", base, requests=30))
@@ -324,7 +325,7 @@ def test_clickhouse_connect_binds_the_live_queries_as_chdb_runs_them(tmp_path: P
         conn = runner.connection
         assert isinstance(conn, ChdbConnection)
         for name in ("window_server_requests", "store_bytes"):
-            sql = live_sql(name, "clickhouse")
+            sql = runner.dialect.sql(name, SQL_PACKAGE)
             wanted = set(runner.dialect.parameters.findall(re.sub(r"--[^\n]*", "", sql)))
             params = {k: {**LIVE_PARAMETERS, **values}[k] for k in wanted}
             bound_sql, http_params = bind_query(sql, params)
@@ -344,7 +345,7 @@ def test_clickhouse_connect_binds_the_live_queries_as_chdb_runs_them(tmp_path: P
 
 _WRITE_CHDB = """
 import sys, chdb.session
-from otelbench.query.clickhouse import ChdbConnection, copy_duckdb_to_chdb
+from otelbench.store.clickhouse import ChdbConnection, copy_duckdb_to_chdb
 session = chdb.session.Session(sys.argv[2])
 print(copy_duckdb_to_chdb(sys.argv[1], ChdbConnection(session, "otel")))
 session.close()

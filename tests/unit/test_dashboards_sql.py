@@ -20,7 +20,7 @@ import pytest
 from otelbench import semconv
 from otelbench.dashboards.macros import expand_clickhouse
 from otelbench.dashboards.names import DATASOURCE_CLICKHOUSE
-from otelbench.query.clickhouse import ChdbConnection
+from otelbench.store.clickhouse import ChdbConnection
 from tests.fixtures.exporter_rows import with_legacy_spellings
 from tests.unit.query.clickhouse_store import chdb_session, load_chdb, load_chdb_as_exporter
 from tests.unit.query.spanstore import MANIFEST, MS, T0_NS, SpanWriter, span, trace

@@ -11,10 +11,15 @@ import pytest
 
 from otelbench import semconv
 from otelbench.errors import ConfigError, StoreError
-from otelbench.live.query import LIVE_PARAMETERS, delete_older_than, extract_window, live_sql
+from otelbench.live.query import (
+    LIVE_PARAMETERS,
+    SQL_PACKAGE,
+    delete_older_than,
+    extract_window,
+)
 from otelbench.live.watch import WatchConfig, Watcher
 from otelbench.live.window import WindowConfig
-from otelbench.query import extract_live_server_requests, get_dialect, open_store
+from otelbench.query import get_dialect, open_store
 from otelbench.store import SpanStore
 from tests.fixtures.exporter_rows import with_legacy_spellings
 from tests.unit.query.spanstore import MS, T0_NS, SpanWriter, span, trace
@@ -207,14 +212,17 @@ def test_default_class_attribute_is_the_request_class(store_path: Path) -> None:
     assert classes[span(1)] is None
 
 
-def test_live_server_requests_reads_hook_spans_and_leaves_otelbench_clients_out(
-    store_path: Path,
-) -> None:
+def test_live_requests_are_hook_spans_without_otelbench_clients(store_path: Path) -> None:
+    """Over a window that holds every span: live traffic is the hook spans (the hook wins over
+    vLLM's llm_request span of the same request) whose parents are not otelbench clients."""
     with open_store(store_path) as store:
-        live = extract_live_server_requests(store)
-    assert live.span_id == (span(10), span(1), span(4), span(3), span(11))
-    assert live.span_name == (semconv.SPAN_HOOK_REQUEST,) * 5
-    assert live.token_bounds.tolist() == [0, 4, 8, 12, 16, 20]
+        win = extract_window(store, start_unix_ns=T0_NS, end_unix_ns=T0_NS + 30 * S)
+    live = [i for i, source in enumerate(win.source) if source == semconv.SOURCE_LIVE]
+    expected = [span(10), span(1), span(4), span(3), span(11)]
+    assert [win.requests.span_id[i] for i in live] == expected
+    assert {win.requests.span_name[i] for i in live} == {semconv.SPAN_HOOK_REQUEST}
+    assert [win.requests.token_offsets(i).size for i in live] == [4] * 5
+    assert win.requests.client_index.tolist() == [-1] * len(win)
 
 
 def test_watcher_refresh_exposes_each_source(store_path: Path) -> None:
@@ -267,13 +275,16 @@ def test_the_live_sql_binds_the_same_known_names_in_both_dialects() -> None:
     values = {"start_unix_ns", "end_unix_ns", "lookback_ns", "class_attribute"}
     bound = {}
     for dialect in ("duckdb", "clickhouse"):
-        text = re.sub(r"--[^\n]*", "", live_sql("window_server_requests", dialect))
-        assert "-- @include" not in live_sql("window_server_requests", dialect)
+        sql = get_dialect(dialect).sql("window_server_requests", SQL_PACKAGE)
+        text = re.sub(r"--[^\n]*", "", sql)
+        assert "-- @include" not in sql
         bound[dialect] = set(get_dialect(dialect).parameters.findall(text))
         assert bound[dialect] <= LIVE_PARAMETERS.keys() | values, dialect
         assert "otelbench." not in text, dialect
         assert "gen_ai." not in text, dialect
     assert bound["duckdb"] == bound["clickhouse"]
     assert values | {"attr_probe_stream", "source_live", "source_probe"} <= bound["duckdb"]
-    with pytest.raises(StoreError, match="no oracle SQL for live query 'window_server_requests'"):
-        live_sql("window_server_requests", "oracle")
+    with pytest.raises(
+        StoreError, match=r"no duckdb SQL for query 'store_bytes' in otelbench\.live"
+    ):
+        get_dialect("duckdb").sql("store_bytes", SQL_PACKAGE)

@@ -22,7 +22,7 @@ from typing import Any
 
 import chdb.session
 
-from otelbench.query.clickhouse import ChdbConnection, copy_duckdb_to_chdb
+from otelbench.store.clickhouse import ChdbConnection, copy_duckdb_to_chdb
 from tests.fixtures.exporter_rows import (
     create_exporter_table,
     insert_like_exporter,

@@ -1,10 +1,11 @@
 """Build a real otelbench span store in tests.
 
-The file is created by :meth:`otelbench.store.SpanStore.open` (``otelbench/store/schema.sql`` plus
-the ``otelbench_meta`` version row, exactly as the collector creates it); rows are inserted with
-SQL, attribute values written as the OTel Collector ClickHouse exporter writes them: every value a
-string, int arrays as JSON text (``"[812,10240]"``), doubles as decimal text. Helpers take Python
-values and spell them that way; tests may also pass strings verbatim.
+The file is created by :meth:`otelbench.store.SpanStore.open`
+(``otelbench/store/sql/duckdb/schema.sql`` plus the ``otelbench_meta`` version row, exactly as
+the collector creates it); rows are inserted with SQL, attribute values written as the OTel
+Collector ClickHouse exporter writes them: every value a string, int arrays as JSON text
+(``"[812,10240]"``), doubles as decimal text. Helpers take Python values and spell them that way;
+tests may also pass strings verbatim.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ from typing import Any
 
 from otelbench import semconv
 from otelbench.query import open_store
-from otelbench.query.clickhouse import ChdbConnection, server_itl_summary
+from otelbench.query.clickhouse import server_itl_summary
 from otelbench.query.extract import Columns, ListColumn, QueryRunner
+from otelbench.store.clickhouse import ChdbConnection
 from tests.unit.query.clickhouse_store import chdb_session, load_chdb
 from tests.unit.query.spanstore import HOOK_RUN_ID, write_hook_scenario
 

@@ -25,10 +25,10 @@ import numpy as np
 import pytest
 
 from otelbench import semconv
+from otelbench.live.query import extract_window
 from otelbench.metrics import summarize
 from otelbench.query import (
     RunData,
-    extract_live_server_requests,
     extract_run_data,
     get_dialect,
     list_runs,
@@ -54,6 +54,9 @@ from tests.unit.query.spanstore import (
     write_scenario,
 )
 from tests.unit.report.test_guardrails import write_guarded
+
+HOUR_NS = 3600 * 1000 * MS
+"""The live windows' reach on either side of T0 (the windows' default lookback too)."""
 
 
 def write_mixed(path: Path) -> Path:
@@ -311,11 +314,16 @@ def test_both_dialects_extract_the_same_records_and_report(
                 b = extract_run_data(c, run.run_id)
                 assert_same_run_data(a, b)
                 assert render_json(report_from_data(a)) == render_json(report_from_data(b)), shape
-            windows = [(None, None), (T0_NS, T0_NS + 2000 * MS), (T0_NS + 2000 * MS, None)]
+            wide = (T0_NS - HOUR_NS, T0_NS + HOUR_NS)
+            windows = [wide, (T0_NS, T0_NS + 2000 * MS), (T0_NS + 2000 * MS, T0_NS + HOUR_NS)]
             for start, end in windows:
-                live_d = extract_live_server_requests(d, start, end)
-                live_c = extract_live_server_requests(c, start, end)
-                assert_same_records(live_d, live_c, f"{shape} live[{start}, {end})")
+                live_d = extract_window(d, start_unix_ns=start, end_unix_ns=end)
+                live_c = extract_window(c, start_unix_ns=start, end_unix_ns=end)
+                where = f"{shape} window[{start}, {end})"
+                assert_same_records(live_d.requests, live_c.requests, where)
+                assert live_d.source == live_c.source, where
+                assert live_d.request_class == live_c.request_class, where
+                assert live_d.ok.tolist() == live_c.ok.tolist(), where
 
 
 def test_the_shapes_hold_each_spelling(
@@ -368,7 +376,7 @@ def test_the_comparison_sees_real_data(stores: dict[str, tuple[Path, str]]) -> N
     _, url = stores["mixed"]
     with open_store(url) as c:
         data = extract_run_data(c, "m1")
-        live = extract_live_server_requests(c)
+        window = extract_window(c, start_unix_ns=T0_NS - HOUR_NS, end_unix_ns=T0_NS + HOUR_NS)
     assert data.run.manifest["notes"] == ['it\'s \\ a "note"\twith tab', "ünïcode"]
     assert data.client.span_id == (span(3), span(4), span(5), span(6))
     assert data.client.request_class[1] == "long 'quoted' \\ class"
@@ -398,8 +406,9 @@ def test_the_comparison_sees_real_data(stores: dict[str, tuple[Path, str]]) -> N
     assert s.output_phase_token[0] == 1.0
     # live: the root hook span wins over llm_request of the same request id; the span behind a
     # gateway of no otelbench client is live too
-    assert live.span_id == (span(70), span(81))
-    assert live.client_index.tolist() == [-1, -1]
+    live = window.mask(semconv.SOURCE_LIVE)
+    assert np.array(window.requests.span_id)[live].tolist() == [span(70), span(81)]
+    assert window.requests.client_index.tolist() == [-1] * len(window)
 
 
 def test_server_itl_is_aggregated_in_clickhouse_as_the_report_computes_it(
@@ -498,7 +507,7 @@ def test_server_itl_matches_numpy_on_random_data(tmp_path: Path) -> None:
 
 # --- the SQL files ------------------------------------------------------------------------------
 
-VALUE_PARAMETERS = {"run_id", "start_unix_ns", "end_unix_ns", "levels"}
+VALUE_PARAMETERS = {"run_id", "levels"}
 # run_target_span_count binds semconv.SERVICE_CLIENT itself (otelbench.query.clickhouse)
 CLICKHOUSE_VALUE_PARAMETERS = {"service_client"}
 CLICKHOUSE_ONLY = {
@@ -551,7 +560,8 @@ def test_a_clickhouse_only_query_on_duckdb_is_a_store_error(
 
 def test_parameters_reach_chdb_unchanged() -> None:
     """The TSV escaping of ``{name:Type}`` values: every tricky string survives the round trip."""
-    from otelbench.query.clickhouse import ChdbConnection, arrow_columns, escape_parameter
+    from otelbench.query.extract import arrow_columns
+    from otelbench.store.clickhouse import ChdbConnection, escape_parameter
     from tests.unit.query.clickhouse_store import chdb_session
 
     values = ["plain", "it's", 'a "q"', "back\\slash", "tab\there", "new\nline", "cr\rx", "ü€", ""]
@@ -597,7 +607,8 @@ def test_clickhouse_connect_binds_every_query_as_chdb_runs_it(
     columns as our binding."""
     from clickhouse_connect.driver.binding import bind_query
 
-    from otelbench.query.clickhouse import ChdbConnection, arrow_columns
+    from otelbench.query.extract import arrow_columns
+    from otelbench.store.clickhouse import ChdbConnection
 
     rows: dict[str, int] = {}
     for store, run_id in (("mixed", "m1"), ("guardrails", "r1"), ("hooks", HOOK_RUN_ID)):
@@ -607,8 +618,6 @@ def test_clickhouse_connect_binds_every_query_as_chdb_runs_it(
             assert isinstance(conn, ChdbConnection)
             values: dict[str, object] = {
                 "run_id": run_id,
-                "start_unix_ns": None,
-                "end_unix_ns": T0_NS + 2600 * MS,
                 "levels": [0.5, 0.9, 0.95, 0.99, 0.999],
                 "service_client": semconv.SERVICE_CLIENT,
             }
@@ -627,5 +636,5 @@ def test_clickhouse_connect_binds_every_query_as_chdb_runs_it(
                 rows[query] = rows.get(query, 0) + len(next(iter(ours.values())))
                 for col in ours:
                     assert repr(_as_lists(theirs[col])) == repr(_as_lists(ours[col])), (query, col)
-    assert len(rows) == 11
+    assert len(rows) == 10
     assert all(n > 0 for n in rows.values()), rows

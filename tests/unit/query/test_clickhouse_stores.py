@@ -11,13 +11,13 @@ import pytest
 
 from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
 from otelbench.query import list_runs, open_store
-from otelbench.query.clickhouse import (
+from otelbench.query.clickhouse import open_clickhouse_server
+from otelbench.query.extract import arrow_columns
+from otelbench.store.clickhouse import (
     DEFAULT_DATABASE,
     ChdbConnection,
     ServerUrl,
-    arrow_columns,
     clickhouse_schema,
-    open_clickhouse_server,
 )
 from tests.unit.query.clickhouse_store import chdb_dir, chdb_session, load_chdb, new_database
 from tests.unit.query.spanstore import write_scenario
@@ -117,8 +117,8 @@ def test_chdb_creates_the_exporters_table_unchanged(tmp_path: Path) -> None:
 
 
 def test_the_duckdb_store_mirrors_the_exporters_columns() -> None:
-    """schema.sql (DuckDB) has the exporter's column names in the exporter's order."""
-    duck = (files("otelbench.store") / "schema.sql").read_text(encoding="utf-8")
+    """sql/duckdb/schema.sql has the exporter's column names in the exporter's order."""
+    duck = (files("otelbench.store") / "sql" / "duckdb" / "schema.sql").read_text(encoding="utf-8")
     body = duck.split("CREATE TABLE IF NOT EXISTS otel_traces (", 1)[1].split(");", 1)[0]
     names = re.findall(r'^\s*"([^"]+)"', body, flags=re.MULTILINE)
     assert names == [name for name, _ in EXPORTER_COLUMNS]

@@ -32,8 +32,13 @@ from otelbench.query.clickhouse import (
     server_itl_summary,
 )
 from otelbench.report import report_from_data
-from otelbench.store import SCHEMA_VERSION, SpanRow, SpanStore
-from otelbench.store.clickhouse_writer import ClickHouseSpanWriter, open_span_writer
+from otelbench.store import (
+    SCHEMA_VERSION,
+    ClickHouseSpanWriter,
+    SpanRow,
+    SpanStore,
+    open_span_writer,
+)
 from tests.unit.query.clickhouse_store import chdb_dir, chdb_session, load_chdb, new_database
 from tests.unit.query.spanstore import (
     HOOK_RUN_ID,

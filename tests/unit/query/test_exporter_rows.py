@@ -25,8 +25,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from otelbench import semconv
 from otelbench.collector.otlp import Encoding, decode_traces
-from otelbench.query.clickhouse import ChdbConnection, arrow_columns
-from otelbench.store.clickhouse_writer import ClickHouseSpanWriter
+from otelbench.query.extract import arrow_columns
+from otelbench.store import ClickHouseSpanWriter
+from otelbench.store.clickhouse import ChdbConnection
 from tests.fixtures.exporter_rows import (
     INSERT_COLUMNS,
     LEGACY_SPAN_KINDS,

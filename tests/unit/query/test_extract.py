@@ -1,4 +1,4 @@
-"""Extraction from a real DuckDB span store built from ``otelbench/store/schema.sql``."""
+"""Extraction from a real DuckDB span store built from ``otelbench/store/sql/duckdb/schema.sql``."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 
 from otelbench import semconv
 from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
+from otelbench.live.query import extract_window
 from otelbench.query import (
     QueryRunner,
     extract_client_requests,
     extract_guardrail_spans,
-    extract_live_server_requests,
     extract_run,
     extract_run_data,
     extract_run_server_requests,
@@ -26,7 +26,7 @@ from otelbench.query import (
     list_runs,
     open_store,
 )
-from otelbench.query.extract import NAME_PARAMETERS, PATTERN_PARAMETERS, Dialect
+from otelbench.query.extract import NAME_PARAMETERS, PATTERN_PARAMETERS
 from otelbench.store import SpanStore
 from tests.unit.query.clickhouse_store import load_chdb
 from tests.unit.query.spanstore import (
@@ -328,22 +328,29 @@ def test_a_client_span_keeps_only_its_earliest_server_child(tmp_path: Path) -> N
 def test_live_server_spans_are_those_without_an_otelbench_client_parent(
     scenario_store: Path,
 ) -> None:
+    """The live window (what ``otelbench watch`` reads): the server spans without an otelbench
+    client parent are live traffic, the run's own are the benchmark's."""
     with open_store(scenario_store) as store:
-        live = extract_live_server_requests(store)
-        window = extract_live_server_requests(
-            store, start_unix_ns=T0_NS, end_unix_ns=T0_NS + 5000 * MS
-        )
-        after = extract_live_server_requests(store, start_unix_ns=T0_NS + 5000 * MS)
-    assert live.span_id == (span(200), span(201))
-    assert live.parent_span_id == ("", span(999))
-    assert live.client_index.tolist() == [-1, -1]
-    assert live.ttft_s.tolist() == [0.015, 0.02]  # "1.5e-02" is valid decimal text too
-    assert live.completion_tokens.tolist() == [98.0, 9.0]
-    assert live.span_name == (semconv.SPAN_VLLM_REQUEST,) * 2
-    assert live.token_bounds.tolist() == [0, 0, 0]
-    assert np.isnan(live.preemptions).all()
-    assert window.span_id == (span(200),)  # the window is half-open
-    assert after.span_id == (span(201),)
+        window = extract_window(store, start_unix_ns=T0_NS, end_unix_ns=T0_NS + 10_000 * MS)
+        first = extract_window(store, start_unix_ns=T0_NS, end_unix_ns=T0_NS + 5100 * MS)
+    live = window.mask(semconv.SOURCE_LIVE)
+    ids = np.array(window.requests.span_id)
+    assert ids[live].tolist() == [span(200), span(201)]
+    assert semconv.SOURCE_BENCHMARK in window.sources()
+    live_requests = window.requests
+    at = {sid: i for i, sid in enumerate(live_requests.span_id)}
+    i, j = at[span(200)], at[span(201)]
+    assert [live_requests.parent_span_id[k] for k in (i, j)] == ["", span(999)]
+    assert live_requests.client_index.tolist() == [-1] * len(window)
+    # "1.5e-02" is valid decimal text too
+    assert live_requests.ttft_s[[i, j]].tolist() == [0.015, 0.02]
+    assert live_requests.completion_tokens[[i, j]].tolist() == [98.0, 9.0]
+    assert live_requests.span_name[i] == live_requests.span_name[j] == semconv.SPAN_VLLM_REQUEST
+    assert live_requests.token_offsets(i).tolist() == live_requests.token_offsets(j).tolist() == []
+    assert np.isnan(live_requests.preemptions[[i, j]]).all()
+    # the window is half-open: span 201 ends at T0 + 5.1 s
+    first_ids = np.array(first.requests.span_id)
+    assert first_ids[first.mask(semconv.SOURCE_LIVE)].tolist() == [span(200)]
 
 
 def test_llm_request_spans_have_no_hook_data(scenario_store: Path) -> None:
@@ -510,7 +517,7 @@ def test_dialects_are_registered() -> None:
         get_dialect("oracle")
 
 
-VALUE_PARAMETERS = {"run_id", "start_unix_ns", "end_unix_ns"}
+VALUE_PARAMETERS = {"run_id"}
 
 
 def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
@@ -520,7 +527,6 @@ def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
         "_server_span_columns.sql",  # fragments the server-span queries include
         "_server_token_offsets.sql",
         "client_requests.sql",
-        "live_server_requests.sql",
         "run_guardrail_spans.sql",
         "run_server_requests.sql",
         "run_server_sources.sql",
@@ -547,8 +553,11 @@ def test_a_shared_fragment_is_included_where_a_query_asks_for_it() -> None:
     dialect = get_dialect("duckdb")
     fragment = files("otelbench.query") / "sql" / "duckdb" / "_server_span_columns.sql"
     columns = fragment.read_text(encoding="utf-8").rstrip("\n")
-    for query in ("run_server_requests", "live_server_requests"):
-        text = dialect.sql(query)
+    for query, package in (
+        ("run_server_requests", "otelbench.query"),
+        ("window_server_requests", "otelbench.live"),
+    ):
+        text = dialect.sql(query, package)
         assert "-- @include" not in text
         assert columns in text
     with pytest.raises(StoreError, match="no duckdb SQL fragment 'nope'"):
@@ -570,9 +579,8 @@ def test_fragments_include_fragments_and_a_cycle_is_refused(tmp_path: Path) -> N
         assert text.count(body) == 1, query
     (tmp_path / "_a.sql").write_text("-- @include _b\n")
     (tmp_path / "_b.sql").write_text("SELECT 1\n-- @include _a\n")
-    looping = Dialect("loop", tmp_path, clickhouse.fetch)
     with pytest.raises(StoreError, match="'_a' includes itself"):
-        looping.expand("-- @include _a")
+        clickhouse.expand("-- @include _a", tmp_path)
 
 
 def test_duckdb_runs_the_two_largest_queries_at_once_with_the_same_records(

@@ -1,5 +1,5 @@
 -- runs: every otelbench run span in the store, oldest first (ClickHouse dialect, over the
--- exporter's otel_traces; see otelbench/store/clickhouse_schema.sql).
+-- exporter's otel_traces; see otelbench/store/sql/clickhouse/schema.sql).
 -- A Map lookup of an absent key gives '' in ClickHouse, not NULL: every optional attribute is
 -- read as if(mapContains(m, k), m[k], NULL) so that absent stays NULL, as in the DuckDB dialect.
 SELECT

@@ -1,7 +1,7 @@
--- Insert one batch of data points into otel_metrics_gauge (DuckDB). Every parameter is a list
+-- Insert one batch of data points into otel_metrics_histogram (DuckDB). Every parameter is a list
 -- with one entry per data point; maps travel as parallel key and value lists, timestamps as
--- integer nanoseconds. The parameters are built by otelbench/store/duckdb_store.py.
-INSERT INTO otel_metrics_gauge
+-- integer nanoseconds. The parameters are built by otelbench/store/duckdb.py.
+INSERT INTO otel_metrics_histogram
 SELECT
     map(resource_attributes_k, resource_attributes_v),
     resource_schema_url,
@@ -17,15 +17,21 @@ SELECT
     map(attributes_k, attributes_v),
     make_timestamp_ns(start_time_unix_ns),
     make_timestamp_ns(time_unix_ns),
-    value,
-    flags,
+    point_count,
+    sum,
+    bucket_counts,
+    explicit_bounds,
     list_transform(range(len(exemplars_filtered_attributes_k)),
                    lambda i: map(exemplars_filtered_attributes_k[i + 1],
                                  exemplars_filtered_attributes_v[i + 1])),
     list_transform(exemplars_time_unix_ns, lambda t: make_timestamp_ns(t)),
     exemplars_value,
     exemplars_span_id,
-    exemplars_trace_id
+    exemplars_trace_id,
+    flags,
+    min,
+    max,
+    aggregation_temporality
 FROM (
     SELECT
         unnest($resource_attributes_k::VARCHAR[][])               AS resource_attributes_k,
@@ -45,12 +51,18 @@ FROM (
         unnest($attributes_v::VARCHAR[][])                        AS attributes_v,
         unnest($start_time_unix_ns::BIGINT[])                     AS start_time_unix_ns,
         unnest($time_unix_ns::BIGINT[])                           AS time_unix_ns,
-        unnest($value::DOUBLE[])                                  AS value,
-        unnest($flags::UINTEGER[])                                AS flags,
+        unnest($point_count::UBIGINT[])                           AS point_count,
+        unnest($sum::DOUBLE[])                                    AS sum,
+        unnest($bucket_counts::UBIGINT[][])                       AS bucket_counts,
+        unnest($explicit_bounds::DOUBLE[][])                      AS explicit_bounds,
         unnest($exemplars_filtered_attributes_k::VARCHAR[][][])   AS exemplars_filtered_attributes_k,
         unnest($exemplars_filtered_attributes_v::VARCHAR[][][])   AS exemplars_filtered_attributes_v,
         unnest($exemplars_time_unix_ns::BIGINT[][])               AS exemplars_time_unix_ns,
         unnest($exemplars_value::DOUBLE[][])                      AS exemplars_value,
         unnest($exemplars_span_id::VARCHAR[][])                   AS exemplars_span_id,
-        unnest($exemplars_trace_id::VARCHAR[][])                  AS exemplars_trace_id
+        unnest($exemplars_trace_id::VARCHAR[][])                  AS exemplars_trace_id,
+        unnest($flags::UINTEGER[])                                AS flags,
+        unnest($min::DOUBLE[])                                    AS min,
+        unnest($max::DOUBLE[])                                    AS max,
+        unnest($aggregation_temporality::INTEGER[])               AS aggregation_temporality
 );

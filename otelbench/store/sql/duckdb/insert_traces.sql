@@ -1,6 +1,6 @@
 -- Insert one batch of spans into otel_traces (DuckDB). Every parameter is a list with one entry
 -- per span; maps travel as parallel key and value lists, timestamps as integer nanoseconds.
--- The parameters are built by otelbench/store/duckdb_store.py (_TRACES).
+-- The parameters are built by otelbench/store/duckdb.py (_TRACES).
 INSERT INTO otel_traces
 SELECT
     make_timestamp_ns(timestamp_ns),

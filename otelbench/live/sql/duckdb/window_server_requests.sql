@@ -16,7 +16,7 @@
 -- 2 x $lookback_ns before the window to $lookback_ns after it (cheap bounds: a parent starts
 -- before its child, give or take the clock skew between hosts; in ClickHouse they skip
 -- partitions and granules).
--- The ClickHouse dialect's twin (window_server_requests.clickhouse.sql) returns the same rows
+-- The ClickHouse dialect's twin (sql/clickhouse/window_server_requests.sql) returns the same rows
 -- and columns; tests/integration/test_watch_clickhouse.py holds them equal.
 WITH server AS (
     SELECT

@@ -1,4 +1,4 @@
-"""The embedded span store: one DuckDB file holding the OTel Collector ClickHouse exporter's tables.
+"""The span store's DuckDB engine: one file holding the OTel Collector ClickHouse exporter's tables.
 
 ::
 
@@ -60,10 +60,10 @@ first two minutes, ending at 400 MiB (slope over the second half -1.5 MiB/min); 
 suffer (10,900 spans/s, on a less loaded machine: load average 3.5 against 8).
 
 **Bulk insert.** A batch travels as one list per column bound to ``INSERT ... SELECT unnest(...)``
-(``sql/insert_*.sql``); maps travel as parallel key and value lists. Measured on this machine for
-512 spans with 14 attributes (two of them 150-element int arrays): ``executemany`` could not bind
-maps at all (DuckDB 2.0 raises an internal error for dict parameters), a JSON document parsed by
-``from_json`` took 93 ms per batch, a registered dict of numpy object arrays 104 ms, and the
+(``sql/duckdb/insert_*.sql``); maps travel as parallel key and value lists. Measured on this machine
+for 512 spans with 14 attributes (two of them 150-element int arrays): ``executemany`` could not
+bind maps at all (DuckDB 2.0 raises an internal error for dict parameters), a JSON document parsed
+by ``from_json`` took 93 ms per batch, a registered dict of numpy object arrays 104 ms, and the
 column-list ``unnest`` 44 ms (most of it DuckDB converting the Python values). Durability costs
 about as much again: the same INSERT into an in-memory temporary table takes half the time of one
 into the file (WAL write, ``fdatasync``, the checkpoint every 16 MiB of WAL). A batch also has a
@@ -127,7 +127,9 @@ _LOCK_HOLDER: Final = re.compile(r"\(PID (\d+)\)")  # in DuckDB's "Conflicting l
 
 
 def _sql(name: str) -> str:
-    return resources.files("otelbench.store").joinpath(name).read_text(encoding="utf-8")
+    """The store's DuckDB statement ``name`` (``otelbench/store/sql/duckdb/<name>.sql``)."""
+    resource = resources.files("otelbench.store") / "sql" / "duckdb" / f"{name}.sql"
+    return resource.read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------------------------
@@ -163,28 +165,28 @@ class _Table:
 _METRIC_MAPS: Final = frozenset({"resource_attributes", "scope_attributes", "attributes"})
 _TRACES: Final = _Table(
     semconv.TABLE_TRACES,
-    "sql/insert_traces.sql",
+    "insert_traces",
     SpanRow._fields,
     maps=frozenset({"resource_attributes", "span_attributes"}),
     map_lists=frozenset({"events_attributes", "links_attributes"}),
 )
 _GAUGE: Final = _Table(
     semconv.TABLE_METRICS_GAUGE,
-    "sql/insert_metrics_gauge.sql",
+    "insert_metrics_gauge",
     GaugeRow._fields,
     _METRIC_MAPS,
     frozenset({"exemplars_filtered_attributes"}),
 )
 _SUM: Final = _Table(
     semconv.TABLE_METRICS_SUM,
-    "sql/insert_metrics_sum.sql",
+    "insert_metrics_sum",
     SumRow._fields,
     _METRIC_MAPS,
     frozenset({"exemplars_filtered_attributes"}),
 )
 _HISTOGRAM: Final = _Table(
     semconv.TABLE_METRICS_HISTOGRAM,
-    "sql/insert_metrics_histogram.sql",
+    "insert_metrics_histogram",
     HistogramRow._fields,
     _METRIC_MAPS,
     frozenset({"exemplars_filtered_attributes"}),
@@ -760,7 +762,7 @@ def _check_meta(con: duckdb.DuckDBPyConnection, p: Path) -> None:
 def _apply_schema(con: duckdb.DuckDBPyConnection, p: Path, *, new: bool) -> None:
     try:
         con.execute("BEGIN TRANSACTION")
-        con.execute(_sql("schema.sql"))
+        con.execute(_sql("schema"))
         if new:
             con.executemany(
                 f'INSERT INTO {_META_TABLE} ("key", "value") VALUES (?, ?)',

@@ -1,5 +1,6 @@
 -- window_server_requests (ClickHouse dialect): the rows and columns of the DuckDB dialect's query
--- (window_server_requests.duckdb.sql, whose header defines them) over the exporter's otel_traces:
+-- (sql/duckdb/window_server_requests.sql, whose header defines them) over the exporter's
+-- otel_traces:
 -- every server span ({span_hook_request}, else {span_vllm_request}) that ENDED within
 -- [{start_unix_ns}, {end_unix_ns}), one per request, with its traffic source and the value of
 -- the class attribute {class_attribute}.
@@ -16,7 +17,7 @@
 --     partitioned by toDate(Timestamp) and its ORDER BY ends with toDateTime(Timestamp), so
 --     partitions and granules outside them are skipped);
 --   * SETTINGS precise_float_parsing = 1: latencies arrive as decimal text and must round as
---     DuckDB's CAST does (see otelbench/query/sql/clickhouse/live_server_requests.sql).
+--     DuckDB's CAST does (see otelbench/query/sql/clickhouse/run_server_requests.sql).
 WITH server AS (
     SELECT
         s.TraceId                                   AS trace_id,

@@ -1,6 +1,6 @@
 -- Insert one batch of data points into otel_metrics_sum (DuckDB). Every parameter is a list
 -- with one entry per data point; maps travel as parallel key and value lists, timestamps as
--- integer nanoseconds. The parameters are built by otelbench/store/duckdb_store.py.
+-- integer nanoseconds. The parameters are built by otelbench/store/duckdb.py.
 INSERT INTO otel_metrics_sum
 SELECT
     map(resource_attributes_k, resource_attributes_v),
