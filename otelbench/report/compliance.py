@@ -47,7 +47,15 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from otelbench import semconv
-from otelbench.loadgen.warmup import DRAFT_MIN_OUTPUT_TOKENS, DRAFT_MIN_REQUESTS
+from otelbench.draft import (
+    ITL_MIN_OUTPUT_TOKENS,
+    ITL_MIN_REQUESTS,
+    P99_9_MIN_SAMPLES,
+    P99_MIN_SAMPLES,
+    WARMUP_MIN_OUTPUT_TOKENS,
+    WARMUP_MIN_REQUESTS,
+    WARMUP_STABILIZATION_THRESHOLD,
+)
 from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
 
 __all__ = [
@@ -799,9 +807,9 @@ def _special_tokens(f: _Facts) -> tuple[Met, str]:
     "warmup",
     "4.5.1",
     "MUST",
-    "Before measurement, testers MUST warm up with at least 100 requests or 10,000 output "
-    "tokens (whichever is greater) and drain the queue, or skip warm-up and declare a cold-start "
-    "measurement (4.5.3).",
+    f"Before measurement, testers MUST warm up with at least {WARMUP_MIN_REQUESTS} requests or "
+    f"{WARMUP_MIN_OUTPUT_TOKENS:,} output tokens (whichever is greater) and drain the queue, "
+    "or skip warm-up and declare a cold-start measurement (4.5.3).",
 )
 def _warmup(f: _Facts) -> tuple[Met, str]:
     w = _map(f.run.get("warmup"))
@@ -813,13 +821,13 @@ def _warmup(f: _Facts) -> tuple[Met, str]:
     requests = _int(w.get("requests")) or 0
     tokens = _int(w.get("output_tokens")) or 0
     met = (
-        requests >= DRAFT_MIN_REQUESTS
-        and tokens >= DRAFT_MIN_OUTPUT_TOKENS
+        requests >= WARMUP_MIN_REQUESTS
+        and tokens >= WARMUP_MIN_OUTPUT_TOKENS
         and w.get("drained") is not False
     )
     floors = (
-        f"; the draft needs at least {DRAFT_MIN_REQUESTS} requests and "
-        f"{DRAFT_MIN_OUTPUT_TOKENS} output tokens"
+        f"; the draft needs at least {WARMUP_MIN_REQUESTS} requests and "
+        f"{WARMUP_MIN_OUTPUT_TOKENS} output tokens"
     )
     return met, f"{text}{'' if met else floors}"
 
@@ -828,8 +836,8 @@ def _warmup(f: _Facts) -> tuple[Met, str]:
     "warmup-verified",
     "4.5.2",
     "SHOULD",
-    "Warm-up completion SHOULD be verified: probe latency before and after, less than 10% "
-    "variation across consecutive probes.",
+    "Warm-up completion SHOULD be verified: probe latency before and after, less than "
+    f"{WARMUP_STABILIZATION_THRESHOLD:.0%} variation across consecutive probes.",
 )
 def _warmup_verified(f: _Facts) -> tuple[Met, str]:
     w = _map(f.run.get("warmup"))
@@ -981,11 +989,10 @@ def _sample_count(f: _Facts, needed: int, label: str) -> tuple[Met, str]:
     "sample-count-p99",
     "5.1.2.1",
     "MUST",
-    "The request count MUST be at least 1000 for P99 (P99 within 10% at 95% confidence, 5.1.4.3).",
+    f"The request count MUST be at least {P99_MIN_SAMPLES} for P99 (P99 within 10% at 95% "
+    "confidence, 5.1.4.3).",
 )
 def _sample_count_p99(f: _Facts) -> tuple[Met, str]:
-    from otelbench.report.build import P99_MIN_SAMPLES  # build imports this module
-
     return _sample_count(f, P99_MIN_SAMPLES, "P99")
 
 
@@ -993,11 +1000,9 @@ def _sample_count_p99(f: _Facts) -> tuple[Met, str]:
     "sample-count-p99-9",
     "5.1.2.1",
     "MUST",
-    "The request count MUST be at least 10000 for P99.9 (5.1.4.3).",
+    f"The request count MUST be at least {P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3).",
 )
 def _sample_count_p99_9(f: _Facts) -> tuple[Met, str]:
-    from otelbench.report.build import P99_9_MIN_SAMPLES  # build imports this module
-
     return _sample_count(f, P99_9_MIN_SAMPLES, "P99.9")
 
 
@@ -1005,11 +1010,10 @@ def _sample_count_p99_9(f: _Facts) -> tuple[Met, str]:
     "itl-output-tokens",
     "5.4.2",
     "MUST",
-    "Requests MUST generate at least 50 output tokens to provide meaningful ITL samples.",
+    f"Requests MUST generate at least {ITL_MIN_OUTPUT_TOKENS} output tokens to provide "
+    "meaningful ITL samples.",
 )
 def _itl_output_tokens(f: _Facts) -> tuple[Met, str]:
-    from otelbench.report.build import ITL_MIN_OUTPUT_TOKENS  # build imports this module
-
     if not f.succeeded:
         return None, "no successful request"
     short = next((d for d in f.deviations if _SHORT_OUTPUT_MARKER in d), None)
@@ -1025,12 +1029,10 @@ def _itl_output_tokens(f: _Facts) -> tuple[Met, str]:
     "itl-request-count",
     "5.4.2",
     "SHOULD",
-    "At least 100 requests for per-request ITL statistics (a setup parameter without a "
-    "BCP 14 keyword: checked as SHOULD).",
+    f"At least {ITL_MIN_REQUESTS} requests for per-request ITL statistics (a setup parameter "
+    "without a BCP 14 keyword: checked as SHOULD).",
 )
 def _itl_request_count(f: _Facts) -> tuple[Met, str]:
-    from otelbench.report.build import ITL_MIN_REQUESTS  # build imports this module
-
     per_request = _map(f.client.get("itl_per_request"))
     n = _int(_map(per_request.get("max_pause_ms")).get("count")) or 0
     samples = _int(_map(f.client.get("itl_ms")).get("count")) or 0
