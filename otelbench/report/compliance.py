@@ -56,6 +56,7 @@ from otelbench.draft import (
     WARMUP_MIN_REQUESTS,
     WARMUP_STABILIZATION_THRESHOLD,
 )
+from otelbench.report.access import fmt, integer, mapping, nonblank, number
 from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
 
 __all__ = [
@@ -132,30 +133,6 @@ _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
 # ------------------------------------------------------------------------------------------
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _text(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
-
-
-def _fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.{digits}f}{' ' + unit if unit else ''}"
-
-
 @dataclass(frozen=True)
 class _Facts:
     """The parts of a report the configuration and the checks read."""
@@ -164,36 +141,36 @@ class _Facts:
 
     @property
     def run(self) -> Mapping[str, Any]:
-        return _map(self.report.get("run"))
+        return mapping(self.report.get("run"))
 
     @property
     def sut(self) -> Mapping[str, Any]:
-        return _map(self.run.get("sut"))
+        return mapping(self.run.get("sut"))
 
     @property
     def load(self) -> Mapping[str, Any]:
-        return _map(self.run.get("load"))
+        return mapping(self.run.get("load"))
 
     @property
     def requests(self) -> Mapping[str, Any]:
-        return _map(self.run.get("requests"))
+        return mapping(self.run.get("requests"))
 
     @property
     def client(self) -> Mapping[str, Any]:
-        return _map(_map(self.report.get("metrics")).get("client"))
+        return mapping(mapping(self.report.get("metrics")).get("client"))
 
     @property
     def server(self) -> Mapping[str, Any] | None:
-        server = _map(self.report.get("metrics")).get("server")
+        server = mapping(self.report.get("metrics")).get("server")
         return server if isinstance(server, Mapping) else None
 
     @property
     def methodology(self) -> Mapping[str, Any]:
-        return _map(self.report.get("methodology"))
+        return mapping(self.report.get("methodology"))
 
     @property
     def itl_method(self) -> Mapping[str, Any]:
-        return _map(self.methodology.get("itl_method"))
+        return mapping(self.methodology.get("itl_method"))
 
     @property
     def deviations(self) -> list[str]:
@@ -202,14 +179,14 @@ class _Facts:
 
     @property
     def ttft_samples(self) -> int | None:
-        return _int(_map(self.client.get("ttft_ms")).get("count"))
+        return integer(mapping(self.client.get("ttft_ms")).get("count"))
 
     @property
     def succeeded(self) -> int | None:
-        return _int(self.requests.get("succeeded"))
+        return integer(self.requests.get("succeeded"))
 
     def target_host(self) -> str | None:
-        target = _text(self.run.get("target"))
+        target = nonblank(self.run.get("target"))
         if target is None:
             return None
         try:
@@ -236,7 +213,7 @@ class _Facts:
 
 
 def _boundary(f: _Facts) -> str | None:
-    boundary = _text(f.sut.get("boundary"))
+    boundary = nonblank(f.sut.get("boundary"))
     if boundary is None:
         return None
     section = STANDARD_BOUNDARIES.get(boundary)
@@ -244,24 +221,24 @@ def _boundary(f: _Facts) -> str | None:
 
 
 def _length_text(spec: Mapping[str, Any]) -> str:
-    dist = _text(spec.get("distribution")) or NOT_DECLARED
+    dist = nonblank(spec.get("distribution")) or NOT_DECLARED
     lo, hi = spec.get("min"), spec.get("max")
     if lo is not None and hi is not None:
         return f"{dist} {lo}–{hi} {spec.get('unit', 'tokens')}"
     if spec.get("target_lengths") is not None:
         return f"{dist} {spec['target_lengths']}"
-    quantiles = _map(spec.get("quantiles"))
+    quantiles = mapping(spec.get("quantiles"))
     if quantiles:
         return f"{dist} ({', '.join(f'{k} {v}' for k, v in quantiles.items())})"
     return dist
 
 
 def _workload_text(f: _Facts) -> str | None:
-    workload = _map(f.run.get("workload"))
-    name = _text(workload.get("name"))
+    workload = mapping(f.run.get("workload"))
+    name = nonblank(workload.get("name"))
     if name is None:
         return None
-    spec = _map(workload.get("spec"))
+    spec = mapping(workload.get("spec"))
     parts = []
     if spec.get("draft_section"):
         parts.append(f"draft {spec['draft_section']}")
@@ -274,8 +251,8 @@ def _workload_text(f: _Facts) -> str | None:
         control = f" ({out['control']})" if out.get("control") else ""
         parts.append(f"output {_length_text(out)}{control}")
     if "prefix_sharing" in spec:
-        ps = _map(spec["prefix_sharing"])
-        ratio = _num(ps.get("ratio"))
+        ps = mapping(spec["prefix_sharing"])
+        ratio = number(ps.get("ratio"))
         parts.append(
             "no prefix sharing"
             if not ps
@@ -284,19 +261,19 @@ def _workload_text(f: _Facts) -> str | None:
             else "prefix sharing"
         )
     if "system_prompt" in spec:
-        sp = _map(spec["system_prompt"])
+        sp = mapping(spec["system_prompt"])
         parts.append(f"system prompt {sp.get('tokens')} tokens" if sp else "no system prompt")
-    dataset = _map(spec.get("dataset"))
+    dataset = mapping(spec.get("dataset"))
     if dataset:
         parts.append(f"dataset {dataset.get('path', '?')} (sha256 {dataset.get('sha256', '?')})")
-    source = _map(spec.get("source_file"))
+    source = mapping(spec.get("source_file"))
     if source:
         parts.append(f"file {source.get('path', '?')} (sha256 {source.get('sha256', '?')})")
     return name + (f": {', '.join(parts)}" if parts else "")
 
 
 def _tokenizer_text(f: _Facts) -> str | None:
-    tok = _map(f.run.get("tokenizer"))
+    tok = mapping(f.run.get("tokenizer"))
     if not tok:
         return None
     parts = [f"Option {tok.get('option', '?')}", str(tok.get("name", NOT_DECLARED))]
@@ -313,12 +290,12 @@ def _tokenizer_text(f: _Facts) -> str | None:
 
 def _load_text(f: _Facts) -> str | None:
     load = f.load
-    mode = _text(load.get("mode"))
+    mode = nonblank(load.get("mode"))
     if mode is None:
         return None
     if mode == "closed_loop":
         return f"closed-loop, concurrency {load.get('concurrency')} (draft 4.2.4)"
-    arrival = _map(load.get("arrival"))
+    arrival = mapping(load.get("arrival"))
     params = ", ".join(
         f"{k} {v}" for k, v in arrival.items() if k not in ("process", "rate", "seed")
     )
@@ -328,7 +305,7 @@ def _load_text(f: _Facts) -> str | None:
 
 
 def _requests_text(f: _Facts) -> str | None:
-    total = _int(f.requests.get("total"))
+    total = integer(f.requests.get("total"))
     if total is None:
         return None
     return (
@@ -338,16 +315,16 @@ def _requests_text(f: _Facts) -> str | None:
 
 
 def _duration_text(f: _Facts) -> str | None:
-    duration = _num(f.run.get("duration_s"))
+    duration = number(f.run.get("duration_s"))
     if duration is None:
         return None
-    window = _num(_map(f.client.get("throughput")).get("window_s"))
-    measured = f"; measurement window {_fmt(window, 2, 's')}" if window is not None else ""
-    return f"{_fmt(duration, 1, 's')} (run){measured}"
+    window = number(mapping(f.client.get("throughput")).get("window_s"))
+    measured = f"; measurement window {fmt(window, 2, 's')}" if window is not None else ""
+    return f"{fmt(duration, 1, 's')} (run){measured}"
 
 
 def _warmup_text(f: _Facts) -> str | None:
-    w = _map(f.run.get("warmup"))
+    w = mapping(f.run.get("warmup"))
     if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
         return "skipped: cold-start measurement declared (draft 4.5.3)"
     if not w:
@@ -356,12 +333,12 @@ def _warmup_text(f: _Facts) -> str | None:
     if w.get("mode") != "warm":
         return str(w.get("mode"))
     stabilized = "stabilized" if w.get("stabilized") else "NOT stabilized"
-    after = _map(w.get("probe_after"))
-    variation = _num(after.get("variation"))
+    after = mapping(w.get("probe_after"))
+    variation = number(after.get("variation"))
     var = f", variation {variation:.1%}" if variation is not None else ""
     return (
         f"{w.get('requests')} requests and {w.get('output_tokens')} output tokens in "
-        f"{_fmt(_num(w.get('duration_s')), 1, 's')} at concurrency {w.get('concurrency')}, "
+        f"{fmt(number(w.get('duration_s')), 1, 's')} at concurrency {w.get('concurrency')}, "
         f"{'queue drained' if w.get('drained') else 'queue NOT drained'}; probes {stabilized}"
         f"{var} (draft 4.5)"
     )
@@ -373,16 +350,16 @@ def _declared(value: Any) -> str | None:
         return "enabled" if value else "disabled"
     if isinstance(value, Mapping):
         return "; ".join(f"{k}: {_declared(v) or v}" for k, v in value.items()) or None
-    return _text(value)
+    return nonblank(value)
 
 
 def _guardrails(f: _Facts) -> str | None:
     declared = _declared(f.sut.get("guardrails"))
     if declared is not None:
         return declared
-    measured = _map(_map(f.report.get("metrics")).get("guardrails"))
+    measured = mapping(mapping(f.report.get("metrics")).get("guardrails"))
     if measured:
-        d = _map(measured.get("disclosure"))
+        d = mapping(measured.get("disclosure"))
         stages = []
         for stage in ("input", "output"):
             names = [str(n) for n in d.get(f"{stage}_filters") or []]
@@ -391,14 +368,14 @@ def _guardrails(f: _Facts) -> str | None:
                 if names
                 else f"{stage} filtering disabled"
             )
-        refused = _int(_map(measured.get("refusals")).get("requests")) or 0
-        sha = _text(d.get("config_sha256"))
+        refused = integer(mapping(measured.get("refusals")).get("requests")) or 0
+        sha = nonblank(d.get("config_sha256"))
         return (
             f"otelbench guardrails, from their spans: {'; '.join(stages)}; {refused} "
             f"request(s) refused by a guardrail"
             + (f"; configuration sha256 {sha[:12]}" if sha else "")
         )
-    if _text(f.sut.get("boundary")) == "Model Engine":
+    if nonblank(f.sut.get("boundary")) == "Model Engine":
         return (
             "none in the measured path: the Model Engine boundary excludes input and output "
             "safety filtering (draft 4.1.1)"
@@ -408,7 +385,7 @@ def _guardrails(f: _Facts) -> str | None:
 
 def _timing_text(f: _Facts) -> str:
     itl = f.itl_method
-    protocol = _text(itl.get("protocol")) or "streaming protocol not declared"
+    protocol = nonblank(itl.get("protocol")) or "streaming protocol not declared"
     client = (
         f"client: arrival time of every content chunk ({protocol}) on the load generator's "
         f"monotonic clock at µs resolution; ITL by Option {itl.get('option', '?')} "
@@ -417,7 +394,7 @@ def _timing_text(f: _Facts) -> str:
     server = f.server
     if server is None:
         return f"{client}; server: none (no server spans joined)"
-    hooks = _int(_map(server.get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)) or 0
+    hooks = integer(mapping(server.get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)) or 0
     joined = server.get("requests_joined")
     if itl.get("server_option") == "C":
         return (
@@ -462,19 +439,19 @@ def configuration_summary(report: Mapping[str, Any]) -> dict[str, str]:
     """
     f = _Facts(report)
     sut = f.sut
-    version = _text(f.run.get("otelbench_version"))
-    generator_host = _text(sut.get("load_generator_host"))
+    version = nonblank(f.run.get("otelbench_version"))
+    generator_host = nonblank(sut.get("load_generator_host"))
     generator = None
     if version or generator_host:
         generator = f"otelbench {version or '(version not recorded)'}" + (
             f" on {generator_host}" if generator_host else ""
         )
-    seed = _int(f.run.get("seed"))
-    target = _text(f.run.get("target"))
+    seed = integer(f.run.get("seed"))
+    target = nonblank(f.run.get("target"))
     items: dict[str, str | None] = {
         "sut_boundary": _boundary(f),
         "target": None if target is None else target + (" (loopback)" if f.loopback() else ""),
-        "model": _text(f.run.get("model")),
+        "model": nonblank(f.run.get("model")),
         "hardware": _declared(sut.get("hardware")),
         "software": _declared(sut.get("software")),
         "load_generator": generator,
@@ -543,7 +520,7 @@ def _sut_boundary(f: _Facts) -> tuple[Met, str]:
 
 
 def _client_clock(f: _Facts) -> str | None:
-    clock = _text(_map(f.methodology.get("clock_domains")).get("client"))
+    clock = nonblank(mapping(f.methodology.get("clock_domains")).get("client"))
     if clock is None or "monotonic" not in clock or "µs" not in clock:
         return None
     return clock
@@ -581,8 +558,8 @@ def _timing_resolution_us(f: _Facts) -> tuple[Met, str]:
     "token or chunk, not only the complete response.",
 )
 def _streaming(f: _Facts) -> tuple[Met, str]:
-    protocol = _text(f.itl_method.get("protocol"))
-    chunks = _int(_map(f.client.get("tokens_per_chunk")).get("count"))
+    protocol = nonblank(f.itl_method.get("protocol"))
+    chunks = integer(mapping(f.client.get("tokens_per_chunk")).get("count"))
     if not f.succeeded:
         return None, "no successful request: nothing was streamed"
     if protocol is None or not chunks:
@@ -603,19 +580,19 @@ def _streaming(f: _Facts) -> tuple[Met, str]:
     "In open-loop mode, slow responses MUST NOT delay the submission of later requests.",
 )
 def _open_loop_isolation(f: _Facts) -> tuple[Met, str]:
-    mode = _text(f.load.get("mode"))
+    mode = nonblank(f.load.get("mode"))
     if mode == "closed_loop":
         return None, "closed-loop run (draft 4.2.4): no arrival schedule to keep"
     if mode not in OPEN_LOOP_MODES:
         return False, f"load model {mode or 'not recorded'}: open-loop isolation not shown"
-    gen = _map(f.run.get("load_generator"))
-    lag = _map(gen.get("schedule_lag_ms"))
+    gen = mapping(f.run.get("load_generator"))
+    lag = mapping(gen.get("schedule_lag_ms"))
     if not lag:
         return False, f"open-loop {mode} run with no schedule lag recorded: isolation not shown"
     facts = (
         f"open-loop {mode}; schedule lag of {lag.get('count')} requests P50 "
-        f"{_fmt(_num(lag.get('p50')), 2, 'ms')}, P99 {_fmt(_num(lag.get('p99')), 2, 'ms')}, max "
-        f"{_fmt(_num(lag.get('max')), 2, 'ms')}"
+        f"{fmt(number(lag.get('p50')), 2, 'ms')}, P99 {fmt(number(lag.get('p99')), 2, 'ms')}, max "
+        f"{fmt(number(lag.get('max')), 2, 'ms')}"
     )
     if gen.get("generator_bottleneck_flagged"):
         flagged = next(
@@ -634,8 +611,12 @@ def _open_loop_isolation(f: _Facts) -> tuple[Met, str]:
 )
 def _request_status(f: _Facts) -> tuple[Met, str]:
     r = f.requests
-    total, ok, failed = _int(r.get("total")), _int(r.get("succeeded")), _int(r.get("failed"))
-    by_type = _map(r.get("failed_by_type"))
+    total, ok, failed = (
+        integer(r.get("total")),
+        integer(r.get("succeeded")),
+        integer(r.get("failed")),
+    )
+    by_type = mapping(r.get("failed_by_type"))
     if total is None or ok is None or failed is None:
         return False, "run.requests does not count successes and failures"
     types = ", ".join(f"{k}: {v}" for k, v in by_type.items())
@@ -657,9 +638,9 @@ def _token_counts(f: _Facts) -> tuple[Met, str]:
     if not f.succeeded:
         return None, "no successful request to count tokens of"
     buckets = f.client.get("ttft_by_input_tokens")
-    with_input = sum(_int(b.get("count")) or 0 for b in buckets or [] if isinstance(b, Mapping))
+    with_input = sum(integer(b.get("count")) or 0 for b in buckets or [] if isinstance(b, Mapping))
     ttft = f.ttft_samples or 0
-    output = _int(_map(f.client.get("throughput")).get("output_tokens")) or 0
+    output = integer(mapping(f.client.get("throughput")).get("output_tokens")) or 0
     evidence = (
         f"input token counts for {with_input} of {ttft} requests with a TTFT; "
         f"{output} output tokens counted over {f.succeeded} successful requests"
@@ -675,14 +656,14 @@ def _token_counts(f: _Facts) -> tuple[Met, str]:
     "prefix sharing.",
 )
 def _workload_spec(f: _Facts) -> tuple[Met, str]:
-    spec = _map(_map(f.run.get("workload")).get("spec"))
+    spec = mapping(mapping(f.run.get("workload")).get("spec"))
     text = _workload_text(f) or "no workload recorded"
     missing = [
         name
         for name, present in (
-            ("input distribution", bool(_map(spec.get("input")).get("distribution"))),
-            ("output distribution", bool(_map(spec.get("output")).get("distribution"))),
-            ("content", bool(_map(spec.get("input")).get("content") or spec.get("content"))),
+            ("input distribution", bool(mapping(spec.get("input")).get("distribution"))),
+            ("output distribution", bool(mapping(spec.get("output")).get("distribution"))),
+            ("content", bool(mapping(spec.get("input")).get("content") or spec.get("content"))),
             ("prefix sharing", "prefix_sharing" in spec),
         )
         if not present
@@ -700,7 +681,7 @@ def _workload_spec(f: _Facts) -> tuple[Met, str]:
     "preprocessing.",
 )
 def _dataset_provenance(f: _Facts) -> tuple[Met, str]:
-    dataset = _map(_map(_map(f.run.get("workload")).get("spec")).get("dataset"))
+    dataset = mapping(mapping(mapping(f.run.get("workload")).get("spec")).get("dataset"))
     if not dataset:
         return None, "the workload is not dataset-derived"
     version = dataset.get("sha256") or dataset.get("version")
@@ -720,10 +701,10 @@ def _dataset_provenance(f: _Facts) -> tuple[Met, str]:
     "Workload generation MUST use a deterministic random seed, and the seed MUST be reported.",
 )
 def _seed_reported(f: _Facts) -> tuple[Met, str]:
-    seed = _int(f.run.get("seed"))
+    seed = integer(f.run.get("seed"))
     if seed is None:
         return False, "no seed recorded (run.seed)"
-    arrival = _int(_map(f.load.get("arrival")).get("seed"))
+    arrival = integer(mapping(f.load.get("arrival")).get("seed"))
     schedule = f", arrival schedule seed {arrival}" if arrival is not None else ""
     return True, f"run seed {seed}{schedule}"
 
@@ -735,9 +716,9 @@ def _seed_reported(f: _Facts) -> tuple[Met, str]:
     "Testers SHOULD publish the exact request sequences or the generation code with fixed seeds.",
 )
 def _request_sequence(f: _Facts) -> tuple[Met, str]:
-    seed = _int(f.run.get("seed"))
-    version = _text(f.run.get("otelbench_version"))
-    name = _text(_map(f.run.get("workload")).get("name"))
+    seed = integer(f.run.get("seed"))
+    version = nonblank(f.run.get("otelbench_version"))
+    name = nonblank(mapping(f.run.get("workload")).get("name"))
     if seed is None or version is None or name is None:
         return False, (
             f"generator otelbench {version or '?'}, workload {name or '?'}, seed "
@@ -753,7 +734,7 @@ def _request_sequence(f: _Facts) -> tuple[Met, str]:
     "The report MUST specify the tokenizer's name and version, vocabulary size and source.",
 )
 def _tokenizer_spec(f: _Facts) -> tuple[Met, str]:
-    tok = _map(f.run.get("tokenizer"))
+    tok = mapping(f.run.get("tokenizer"))
     missing = [
         label
         for key, label in (
@@ -776,7 +757,7 @@ def _tokenizer_spec(f: _Facts) -> tuple[Met, str]:
     "The report MUST declare the token counting method: Option A (native) or B (reference).",
 )
 def _token_counting(f: _Facts) -> tuple[Met, str]:
-    option = _text(_map(f.run.get("tokenizer")).get("option"))
+    option = nonblank(mapping(f.run.get("tokenizer")).get("option"))
     if option is None or option[0] not in "AB":
         return False, "no token counting option declared (run.tokenizer.option)"
     return True, f"Option {option}"
@@ -789,7 +770,7 @@ def _token_counting(f: _Facts) -> tuple[Met, str]:
     "The report MUST specify the handling of BOS/EOS, system prompt and tool-call tokens.",
 )
 def _special_tokens(f: _Facts) -> tuple[Met, str]:
-    tok = _map(f.run.get("tokenizer"))
+    tok = mapping(f.run.get("tokenizer"))
     fields = (
         ("bos_eos", "BOS/EOS"),
         ("system_prompt", "system prompt"),
@@ -812,14 +793,14 @@ def _special_tokens(f: _Facts) -> tuple[Met, str]:
     "or skip warm-up and declare a cold-start measurement (4.5.3).",
 )
 def _warmup(f: _Facts) -> tuple[Met, str]:
-    w = _map(f.run.get("warmup"))
+    w = mapping(f.run.get("warmup"))
     text = _warmup_text(f)
     if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
         return True, text or "cold-start measurement declared"
     if w.get("mode") != "warm":
         return False, "no warm-up was run and no cold-start measurement was declared"
-    requests = _int(w.get("requests")) or 0
-    tokens = _int(w.get("output_tokens")) or 0
+    requests = integer(w.get("requests")) or 0
+    tokens = integer(w.get("output_tokens")) or 0
     met = (
         requests >= WARMUP_MIN_REQUESTS
         and tokens >= WARMUP_MIN_OUTPUT_TOKENS
@@ -840,16 +821,16 @@ def _warmup(f: _Facts) -> tuple[Met, str]:
     f"{WARMUP_STABILIZATION_THRESHOLD:.0%} variation across consecutive probes.",
 )
 def _warmup_verified(f: _Facts) -> tuple[Met, str]:
-    w = _map(f.run.get("warmup"))
+    w = mapping(f.run.get("warmup"))
     if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
         return None, "cold-start measurement: no warm-up to verify"
     if w.get("mode") != "warm":
         return False, "no warm-up, so no verification"
-    before, after = _map(w.get("probe_before")), _map(w.get("probe_after"))
-    variation = _num(after.get("variation"))
+    before, after = mapping(w.get("probe_before")), mapping(w.get("probe_after"))
+    variation = number(after.get("variation"))
     evidence = (
-        f"probe median latency {_fmt(_num(before.get('median_latency_ms')), 2, 'ms')} before, "
-        f"{_fmt(_num(after.get('median_latency_ms')), 2, 'ms')} after; variation across "
+        f"probe median latency {fmt(number(before.get('median_latency_ms')), 2, 'ms')} before, "
+        f"{fmt(number(after.get('median_latency_ms')), 2, 'ms')} after; variation across "
         f"consecutive probes {'n/a' if variation is None else f'{variation:.1%}'}"
     )
     return bool(w.get("stabilized")), evidence + (
@@ -866,10 +847,10 @@ def _warmup_verified(f: _Facts) -> tuple[Met, str]:
 )
 def _chunking(f: _Facts) -> tuple[Met, str]:
     itl = f.itl_method
-    protocol, option = _text(itl.get("protocol")), _text(itl.get("option"))
-    tpc = _map(f.client.get("tokens_per_chunk"))
-    most = _num(tpc.get("max"))
-    if not _int(tpc.get("count")):
+    protocol, option = nonblank(itl.get("protocol")), nonblank(itl.get("option"))
+    tpc = mapping(f.client.get("tokens_per_chunk"))
+    most = number(tpc.get("max"))
+    if not integer(tpc.get("count")):
         chunks = "no content chunks"
     elif itl.get("chunk_token_source") == "one_per_chunk":
         chunks = "each chunk counted as one token (no per-chunk usage)"
@@ -892,12 +873,12 @@ def _chunking(f: _Facts) -> tuple[Met, str]:
 )
 def _itl_method(f: _Facts) -> tuple[Met, str]:
     itl = f.itl_method
-    option = _text(itl.get("option"))
+    option = nonblank(itl.get("option"))
     if option not in ("A", "B", "C"):
         return False, "no ITL option declared (methodology.itl_method.option)"
     server = itl.get("server_option")
     also = f"; server ITL by Option {server}" if server else ""
-    name = _text(itl.get("name"))
+    name = nonblank(itl.get("name"))
     return True, f"client ITL by Option {option}{': ' + name if name else ''}{also}"
 
 
@@ -909,7 +890,9 @@ def _itl_method(f: _Facts) -> tuple[Met, str]:
 )
 def _itl_option_c(f: _Facts) -> tuple[Met, str]:
     if f.itl_method.get("server_option") == "C":
-        hooks = _int(_map(_map(f.server).get("span_sources")).get(semconv.SPAN_HOOK_REQUEST))
+        hooks = integer(
+            mapping(mapping(f.server).get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)
+        )
         return True, f"server ITL by Option C from {hooks} engine-hook spans (metrics.server)"
     return None, "not available: no server span with per-token timestamps was joined"
 
@@ -935,11 +918,11 @@ def _clock_sync(f: _Facts) -> tuple[Met, str]:
 )
 def _guardrail_disclosure(f: _Facts) -> tuple[Met, str]:
     guardrails = _guardrails(f)
-    failed = _int(f.requests.get("failed"))
-    by_type = ", ".join(f"{k}: {v}" for k, v in _map(f.requests.get("failed_by_type")).items())
+    failed = integer(f.requests.get("failed"))
+    by_type = ", ".join(f"{k}: {v}" for k, v in mapping(f.requests.get("failed_by_type")).items())
     refused = f"; failed requests: {failed}" + (f" ({by_type})" if by_type else "")
     if guardrails is None:
-        boundary = _text(f.sut.get("boundary")) or "undeclared"
+        boundary = nonblank(f.sut.get("boundary")) or "undeclared"
         return False, f"guardrails not declared for the {boundary} boundary{refused}"
     return True, f"{guardrails}{refused}"
 
@@ -951,7 +934,7 @@ def _guardrail_disclosure(f: _Facts) -> tuple[Met, str]:
     "The report MUST say whether TTFT is the time to any token or to the first content token.",
 )
 def _first_token(f: _Facts) -> tuple[Met, str]:
-    if _text(f.methodology.get("first_token_definition")) is None:
+    if nonblank(f.methodology.get("first_token_definition")) is None:
         return False, "no first token definition (methodology.first_token_definition)"
     return True, "TTFT is the time to the first content token (methodology.first_token_definition)"
 
@@ -963,10 +946,10 @@ def _first_token(f: _Facts) -> tuple[Met, str]:
     "TTFT P50, P90, P95, P99 and P99.9 MUST all be reported.",
 )
 def _ttft_percentiles(f: _Facts) -> tuple[Met, str]:
-    ttft = _map(f.client.get("ttft_ms"))
-    values = [(label, _num(ttft.get(key))) for key, label in (*_PERCENTILES, ("p99_9", "P99.9"))]
-    method = _text(f.methodology.get("percentile_method")) or "method not declared"
-    shown = ", ".join(f"{label} {_fmt(v, 2, 'ms')}" for label, v in values)
+    ttft = mapping(f.client.get("ttft_ms"))
+    values = [(label, number(ttft.get(key))) for key, label in (*_PERCENTILES, ("p99_9", "P99.9"))]
+    method = nonblank(f.methodology.get("percentile_method")) or "method not declared"
+    shown = ", ".join(f"{label} {fmt(v, 2, 'ms')}" for label, v in values)
     return all(v is not None for _, v in values), f"{shown}; percentiles by {method}"
 
 
@@ -980,7 +963,7 @@ def _sample_count_stated(f: _Facts) -> tuple[Met, str]:
 
 def _sample_count(f: _Facts, needed: int, label: str) -> tuple[Met, str]:
     n = f.ttft_samples or 0
-    total = _int(f.requests.get("total"))
+    total = integer(f.requests.get("total"))
     evidence = f"{total} requests, {n} TTFT samples; {label} needs at least {needed}"
     return n >= needed, evidence
 
@@ -1033,9 +1016,9 @@ def _itl_output_tokens(f: _Facts) -> tuple[Met, str]:
     "without a BCP 14 keyword: checked as SHOULD).",
 )
 def _itl_request_count(f: _Facts) -> tuple[Met, str]:
-    per_request = _map(f.client.get("itl_per_request"))
-    n = _int(_map(per_request.get("max_pause_ms")).get("count")) or 0
-    samples = _int(_map(f.client.get("itl_ms")).get("count")) or 0
+    per_request = mapping(f.client.get("itl_per_request"))
+    n = integer(mapping(per_request.get("max_pause_ms")).get("count")) or 0
+    samples = integer(mapping(f.client.get("itl_ms")).get("count")) or 0
     evidence = (
         f"per-request ITL statistics from {n} requests ({samples} ITL samples); the draft "
         f"asks for at least {ITL_MIN_REQUESTS}"

@@ -64,6 +64,7 @@ from otelbench.metrics import (
 )
 from otelbench.metrics.summary import AnyOrderStatistics, type7_interpolate, type7_ranks
 from otelbench.query import RunData
+from otelbench.report.access import NA, dig, fmt, load_text, mapping, number
 from otelbench.report.markdown import server_timing_text
 from otelbench.report.plots import PALETTE, Axis, Chart
 from otelbench.report.sections import (
@@ -128,7 +129,6 @@ CURVE_SHAPE: Final = (
 )
 """The multi-level procedure block the throughput-latency plot accepts."""
 
-NA: Final = "n/a"
 
 # ------------------------------------------------------------------------------------------
 # plot data: compact per-request arrays from the records
@@ -526,29 +526,6 @@ def _esc(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    v = float(value)
-    return v if math.isfinite(v) else None
-
-
-def _fmt(value: Any, digits: int = 2, unit: str = "") -> str:
-    v = _number(value)
-    if v is None:
-        return NA
-    text = f"{v:.{digits}f}"
-    return f"{text} {unit}" if unit else text
-
-
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
     head = "".join(f"<th>{_esc(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{_esc(v)}</td>" for v in row) + "</tr>" for row in rows)
@@ -561,7 +538,7 @@ def _series(obj: Any, key: str = "values") -> list[float]:
     values = obj.get(key) if isinstance(obj, Mapping) else None
     if not isinstance(values, list):
         return []
-    out = [_number(v) for v in values]
+    out = [number(v) for v in values]
     return [v for v in out if v is not None] if all(v is not None for v in out) else []
 
 
@@ -612,7 +589,7 @@ def _percentile_points(summary: Any) -> tuple[list[float], list[float]]:
     )
     xs, ys = [], []
     for key, q in keys:
-        v = _number(_dig(summary, key))
+        v = number(dig(summary, key))
         if v is not None:
             xs.append(v)
             ys.append(q)
@@ -659,15 +636,15 @@ _POINT_SAMPLING: Final = "evenly spread requests in submit order"
 def _sampling(obj: Any, drawn: int, how: str) -> list[str]:
     """The caption that says a series was thinned to ``drawn`` of its ``count`` points
     (:func:`plot_data` keeps at most ``MAX_POINTS`` per series), or nothing."""
-    count = _number(_dig(obj, "count"))
+    count = number(dig(obj, "count"))
     if count is None or count <= drawn:
         return []
     return [f"{drawn:,} of {count:,.0f} points drawn, {how}; the statistics use all of them."]
 
 
 def _ttft_cdf(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    client = _dig(plots, "ttft_ms", "client")
-    server = _dig(plots, "ttft_ms", "server")
+    client = dig(plots, "ttft_ms", "client")
+    server = dig(plots, "ttft_ms", "server")
     cx, cf = _series(client), _series(client, "fractions")
     sx, sf = _series(server), _series(server, "fractions")
     if cx and len(cx) == len(cf):
@@ -682,12 +659,12 @@ def _ttft_cdf(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any])
                 "arrival in the engine."
             )
             fig.caption += _sampling(server, len(sx), _CDF_SAMPLING)
-        p99 = _number(_dig(report, "metrics", "client", "ttft_ms", "p99"))
+        p99 = number(dig(report, "metrics", "client", "ttft_ms", "p99"))
         if p99 is not None:
             chart.vline(p99, color="#555", text="client P99", series="client_p99")
         fig.svg = chart.render(fig.title)
         return
-    summary = _dig(report, "metrics", "client", "ttft_ms")
+    summary = dig(report, "metrics", "client", "ttft_ms")
     xs, ys = _percentile_points(summary)
     if not xs:
         fig.note = "no successful request had a content token"
@@ -769,7 +746,7 @@ def _histogram_chart(
 
 
 def _ttft_histogram(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    hist = _dig(plots, "ttft_histogram_ms")
+    hist = dig(plots, "ttft_histogram_ms")
     drawn = (
         _histogram_chart(hist, (("client", "client"), ("server", "server")), "TTFT (ms)")
         if isinstance(hist, Mapping)
@@ -786,10 +763,10 @@ def _ttft_histogram(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str,
 
 
 def _ttft_by_input(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    buckets = _dig(report, "metrics", "client", "ttft_by_input_tokens")
+    buckets = dig(report, "metrics", "client", "ttft_by_input_tokens")
     buckets = [b for b in buckets if isinstance(b, Mapping)] if isinstance(buckets, list) else []
-    filled = [b for b in buckets if (_number(b.get("count")) or 0) > 0]
-    pts = _dig(plots, "ttft_by_input")
+    filled = [b for b in buckets if (number(b.get("count")) or 0) > 0]
+    pts = dig(plots, "ttft_by_input")
     xs, ys = _series(pts, "x"), _series(pts, "y")
     if xs and len(xs) == len(ys):
         chart = Chart(Axis.linear(xs, "input tokens"), _auto_axis(ys, "TTFT (ms)"))
@@ -806,9 +783,9 @@ def _ttft_by_input(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, 
             ("p99", PALETTE[1], "bucket P99"),
         ):
             for b in filled:
-                v = _number(b.get(key))
+                v = number(b.get(key))
                 lo = max(float(b.get("min_tokens") or 0), chart.x.lo)
-                top = _number(b.get("max_tokens_exclusive"))
+                top = number(b.get("max_tokens_exclusive"))
                 hi = min(top if top is not None else chart.x.hi, chart.x.hi)
                 if v is not None and hi > lo:
                     chart.line([lo, hi], [v, v], color=color, label=name, series=key)
@@ -823,7 +800,7 @@ def _ttft_by_input(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, 
         fig.note = "no successful request had both a TTFT and an input length"
         return
     names = [str(b.get("bucket")) for b in filled]
-    series = [(key.upper(), [_number(b.get(key)) for b in filled]) for key in ("p50", "p95", "p99")]
+    series = [(key.upper(), [number(b.get(key)) for b in filled]) for key in ("p50", "p95", "p99")]
     fig.svg = _grouped_bars(
         names,
         series,
@@ -840,7 +817,7 @@ def _ttft_by_input(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, 
 
 
 def _itl_histogram(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    hist = _dig(plots, "itl_histogram_ms")
+    hist = dig(plots, "itl_histogram_ms")
     drawn = (
         _histogram_chart(
             hist,
@@ -865,8 +842,8 @@ def _itl_histogram(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, 
 
 
 def _jitter(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    client = _dig(plots, "jitter_ms", "client")
-    server = _dig(plots, "jitter_ms", "server")
+    client = dig(plots, "jitter_ms", "client")
+    server = dig(plots, "jitter_ms", "server")
     drawn = [
         (key, label, _series(obj, "x"), _series(obj, "y"), obj)
         for key, label, obj in (
@@ -900,10 +877,10 @@ def _jitter(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -
         return
     cats, series = [], []
     for key, label in (("client", "client"), ("server", "server")):
-        j = _dig(report, "metrics", key, "itl_per_request", "jitter_ms")
-        if isinstance(j, Mapping) and _number(j.get("p50")) is not None:
+        j = dig(report, "metrics", key, "itl_per_request", "jitter_ms")
+        if isinstance(j, Mapping) and number(j.get("p50")) is not None:
             cats.append(label)
-            series.append([_number(j.get(p)) for p in ("p50", "p95", "p99")])
+            series.append([number(j.get(p)) for p in ("p50", "p95", "p99")])
     if not cats:
         fig.note = "no request had 2 or more ITL samples"
         return
@@ -931,7 +908,7 @@ class _Curve:
         self.metric = _LATENCY_LABELS.get(metric.lower(), metric)
         key = f"{metric.lower()}_p99_ms"
         rows = [level if isinstance(level, Mapping) else {} for level in levels]
-        by_rate = all(_number(r.get("offered_rps")) is not None for r in rows)
+        by_rate = all(number(r.get("offered_rps")) is not None for r in rows)
         self.load_key = "offered_rps" if by_rate else "concurrency"
         self.load_unit = "req/s" if by_rate else "concurrent"
         self.kept: list[int] = []
@@ -939,9 +916,9 @@ class _Curve:
         self.thr: list[float] = []
         self.p99: list[float] = []
         for i, r in enumerate(rows):
-            load = _number(r.get(self.load_key))
-            thr = _number(r.get("output_tokens_per_s"))
-            p99 = _number(r.get(key)) if key in r else _number(r.get("p99_ms"))
+            load = number(r.get(self.load_key))
+            thr = number(r.get("output_tokens_per_s"))
+            p99 = number(r.get(key)) if key in r else number(r.get("p99_ms"))
             if load is None or thr is None or p99 is None:
                 continue
             self.kept.append(i)
@@ -965,8 +942,8 @@ class _Curve:
 
 
 def _throughput_latency(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    block = _dig(report, "procedure")
-    levels = _dig(block, "levels")
+    block = dig(report, "procedure")
+    levels = dig(block, "levels")
     if not isinstance(block, Mapping) or not isinstance(levels, list) or len(levels) < 2:
         fig.note = (
             "a single load level was run; the curve needs a multi-level procedure "
@@ -974,7 +951,7 @@ def _throughput_latency(fig: _Figure, report: Mapping[str, Any], plots: Mapping[
         )
         return
     curve = _Curve(block, levels)
-    slo = _number(block.get("slo_p99_ms"))
+    slo = number(block.get("slo_p99_ms"))
     try:
         points = throughput_latency_points(curve.load, curve.thr, curve.p99, slo)
     except ValueError as exc:
@@ -1038,32 +1015,32 @@ def _throughput_latency(fig: _Figure, report: Mapping[str, Any], plots: Mapping[
 
 
 def _fluidity_cdf(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    section = _dig(report, "metrics", "fluidity")
-    fluid = _dig(plots, "fluidity")
-    min_fluidity = _number(_dig(section, "min_fluidity")) or MIN_FLUIDITY
-    rows = _dig(fluid, "deadlines")
+    section = dig(report, "metrics", "fluidity")
+    fluid = dig(plots, "fluidity")
+    min_fluidity = number(dig(section, "min_fluidity")) or MIN_FLUIDITY
+    rows = dig(fluid, "deadlines")
     chart = Chart(Axis.fixed(0, 1, "fluidity-index"), Axis.fixed(0, 1, "fraction of requests"))
     drawn = 0
     if isinstance(rows, list):
         for k, row in enumerate(rows):
-            cdf = _dig(row, "cdf")
+            cdf = dig(row, "cdf")
             xs, fs = _series(cdf), _series(cdf, "fractions")
             if xs and len(xs) == len(fs):
-                label = f"{_dig(row, 'preset')} (D_d {_fmt(_dig(row, 'decode_deadline_ms'), 0)} ms)"
+                label = f"{dig(row, 'preset')} (D_d {fmt(dig(row, 'decode_deadline_ms'), 0)} ms)"
                 chart.step_cdf(xs, fs, color=PALETTE[k % 8], label=label, series=str(row["preset"]))
                 drawn += 1
         if drawn:
             fig.caption.append(
-                f"Etalon §4.1 fluidity-index per request ({_dig(fluid, 'source')} timeline, "
-                f"D_p {_fmt(_dig(fluid, 'prefill_deadline_ms'), 0)} ms)."
+                f"Etalon §4.1 fluidity-index per request ({dig(fluid, 'source')} timeline, "
+                f"D_p {fmt(dig(fluid, 'prefill_deadline_ms'), 0)} ms)."
             )
-            first = _dig(rows[0], "cdf")
+            first = dig(rows[0], "cdf")
             fig.caption += _sampling(first, len(_series(first)), _CDF_SAMPLING)
     if not drawn and isinstance(section, Mapping):
         for k, row in enumerate(section.get("deadlines") or []):
-            xs, ys = _percentile_points(_dig(row, "fluidity_index"))
+            xs, ys = _percentile_points(dig(row, "fluidity_index"))
             if xs:
-                label = f"{_dig(row, 'preset')} (D_d {_fmt(_dig(row, 'decode_deadline_ms'), 0)} ms)"
+                label = f"{dig(row, 'preset')} (D_d {fmt(dig(row, 'decode_deadline_ms'), 0)} ms)"
                 chart.line(xs, ys, color=PALETTE[k % 8], label=label, series=str(row["preset"]))
                 chart.points(xs, ys, color=PALETTE[k % 8], series=str(row["preset"]))
                 drawn += 1
@@ -1075,25 +1052,25 @@ def _fluidity_cdf(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, A
         fig.note = "no successful request had a token on the timeline"
         return
     chart.vline(min_fluidity, color="#555", text=f"fluid ≥ {min_fluidity:g}", series="min")
-    rate = _dig(section, "fluid_token_generation_rate")
+    rate = dig(section, "fluid_token_generation_rate")
     if isinstance(rate, Mapping):
         fig.caption.append(
-            f"Fluid token generation rate: {_fmt(rate.get('tokens_per_s'), 1)} tokens/s "
-            f"(D_d {_fmt(rate.get('decode_deadline_ms'), 1)} ms)."
+            f"Fluid token generation rate: {fmt(rate.get('tokens_per_s'), 1)} tokens/s "
+            f"(D_d {fmt(rate.get('decode_deadline_ms'), 1)} ms)."
         )
     fig.svg = chart.render(fig.title)
 
 
 def _fairness(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    section = _dig(report, "metrics", "classes")
-    by_class = _dig(section, "by_class")
+    section = dig(report, "metrics", "classes")
+    by_class = dig(section, "by_class")
     if not isinstance(by_class, Mapping) or not by_class:
         fig.note = "fewer than two request classes among the successful requests"
         return
     names = [str(k) for k in by_class]
     rows = [by_class[k] for k in by_class]
     series = [
-        (f"TTFT {p.upper()}", [_number(_dig(r, "ttft_ms", p)) for r in rows])
+        (f"TTFT {p.upper()}", [number(dig(r, "ttft_ms", p)) for r in rows])
         for p in ("p50", "p95", "p99")
     ]
     fig.svg = _grouped_bars(
@@ -1103,9 +1080,9 @@ def _fairness(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any])
         y_label="TTFT (ms)",
         tip=lambda cat, label, v: f"class {cat}: {label} {v:.2f} ms",
     )
-    jain = _number(_dig(section, "jain_index"))
+    jain = number(dig(section, "jain_index"))
     fig.caption.append(
-        f"Jain's fairness index J = {_fmt(jain, 3)} over {_dig(section, 'jain_requests')} "
+        f"Jain's fairness index J = {fmt(jain, 3)} over {dig(section, 'jain_requests')} "
         "requests (J < 0.9: significant unfairness; draft 5.6.4)."
         if jain is not None
         else "Jain's fairness index: n/a."
@@ -1115,11 +1092,11 @@ def _fairness(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any])
         [
             (
                 name,
-                str(_dig(r, "count")),
-                _fmt(_dig(r, "ttft_ms", "p50")),
-                _fmt(_dig(r, "ttft_ms", "p99")),
-                _fmt(_dig(r, "tpot_ms", "p50")),
-                _fmt(_dig(r, "starvation_rate"), 3),
+                str(dig(r, "count")),
+                fmt(dig(r, "ttft_ms", "p50")),
+                fmt(dig(r, "ttft_ms", "p99")),
+                fmt(dig(r, "tpot_ms", "p50")),
+                fmt(dig(r, "starvation_rate"), 3),
             )
             for name, r in zip(names, rows, strict=True)
         ],
@@ -1128,8 +1105,8 @@ def _fairness(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any])
 
 
 def _preemption_timeline(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    p = _dig(plots, "preemptions")
-    stats = _dig(report, "metrics", "server", "preemptions")
+    p = dig(plots, "preemptions")
+    stats = dig(report, "metrics", "server", "preemptions")
     if not isinstance(p, Mapping):
         if isinstance(stats, Mapping):
             fig.note = (
@@ -1139,11 +1116,11 @@ def _preemption_timeline(fig: _Figure, report: Mapping[str, Any], plots: Mapping
         else:
             fig.note = "no engine-hook server span was joined (preemptions are not observed)"
         return
-    pre = _dig(p, "preempted")
+    pre = dig(p, "preempted")
     ts, cum = _series(pre, "arrival_s"), _series(pre, "cumulative")
     counts, stalls = _series(pre, "preemptions"), _series(pre, "stall_ms")
-    window = _number(p.get("window_s")) or (max(ts) if ts else 1.0)
-    total = int(_number(p.get("total")) or 0)
+    window = number(p.get("window_s")) or (max(ts) if ts else 1.0)
+    total = int(number(p.get("total")) or 0)
     chart = Chart(
         Axis.linear([0.0, window, *ts], "time (s since the first T_submit)"),
         Axis.linear([0.0, max(float(total), 1.0), *cum], "preemptions so far"),
@@ -1194,8 +1171,8 @@ def _waterfall_row_label(row: Mapping[str, Any]) -> str:
 
 
 def _waterfall_plot(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    w = _dig(plots, "waterfall")
-    rows = _dig(w, "requests")
+    w = dig(plots, "waterfall")
+    rows = dig(w, "requests")
     rows = [r for r in rows if isinstance(r, Mapping)] if isinstance(rows, list) else []
     if not rows:
         fig.note = (
@@ -1207,15 +1184,15 @@ def _waterfall_plot(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str,
     n = len(rows)
     ends: list[float] = []
     for r in rows:
-        ends += [v for v in (_number(r.get("end_ms")), _number(r.get("ttft_ms"))) if v is not None]
+        ends += [v for v in (number(r.get("end_ms")), number(r.get("ttft_ms"))) if v is not None]
         srv = r.get("server")
         if isinstance(srv, Mapping):
-            t = _number(srv.get("arrival_ms")) or 0.0
+            t = number(srv.get("arrival_ms")) or 0.0
             for key, _, _ in _WATERFALL_PHASES:
-                t += _number(srv.get(key)) or 0.0
+                t += number(srv.get(key)) or 0.0
             ends.append(t)
         g = r.get("guardrail_ms")
-        if isinstance(g, list) and len(g) == 2 and _number(g[1]) is not None:
+        if isinstance(g, list) and len(g) == 2 and number(g[1]) is not None:
             ends.append(float(g[1]))
     labels = [_waterfall_row_label(r) for r in reversed(rows)]
     chart = Chart(
@@ -1228,7 +1205,7 @@ def _waterfall_plot(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str,
     for k, r in enumerate(rows):
         slot = n - 1 - k
         name = _waterfall_row_label(r)
-        ttft, end = _number(r.get("ttft_ms")), _number(r.get("end_ms"))
+        ttft, end = number(r.get("ttft_ms")), number(r.get("end_ms"))
         top = slot + 0.88
         if ttft is not None:
             chart.span(
@@ -1254,9 +1231,9 @@ def _waterfall_plot(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str,
             )
         srv = r.get("server")
         if isinstance(srv, Mapping):
-            t = _number(srv.get("arrival_ms")) or 0.0
+            t = number(srv.get("arrival_ms")) or 0.0
             for key, label, color in _WATERFALL_PHASES:
-                d = _number(srv.get(key))
+                d = number(srv.get(key))
                 if d is None:
                     continue
                 d = max(d, 0.0)
@@ -1273,7 +1250,7 @@ def _waterfall_plot(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str,
                 t += d
         g = r.get("guardrail_ms")
         if isinstance(g, list) and len(g) == 2:
-            g0, g1 = _number(g[0]), _number(g[1])
+            g0, g1 = number(g[0]), number(g[1])
             if g0 is not None and g1 is not None and g1 >= g0:
                 guardrail_seen = True
                 chart.span(
@@ -1287,13 +1264,13 @@ def _waterfall_plot(fig: _Figure, report: Mapping[str, Any], plots: Mapping[str,
                     series="guardrail",
                 )
     fig.caption.append(
-        f"{n} of {_dig(w, 'of')} successful requests, sampled with seed {_dig(w, 'seed')}. "
+        f"{n} of {dig(w, 'of')} successful requests, sampled with seed {dig(w, 'seed')}. "
         "Upper bar: the client's wait for the first token and the stream; lower bar: the "
         "server's phases (arrival → queued, queue, prefill, decode)."
     )
     if not guardrail_seen:
         fig.caption.append("Guardrail: not measured in this run (no guardrail span recorded).")
-    placement = _dig(w, "server_placement")
+    placement = dig(w, "server_placement")
     if placement:
         fig.caption.append(f"Server phases: {placement}.")
     fig.svg = chart.render(fig.title)
@@ -1320,27 +1297,12 @@ _PLOT_RENDERERS: Final[
 # ------------------------------------------------------------------------------------------
 
 
-def _load_text(load: Any) -> str:
-    if not isinstance(load, Mapping):
-        return "not recorded"
-    mode = load.get("mode")
-    if mode == "closed_loop":
-        return f"closed-loop, concurrency {load.get('concurrency')}"
-    if load.get("rate") is not None:
-        return f"open-loop {mode}, {load.get('rate')} req/s"
-    return str(mode) if mode else "not recorded"
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _run_table(report: Mapping[str, Any]) -> str:
-    run = _mapping(report.get("run"))
-    req = _mapping(run.get("requests"))
-    thr = _dig(report, "metrics", "client", "throughput")
+    run = mapping(report.get("run"))
+    req = mapping(run.get("requests"))
+    thr = dig(report, "metrics", "client", "throughput")
     workload = run.get("workload")
-    sut = _mapping(run.get("sut"))
+    sut = mapping(run.get("sut"))
     rows = [
         ("run id", str(run.get("id", NA))),
         ("model", str(run.get("model") or "not recorded")),
@@ -1350,15 +1312,15 @@ def _run_table(report: Mapping[str, Any]) -> str:
             "workload",
             str(workload.get("name")) if isinstance(workload, Mapping) else "not recorded",
         ),
-        ("load", _load_text(run.get("load"))),
+        ("load", load_text(run.get("load"))),
         (
             "requests",
             f"{req.get('total', NA)} ({req.get('succeeded', NA)} succeeded, "
             f"{req.get('failed', NA)} failed)",
         ),
-        ("duration", _fmt(run.get("duration_s"), 1, "s")),
-        ("output throughput", _fmt(_dig(thr, "output_tokens_per_s"), 1, "tokens/s")),
-        ("request throughput", _fmt(_dig(thr, "requests_per_s"), 3, "req/s")),
+        ("duration", fmt(run.get("duration_s"), 1, "s")),
+        ("output throughput", fmt(dig(thr, "output_tokens_per_s"), 1, "tokens/s")),
+        ("request throughput", fmt(dig(thr, "requests_per_s"), 3, "req/s")),
         ("SUT boundary", str(sut.get("boundary") or "not recorded")),
         ("hardware", str(sut.get("hardware") or "not recorded")),
         ("software", str(sut.get("software") or "not recorded")),
@@ -1368,8 +1330,8 @@ def _run_table(report: Mapping[str, Any]) -> str:
 
 
 def _latency_table(report: Mapping[str, Any]) -> str:
-    client = _dig(report, "metrics", "client")
-    server = _dig(report, "metrics", "server")
+    client = dig(report, "metrics", "client")
+    server = dig(report, "metrics", "server")
     rows = []
     for key, label in (
         ("ttft_ms", "TTFT"),
@@ -1378,7 +1340,7 @@ def _latency_table(report: Mapping[str, Any]) -> str:
         ("e2e_ms", "E2E"),
     ):
         for side, section in (("client", client), ("server", server)):
-            s = _dig(section, key)
+            s = dig(section, key)
             if not isinstance(s, Mapping):
                 continue
             rows.append(
@@ -1386,17 +1348,17 @@ def _latency_table(report: Mapping[str, Any]) -> str:
                     label,
                     side,
                     str(s.get("count", NA)),
-                    *(_fmt(s.get(p)) for p in ("p50", "p90", "p95", "p99", "mean", "max")),
+                    *(fmt(s.get(p)) for p in ("p50", "p90", "p95", "p99", "mean", "max")),
                 )
             )
-    diff = _dig(server, "client_minus_server_ttft_ms")
+    diff = dig(server, "client_minus_server_ttft_ms")
     if isinstance(diff, Mapping):
         rows.append(
             (
                 "TTFT client − server",
                 "both",
                 str(diff.get("count", NA)),
-                *(_fmt(diff.get(p)) for p in ("p50", "p90", "p95", "p99", "mean", "max")),
+                *(fmt(diff.get(p)) for p in ("p50", "p90", "p95", "p99", "mean", "max")),
             )
         )
     return _table(("metric (ms)", "side", "count", "P50", "P90", "P95", "P99", "mean", "max"), rows)
@@ -1436,7 +1398,7 @@ def _methodology(report: Mapping[str, Any]) -> str:
 
 
 def _deviations(report: Mapping[str, Any]) -> str:
-    devs = _dig(report, "methodology", "deviations")
+    devs = dig(report, "methodology", "deviations")
     if not isinstance(devs, list) or not devs:
         return "<p>None.</p>"
     return '<ul class="deviations">' + "".join(f"<li>{_esc(d)}</li>" for d in devs) + "</ul>"
@@ -1508,8 +1470,8 @@ def render_html(report: Mapping[str, Any], plot_data: Mapping[str, Any] | None =
         plots = plot_data
     elif isinstance(report.get("plots"), Mapping):
         plots = report["plots"]
-    run_id = _dig(report, "run", "id")
-    model = _dig(report, "run", "model")
+    run_id = dig(report, "run", "id")
+    model = dig(report, "run", "model")
     figures = []
     for name, title in PLOTS:
         fig = _Figure(name, title)
@@ -1551,9 +1513,9 @@ def _curve_levels(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if len({lv.get("configuration") for lv in levels}) > 1:
         return []  # configurations compared (5.7, 5.10): no single curve
     for key in ("offered_rps", "concurrency"):
-        rows = [lv for lv in levels if _number(lv.get(key)) is not None]
+        rows = [lv for lv in levels if number(lv.get(key)) is not None]
         if key == "concurrency":
-            rows = [lv for lv in rows if _number(lv.get("offered_rps")) is None]
+            rows = [lv for lv in rows if number(lv.get("offered_rps")) is None]
         if len(rows) >= 3:
             return sorted(rows, key=lambda lv: float(lv[key]))
     return []
