@@ -52,7 +52,8 @@ from otelbench.metrics import (
     window_throughput,
 )
 from otelbench.query import ClientRequests, QueryRunner, RunData, extract_run_data, open_store
-from otelbench.report.compliance import compliance, configuration_summary
+from otelbench.report.compliance import compliance
+from otelbench.report.configuration import configuration_summary
 from otelbench.report.guardrails import guardrails_section
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,

@@ -1,12 +1,9 @@
-"""The report's configuration summary (draft 5.1.5.1) and its methodology compliance (draft 2).
+"""The report's methodology compliance (draft 2).
 
-Both are pure functions of the report dict (``docs/report-schema.md``), so a report rebuilt from
-the same store (``otelbench report``) recomputes them identically:
+A pure function of the report dict (``docs/report-schema.md``), so a report rebuilt from the same
+store (``otelbench report``) recomputes it identically; the configuration summary (5.1.5.1) it
+checks is :mod:`otelbench.report.configuration`'s (re-exported here):
 
-* :func:`configuration_summary` — the 5.1.5.1 *Configuration Summary* as one line of text per
-  item (SUT boundary, model, hardware, software, workload and seed, load model, request count and
-  duration, warm-up, prefix caching, guardrails, timing method, clock synchronization). What the
-  run did not record reads :data:`NOT_DECLARED`.
 * :func:`compliance` — one check per MUST or SHOULD requirement of the draft that a single run at
   one load level can satisfy or fail (test setup, section 4; the TTFT test's and the ITL test's
   single-run requirements, 5.1 and 5.4), each with the facts of the report as evidence, and the
@@ -31,7 +28,8 @@ method (``methodology``); it never reads ``configuration`` or ``compliance`` the
 Usage::
 
     from otelbench.report import build_report
-    from otelbench.report.compliance import compliance, configuration_summary
+    from otelbench.report.compliance import compliance
+    from otelbench.report.configuration import configuration_summary
 
     report = build_report("otelbench.duckdb")
     configuration_summary(report)["sut_boundary"]   # 'Model Engine (draft 4.1.1)'
@@ -40,11 +38,9 @@ Usage::
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
 
 from otelbench import semconv
 from otelbench.draft import (
@@ -57,6 +53,19 @@ from otelbench.draft import (
     WARMUP_STABILIZATION_THRESHOLD,
 )
 from otelbench.report.access import fmt, integer, mapping, nonblank, number
+from otelbench.report.configuration import (
+    CONFIGURATION_LABELS,
+    NOT_DECLARED,
+    ReportFacts,
+    boundary_text,
+    clock_text,
+    configuration_summary,
+    declared_text,
+    guardrails_text,
+    tokenizer_text,
+    warmup_text,
+    workload_text,
+)
 from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
 
 __all__ = [
@@ -74,8 +83,6 @@ __all__ = [
 Level = Literal["MUST", "SHOULD"]
 Met = bool | None
 
-NOT_DECLARED: Final = "not declared"
-"""What a configuration item reads when the run did not record it."""
 
 VERDICT_UNCONDITIONAL: Final = "unconditionally compliant"
 VERDICT_CONDITIONAL: Final = "conditionally compliant"
@@ -94,33 +101,6 @@ VERDICT_RULE: Final = (
     "Checks that do not apply (met null) do not count."
 )
 
-STANDARD_BOUNDARIES: Final = {
-    "Model Engine": "4.1.1",
-    "Application Gateway": "4.1.2",
-    "Compound System": "4.1.3",
-}
-"""The draft's three SUT configurations and their sections."""
-
-CONFIGURATION_LABELS: Final = {
-    "sut_boundary": "SUT configuration and boundary (4.1)",
-    "target": "Target",
-    "model": "Model",
-    "hardware": "Hardware",
-    "software": "Software",
-    "load_generator": "Load generator",
-    "workload": "Workload (4.3)",
-    "seed": "Seed (4.3.3)",
-    "tokenizer": "Tokenizer (4.4)",
-    "load_model": "Load model and parameters",
-    "requests": "Request count",
-    "duration": "Test duration",
-    "warmup": "Warm-up (4.5)",
-    "prefix_caching": "Prefix caching",
-    "guardrails": "Guardrails (4.8.1)",
-    "timing_method": "Timing method (4.2.1, 4.6.3)",
-    "clock_synchronization": "Clock synchronization (4.7)",
-}
-"""The keys of :func:`configuration_summary`, in order, with their labels for renderers."""
 
 OPEN_LOOP_MODES: Final = frozenset({"poisson", "uniform", "bursty", "trace"})
 _PERCENTILES: Final = (("p50", "P50"), ("p90", "P90"), ("p95", "P95"), ("p99", "P99"))
@@ -129,352 +109,10 @@ _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
 
 
 # ------------------------------------------------------------------------------------------
-# facts: typed access to the report dict (every key may be absent in an older report)
-# ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """The parts of a report the configuration and the checks read."""
-
-    report: Mapping[str, Any]
-
-    @property
-    def run(self) -> Mapping[str, Any]:
-        return mapping(self.report.get("run"))
-
-    @property
-    def sut(self) -> Mapping[str, Any]:
-        return mapping(self.run.get("sut"))
-
-    @property
-    def load(self) -> Mapping[str, Any]:
-        return mapping(self.run.get("load"))
-
-    @property
-    def requests(self) -> Mapping[str, Any]:
-        return mapping(self.run.get("requests"))
-
-    @property
-    def client(self) -> Mapping[str, Any]:
-        return mapping(mapping(self.report.get("metrics")).get("client"))
-
-    @property
-    def server(self) -> Mapping[str, Any] | None:
-        server = mapping(self.report.get("metrics")).get("server")
-        return server if isinstance(server, Mapping) else None
-
-    @property
-    def methodology(self) -> Mapping[str, Any]:
-        return mapping(self.report.get("methodology"))
-
-    @property
-    def itl_method(self) -> Mapping[str, Any]:
-        return mapping(self.methodology.get("itl_method"))
-
-    @property
-    def deviations(self) -> list[str]:
-        found = self.methodology.get("deviations")
-        return [str(d) for d in found] if isinstance(found, list) else []
-
-    @property
-    def ttft_samples(self) -> int | None:
-        return integer(mapping(self.client.get("ttft_ms")).get("count"))
-
-    @property
-    def succeeded(self) -> int | None:
-        return integer(self.requests.get("succeeded"))
-
-    def target_host(self) -> str | None:
-        target = nonblank(self.run.get("target"))
-        if target is None:
-            return None
-        try:
-            return urlsplit(target if "//" in target else f"//{target}").hostname
-        except ValueError:
-            return None
-
-    def loopback(self) -> bool:
-        """Whether the target is a loopback address: load generator and SUT share one host."""
-        host = self.target_host()
-        if host is None:
-            return False
-        if host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return False
-
-
-# ------------------------------------------------------------------------------------------
-# configuration summary (draft 5.1.5.1)
-# ------------------------------------------------------------------------------------------
-
-
-def _boundary(f: _Facts) -> str | None:
-    boundary = nonblank(f.sut.get("boundary"))
-    if boundary is None:
-        return None
-    section = STANDARD_BOUNDARIES.get(boundary)
-    return f"{boundary} (draft {section})" if section else f"{boundary} (not one of 4.1's three)"
-
-
-def _length_text(spec: Mapping[str, Any]) -> str:
-    dist = nonblank(spec.get("distribution")) or NOT_DECLARED
-    lo, hi = spec.get("min"), spec.get("max")
-    if lo is not None and hi is not None:
-        return f"{dist} {lo}–{hi} {spec.get('unit', 'tokens')}"
-    if spec.get("target_lengths") is not None:
-        return f"{dist} {spec['target_lengths']}"
-    quantiles = mapping(spec.get("quantiles"))
-    if quantiles:
-        return f"{dist} ({', '.join(f'{k} {v}' for k, v in quantiles.items())})"
-    return dist
-
-
-def _workload_text(f: _Facts) -> str | None:
-    workload = mapping(f.run.get("workload"))
-    name = nonblank(workload.get("name"))
-    if name is None:
-        return None
-    spec = mapping(workload.get("spec"))
-    parts = []
-    if spec.get("draft_section"):
-        parts.append(f"draft {spec['draft_section']}")
-    if spec.get("synthetic") is True and spec.get("draft_section") == "A.3":
-        parts.append("synthetic stand-in")
-    if isinstance(spec.get("input"), Mapping):
-        parts.append(f"input {_length_text(spec['input'])}")
-    if isinstance(spec.get("output"), Mapping):
-        out = spec["output"]
-        control = f" ({out['control']})" if out.get("control") else ""
-        parts.append(f"output {_length_text(out)}{control}")
-    if "prefix_sharing" in spec:
-        ps = mapping(spec["prefix_sharing"])
-        ratio = number(ps.get("ratio"))
-        parts.append(
-            "no prefix sharing"
-            if not ps
-            else f"prefix sharing {ratio:.0%} of requests"
-            if ratio is not None
-            else "prefix sharing"
-        )
-    if "system_prompt" in spec:
-        sp = mapping(spec["system_prompt"])
-        parts.append(f"system prompt {sp.get('tokens')} tokens" if sp else "no system prompt")
-    dataset = mapping(spec.get("dataset"))
-    if dataset:
-        parts.append(f"dataset {dataset.get('path', '?')} (sha256 {dataset.get('sha256', '?')})")
-    source = mapping(spec.get("source_file"))
-    if source:
-        parts.append(f"file {source.get('path', '?')} (sha256 {source.get('sha256', '?')})")
-    return name + (f": {', '.join(parts)}" if parts else "")
-
-
-def _tokenizer_text(f: _Facts) -> str | None:
-    tok = mapping(f.run.get("tokenizer"))
-    if not tok:
-        return None
-    parts = [f"Option {tok.get('option', '?')}", str(tok.get("name", NOT_DECLARED))]
-    if tok.get("vocab_size"):
-        parts.append(f"vocabulary {tok['vocab_size']}")
-    if tok.get("source"):
-        parts.append(f"source {tok['source']}")
-    if tok.get("bos_eos"):
-        parts.append(f"BOS/EOS {tok['bos_eos']}")
-    if tok.get("system_prompt"):
-        parts.append(f"system prompt {tok['system_prompt']}")
-    return ", ".join(parts)
-
-
-def _load_text(f: _Facts) -> str | None:
-    load = f.load
-    mode = nonblank(load.get("mode"))
-    if mode is None:
-        return None
-    if mode == "closed_loop":
-        return f"closed-loop, concurrency {load.get('concurrency')} (draft 4.2.4)"
-    arrival = mapping(load.get("arrival"))
-    params = ", ".join(
-        f"{k} {v}" for k, v in arrival.items() if k not in ("process", "rate", "seed")
-    )
-    rate = f" at {load['rate']} req/s" if load.get("rate") is not None else ""
-    extra = f" ({params})" if params else ""
-    return f"open-loop, {mode} arrivals{rate}{extra} (draft 4.2.3)"
-
-
-def _requests_text(f: _Facts) -> str | None:
-    total = integer(f.requests.get("total"))
-    if total is None:
-        return None
-    return (
-        f"{total} measured requests ({f.requests.get('succeeded')} succeeded, "
-        f"{f.requests.get('failed')} failed); {f.ttft_samples} TTFT samples"
-    )
-
-
-def _duration_text(f: _Facts) -> str | None:
-    duration = number(f.run.get("duration_s"))
-    if duration is None:
-        return None
-    window = number(mapping(f.client.get("throughput")).get("window_s"))
-    measured = f"; measurement window {fmt(window, 2, 's')}" if window is not None else ""
-    return f"{fmt(duration, 1, 's')} (run){measured}"
-
-
-def _warmup_text(f: _Facts) -> str | None:
-    w = mapping(f.run.get("warmup"))
-    if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
-        return "skipped: cold-start measurement declared (draft 4.5.3)"
-    if not w:
-        # a run that recorded no warm-up ran none (the manifest lists it as a deviation)
-        return None if "warmup" not in f.run else "none: no warm-up ran before measurement"
-    if w.get("mode") != "warm":
-        return str(w.get("mode"))
-    stabilized = "stabilized" if w.get("stabilized") else "NOT stabilized"
-    after = mapping(w.get("probe_after"))
-    variation = number(after.get("variation"))
-    var = f", variation {variation:.1%}" if variation is not None else ""
-    return (
-        f"{w.get('requests')} requests and {w.get('output_tokens')} output tokens in "
-        f"{fmt(number(w.get('duration_s')), 1, 's')} at concurrency {w.get('concurrency')}, "
-        f"{'queue drained' if w.get('drained') else 'queue NOT drained'}; probes {stabilized}"
-        f"{var} (draft 4.5)"
-    )
-
-
-def _declared(value: Any) -> str | None:
-    """A SUT declaration as text: a string, a bool (enabled/disabled), or key: value pairs."""
-    if isinstance(value, bool):
-        return "enabled" if value else "disabled"
-    if isinstance(value, Mapping):
-        return "; ".join(f"{k}: {_declared(v) or v}" for k, v in value.items()) or None
-    return nonblank(value)
-
-
-def _guardrails(f: _Facts) -> str | None:
-    declared = _declared(f.sut.get("guardrails"))
-    if declared is not None:
-        return declared
-    measured = mapping(mapping(f.report.get("metrics")).get("guardrails"))
-    if measured:
-        d = mapping(measured.get("disclosure"))
-        stages = []
-        for stage in ("input", "output"):
-            names = [str(n) for n in d.get(f"{stage}_filters") or []]
-            stages.append(
-                f"{stage} filtering enabled ({', '.join(names)})"
-                if names
-                else f"{stage} filtering disabled"
-            )
-        refused = integer(mapping(measured.get("refusals")).get("requests")) or 0
-        sha = nonblank(d.get("config_sha256"))
-        return (
-            f"otelbench guardrails, from their spans: {'; '.join(stages)}; {refused} "
-            f"request(s) refused by a guardrail"
-            + (f"; configuration sha256 {sha[:12]}" if sha else "")
-        )
-    if nonblank(f.sut.get("boundary")) == "Model Engine":
-        return (
-            "none in the measured path: the Model Engine boundary excludes input and output "
-            "safety filtering (draft 4.1.1)"
-        )
-    return None
-
-
-def _timing_text(f: _Facts) -> str:
-    itl = f.itl_method
-    protocol = nonblank(itl.get("protocol")) or "streaming protocol not declared"
-    client = (
-        f"client: arrival time of every content chunk ({protocol}) on the load generator's "
-        f"monotonic clock at µs resolution; ITL by Option {itl.get('option', '?')} "
-        "(distributed timing, draft 4.6.3), time between chunks as Option A"
-    )
-    server = f.server
-    if server is None:
-        return f"{client}; server: none (no server spans joined)"
-    hooks = integer(mapping(server.get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)) or 0
-    joined = server.get("requests_joined")
-    if itl.get("server_option") == "C":
-        return (
-            f"{client}; server: Option C, per-token engine-step timing from {hooks} engine-hook "
-            f"spans ({joined} requests joined)"
-        )
-    return (
-        f"{client}; server: phase durations only (no per-token timing) for {joined} joined requests"
-    )
-
-
-def _clock_text(f: _Facts) -> str:
-    declared = _declared(f.sut.get("clock_sync"))
-    if declared is not None:
-        return declared
-    host = f.target_host()
-    if f.loopback():
-        return (
-            f"single host (draft 4.7.1): the target {host} is loopback, so the load generator "
-            "and the SUT read the same CLOCK_MONOTONIC and CLOCK_REALTIME"
-        )
-    where = f"target host {host}" if host else "the target host"
-    return (
-        f"not verified: {where} is not loopback and no synchronization method or accuracy is "
-        "declared (draft 4.7.2); client-vs-server differences are durations each measured on "
-        "one clock"
-    )
-
-
-def configuration_summary(report: Mapping[str, Any]) -> dict[str, str]:
-    """The draft 5.1.5.1 configuration summary of a report: one line of text per item.
-
-    Keys are those of :data:`CONFIGURATION_LABELS`, in that order. Prefix caching, guardrails and
-    clock synchronization come from the SUT declaration (``run.sut.prefix_caching``,
-    ``.guardrails``, ``.clock_sync``) when the run declared them. Otherwise: prefix caching reads
-    :data:`NOT_DECLARED`; guardrails are "none in the measured path" for a Model Engine boundary
-    (4.1.1 excludes safety filtering) and :data:`NOT_DECLARED` for any other; clock
-    synchronization is inherent for a loopback target (4.7.1) and "not verified" otherwise.
-
-    >>> configuration_summary(report)["prefix_caching"]  # doctest: +SKIP
-    'not declared'
-    """
-    f = _Facts(report)
-    sut = f.sut
-    version = nonblank(f.run.get("otelbench_version"))
-    generator_host = nonblank(sut.get("load_generator_host"))
-    generator = None
-    if version or generator_host:
-        generator = f"otelbench {version or '(version not recorded)'}" + (
-            f" on {generator_host}" if generator_host else ""
-        )
-    seed = integer(f.run.get("seed"))
-    target = nonblank(f.run.get("target"))
-    items: dict[str, str | None] = {
-        "sut_boundary": _boundary(f),
-        "target": None if target is None else target + (" (loopback)" if f.loopback() else ""),
-        "model": nonblank(f.run.get("model")),
-        "hardware": _declared(sut.get("hardware")),
-        "software": _declared(sut.get("software")),
-        "load_generator": generator,
-        "workload": _workload_text(f),
-        "seed": None if seed is None else f"{seed} (workload generation and arrival schedule)",
-        "tokenizer": _tokenizer_text(f),
-        "load_model": _load_text(f),
-        "requests": _requests_text(f),
-        "duration": _duration_text(f),
-        "warmup": _warmup_text(f),
-        "prefix_caching": _declared(sut.get("prefix_caching")),
-        "guardrails": _guardrails(f),
-        "timing_method": _timing_text(f),
-        "clock_synchronization": _clock_text(f),
-    }
-    return {key: items[key] or NOT_DECLARED for key in CONFIGURATION_LABELS}
-
-
-# ------------------------------------------------------------------------------------------
 # compliance checks (draft 2): registered, in report order
 # ------------------------------------------------------------------------------------------
 
-Evaluate = Callable[[_Facts], tuple[Met, str]]
+Evaluate = Callable[[ReportFacts], tuple[Met, str]]
 
 
 @dataclass(frozen=True)
@@ -487,7 +125,7 @@ class Requirement:
     text: str
     evaluate: Evaluate
 
-    def check(self, facts: _Facts) -> dict[str, Any]:
+    def check(self, facts: ReportFacts) -> dict[str, Any]:
         met, evidence = self.evaluate(facts)
         return {
             "id": self.id,
@@ -512,14 +150,14 @@ def _requirement(id: str, section: str, level: Level, text: str) -> Callable[[Ev
 
 
 @_requirement("sut-boundary", "4.1", "MUST", "The SUT boundary MUST be declared.")
-def _sut_boundary(f: _Facts) -> tuple[Met, str]:
-    boundary = _boundary(f)
+def _sut_boundary(f: ReportFacts) -> tuple[Met, str]:
+    boundary = boundary_text(f)
     if boundary is None:
         return False, "no SUT boundary declared (run.sut.boundary is absent; --sut-boundary)"
     return True, f"run.sut.boundary: {boundary}"
 
 
-def _client_clock(f: _Facts) -> str | None:
+def _client_clock(f: ReportFacts) -> str | None:
     clock = nonblank(mapping(f.methodology.get("clock_domains")).get("client"))
     if clock is None or "monotonic" not in clock or "µs" not in clock:
         return None
@@ -532,7 +170,7 @@ def _client_clock(f: _Facts) -> str | None:
     "MUST",
     "The load generator MUST measure time with a resolution of 1 ms or better.",
 )
-def _timing_resolution(f: _Facts) -> tuple[Met, str]:
+def _timing_resolution(f: ReportFacts) -> tuple[Met, str]:
     if _client_clock(f) is None:
         return False, "the report does not declare the client clock (methodology.clock_domains)"
     return True, "client times are integer µs offsets on the load generator's monotonic clock"
@@ -544,7 +182,7 @@ def _timing_resolution(f: _Facts) -> tuple[Met, str]:
     "SHOULD",
     "Microsecond resolution is RECOMMENDED for ITL measurement.",
 )
-def _timing_resolution_us(f: _Facts) -> tuple[Met, str]:
+def _timing_resolution_us(f: ReportFacts) -> tuple[Met, str]:
     if _client_clock(f) is None:
         return False, "the report does not declare a µs client clock (methodology.clock_domains)"
     return True, "chunk arrival offsets, and so ITL, are recorded in µs"
@@ -557,7 +195,7 @@ def _timing_resolution_us(f: _Facts) -> tuple[Met, str]:
     "The load generator MUST use a streaming protocol and record the arrival time of each "
     "token or chunk, not only the complete response.",
 )
-def _streaming(f: _Facts) -> tuple[Met, str]:
+def _streaming(f: ReportFacts) -> tuple[Met, str]:
     protocol = nonblank(f.itl_method.get("protocol"))
     chunks = integer(mapping(f.client.get("tokens_per_chunk")).get("count"))
     if not f.succeeded:
@@ -579,7 +217,7 @@ def _streaming(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "In open-loop mode, slow responses MUST NOT delay the submission of later requests.",
 )
-def _open_loop_isolation(f: _Facts) -> tuple[Met, str]:
+def _open_loop_isolation(f: ReportFacts) -> tuple[Met, str]:
     mode = nonblank(f.load.get("mode"))
     if mode == "closed_loop":
         return None, "closed-loop run (draft 4.2.4): no arrival schedule to keep"
@@ -609,7 +247,7 @@ def _open_loop_isolation(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The load generator MUST record each request's success or failure status.",
 )
-def _request_status(f: _Facts) -> tuple[Met, str]:
+def _request_status(f: ReportFacts) -> tuple[Met, str]:
     r = f.requests
     total, ok, failed = (
         integer(r.get("total")),
@@ -634,7 +272,7 @@ def _request_status(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The load generator MUST record each request's input and output token counts.",
 )
-def _token_counts(f: _Facts) -> tuple[Met, str]:
+def _token_counts(f: ReportFacts) -> tuple[Met, str]:
     if not f.succeeded:
         return None, "no successful request to count tokens of"
     buckets = f.client.get("ttft_by_input_tokens")
@@ -655,9 +293,9 @@ def _token_counts(f: _Facts) -> tuple[Met, str]:
     "The workload MUST be fully specified: input and output length distributions, content, "
     "prefix sharing.",
 )
-def _workload_spec(f: _Facts) -> tuple[Met, str]:
+def _workload_spec(f: ReportFacts) -> tuple[Met, str]:
     spec = mapping(mapping(f.run.get("workload")).get("spec"))
-    text = _workload_text(f) or "no workload recorded"
+    text = workload_text(f) or "no workload recorded"
     missing = [
         name
         for name, present in (
@@ -680,7 +318,7 @@ def _workload_spec(f: _Facts) -> tuple[Met, str]:
     "A dataset-derived workload MUST specify the dataset version, subset selection and "
     "preprocessing.",
 )
-def _dataset_provenance(f: _Facts) -> tuple[Met, str]:
+def _dataset_provenance(f: ReportFacts) -> tuple[Met, str]:
     dataset = mapping(mapping(mapping(f.run.get("workload")).get("spec")).get("dataset"))
     if not dataset:
         return None, "the workload is not dataset-derived"
@@ -700,7 +338,7 @@ def _dataset_provenance(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "Workload generation MUST use a deterministic random seed, and the seed MUST be reported.",
 )
-def _seed_reported(f: _Facts) -> tuple[Met, str]:
+def _seed_reported(f: ReportFacts) -> tuple[Met, str]:
     seed = integer(f.run.get("seed"))
     if seed is None:
         return False, "no seed recorded (run.seed)"
@@ -715,7 +353,7 @@ def _seed_reported(f: _Facts) -> tuple[Met, str]:
     "SHOULD",
     "Testers SHOULD publish the exact request sequences or the generation code with fixed seeds.",
 )
-def _request_sequence(f: _Facts) -> tuple[Met, str]:
+def _request_sequence(f: ReportFacts) -> tuple[Met, str]:
     seed = integer(f.run.get("seed"))
     version = nonblank(f.run.get("otelbench_version"))
     name = nonblank(mapping(f.run.get("workload")).get("name"))
@@ -733,7 +371,7 @@ def _request_sequence(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST specify the tokenizer's name and version, vocabulary size and source.",
 )
-def _tokenizer_spec(f: _Facts) -> tuple[Met, str]:
+def _tokenizer_spec(f: ReportFacts) -> tuple[Met, str]:
     tok = mapping(f.run.get("tokenizer"))
     missing = [
         label
@@ -744,7 +382,7 @@ def _tokenizer_spec(f: _Facts) -> tuple[Met, str]:
         )
         if not tok.get(key)
     ]
-    text = _tokenizer_text(f) or "no tokenizer declared"
+    text = tokenizer_text(f) or "no tokenizer declared"
     if missing:
         return False, f"{text}; not declared: {', '.join(missing)} (declare with --tokenizer)"
     return True, text
@@ -756,7 +394,7 @@ def _tokenizer_spec(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST declare the token counting method: Option A (native) or B (reference).",
 )
-def _token_counting(f: _Facts) -> tuple[Met, str]:
+def _token_counting(f: ReportFacts) -> tuple[Met, str]:
     option = nonblank(mapping(f.run.get("tokenizer")).get("option"))
     if option is None or option[0] not in "AB":
         return False, "no token counting option declared (run.tokenizer.option)"
@@ -769,7 +407,7 @@ def _token_counting(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST specify the handling of BOS/EOS, system prompt and tool-call tokens.",
 )
-def _special_tokens(f: _Facts) -> tuple[Met, str]:
+def _special_tokens(f: ReportFacts) -> tuple[Met, str]:
     tok = mapping(f.run.get("tokenizer"))
     fields = (
         ("bos_eos", "BOS/EOS"),
@@ -792,9 +430,9 @@ def _special_tokens(f: _Facts) -> tuple[Met, str]:
     f"{WARMUP_MIN_OUTPUT_TOKENS:,} output tokens (whichever is greater) and drain the queue, "
     "or skip warm-up and declare a cold-start measurement (4.5.3).",
 )
-def _warmup(f: _Facts) -> tuple[Met, str]:
+def _warmup(f: ReportFacts) -> tuple[Met, str]:
     w = mapping(f.run.get("warmup"))
-    text = _warmup_text(f)
+    text = warmup_text(f)
     if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
         return True, text or "cold-start measurement declared"
     if w.get("mode") != "warm":
@@ -820,7 +458,7 @@ def _warmup(f: _Facts) -> tuple[Met, str]:
     "Warm-up completion SHOULD be verified: probe latency before and after, less than "
     f"{WARMUP_STABILIZATION_THRESHOLD:.0%} variation across consecutive probes.",
 )
-def _warmup_verified(f: _Facts) -> tuple[Met, str]:
+def _warmup_verified(f: ReportFacts) -> tuple[Met, str]:
     w = mapping(f.run.get("warmup"))
     if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
         return None, "cold-start measurement: no warm-up to verify"
@@ -845,7 +483,7 @@ def _warmup_verified(f: _Facts) -> tuple[Met, str]:
     "The report MUST specify the protocol, whether chunks carry one or several tokens, and "
     "how multi-token chunks are handled for ITL.",
 )
-def _chunking(f: _Facts) -> tuple[Met, str]:
+def _chunking(f: ReportFacts) -> tuple[Met, str]:
     itl = f.itl_method
     protocol, option = nonblank(itl.get("protocol")), nonblank(itl.get("option"))
     tpc = mapping(f.client.get("tokens_per_chunk"))
@@ -871,7 +509,7 @@ def _chunking(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST declare which ITL option (A chunk, B distributed, C server-side) is used.",
 )
-def _itl_method(f: _Facts) -> tuple[Met, str]:
+def _itl_method(f: ReportFacts) -> tuple[Met, str]:
     itl = f.itl_method
     option = nonblank(itl.get("option"))
     if option not in ("A", "B", "C"):
@@ -888,7 +526,7 @@ def _itl_method(f: _Facts) -> tuple[Met, str]:
     "SHOULD",
     "Option C (server-side per-token timing) is RECOMMENDED when available.",
 )
-def _itl_option_c(f: _Facts) -> tuple[Met, str]:
+def _itl_option_c(f: ReportFacts) -> tuple[Met, str]:
     if f.itl_method.get("server_option") == "C":
         hooks = integer(
             mapping(mapping(f.server).get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)
@@ -904,9 +542,9 @@ def _itl_option_c(f: _Facts) -> tuple[Met, str]:
     "Load generator and SUT clocks MUST be synchronized: inherent on one machine (4.7.1); "
     "across machines the report MUST state the method and accuracy (4.7.2).",
 )
-def _clock_sync(f: _Facts) -> tuple[Met, str]:
-    text = _clock_text(f)
-    return (f.loopback() or _declared(f.sut.get("clock_sync")) is not None), text
+def _clock_sync(f: ReportFacts) -> tuple[Met, str]:
+    text = clock_text(f)
+    return (f.loopback() or declared_text(f.sut.get("clock_sync")) is not None), text
 
 
 @_requirement(
@@ -916,8 +554,8 @@ def _clock_sync(f: _Facts) -> tuple[Met, str]:
     "The report MUST disclose input and output content filtering, the safety systems' names "
     "and whether requests were refused.",
 )
-def _guardrail_disclosure(f: _Facts) -> tuple[Met, str]:
-    guardrails = _guardrails(f)
+def _guardrail_disclosure(f: ReportFacts) -> tuple[Met, str]:
+    guardrails = guardrails_text(f)
     failed = integer(f.requests.get("failed"))
     by_type = ", ".join(f"{k}: {v}" for k, v in mapping(f.requests.get("failed_by_type")).items())
     refused = f"; failed requests: {failed}" + (f" ({by_type})" if by_type else "")
@@ -933,7 +571,7 @@ def _guardrail_disclosure(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST say whether TTFT is the time to any token or to the first content token.",
 )
-def _first_token(f: _Facts) -> tuple[Met, str]:
+def _first_token(f: ReportFacts) -> tuple[Met, str]:
     if nonblank(f.methodology.get("first_token_definition")) is None:
         return False, "no first token definition (methodology.first_token_definition)"
     return True, "TTFT is the time to the first content token (methodology.first_token_definition)"
@@ -945,7 +583,7 @@ def _first_token(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "TTFT P50, P90, P95, P99 and P99.9 MUST all be reported.",
 )
-def _ttft_percentiles(f: _Facts) -> tuple[Met, str]:
+def _ttft_percentiles(f: ReportFacts) -> tuple[Met, str]:
     ttft = mapping(f.client.get("ttft_ms"))
     values = [(label, number(ttft.get(key))) for key, label in (*_PERCENTILES, ("p99_9", "P99.9"))]
     method = nonblank(f.methodology.get("percentile_method")) or "method not declared"
@@ -954,14 +592,14 @@ def _ttft_percentiles(f: _Facts) -> tuple[Met, str]:
 
 
 @_requirement("sample-count-stated", "5.1.4.3", "MUST", "The report MUST state the sample count.")
-def _sample_count_stated(f: _Facts) -> tuple[Met, str]:
+def _sample_count_stated(f: ReportFacts) -> tuple[Met, str]:
     n = f.ttft_samples
     if n is None:
         return False, "no TTFT sample count (metrics.client.ttft_ms.count)"
     return True, f"{n} TTFT samples (metrics.client.ttft_ms.count)"
 
 
-def _sample_count(f: _Facts, needed: int, label: str) -> tuple[Met, str]:
+def _sample_count(f: ReportFacts, needed: int, label: str) -> tuple[Met, str]:
     n = f.ttft_samples or 0
     total = integer(f.requests.get("total"))
     evidence = f"{total} requests, {n} TTFT samples; {label} needs at least {needed}"
@@ -975,7 +613,7 @@ def _sample_count(f: _Facts, needed: int, label: str) -> tuple[Met, str]:
     f"The request count MUST be at least {P99_MIN_SAMPLES} for P99 (P99 within 10% at 95% "
     "confidence, 5.1.4.3).",
 )
-def _sample_count_p99(f: _Facts) -> tuple[Met, str]:
+def _sample_count_p99(f: ReportFacts) -> tuple[Met, str]:
     return _sample_count(f, P99_MIN_SAMPLES, "P99")
 
 
@@ -985,7 +623,7 @@ def _sample_count_p99(f: _Facts) -> tuple[Met, str]:
     "MUST",
     f"The request count MUST be at least {P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3).",
 )
-def _sample_count_p99_9(f: _Facts) -> tuple[Met, str]:
+def _sample_count_p99_9(f: ReportFacts) -> tuple[Met, str]:
     return _sample_count(f, P99_9_MIN_SAMPLES, "P99.9")
 
 
@@ -996,7 +634,7 @@ def _sample_count_p99_9(f: _Facts) -> tuple[Met, str]:
     f"Requests MUST generate at least {ITL_MIN_OUTPUT_TOKENS} output tokens to provide "
     "meaningful ITL samples.",
 )
-def _itl_output_tokens(f: _Facts) -> tuple[Met, str]:
+def _itl_output_tokens(f: ReportFacts) -> tuple[Met, str]:
     if not f.succeeded:
         return None, "no successful request"
     short = next((d for d in f.deviations if _SHORT_OUTPUT_MARKER in d), None)
@@ -1015,7 +653,7 @@ def _itl_output_tokens(f: _Facts) -> tuple[Met, str]:
     f"At least {ITL_MIN_REQUESTS} requests for per-request ITL statistics (a setup parameter "
     "without a BCP 14 keyword: checked as SHOULD).",
 )
-def _itl_request_count(f: _Facts) -> tuple[Met, str]:
+def _itl_request_count(f: ReportFacts) -> tuple[Met, str]:
     per_request = mapping(f.client.get("itl_per_request"))
     n = integer(mapping(per_request.get("max_pause_ms")).get("count")) or 0
     samples = integer(mapping(f.client.get("itl_ms")).get("count")) or 0
@@ -1033,7 +671,7 @@ def _itl_request_count(f: _Facts) -> tuple[Met, str]:
     "The report MUST include SUT boundary, model and hardware, workload, load model, request "
     "count and duration, warm-up, prefix caching state and guardrail configuration.",
 )
-def _configuration(f: _Facts) -> tuple[Met, str]:
+def _configuration(f: ReportFacts) -> tuple[Met, str]:
     summary = configuration_summary(f.report)
     required = (
         "sut_boundary",
@@ -1064,7 +702,7 @@ def compliance(report: Mapping[str, Any]) -> dict[str, Any]:
     >>> result["verdict"], result["unmet_must"]  # doctest: +SKIP
     ('not compliant', ['sample-count-p99', 'sample-count-p99-9'])
     """
-    facts = _Facts(report)
+    facts = ReportFacts(report)
     checks = [r.check(facts) for r in REQUIREMENTS]
     counts = {
         level: {

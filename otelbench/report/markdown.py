@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text
-from otelbench.report.compliance import CONFIGURATION_LABELS, compliance, configuration_summary
+from otelbench.report.compliance import compliance
+from otelbench.report.configuration import CONFIGURATION_LABELS, configuration_summary
 
 __all__ = ["render_markdown"]
 
