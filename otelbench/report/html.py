@@ -1454,6 +1454,28 @@ _TAIL_SCRIPT: Final = (
 )
 
 
+def _page(title: str, subtitle: str, body: Sequence[str]) -> str:
+    """The one page shell of ``report.html`` and ``procedure.html``: a self-contained document
+    (inline CSS, the head and tail scripts), its title, a subtitle line (``subtitle`` is escaped
+    HTML) and the body's HTML parts."""
+    return "".join(
+        [
+            "<!DOCTYPE html>\n",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_esc(title)}</title>",
+            f"<style>{_CSS}</style>",
+            f"<script>{_HEAD_SCRIPT}</script>",
+            "</head><body>",
+            f"<h1>{_esc(title)}</h1>",
+            f'<p class="subtitle">{subtitle} · IETF LLM benchmarking methodology</p>',
+            *body,
+            f"<script>{_TAIL_SCRIPT}</script>",
+            "</body></html>\n",
+        ]
+    )
+
+
 def render_html(report: Mapping[str, Any], plot_data: Mapping[str, Any] | None = None) -> str:
     """The report as one self-contained HTML page (no external resource) with inline SVG plots.
 
@@ -1478,18 +1500,11 @@ def render_html(report: Mapping[str, Any], plot_data: Mapping[str, Any] | None =
         _PLOT_RENDERERS[name](fig, report, plots)
         figures.append(fig.html())
     title = f"otelbench report — run {run_id if run_id is not None else NA}"
-    return "".join(
+    return _page(
+        title,
+        f"model {_esc(model or 'not recorded')} · report schema "
+        f"{_esc(report.get('schema_version', NA))}",
         [
-            "<!DOCTYPE html>\n",
-            '<html lang="en"><head><meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{_esc(title)}</title>",
-            f"<style>{_CSS}</style>",
-            f"<script>{_HEAD_SCRIPT}</script>",
-            "</head><body>",
-            f"<h1>{_esc(title)}</h1>",
-            f'<p class="subtitle">model {_esc(model or "not recorded")} · report schema '
-            f"{_esc(report.get('schema_version', NA))} · IETF LLM benchmarking methodology</p>",
             "<h2>Run</h2>",
             _run_table(report),
             "<h2>Headline latencies: client vs server</h2>",
@@ -1500,9 +1515,7 @@ def render_html(report: Mapping[str, Any], plot_data: Mapping[str, Any] | None =
             _deviations(report),
             "<h2>Methodology</h2>",
             _methodology(report),
-            f"<script>{_TAIL_SCRIPT}</script>",
-            "</body></html>\n",
-        ]
+        ],
     )
 
 
@@ -1550,24 +1563,15 @@ def render_procedure_html(result: Mapping[str, Any], markdown: str) -> str:
         for run in result.get("runs") or []
         if isinstance(run, Mapping)
     )
-    return "".join(
+    return _page(
+        title,
+        f"profile {_esc(result.get('profile', NA))} · procedure schema "
+        f"{_esc(result.get('schema_version', NA))}",
         [
-            "<!DOCTYPE html>\n",
-            '<html lang="en"><head><meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{_esc(title)}</title>",
-            f"<style>{_CSS}</style>",
-            f"<script>{_HEAD_SCRIPT}</script>",
-            "</head><body>",
-            f"<h1>{_esc(title)}</h1>",
-            f'<p class="subtitle">profile {_esc(result.get("profile", NA))} · procedure schema '
-            f"{_esc(result.get('schema_version', NA))} · IETF LLM benchmarking methodology</p>",
             f'<div class="plots">{fig.html()}</div>',
             "<h2>Levels (each with its own report)</h2>",
             f"<ul>{links}</ul>",
             "<h2>Procedure report</h2>",
             f'<pre class="markdown">{_esc(markdown)}</pre>',
-            f"<script>{_TAIL_SCRIPT}</script>",
-            "</body></html>\n",
-        ]
+        ],
     )
