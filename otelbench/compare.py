@@ -50,7 +50,6 @@ The statistical functions (:func:`welch_t_test`, :func:`permutation_test`,
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -70,6 +69,7 @@ from otelbench.metrics.stats import (
     permutation_test,
     welch_t_test,
 )
+from otelbench.report.access import dig, number
 from otelbench.report.build import SCHEMA_VERSION
 
 __all__ = [
@@ -182,19 +182,9 @@ def load_run(path: Path, *, system: str | None = None) -> RunReport:
 _MISSING: Final = object()
 
 
-def _get(obj: Any, path: str, default: Any = None) -> Any:
+def _path(obj: Any, path: str, default: Any = None) -> Any:
     """The value at a dotted ``path`` of nested mappings, ``default`` when any step is absent."""
-    for part in path.split("."):
-        if not isinstance(obj, Mapping) or part not in obj:
-            return default
-        obj = obj[part]
-    return obj
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
+    return dig(obj, *path.split("."), default=default)
 
 
 def _canonical(value: Any) -> str:
@@ -291,21 +281,21 @@ class MetricSpec:
 
 def _at(path: str) -> Callable[[Mapping[str, Any], int | None], float | None]:
     def extract(report: Mapping[str, Any], gpus: int | None) -> float | None:
-        return _number(_get(report, path))
+        return number(_path(report, path))
 
     return extract
 
 
 def _error_rate(report: Mapping[str, Any], gpus: int | None) -> float | None:
-    total = _number(_get(report, "run.requests.total"))
-    failed = _number(_get(report, "run.requests.failed"))
+    total = number(_path(report, "run.requests.total"))
+    failed = number(_path(report, "run.requests.failed"))
     if total is None or failed is None or total <= 0:
         return None
     return failed / total
 
 
 def _per_gpu(report: Mapping[str, Any], gpus: int | None) -> float | None:
-    rate = _number(_get(report, "metrics.client.throughput.output_tokens_per_s"))
+    rate = number(_path(report, "metrics.client.throughput.output_tokens_per_s"))
     if rate is None or gpus is None or gpus <= 0:
         return None
     return rate / gpus
@@ -381,19 +371,19 @@ def _present(run: Mapping[str, Any], key: str, none_means: str) -> Any:
 
 
 def _workload(report: Mapping[str, Any]) -> Any:
-    workload = _get(report, "run.workload")
+    workload = _path(report, "run.workload")
     if not isinstance(workload, Mapping):
         return None
     return {"name": workload.get("name"), "spec": workload.get("spec")}
 
 
 def _seed(report: Mapping[str, Any]) -> Any:
-    seeds = {"workload": _get(report, "run.workload.seed"), "run": _get(report, "run.seed")}
+    seeds = {"workload": _path(report, "run.workload.seed"), "run": _path(report, "run.seed")}
     return None if all(v is None for v in seeds.values()) else seeds
 
 
 def _load_model(report: Mapping[str, Any]) -> Any:
-    load = _get(report, "run.load")
+    load = _path(report, "run.load")
     if not isinstance(load, Mapping):
         return None
     return {k: v for k, v in load.items() if k != "requests"}
@@ -401,13 +391,13 @@ def _load_model(report: Mapping[str, Any]) -> Any:
 
 def _request_count(report: Mapping[str, Any]) -> Any:
     return {
-        "configured": _get(report, "run.load.requests"),
-        "sent": _get(report, "run.requests.total"),
+        "configured": _path(report, "run.load.requests"),
+        "sent": _path(report, "run.requests.total"),
     }
 
 
 def _duration(report: Mapping[str, Any]) -> Any:
-    value = _number(_get(report, "run.duration_s"))
+    value = number(_path(report, "run.duration_s"))
     return None if value is None else round(value, 1)
 
 
@@ -426,14 +416,14 @@ def _tokenizer(report: Mapping[str, Any]) -> Any:
 
 
 def _timing(report: Mapping[str, Any]) -> Any:
-    sources = _get(report, "metrics.server.span_sources")
+    sources = _path(report, "metrics.server.span_sources")
     spans = sorted(k for k, v in sources.items() if v) if isinstance(sources, Mapping) else []
     return {
         "timing": "client and server spans" if spans else "client only",
         "server_spans": spans,
-        "itl_option": _get(report, "methodology.itl_method.option"),
-        "server_itl_option": _get(report, "methodology.itl_method.server_option"),
-        "chunk_token_source": _get(report, "methodology.itl_method.chunk_token_source"),
+        "itl_option": _path(report, "methodology.itl_method.option"),
+        "server_itl_option": _path(report, "methodology.itl_method.server_option"),
+        "chunk_token_source": _path(report, "methodology.itl_method.chunk_token_source"),
     }
 
 
@@ -468,7 +458,7 @@ class _CheckItem:
 _CHECKLIST: Final[tuple[_CheckItem, ...]] = (
     _CheckItem("workload", "Workload (name and specification)", "6.1, 6.4", _workload),
     _CheckItem("seed", "Seed", "6.1", _seed),
-    _CheckItem("api", "API", "6.1", lambda r: _get(r, "run.api")),
+    _CheckItem("api", "API", "6.1", lambda r: _path(r, "run.api")),
     _CheckItem("load_model", "Load model and parameters", "6.1", _load_model),
     _CheckItem("request_count", "Request count", "5.1.5.1, 6.4", _request_count),
     _CheckItem(
@@ -478,16 +468,16 @@ _CHECKLIST: Final[tuple[_CheckItem, ...]] = (
     _CheckItem("tokenizer", "Tokenizer declaration", "4.4.3", _tokenizer),
     _CheckItem("timing", "Timing method (server spans or client only)", "4.6.3, 4.7", _timing),
     _CheckItem("definitions", "Metric definitions and success criteria", "6.4", _definitions),
-    _CheckItem("model", "Model", "6.1", lambda r: _get(r, "run.model")),
-    _CheckItem("sut_boundary", "SUT boundary", "4.1, 6.1", lambda r: _get(r, "run.sut.boundary")),
-    _CheckItem("hardware", "Hardware", "6.1, 6.2", lambda r: _get(r, "run.sut.hardware")),
+    _CheckItem("model", "Model", "6.1", lambda r: _path(r, "run.model")),
+    _CheckItem("sut_boundary", "SUT boundary", "4.1, 6.1", lambda r: _path(r, "run.sut.boundary")),
+    _CheckItem("hardware", "Hardware", "6.1, 6.2", lambda r: _path(r, "run.sut.hardware")),
     _CheckItem(
-        "otelbench_version", "otelbench version", "6.4", lambda r: _get(r, "run.otelbench_version")
+        "otelbench_version", "otelbench version", "6.4", lambda r: _path(r, "run.otelbench_version")
     ),
     _CheckItem(
-        "software", "SUT software", "6.4", lambda r: _get(r, "run.sut.software"), identity=True
+        "software", "SUT software", "6.4", lambda r: _path(r, "run.sut.software"), identity=True
     ),
-    _CheckItem("target", "Target", "6.4", lambda r: _get(r, "run.target"), identity=True),
+    _CheckItem("target", "Target", "6.4", lambda r: _path(r, "run.target"), identity=True),
 )
 
 
@@ -604,7 +594,7 @@ def _group(runs: Sequence[RunReport], group_by: Sequence[str]) -> list[_System]:
         if run.system is not None:
             name, key = run.system, {"system": run.system}
         else:
-            key = {path: _get(run.report, path) for path in group_by}
+            key = {path: _path(run.report, path) for path in group_by}
             name = " | ".join(_display(v) for v in key.values())
         if name not in systems:
             systems[name] = _System(id=_system_id(len(systems)), name=name, key=key)
@@ -623,7 +613,7 @@ def _resolve_gpus(
             found = [GpuCount(n, f"--gpus {label}={n}")]
             break
     else:
-        found = [gpu_count_from_hardware(_get(r.report, "run.sut.hardware")) for r in system.runs]
+        found = [gpu_count_from_hardware(_path(r.report, "run.sut.hardware")) for r in system.runs]
         counts = [g.count for g in found]
     known = {c for c in counts if c is not None}
     if any(c is None for c in counts):
@@ -810,7 +800,7 @@ def compare_runs(
         counts, statement = _resolve_gpus(s, declared)
         run_gpus[s.name] = counts
         own = _distinct(
-            [d for r in s.runs for d in (_get(r.report, "methodology.deviations") or [])]
+            [d for r in s.runs for d in (_path(r.report, "methodology.deviations") or [])]
         )
         system_rows.append(
             {

@@ -49,6 +49,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from otelbench.client import CompletionResult
+from otelbench.draft import WARMUP_MIN_OUTPUT_TOKENS as DRAFT_MIN_OUTPUT_TOKENS
+from otelbench.draft import WARMUP_MIN_REQUESTS as DRAFT_MIN_REQUESTS
+from otelbench.draft import WARMUP_STABILIZATION_THRESHOLD as STABILIZATION_THRESHOLD
 from otelbench.errors import ConfigError
 from otelbench.loadgen.workloads import Workload, WorkloadRequest
 from otelbench.semconv import PHASE_PROBE, PHASE_WARMUP
@@ -66,11 +69,6 @@ __all__ = [
 ]
 
 
-DRAFT_MIN_REQUESTS: Final = 100
-DRAFT_MIN_OUTPUT_TOKENS: Final = 10_000
-"""Draft 4.5.1 item 2: at least 100 requests or 10,000 output tokens, whichever is greater."""
-STABILIZATION_THRESHOLD: Final = 0.10
-"""Draft 4.5.2: less than 10 % variation across consecutive probe requests."""
 DEFAULT_CONCURRENCY: Final = 8
 """Warm-up concurrency of an open-loop run (a closed-loop run warms at its own concurrency)."""
 WARMUP_SEED_OFFSET: Final = 1_000_003

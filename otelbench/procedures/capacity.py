@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any
 
+from otelbench.draft import CAPACITY_MIN_COMPLETION as MIN_COMPLETION
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
@@ -39,9 +40,6 @@ from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 
 __all__ = ["MIN_COMPLETION", "CapacityParams", "CapacityProcedure", "capacity_verdict"]
-
-MIN_COMPLETION: Final = 0.99
-"""5.5.2: request completion rate >= 99 %."""
 
 
 def _server_errors(failed_by_type: dict[str, int]) -> int:

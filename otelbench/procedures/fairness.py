@@ -27,6 +27,9 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from otelbench.draft import FAIRNESS_CLASS_REQUESTS as DRAFT_CLASS_REQUESTS
+from otelbench.draft import FAIRNESS_MIXED_DURATION_S as DRAFT_MIXED_DURATION_S
+from otelbench.draft import FAIRNESS_SHORT_MIX as DRAFT_MIX
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.fairness import (
@@ -45,12 +48,6 @@ __all__ = ["CLASSES", "FAIRNESS_WORKLOAD", "FairnessParams", "FairnessProcedure"
 FAIRNESS_WORKLOAD: Final = "mixed-classes"
 """The 5.6.2 workload; its ``short_ratio`` selects a class alone (1.0 / 0.0) or the mix."""
 CLASSES: Final = ("short", "long")
-DRAFT_MIX: Final = 0.8
-"""5.6.2: 80 % short, 20 % long."""
-DRAFT_CLASS_REQUESTS: Final = 500
-"""5.6.2: at least 500 requests per class."""
-DRAFT_MIXED_DURATION_S: Final = 300.0
-"""5.6.3 step 4: the mixed run lasts at least 300 s."""
 
 F64 = npt.NDArray[np.float64]
 

@@ -79,6 +79,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from otelbench.draft import FLUIDITY_MIN_INDEX as DEFAULT_MIN_FLUIDITY
+from otelbench.draft import FLUIDITY_REQUEST_FRACTION as DEFAULT_REQUEST_FRACTION
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.loadgen.workloads import make_workload
@@ -137,10 +139,6 @@ PROFILE_WORKLOAD: Final = "synthetic-uniform"
 PROFILE_SAMPLE: Final = 200
 DEFAULT_DECODE_DEADLINE_S: Final = 0.025
 """Etalon §4.1: the strict decode target (chat), 25 ms; §5.2 uses it for the capacity SLO."""
-DEFAULT_MIN_FLUIDITY: Final = 0.9
-"""Etalon §4.2, §5.2: fluidity-index >= 0.9 (less than 10 % deadline misses)."""
-DEFAULT_REQUEST_FRACTION: Final = 0.99
-"""Etalon §4.2, §5.2: 99 % of requests."""
 
 
 @dataclass(frozen=True)

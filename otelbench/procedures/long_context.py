@@ -24,6 +24,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from otelbench.draft import LONG_CONTEXT_LENGTHS as DRAFT_CONTEXT_LENGTHS
+from otelbench.draft import LONG_CONTEXT_REQUESTS as DRAFT_LONG_CONTEXT_REQUESTS
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.scaling import long_context_scaling
@@ -42,10 +44,6 @@ __all__ = [
 ]
 
 LONG_CONTEXT_WORKLOAD: Final = "long-context"
-DRAFT_CONTEXT_LENGTHS: Final = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-"""5.9.2: 1K … 128K tokens."""
-DRAFT_LONG_CONTEXT_REQUESTS: Final = 20
-"""5.9.2: at least 20 requests per context length."""
 QUESTION_TOKENS: Final = 100
 """The long-context workload's question (A.5); every length must exceed it."""
 

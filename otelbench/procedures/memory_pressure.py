@@ -87,6 +87,9 @@ from typing import Any, Final
 import httpx
 import numpy as np
 
+from otelbench.draft import LONG_CONTEXT_OUTPUT_TOKENS
+from otelbench.draft import PRESSURE_LEVEL_MIN_S as DRAFT_PRESSURE_LEVEL_S
+from otelbench.draft import PRESSURE_OVERSUBSCRIPTION as DEFAULT_OVERSUBSCRIPTION
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import percentile
@@ -115,13 +118,7 @@ __all__ = [
     "pressure_row",
 ]
 
-DEFAULT_OVERSUBSCRIPTION: Final = (1.0, 1.1, 1.25, 1.5)
-"""5.8.2 and Table 11: 100 % (base), 110 %, 125 %, 150 % of the capacity."""
-DRAFT_PRESSURE_LEVEL_S: Final = 120.0
-"""5.8.3 step 3.2: run each level for at least 120 seconds."""
 LONG_CONTEXT_WORKLOAD: Final = "long-context"
-LONG_CONTEXT_OUTPUT_TOKENS: Final = 256
-"""A.5: 256 output tokens."""
 PRESSURE_ROLE: Final = "pressure"
 CAPACITY_ROLE: Final = "capacity-search"
 TIMELINE_BINS: Final = 10

@@ -34,6 +34,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from otelbench.draft import CAPACITY_MIN_DURATION_S as DRAFT_CAPACITY_MIN_DURATION_S
+from otelbench.draft import CAPACITY_REQUESTS_PER_SLOT as DRAFT_CAPACITY_REQUESTS_PER_SLOT
+from otelbench.draft import ITL_MIN_OUTPUT_TOKENS as DRAFT_ITL_MIN_OUTPUT_TOKENS
+from otelbench.draft import ITL_MIN_REQUESTS as DRAFT_ITL_REQUESTS
+from otelbench.draft import LEVEL_MIN_DURATION_S as DRAFT_LEVEL_DURATION_S
+from otelbench.draft import P99_MIN_SAMPLES as DRAFT_TTFT_REQUESTS
+from otelbench.draft import SWEEP_MIN_LEVELS as DRAFT_MIN_SWEEP_LEVELS
 from otelbench.errors import ConfigError
 from otelbench.loadgen.warmup import WarmupSpec
 
@@ -52,21 +59,6 @@ __all__ = [
     "get_profile",
     "shortfalls",
 ]
-
-DRAFT_TTFT_REQUESTS: Final = 1000
-"""5.1.2.1: at least 1,000 requests for P99 (10,000 for P99.9)."""
-DRAFT_LEVEL_DURATION_S: Final = 60.0
-"""5.2.2.1 and 5.3.2: at least 60 s per load level (300 s recommended for 5.2)."""
-DRAFT_MIN_SWEEP_LEVELS: Final = 10
-"""5.3.2: at least 10 load levels."""
-DRAFT_ITL_REQUESTS: Final = 100
-"""5.4.2: at least 100 requests per level."""
-DRAFT_ITL_MIN_OUTPUT_TOKENS: Final = 50
-"""5.4.2: every request generates at least 50 output tokens."""
-DRAFT_CAPACITY_REQUESTS_PER_SLOT: Final = 100
-"""5.5.3 step 3: at least 100 request completions per concurrency slot ..."""
-DRAFT_CAPACITY_MIN_DURATION_S: Final = 60.0
-"""... and at least 60 s, whichever is longer."""
 
 
 @dataclass(frozen=True)

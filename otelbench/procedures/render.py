@@ -15,17 +15,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["NA", "fmt", "pct", "render_procedure", "table"]
+from otelbench.report import access
+from otelbench.report.access import NA
 
-NA = "n/a"
+__all__ = ["NA", "fmt", "pct", "render_procedure", "table"]
 
 
 def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
-    """A number with ``digits`` decimals (and `` unit``), or ``n/a``."""
-    if value is None:
-        return NA
-    text = f"{float(value):.{digits}f}"
-    return f"{text} {unit}" if unit else text
+    """A number with ``digits`` decimals (and `` unit``), or ``n/a``
+    (:func:`otelbench.report.access.fmt`, one decimal by default)."""
+    return access.fmt(value, digits, unit)
 
 
 def pct(value: Any, digits: int = 1) -> str:

@@ -43,6 +43,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from otelbench.draft import THROUGHPUT_RECOMMENDED_DURATION_S as RECOMMENDED_DURATION_S
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
@@ -63,8 +64,6 @@ from otelbench.procedures.tradeoff import slo_ratio
 __all__ = ["SEARCH_ROLE", "ThroughputParams", "ThroughputProcedure", "throughput_verdict"]
 
 SEARCH_ROLE: Final = "rate-search"
-RECOMMENDED_DURATION_S: Final = 300.0
-"""5.2.2.1: 300 s RECOMMENDED for stable measurement."""
 
 
 def throughput_verdict(

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from otelbench.draft import P99_9_MIN_SAMPLES
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
@@ -114,7 +115,7 @@ class TtftProcedure(Procedure):
             else np.empty(0, dtype=np.float64)
         )
         deviations = shortfalls(requests=self.requests)
-        if ttft.get("count", 0) < 10_000:
+        if ttft.get("count", 0) < P99_9_MIN_SAMPLES:
             self.notes.append(
                 "P99.9 needs at least 10,000 samples (5.1.4.3); it is reported from "
                 f"{ttft.get('count', 0)}"

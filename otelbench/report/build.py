@@ -24,6 +24,12 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
+from otelbench.draft import (
+    ITL_MIN_OUTPUT_TOKENS,
+    ITL_MIN_REQUESTS,
+    P99_9_MIN_SAMPLES,
+    P99_MIN_SAMPLES,
+)
 from otelbench.errors import ConfigError
 from otelbench.metrics import (
     PERCENTILE_METHOD,
@@ -46,7 +52,8 @@ from otelbench.metrics import (
     window_throughput,
 )
 from otelbench.query import ClientRequests, QueryRunner, RunData, extract_run_data, open_store
-from otelbench.report.compliance import compliance, configuration_summary
+from otelbench.report.compliance import compliance
+from otelbench.report.configuration import configuration_summary
 from otelbench.report.guardrails import guardrails_section
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
@@ -82,14 +89,6 @@ __all__ = [
 SCHEMA_VERSION: Final = 1
 """Version of the ``report.json`` shape; bumped on any incompatible change."""
 
-P99_MIN_SAMPLES: Final = 1000
-"""Samples the draft requires for P99 within 10% at 95% confidence (5.1.4.3)."""
-P99_9_MIN_SAMPLES: Final = 10000
-"""Samples the draft requires for P99.9 (5.1.4.3)."""
-ITL_MIN_OUTPUT_TOKENS: Final = 50
-"""Output tokens each request must generate for meaningful ITL samples (5.4.2)."""
-ITL_MIN_REQUESTS: Final = 100
-"""Requests the draft requires for per-request ITL statistics (5.4.2)."""
 
 FIRST_TOKEN_DEFINITION: Final = (
     "time to the first content token (draft 5.1.3.1): T_first is when the first SSE data event "

@@ -1,12 +1,9 @@
-"""The report's configuration summary (draft 5.1.5.1) and its methodology compliance (draft 2).
+"""The report's methodology compliance (draft 2).
 
-Both are pure functions of the report dict (``docs/report-schema.md``), so a report rebuilt from
-the same store (``otelbench report``) recomputes them identically:
+A pure function of the report dict (``docs/report-schema.md``), so a report rebuilt from the same
+store (``otelbench report``) recomputes it identically; the configuration summary (5.1.5.1) it
+checks is :mod:`otelbench.report.configuration`'s (re-exported here):
 
-* :func:`configuration_summary` — the 5.1.5.1 *Configuration Summary* as one line of text per
-  item (SUT boundary, model, hardware, software, workload and seed, load model, request count and
-  duration, warm-up, prefix caching, guardrails, timing method, clock synchronization). What the
-  run did not record reads :data:`NOT_DECLARED`.
 * :func:`compliance` — one check per MUST or SHOULD requirement of the draft that a single run at
   one load level can satisfy or fail (test setup, section 4; the TTFT test's and the ITL test's
   single-run requirements, 5.1 and 5.4), each with the facts of the report as evidence, and the
@@ -31,7 +28,8 @@ method (``methodology``); it never reads ``configuration`` or ``compliance`` the
 Usage::
 
     from otelbench.report import build_report
-    from otelbench.report.compliance import compliance, configuration_summary
+    from otelbench.report.compliance import compliance
+    from otelbench.report.configuration import configuration_summary
 
     report = build_report("otelbench.duckdb")
     configuration_summary(report)["sut_boundary"]   # 'Model Engine (draft 4.1.1)'
@@ -40,14 +38,34 @@ Usage::
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
 
 from otelbench import semconv
-from otelbench.loadgen.warmup import DRAFT_MIN_OUTPUT_TOKENS, DRAFT_MIN_REQUESTS
+from otelbench.draft import (
+    ITL_MIN_OUTPUT_TOKENS,
+    ITL_MIN_REQUESTS,
+    P99_9_MIN_SAMPLES,
+    P99_MIN_SAMPLES,
+    WARMUP_MIN_OUTPUT_TOKENS,
+    WARMUP_MIN_REQUESTS,
+    WARMUP_STABILIZATION_THRESHOLD,
+)
+from otelbench.report.access import fmt, integer, mapping, nonblank, number
+from otelbench.report.configuration import (
+    CONFIGURATION_LABELS,
+    NOT_DECLARED,
+    ReportFacts,
+    boundary_text,
+    clock_text,
+    configuration_summary,
+    declared_text,
+    guardrails_text,
+    tokenizer_text,
+    warmup_text,
+    workload_text,
+)
 from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
 
 __all__ = [
@@ -65,8 +83,6 @@ __all__ = [
 Level = Literal["MUST", "SHOULD"]
 Met = bool | None
 
-NOT_DECLARED: Final = "not declared"
-"""What a configuration item reads when the run did not record it."""
 
 VERDICT_UNCONDITIONAL: Final = "unconditionally compliant"
 VERDICT_CONDITIONAL: Final = "conditionally compliant"
@@ -85,33 +101,6 @@ VERDICT_RULE: Final = (
     "Checks that do not apply (met null) do not count."
 )
 
-STANDARD_BOUNDARIES: Final = {
-    "Model Engine": "4.1.1",
-    "Application Gateway": "4.1.2",
-    "Compound System": "4.1.3",
-}
-"""The draft's three SUT configurations and their sections."""
-
-CONFIGURATION_LABELS: Final = {
-    "sut_boundary": "SUT configuration and boundary (4.1)",
-    "target": "Target",
-    "model": "Model",
-    "hardware": "Hardware",
-    "software": "Software",
-    "load_generator": "Load generator",
-    "workload": "Workload (4.3)",
-    "seed": "Seed (4.3.3)",
-    "tokenizer": "Tokenizer (4.4)",
-    "load_model": "Load model and parameters",
-    "requests": "Request count",
-    "duration": "Test duration",
-    "warmup": "Warm-up (4.5)",
-    "prefix_caching": "Prefix caching",
-    "guardrails": "Guardrails (4.8.1)",
-    "timing_method": "Timing method (4.2.1, 4.6.3)",
-    "clock_synchronization": "Clock synchronization (4.7)",
-}
-"""The keys of :func:`configuration_summary`, in order, with their labels for renderers."""
 
 OPEN_LOOP_MODES: Final = frozenset({"poisson", "uniform", "bursty", "trace"})
 _PERCENTILES: Final = (("p50", "P50"), ("p90", "P90"), ("p95", "P95"), ("p99", "P99"))
@@ -120,376 +109,10 @@ _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
 
 
 # ------------------------------------------------------------------------------------------
-# facts: typed access to the report dict (every key may be absent in an older report)
-# ------------------------------------------------------------------------------------------
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _text(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
-
-
-def _fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.{digits}f}{' ' + unit if unit else ''}"
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """The parts of a report the configuration and the checks read."""
-
-    report: Mapping[str, Any]
-
-    @property
-    def run(self) -> Mapping[str, Any]:
-        return _map(self.report.get("run"))
-
-    @property
-    def sut(self) -> Mapping[str, Any]:
-        return _map(self.run.get("sut"))
-
-    @property
-    def load(self) -> Mapping[str, Any]:
-        return _map(self.run.get("load"))
-
-    @property
-    def requests(self) -> Mapping[str, Any]:
-        return _map(self.run.get("requests"))
-
-    @property
-    def client(self) -> Mapping[str, Any]:
-        return _map(_map(self.report.get("metrics")).get("client"))
-
-    @property
-    def server(self) -> Mapping[str, Any] | None:
-        server = _map(self.report.get("metrics")).get("server")
-        return server if isinstance(server, Mapping) else None
-
-    @property
-    def methodology(self) -> Mapping[str, Any]:
-        return _map(self.report.get("methodology"))
-
-    @property
-    def itl_method(self) -> Mapping[str, Any]:
-        return _map(self.methodology.get("itl_method"))
-
-    @property
-    def deviations(self) -> list[str]:
-        found = self.methodology.get("deviations")
-        return [str(d) for d in found] if isinstance(found, list) else []
-
-    @property
-    def ttft_samples(self) -> int | None:
-        return _int(_map(self.client.get("ttft_ms")).get("count"))
-
-    @property
-    def succeeded(self) -> int | None:
-        return _int(self.requests.get("succeeded"))
-
-    def target_host(self) -> str | None:
-        target = _text(self.run.get("target"))
-        if target is None:
-            return None
-        try:
-            return urlsplit(target if "//" in target else f"//{target}").hostname
-        except ValueError:
-            return None
-
-    def loopback(self) -> bool:
-        """Whether the target is a loopback address: load generator and SUT share one host."""
-        host = self.target_host()
-        if host is None:
-            return False
-        if host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return False
-
-
-# ------------------------------------------------------------------------------------------
-# configuration summary (draft 5.1.5.1)
-# ------------------------------------------------------------------------------------------
-
-
-def _boundary(f: _Facts) -> str | None:
-    boundary = _text(f.sut.get("boundary"))
-    if boundary is None:
-        return None
-    section = STANDARD_BOUNDARIES.get(boundary)
-    return f"{boundary} (draft {section})" if section else f"{boundary} (not one of 4.1's three)"
-
-
-def _length_text(spec: Mapping[str, Any]) -> str:
-    dist = _text(spec.get("distribution")) or NOT_DECLARED
-    lo, hi = spec.get("min"), spec.get("max")
-    if lo is not None and hi is not None:
-        return f"{dist} {lo}–{hi} {spec.get('unit', 'tokens')}"
-    if spec.get("target_lengths") is not None:
-        return f"{dist} {spec['target_lengths']}"
-    quantiles = _map(spec.get("quantiles"))
-    if quantiles:
-        return f"{dist} ({', '.join(f'{k} {v}' for k, v in quantiles.items())})"
-    return dist
-
-
-def _workload_text(f: _Facts) -> str | None:
-    workload = _map(f.run.get("workload"))
-    name = _text(workload.get("name"))
-    if name is None:
-        return None
-    spec = _map(workload.get("spec"))
-    parts = []
-    if spec.get("draft_section"):
-        parts.append(f"draft {spec['draft_section']}")
-    if spec.get("synthetic") is True and spec.get("draft_section") == "A.3":
-        parts.append("synthetic stand-in")
-    if isinstance(spec.get("input"), Mapping):
-        parts.append(f"input {_length_text(spec['input'])}")
-    if isinstance(spec.get("output"), Mapping):
-        out = spec["output"]
-        control = f" ({out['control']})" if out.get("control") else ""
-        parts.append(f"output {_length_text(out)}{control}")
-    if "prefix_sharing" in spec:
-        ps = _map(spec["prefix_sharing"])
-        ratio = _num(ps.get("ratio"))
-        parts.append(
-            "no prefix sharing"
-            if not ps
-            else f"prefix sharing {ratio:.0%} of requests"
-            if ratio is not None
-            else "prefix sharing"
-        )
-    if "system_prompt" in spec:
-        sp = _map(spec["system_prompt"])
-        parts.append(f"system prompt {sp.get('tokens')} tokens" if sp else "no system prompt")
-    dataset = _map(spec.get("dataset"))
-    if dataset:
-        parts.append(f"dataset {dataset.get('path', '?')} (sha256 {dataset.get('sha256', '?')})")
-    source = _map(spec.get("source_file"))
-    if source:
-        parts.append(f"file {source.get('path', '?')} (sha256 {source.get('sha256', '?')})")
-    return name + (f": {', '.join(parts)}" if parts else "")
-
-
-def _tokenizer_text(f: _Facts) -> str | None:
-    tok = _map(f.run.get("tokenizer"))
-    if not tok:
-        return None
-    parts = [f"Option {tok.get('option', '?')}", str(tok.get("name", NOT_DECLARED))]
-    if tok.get("vocab_size"):
-        parts.append(f"vocabulary {tok['vocab_size']}")
-    if tok.get("source"):
-        parts.append(f"source {tok['source']}")
-    if tok.get("bos_eos"):
-        parts.append(f"BOS/EOS {tok['bos_eos']}")
-    if tok.get("system_prompt"):
-        parts.append(f"system prompt {tok['system_prompt']}")
-    return ", ".join(parts)
-
-
-def _load_text(f: _Facts) -> str | None:
-    load = f.load
-    mode = _text(load.get("mode"))
-    if mode is None:
-        return None
-    if mode == "closed_loop":
-        return f"closed-loop, concurrency {load.get('concurrency')} (draft 4.2.4)"
-    arrival = _map(load.get("arrival"))
-    params = ", ".join(
-        f"{k} {v}" for k, v in arrival.items() if k not in ("process", "rate", "seed")
-    )
-    rate = f" at {load['rate']} req/s" if load.get("rate") is not None else ""
-    extra = f" ({params})" if params else ""
-    return f"open-loop, {mode} arrivals{rate}{extra} (draft 4.2.3)"
-
-
-def _requests_text(f: _Facts) -> str | None:
-    total = _int(f.requests.get("total"))
-    if total is None:
-        return None
-    return (
-        f"{total} measured requests ({f.requests.get('succeeded')} succeeded, "
-        f"{f.requests.get('failed')} failed); {f.ttft_samples} TTFT samples"
-    )
-
-
-def _duration_text(f: _Facts) -> str | None:
-    duration = _num(f.run.get("duration_s"))
-    if duration is None:
-        return None
-    window = _num(_map(f.client.get("throughput")).get("window_s"))
-    measured = f"; measurement window {_fmt(window, 2, 's')}" if window is not None else ""
-    return f"{_fmt(duration, 1, 's')} (run){measured}"
-
-
-def _warmup_text(f: _Facts) -> str | None:
-    w = _map(f.run.get("warmup"))
-    if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
-        return "skipped: cold-start measurement declared (draft 4.5.3)"
-    if not w:
-        # a run that recorded no warm-up ran none (the manifest lists it as a deviation)
-        return None if "warmup" not in f.run else "none: no warm-up ran before measurement"
-    if w.get("mode") != "warm":
-        return str(w.get("mode"))
-    stabilized = "stabilized" if w.get("stabilized") else "NOT stabilized"
-    after = _map(w.get("probe_after"))
-    variation = _num(after.get("variation"))
-    var = f", variation {variation:.1%}" if variation is not None else ""
-    return (
-        f"{w.get('requests')} requests and {w.get('output_tokens')} output tokens in "
-        f"{_fmt(_num(w.get('duration_s')), 1, 's')} at concurrency {w.get('concurrency')}, "
-        f"{'queue drained' if w.get('drained') else 'queue NOT drained'}; probes {stabilized}"
-        f"{var} (draft 4.5)"
-    )
-
-
-def _declared(value: Any) -> str | None:
-    """A SUT declaration as text: a string, a bool (enabled/disabled), or key: value pairs."""
-    if isinstance(value, bool):
-        return "enabled" if value else "disabled"
-    if isinstance(value, Mapping):
-        return "; ".join(f"{k}: {_declared(v) or v}" for k, v in value.items()) or None
-    return _text(value)
-
-
-def _guardrails(f: _Facts) -> str | None:
-    declared = _declared(f.sut.get("guardrails"))
-    if declared is not None:
-        return declared
-    measured = _map(_map(f.report.get("metrics")).get("guardrails"))
-    if measured:
-        d = _map(measured.get("disclosure"))
-        stages = []
-        for stage in ("input", "output"):
-            names = [str(n) for n in d.get(f"{stage}_filters") or []]
-            stages.append(
-                f"{stage} filtering enabled ({', '.join(names)})"
-                if names
-                else f"{stage} filtering disabled"
-            )
-        refused = _int(_map(measured.get("refusals")).get("requests")) or 0
-        sha = _text(d.get("config_sha256"))
-        return (
-            f"otelbench guardrails, from their spans: {'; '.join(stages)}; {refused} "
-            f"request(s) refused by a guardrail"
-            + (f"; configuration sha256 {sha[:12]}" if sha else "")
-        )
-    if _text(f.sut.get("boundary")) == "Model Engine":
-        return (
-            "none in the measured path: the Model Engine boundary excludes input and output "
-            "safety filtering (draft 4.1.1)"
-        )
-    return None
-
-
-def _timing_text(f: _Facts) -> str:
-    itl = f.itl_method
-    protocol = _text(itl.get("protocol")) or "streaming protocol not declared"
-    client = (
-        f"client: arrival time of every content chunk ({protocol}) on the load generator's "
-        f"monotonic clock at µs resolution; ITL by Option {itl.get('option', '?')} "
-        "(distributed timing, draft 4.6.3), time between chunks as Option A"
-    )
-    server = f.server
-    if server is None:
-        return f"{client}; server: none (no server spans joined)"
-    hooks = _int(_map(server.get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)) or 0
-    joined = server.get("requests_joined")
-    if itl.get("server_option") == "C":
-        return (
-            f"{client}; server: Option C, per-token engine-step timing from {hooks} engine-hook "
-            f"spans ({joined} requests joined)"
-        )
-    return (
-        f"{client}; server: phase durations only (no per-token timing) for {joined} joined requests"
-    )
-
-
-def _clock_text(f: _Facts) -> str:
-    declared = _declared(f.sut.get("clock_sync"))
-    if declared is not None:
-        return declared
-    host = f.target_host()
-    if f.loopback():
-        return (
-            f"single host (draft 4.7.1): the target {host} is loopback, so the load generator "
-            "and the SUT read the same CLOCK_MONOTONIC and CLOCK_REALTIME"
-        )
-    where = f"target host {host}" if host else "the target host"
-    return (
-        f"not verified: {where} is not loopback and no synchronization method or accuracy is "
-        "declared (draft 4.7.2); client-vs-server differences are durations each measured on "
-        "one clock"
-    )
-
-
-def configuration_summary(report: Mapping[str, Any]) -> dict[str, str]:
-    """The draft 5.1.5.1 configuration summary of a report: one line of text per item.
-
-    Keys are those of :data:`CONFIGURATION_LABELS`, in that order. Prefix caching, guardrails and
-    clock synchronization come from the SUT declaration (``run.sut.prefix_caching``,
-    ``.guardrails``, ``.clock_sync``) when the run declared them. Otherwise: prefix caching reads
-    :data:`NOT_DECLARED`; guardrails are "none in the measured path" for a Model Engine boundary
-    (4.1.1 excludes safety filtering) and :data:`NOT_DECLARED` for any other; clock
-    synchronization is inherent for a loopback target (4.7.1) and "not verified" otherwise.
-
-    >>> configuration_summary(report)["prefix_caching"]  # doctest: +SKIP
-    'not declared'
-    """
-    f = _Facts(report)
-    sut = f.sut
-    version = _text(f.run.get("otelbench_version"))
-    generator_host = _text(sut.get("load_generator_host"))
-    generator = None
-    if version or generator_host:
-        generator = f"otelbench {version or '(version not recorded)'}" + (
-            f" on {generator_host}" if generator_host else ""
-        )
-    seed = _int(f.run.get("seed"))
-    target = _text(f.run.get("target"))
-    items: dict[str, str | None] = {
-        "sut_boundary": _boundary(f),
-        "target": None if target is None else target + (" (loopback)" if f.loopback() else ""),
-        "model": _text(f.run.get("model")),
-        "hardware": _declared(sut.get("hardware")),
-        "software": _declared(sut.get("software")),
-        "load_generator": generator,
-        "workload": _workload_text(f),
-        "seed": None if seed is None else f"{seed} (workload generation and arrival schedule)",
-        "tokenizer": _tokenizer_text(f),
-        "load_model": _load_text(f),
-        "requests": _requests_text(f),
-        "duration": _duration_text(f),
-        "warmup": _warmup_text(f),
-        "prefix_caching": _declared(sut.get("prefix_caching")),
-        "guardrails": _guardrails(f),
-        "timing_method": _timing_text(f),
-        "clock_synchronization": _clock_text(f),
-    }
-    return {key: items[key] or NOT_DECLARED for key in CONFIGURATION_LABELS}
-
-
-# ------------------------------------------------------------------------------------------
 # compliance checks (draft 2): registered, in report order
 # ------------------------------------------------------------------------------------------
 
-Evaluate = Callable[[_Facts], tuple[Met, str]]
+Evaluate = Callable[[ReportFacts], tuple[Met, str]]
 
 
 @dataclass(frozen=True)
@@ -502,7 +125,7 @@ class Requirement:
     text: str
     evaluate: Evaluate
 
-    def check(self, facts: _Facts) -> dict[str, Any]:
+    def check(self, facts: ReportFacts) -> dict[str, Any]:
         met, evidence = self.evaluate(facts)
         return {
             "id": self.id,
@@ -527,15 +150,15 @@ def _requirement(id: str, section: str, level: Level, text: str) -> Callable[[Ev
 
 
 @_requirement("sut-boundary", "4.1", "MUST", "The SUT boundary MUST be declared.")
-def _sut_boundary(f: _Facts) -> tuple[Met, str]:
-    boundary = _boundary(f)
+def _sut_boundary(f: ReportFacts) -> tuple[Met, str]:
+    boundary = boundary_text(f)
     if boundary is None:
         return False, "no SUT boundary declared (run.sut.boundary is absent; --sut-boundary)"
     return True, f"run.sut.boundary: {boundary}"
 
 
-def _client_clock(f: _Facts) -> str | None:
-    clock = _text(_map(f.methodology.get("clock_domains")).get("client"))
+def _client_clock(f: ReportFacts) -> str | None:
+    clock = nonblank(mapping(f.methodology.get("clock_domains")).get("client"))
     if clock is None or "monotonic" not in clock or "µs" not in clock:
         return None
     return clock
@@ -547,7 +170,7 @@ def _client_clock(f: _Facts) -> str | None:
     "MUST",
     "The load generator MUST measure time with a resolution of 1 ms or better.",
 )
-def _timing_resolution(f: _Facts) -> tuple[Met, str]:
+def _timing_resolution(f: ReportFacts) -> tuple[Met, str]:
     if _client_clock(f) is None:
         return False, "the report does not declare the client clock (methodology.clock_domains)"
     return True, "client times are integer µs offsets on the load generator's monotonic clock"
@@ -559,7 +182,7 @@ def _timing_resolution(f: _Facts) -> tuple[Met, str]:
     "SHOULD",
     "Microsecond resolution is RECOMMENDED for ITL measurement.",
 )
-def _timing_resolution_us(f: _Facts) -> tuple[Met, str]:
+def _timing_resolution_us(f: ReportFacts) -> tuple[Met, str]:
     if _client_clock(f) is None:
         return False, "the report does not declare a µs client clock (methodology.clock_domains)"
     return True, "chunk arrival offsets, and so ITL, are recorded in µs"
@@ -572,9 +195,9 @@ def _timing_resolution_us(f: _Facts) -> tuple[Met, str]:
     "The load generator MUST use a streaming protocol and record the arrival time of each "
     "token or chunk, not only the complete response.",
 )
-def _streaming(f: _Facts) -> tuple[Met, str]:
-    protocol = _text(f.itl_method.get("protocol"))
-    chunks = _int(_map(f.client.get("tokens_per_chunk")).get("count"))
+def _streaming(f: ReportFacts) -> tuple[Met, str]:
+    protocol = nonblank(f.itl_method.get("protocol"))
+    chunks = integer(mapping(f.client.get("tokens_per_chunk")).get("count"))
     if not f.succeeded:
         return None, "no successful request: nothing was streamed"
     if protocol is None or not chunks:
@@ -594,20 +217,20 @@ def _streaming(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "In open-loop mode, slow responses MUST NOT delay the submission of later requests.",
 )
-def _open_loop_isolation(f: _Facts) -> tuple[Met, str]:
-    mode = _text(f.load.get("mode"))
+def _open_loop_isolation(f: ReportFacts) -> tuple[Met, str]:
+    mode = nonblank(f.load.get("mode"))
     if mode == "closed_loop":
         return None, "closed-loop run (draft 4.2.4): no arrival schedule to keep"
     if mode not in OPEN_LOOP_MODES:
         return False, f"load model {mode or 'not recorded'}: open-loop isolation not shown"
-    gen = _map(f.run.get("load_generator"))
-    lag = _map(gen.get("schedule_lag_ms"))
+    gen = mapping(f.run.get("load_generator"))
+    lag = mapping(gen.get("schedule_lag_ms"))
     if not lag:
         return False, f"open-loop {mode} run with no schedule lag recorded: isolation not shown"
     facts = (
         f"open-loop {mode}; schedule lag of {lag.get('count')} requests P50 "
-        f"{_fmt(_num(lag.get('p50')), 2, 'ms')}, P99 {_fmt(_num(lag.get('p99')), 2, 'ms')}, max "
-        f"{_fmt(_num(lag.get('max')), 2, 'ms')}"
+        f"{fmt(number(lag.get('p50')), 2, 'ms')}, P99 {fmt(number(lag.get('p99')), 2, 'ms')}, max "
+        f"{fmt(number(lag.get('max')), 2, 'ms')}"
     )
     if gen.get("generator_bottleneck_flagged"):
         flagged = next(
@@ -624,10 +247,14 @@ def _open_loop_isolation(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The load generator MUST record each request's success or failure status.",
 )
-def _request_status(f: _Facts) -> tuple[Met, str]:
+def _request_status(f: ReportFacts) -> tuple[Met, str]:
     r = f.requests
-    total, ok, failed = _int(r.get("total")), _int(r.get("succeeded")), _int(r.get("failed"))
-    by_type = _map(r.get("failed_by_type"))
+    total, ok, failed = (
+        integer(r.get("total")),
+        integer(r.get("succeeded")),
+        integer(r.get("failed")),
+    )
+    by_type = mapping(r.get("failed_by_type"))
     if total is None or ok is None or failed is None:
         return False, "run.requests does not count successes and failures"
     types = ", ".join(f"{k}: {v}" for k, v in by_type.items())
@@ -645,13 +272,13 @@ def _request_status(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The load generator MUST record each request's input and output token counts.",
 )
-def _token_counts(f: _Facts) -> tuple[Met, str]:
+def _token_counts(f: ReportFacts) -> tuple[Met, str]:
     if not f.succeeded:
         return None, "no successful request to count tokens of"
     buckets = f.client.get("ttft_by_input_tokens")
-    with_input = sum(_int(b.get("count")) or 0 for b in buckets or [] if isinstance(b, Mapping))
+    with_input = sum(integer(b.get("count")) or 0 for b in buckets or [] if isinstance(b, Mapping))
     ttft = f.ttft_samples or 0
-    output = _int(_map(f.client.get("throughput")).get("output_tokens")) or 0
+    output = integer(mapping(f.client.get("throughput")).get("output_tokens")) or 0
     evidence = (
         f"input token counts for {with_input} of {ttft} requests with a TTFT; "
         f"{output} output tokens counted over {f.succeeded} successful requests"
@@ -666,15 +293,15 @@ def _token_counts(f: _Facts) -> tuple[Met, str]:
     "The workload MUST be fully specified: input and output length distributions, content, "
     "prefix sharing.",
 )
-def _workload_spec(f: _Facts) -> tuple[Met, str]:
-    spec = _map(_map(f.run.get("workload")).get("spec"))
-    text = _workload_text(f) or "no workload recorded"
+def _workload_spec(f: ReportFacts) -> tuple[Met, str]:
+    spec = mapping(mapping(f.run.get("workload")).get("spec"))
+    text = workload_text(f) or "no workload recorded"
     missing = [
         name
         for name, present in (
-            ("input distribution", bool(_map(spec.get("input")).get("distribution"))),
-            ("output distribution", bool(_map(spec.get("output")).get("distribution"))),
-            ("content", bool(_map(spec.get("input")).get("content") or spec.get("content"))),
+            ("input distribution", bool(mapping(spec.get("input")).get("distribution"))),
+            ("output distribution", bool(mapping(spec.get("output")).get("distribution"))),
+            ("content", bool(mapping(spec.get("input")).get("content") or spec.get("content"))),
             ("prefix sharing", "prefix_sharing" in spec),
         )
         if not present
@@ -691,8 +318,8 @@ def _workload_spec(f: _Facts) -> tuple[Met, str]:
     "A dataset-derived workload MUST specify the dataset version, subset selection and "
     "preprocessing.",
 )
-def _dataset_provenance(f: _Facts) -> tuple[Met, str]:
-    dataset = _map(_map(_map(f.run.get("workload")).get("spec")).get("dataset"))
+def _dataset_provenance(f: ReportFacts) -> tuple[Met, str]:
+    dataset = mapping(mapping(mapping(f.run.get("workload")).get("spec")).get("dataset"))
     if not dataset:
         return None, "the workload is not dataset-derived"
     version = dataset.get("sha256") or dataset.get("version")
@@ -711,11 +338,11 @@ def _dataset_provenance(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "Workload generation MUST use a deterministic random seed, and the seed MUST be reported.",
 )
-def _seed_reported(f: _Facts) -> tuple[Met, str]:
-    seed = _int(f.run.get("seed"))
+def _seed_reported(f: ReportFacts) -> tuple[Met, str]:
+    seed = integer(f.run.get("seed"))
     if seed is None:
         return False, "no seed recorded (run.seed)"
-    arrival = _int(_map(f.load.get("arrival")).get("seed"))
+    arrival = integer(mapping(f.load.get("arrival")).get("seed"))
     schedule = f", arrival schedule seed {arrival}" if arrival is not None else ""
     return True, f"run seed {seed}{schedule}"
 
@@ -726,10 +353,10 @@ def _seed_reported(f: _Facts) -> tuple[Met, str]:
     "SHOULD",
     "Testers SHOULD publish the exact request sequences or the generation code with fixed seeds.",
 )
-def _request_sequence(f: _Facts) -> tuple[Met, str]:
-    seed = _int(f.run.get("seed"))
-    version = _text(f.run.get("otelbench_version"))
-    name = _text(_map(f.run.get("workload")).get("name"))
+def _request_sequence(f: ReportFacts) -> tuple[Met, str]:
+    seed = integer(f.run.get("seed"))
+    version = nonblank(f.run.get("otelbench_version"))
+    name = nonblank(mapping(f.run.get("workload")).get("name"))
     if seed is None or version is None or name is None:
         return False, (
             f"generator otelbench {version or '?'}, workload {name or '?'}, seed "
@@ -744,8 +371,8 @@ def _request_sequence(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST specify the tokenizer's name and version, vocabulary size and source.",
 )
-def _tokenizer_spec(f: _Facts) -> tuple[Met, str]:
-    tok = _map(f.run.get("tokenizer"))
+def _tokenizer_spec(f: ReportFacts) -> tuple[Met, str]:
+    tok = mapping(f.run.get("tokenizer"))
     missing = [
         label
         for key, label in (
@@ -755,7 +382,7 @@ def _tokenizer_spec(f: _Facts) -> tuple[Met, str]:
         )
         if not tok.get(key)
     ]
-    text = _tokenizer_text(f) or "no tokenizer declared"
+    text = tokenizer_text(f) or "no tokenizer declared"
     if missing:
         return False, f"{text}; not declared: {', '.join(missing)} (declare with --tokenizer)"
     return True, text
@@ -767,8 +394,8 @@ def _tokenizer_spec(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST declare the token counting method: Option A (native) or B (reference).",
 )
-def _token_counting(f: _Facts) -> tuple[Met, str]:
-    option = _text(_map(f.run.get("tokenizer")).get("option"))
+def _token_counting(f: ReportFacts) -> tuple[Met, str]:
+    option = nonblank(mapping(f.run.get("tokenizer")).get("option"))
     if option is None or option[0] not in "AB":
         return False, "no token counting option declared (run.tokenizer.option)"
     return True, f"Option {option}"
@@ -780,8 +407,8 @@ def _token_counting(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST specify the handling of BOS/EOS, system prompt and tool-call tokens.",
 )
-def _special_tokens(f: _Facts) -> tuple[Met, str]:
-    tok = _map(f.run.get("tokenizer"))
+def _special_tokens(f: ReportFacts) -> tuple[Met, str]:
+    tok = mapping(f.run.get("tokenizer"))
     fields = (
         ("bos_eos", "BOS/EOS"),
         ("system_prompt", "system prompt"),
@@ -799,27 +426,27 @@ def _special_tokens(f: _Facts) -> tuple[Met, str]:
     "warmup",
     "4.5.1",
     "MUST",
-    "Before measurement, testers MUST warm up with at least 100 requests or 10,000 output "
-    "tokens (whichever is greater) and drain the queue, or skip warm-up and declare a cold-start "
-    "measurement (4.5.3).",
+    f"Before measurement, testers MUST warm up with at least {WARMUP_MIN_REQUESTS} requests or "
+    f"{WARMUP_MIN_OUTPUT_TOKENS:,} output tokens (whichever is greater) and drain the queue, "
+    "or skip warm-up and declare a cold-start measurement (4.5.3).",
 )
-def _warmup(f: _Facts) -> tuple[Met, str]:
-    w = _map(f.run.get("warmup"))
-    text = _warmup_text(f)
+def _warmup(f: ReportFacts) -> tuple[Met, str]:
+    w = mapping(f.run.get("warmup"))
+    text = warmup_text(f)
     if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
         return True, text or "cold-start measurement declared"
     if w.get("mode") != "warm":
         return False, "no warm-up was run and no cold-start measurement was declared"
-    requests = _int(w.get("requests")) or 0
-    tokens = _int(w.get("output_tokens")) or 0
+    requests = integer(w.get("requests")) or 0
+    tokens = integer(w.get("output_tokens")) or 0
     met = (
-        requests >= DRAFT_MIN_REQUESTS
-        and tokens >= DRAFT_MIN_OUTPUT_TOKENS
+        requests >= WARMUP_MIN_REQUESTS
+        and tokens >= WARMUP_MIN_OUTPUT_TOKENS
         and w.get("drained") is not False
     )
     floors = (
-        f"; the draft needs at least {DRAFT_MIN_REQUESTS} requests and "
-        f"{DRAFT_MIN_OUTPUT_TOKENS} output tokens"
+        f"; the draft needs at least {WARMUP_MIN_REQUESTS} requests and "
+        f"{WARMUP_MIN_OUTPUT_TOKENS} output tokens"
     )
     return met, f"{text}{'' if met else floors}"
 
@@ -828,20 +455,20 @@ def _warmup(f: _Facts) -> tuple[Met, str]:
     "warmup-verified",
     "4.5.2",
     "SHOULD",
-    "Warm-up completion SHOULD be verified: probe latency before and after, less than 10% "
-    "variation across consecutive probes.",
+    "Warm-up completion SHOULD be verified: probe latency before and after, less than "
+    f"{WARMUP_STABILIZATION_THRESHOLD:.0%} variation across consecutive probes.",
 )
-def _warmup_verified(f: _Facts) -> tuple[Met, str]:
-    w = _map(f.run.get("warmup"))
+def _warmup_verified(f: ReportFacts) -> tuple[Met, str]:
+    w = mapping(f.run.get("warmup"))
     if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
         return None, "cold-start measurement: no warm-up to verify"
     if w.get("mode") != "warm":
         return False, "no warm-up, so no verification"
-    before, after = _map(w.get("probe_before")), _map(w.get("probe_after"))
-    variation = _num(after.get("variation"))
+    before, after = mapping(w.get("probe_before")), mapping(w.get("probe_after"))
+    variation = number(after.get("variation"))
     evidence = (
-        f"probe median latency {_fmt(_num(before.get('median_latency_ms')), 2, 'ms')} before, "
-        f"{_fmt(_num(after.get('median_latency_ms')), 2, 'ms')} after; variation across "
+        f"probe median latency {fmt(number(before.get('median_latency_ms')), 2, 'ms')} before, "
+        f"{fmt(number(after.get('median_latency_ms')), 2, 'ms')} after; variation across "
         f"consecutive probes {'n/a' if variation is None else f'{variation:.1%}'}"
     )
     return bool(w.get("stabilized")), evidence + (
@@ -856,12 +483,12 @@ def _warmup_verified(f: _Facts) -> tuple[Met, str]:
     "The report MUST specify the protocol, whether chunks carry one or several tokens, and "
     "how multi-token chunks are handled for ITL.",
 )
-def _chunking(f: _Facts) -> tuple[Met, str]:
+def _chunking(f: ReportFacts) -> tuple[Met, str]:
     itl = f.itl_method
-    protocol, option = _text(itl.get("protocol")), _text(itl.get("option"))
-    tpc = _map(f.client.get("tokens_per_chunk"))
-    most = _num(tpc.get("max"))
-    if not _int(tpc.get("count")):
+    protocol, option = nonblank(itl.get("protocol")), nonblank(itl.get("option"))
+    tpc = mapping(f.client.get("tokens_per_chunk"))
+    most = number(tpc.get("max"))
+    if not integer(tpc.get("count")):
         chunks = "no content chunks"
     elif itl.get("chunk_token_source") == "one_per_chunk":
         chunks = "each chunk counted as one token (no per-chunk usage)"
@@ -882,14 +509,14 @@ def _chunking(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST declare which ITL option (A chunk, B distributed, C server-side) is used.",
 )
-def _itl_method(f: _Facts) -> tuple[Met, str]:
+def _itl_method(f: ReportFacts) -> tuple[Met, str]:
     itl = f.itl_method
-    option = _text(itl.get("option"))
+    option = nonblank(itl.get("option"))
     if option not in ("A", "B", "C"):
         return False, "no ITL option declared (methodology.itl_method.option)"
     server = itl.get("server_option")
     also = f"; server ITL by Option {server}" if server else ""
-    name = _text(itl.get("name"))
+    name = nonblank(itl.get("name"))
     return True, f"client ITL by Option {option}{': ' + name if name else ''}{also}"
 
 
@@ -899,9 +526,11 @@ def _itl_method(f: _Facts) -> tuple[Met, str]:
     "SHOULD",
     "Option C (server-side per-token timing) is RECOMMENDED when available.",
 )
-def _itl_option_c(f: _Facts) -> tuple[Met, str]:
+def _itl_option_c(f: ReportFacts) -> tuple[Met, str]:
     if f.itl_method.get("server_option") == "C":
-        hooks = _int(_map(_map(f.server).get("span_sources")).get(semconv.SPAN_HOOK_REQUEST))
+        hooks = integer(
+            mapping(mapping(f.server).get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)
+        )
         return True, f"server ITL by Option C from {hooks} engine-hook spans (metrics.server)"
     return None, "not available: no server span with per-token timestamps was joined"
 
@@ -913,9 +542,9 @@ def _itl_option_c(f: _Facts) -> tuple[Met, str]:
     "Load generator and SUT clocks MUST be synchronized: inherent on one machine (4.7.1); "
     "across machines the report MUST state the method and accuracy (4.7.2).",
 )
-def _clock_sync(f: _Facts) -> tuple[Met, str]:
-    text = _clock_text(f)
-    return (f.loopback() or _declared(f.sut.get("clock_sync")) is not None), text
+def _clock_sync(f: ReportFacts) -> tuple[Met, str]:
+    text = clock_text(f)
+    return (f.loopback() or declared_text(f.sut.get("clock_sync")) is not None), text
 
 
 @_requirement(
@@ -925,13 +554,13 @@ def _clock_sync(f: _Facts) -> tuple[Met, str]:
     "The report MUST disclose input and output content filtering, the safety systems' names "
     "and whether requests were refused.",
 )
-def _guardrail_disclosure(f: _Facts) -> tuple[Met, str]:
-    guardrails = _guardrails(f)
-    failed = _int(f.requests.get("failed"))
-    by_type = ", ".join(f"{k}: {v}" for k, v in _map(f.requests.get("failed_by_type")).items())
+def _guardrail_disclosure(f: ReportFacts) -> tuple[Met, str]:
+    guardrails = guardrails_text(f)
+    failed = integer(f.requests.get("failed"))
+    by_type = ", ".join(f"{k}: {v}" for k, v in mapping(f.requests.get("failed_by_type")).items())
     refused = f"; failed requests: {failed}" + (f" ({by_type})" if by_type else "")
     if guardrails is None:
-        boundary = _text(f.sut.get("boundary")) or "undeclared"
+        boundary = nonblank(f.sut.get("boundary")) or "undeclared"
         return False, f"guardrails not declared for the {boundary} boundary{refused}"
     return True, f"{guardrails}{refused}"
 
@@ -942,8 +571,8 @@ def _guardrail_disclosure(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "The report MUST say whether TTFT is the time to any token or to the first content token.",
 )
-def _first_token(f: _Facts) -> tuple[Met, str]:
-    if _text(f.methodology.get("first_token_definition")) is None:
+def _first_token(f: ReportFacts) -> tuple[Met, str]:
+    if nonblank(f.methodology.get("first_token_definition")) is None:
         return False, "no first token definition (methodology.first_token_definition)"
     return True, "TTFT is the time to the first content token (methodology.first_token_definition)"
 
@@ -954,25 +583,25 @@ def _first_token(f: _Facts) -> tuple[Met, str]:
     "MUST",
     "TTFT P50, P90, P95, P99 and P99.9 MUST all be reported.",
 )
-def _ttft_percentiles(f: _Facts) -> tuple[Met, str]:
-    ttft = _map(f.client.get("ttft_ms"))
-    values = [(label, _num(ttft.get(key))) for key, label in (*_PERCENTILES, ("p99_9", "P99.9"))]
-    method = _text(f.methodology.get("percentile_method")) or "method not declared"
-    shown = ", ".join(f"{label} {_fmt(v, 2, 'ms')}" for label, v in values)
+def _ttft_percentiles(f: ReportFacts) -> tuple[Met, str]:
+    ttft = mapping(f.client.get("ttft_ms"))
+    values = [(label, number(ttft.get(key))) for key, label in (*_PERCENTILES, ("p99_9", "P99.9"))]
+    method = nonblank(f.methodology.get("percentile_method")) or "method not declared"
+    shown = ", ".join(f"{label} {fmt(v, 2, 'ms')}" for label, v in values)
     return all(v is not None for _, v in values), f"{shown}; percentiles by {method}"
 
 
 @_requirement("sample-count-stated", "5.1.4.3", "MUST", "The report MUST state the sample count.")
-def _sample_count_stated(f: _Facts) -> tuple[Met, str]:
+def _sample_count_stated(f: ReportFacts) -> tuple[Met, str]:
     n = f.ttft_samples
     if n is None:
         return False, "no TTFT sample count (metrics.client.ttft_ms.count)"
     return True, f"{n} TTFT samples (metrics.client.ttft_ms.count)"
 
 
-def _sample_count(f: _Facts, needed: int, label: str) -> tuple[Met, str]:
+def _sample_count(f: ReportFacts, needed: int, label: str) -> tuple[Met, str]:
     n = f.ttft_samples or 0
-    total = _int(f.requests.get("total"))
+    total = integer(f.requests.get("total"))
     evidence = f"{total} requests, {n} TTFT samples; {label} needs at least {needed}"
     return n >= needed, evidence
 
@@ -981,11 +610,10 @@ def _sample_count(f: _Facts, needed: int, label: str) -> tuple[Met, str]:
     "sample-count-p99",
     "5.1.2.1",
     "MUST",
-    "The request count MUST be at least 1000 for P99 (P99 within 10% at 95% confidence, 5.1.4.3).",
+    f"The request count MUST be at least {P99_MIN_SAMPLES} for P99 (P99 within 10% at 95% "
+    "confidence, 5.1.4.3).",
 )
-def _sample_count_p99(f: _Facts) -> tuple[Met, str]:
-    from otelbench.report.build import P99_MIN_SAMPLES  # build imports this module
-
+def _sample_count_p99(f: ReportFacts) -> tuple[Met, str]:
     return _sample_count(f, P99_MIN_SAMPLES, "P99")
 
 
@@ -993,11 +621,9 @@ def _sample_count_p99(f: _Facts) -> tuple[Met, str]:
     "sample-count-p99-9",
     "5.1.2.1",
     "MUST",
-    "The request count MUST be at least 10000 for P99.9 (5.1.4.3).",
+    f"The request count MUST be at least {P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3).",
 )
-def _sample_count_p99_9(f: _Facts) -> tuple[Met, str]:
-    from otelbench.report.build import P99_9_MIN_SAMPLES  # build imports this module
-
+def _sample_count_p99_9(f: ReportFacts) -> tuple[Met, str]:
     return _sample_count(f, P99_9_MIN_SAMPLES, "P99.9")
 
 
@@ -1005,11 +631,10 @@ def _sample_count_p99_9(f: _Facts) -> tuple[Met, str]:
     "itl-output-tokens",
     "5.4.2",
     "MUST",
-    "Requests MUST generate at least 50 output tokens to provide meaningful ITL samples.",
+    f"Requests MUST generate at least {ITL_MIN_OUTPUT_TOKENS} output tokens to provide "
+    "meaningful ITL samples.",
 )
-def _itl_output_tokens(f: _Facts) -> tuple[Met, str]:
-    from otelbench.report.build import ITL_MIN_OUTPUT_TOKENS  # build imports this module
-
+def _itl_output_tokens(f: ReportFacts) -> tuple[Met, str]:
     if not f.succeeded:
         return None, "no successful request"
     short = next((d for d in f.deviations if _SHORT_OUTPUT_MARKER in d), None)
@@ -1025,15 +650,13 @@ def _itl_output_tokens(f: _Facts) -> tuple[Met, str]:
     "itl-request-count",
     "5.4.2",
     "SHOULD",
-    "At least 100 requests for per-request ITL statistics (a setup parameter without a "
-    "BCP 14 keyword: checked as SHOULD).",
+    f"At least {ITL_MIN_REQUESTS} requests for per-request ITL statistics (a setup parameter "
+    "without a BCP 14 keyword: checked as SHOULD).",
 )
-def _itl_request_count(f: _Facts) -> tuple[Met, str]:
-    from otelbench.report.build import ITL_MIN_REQUESTS  # build imports this module
-
-    per_request = _map(f.client.get("itl_per_request"))
-    n = _int(_map(per_request.get("max_pause_ms")).get("count")) or 0
-    samples = _int(_map(f.client.get("itl_ms")).get("count")) or 0
+def _itl_request_count(f: ReportFacts) -> tuple[Met, str]:
+    per_request = mapping(f.client.get("itl_per_request"))
+    n = integer(mapping(per_request.get("max_pause_ms")).get("count")) or 0
+    samples = integer(mapping(f.client.get("itl_ms")).get("count")) or 0
     evidence = (
         f"per-request ITL statistics from {n} requests ({samples} ITL samples); the draft "
         f"asks for at least {ITL_MIN_REQUESTS}"
@@ -1048,7 +671,7 @@ def _itl_request_count(f: _Facts) -> tuple[Met, str]:
     "The report MUST include SUT boundary, model and hardware, workload, load model, request "
     "count and duration, warm-up, prefix caching state and guardrail configuration.",
 )
-def _configuration(f: _Facts) -> tuple[Met, str]:
+def _configuration(f: ReportFacts) -> tuple[Met, str]:
     summary = configuration_summary(f.report)
     required = (
         "sut_boundary",
@@ -1079,7 +702,7 @@ def compliance(report: Mapping[str, Any]) -> dict[str, Any]:
     >>> result["verdict"], result["unmet_must"]  # doctest: +SKIP
     ('not compliant', ['sample-count-p99', 'sample-count-p99-9'])
     """
-    facts = _Facts(report)
+    facts = ReportFacts(report)
     checks = [r.check(facts) for r in REQUIREMENTS]
     counts = {
         level: {

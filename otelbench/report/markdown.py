@@ -25,43 +25,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otelbench.report.compliance import CONFIGURATION_LABELS, compliance, configuration_summary
+from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text
+from otelbench.report.compliance import compliance
+from otelbench.report.configuration import CONFIGURATION_LABELS, configuration_summary
 
 __all__ = ["render_markdown"]
 
-NA = "n/a"
-NOT_RECORDED = "not recorded"
-
-
-def _num(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return NA
-    return f"{float(value):.{digits}f}"
-
 
 def _ms(value: Any) -> str:
-    return _unit(value, "ms")
-
-
-def _unit(value: Any, unit: str, digits: int = 2) -> str:
-    return NA if value is None else f"{_num(value, digits)} {unit}"
+    return fmt(value, 2, "ms")
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
-
-
-def _load_text(load: Any) -> str:
-    if not isinstance(load, Mapping):
-        return NOT_RECORDED
-    mode = load.get("mode")
-    if mode == "closed_loop":
-        return f"closed-loop, concurrency {load.get('concurrency')}"
-    if load.get("rate") is not None:
-        return f"open-loop {mode}, {load.get('rate')} req/s"
-    return str(mode) if mode else NOT_RECORDED
 
 
 def _workload_text(workload: Any) -> str:
@@ -91,7 +69,7 @@ def _warmup_text(warmup: Any) -> str:
     stabilized = "stabilized" if warmup.get("stabilized") else "NOT stabilized"
     return (
         f"{warmup.get('requests')} requests, {warmup.get('output_tokens')} output tokens in "
-        f"{_num(warmup.get('duration_s'), 1)} s, probes {stabilized} (draft 4.5)"
+        f"{fmt(warmup.get('duration_s'), 1)} s, probes {stabilized} (draft 4.5)"
     )
 
 
@@ -135,10 +113,10 @@ def _minimum_report(report: Mapping[str, Any]) -> list[str]:
         "",
         "Test Configuration:",
         f"- Workload: {_workload_text(run.get('workload'))}",
-        f"- Load Model: {_load_text(run.get('load'))}",
+        f"- Load Model: {load_text(run.get('load'))}",
         f"- Request Count: {requests['total']} "
         f"({requests['succeeded']} succeeded, {requests['failed']} failed)",
-        f"- Test Duration: {_num(duration, 1)} s"
+        f"- Test Duration: {fmt(duration, 1)} s"
         if duration is not None
         else "- Test Duration: n/a",
         f"- Tokenizer: {_tokenizer_text(run.get('tokenizer'))}",
@@ -149,7 +127,7 @@ def _minimum_report(report: Mapping[str, Any]) -> list[str]:
         f"- TTFT P99: {_ms(client['ttft_ms']['p99'])}",
         f"- TPOT P50: {_ms(client['tpot_ms']['p50'])}",
         f"- TPOT P99: {_ms(client['tpot_ms']['p99'])}",
-        f"- Max Throughput: {_unit(client['throughput']['output_tokens_per_s'], 'tok/s', 1)} "
+        f"- Max Throughput: {fmt(client['throughput']['output_tokens_per_s'], 1, 'tok/s')} "
         "(output tokens/s at this run's single load level, not a maximum search)",
         "- Throughput at P99 TTFT < 500ms: not measured (needs the load sweep of draft 5.2/5.3)",
         "",
@@ -179,7 +157,7 @@ def _ttft_section(client: Mapping[str, Any]) -> list[str]:
     rows.append(["TTFT Max", _ms(s["max"])])
     lines = ["## TTFT results (draft 5.1.5.2)", "", *_table(["Metric", "Value"], rows), ""]
     buckets = [
-        [b["bucket"], str(b["count"]), _num(b["p50"]), _num(b["p95"]), _num(b["p99"])]
+        [b["bucket"], str(b["count"]), fmt(b["p50"]), fmt(b["p95"]), fmt(b["p99"])]
         for b in client["ttft_by_input_tokens"]
     ]
     lines += ["## TTFT by input length (draft 5.1.5.3)", ""]
@@ -191,7 +169,7 @@ def _itl_section(client: Mapping[str, Any], itl_method: Mapping[str, Any]) -> li
     s = client["itl_ms"]
     rows = _summary_rows("ITL", s, "ITL Samples")
     rows.append(["ITL Std Dev", _ms(s["std"])])
-    rows.append(["P99/P50 Ratio", _num(client["itl_p99_p50_ratio"])])
+    rows.append(["P99/P50 Ratio", fmt(client["itl_p99_p50_ratio"])])
     source = itl_method.get("chunk_token_source") or NOT_RECORDED
     lines = [
         "## Inter-token latency (draft 5.4.5)",
@@ -232,10 +210,10 @@ def _itl_section(client: Mapping[str, Any], itl_method: Mapping[str, Any]) -> li
                 [
                     "Tokens per chunk",
                     str(tpc["count"]),
-                    _num(tpc["p50"]),
-                    _num(tpc["p90"]),
-                    _num(tpc["p99"]),
-                    _num(tpc["mean"]),
+                    fmt(tpc["p50"]),
+                    fmt(tpc["p90"]),
+                    fmt(tpc["p99"]),
+                    fmt(tpc["mean"]),
                 ],
             ],
         ),
@@ -255,10 +233,10 @@ def _latency_throughput_section(client: Mapping[str, Any]) -> list[str]:
     ]
     t = client["throughput"]
     throughput_rows = [
-        ["Output Throughput", _unit(t["output_tokens_per_s"], "tok/s", 1)],
-        ["Request Throughput", _unit(t["requests_per_s"], "req/s", 2)],
-        ["Input Throughput", _unit(t["input_tokens_per_s"], "tok/s", 1)],
-        ["Measurement Window", _unit(t["window_s"], "s", 3)],
+        ["Output Throughput", fmt(t["output_tokens_per_s"], 1, "tok/s")],
+        ["Request Throughput", fmt(t["requests_per_s"], 2, "req/s")],
+        ["Input Throughput", fmt(t["input_tokens_per_s"], 1, "tok/s")],
+        ["Measurement Window", fmt(t["window_s"], 3, "s")],
     ]
     return [
         "## Latency and throughput (draft 5.2.5)",
@@ -380,7 +358,7 @@ def _preemption_section(p: Mapping[str, Any] | None) -> list[str]:
         ["Preemption rate", _share(p["rate"])],
         [
             "Preemptions per request (mean / max)",
-            f"{_num(per_request['mean'])} / {_num(per_request['max'], 0)}",
+            f"{fmt(per_request['mean'])} / {fmt(per_request['max'], 0)}",
         ],
         ["Recovery rate", _share(p["recovery_rate"])],
         ["KV tokens recomputed (tokens lost)", str(p["tokens_lost"])],
@@ -402,7 +380,7 @@ def _itl_shape_section(client: Mapping[str, Any]) -> list[str]:
         ["Peaks (KDE)", str(shape["peaks"])],
         ["Peak locations", locations],
         ["KDE bandwidth", _ms(shape["bandwidth_ms"])],
-        ["P99/P50 Ratio", _num(shape["p99_p50_ratio"])],
+        ["P99/P50 Ratio", fmt(shape["p99_p50_ratio"])],
     ]
     return [
         "## ITL distribution shape (draft 5.4.4.3)",
@@ -425,7 +403,7 @@ def _reasoning_section(client: Mapping[str, Any]) -> list[str]:
             ("TTOT (from submission)", r["ttot_ms"], _ms),
             ("Think-to-output gap", r["think_to_output_gap_ms"], _ms),
             ("Output-phase ITL", r["output_itl_ms"], _ms),
-            ("Think tokens", r["think_tokens"], _num),
+            ("Think tokens", r["think_tokens"], fmt),
         )
     ]
     return [
@@ -444,16 +422,16 @@ def _fluidity_section(metrics: Mapping[str, Any]) -> list[str]:
     f = metrics.get("fluidity")
     if not f:
         return []
-    share = f"≥ {_num(f['min_fluidity'])}"
+    share = f"≥ {fmt(f['min_fluidity'])}"
     rows = [
         [
             d["preset"],
             _ms(d["decode_deadline_ms"]),
             str(d["fluidity_index"]["count"]),
-            _num(d["fluidity_index"]["p1"], 3),
-            _num(d["fluidity_index"]["p5"], 3),
-            _num(d["fluidity_index"]["p50"], 3),
-            _num(d["fluidity_index"]["mean"], 3),
+            fmt(d["fluidity_index"]["p1"], 3),
+            fmt(d["fluidity_index"]["p5"], 3),
+            fmt(d["fluidity_index"]["p50"], 3),
+            fmt(d["fluidity_index"]["mean"], 3),
             _share(d["fluidity_index"]["fraction_at_least_min"]),
         ]
         for d in f["deadlines"]
@@ -464,7 +442,7 @@ def _fluidity_section(metrics: Mapping[str, Any]) -> list[str]:
         rate_line = f"Fluid token generation rate: not reached ({requirement} at no D_d)."
     else:
         rate_line = (
-            f"Fluid token generation rate: {_unit(rate['tokens_per_s'], 'tok/s', 1)} "
+            f"Fluid token generation rate: {fmt(rate['tokens_per_s'], 1, 'tok/s')} "
             f"(D_d = {_ms(rate['decode_deadline_ms'])}, {requirement})."
         )
     return [
@@ -502,7 +480,7 @@ def _classes_section(metrics: Mapping[str, Any]) -> list[str]:
     header = ["Class", "Count"] + [
         f"{label} {q}" for label in ("TTFT", "TPOT", "E2E", "ITL") for q in ("P50", "P99")
     ]
-    fairness = [["Jain's Fairness Index", _num(cl["jain_index"], 3)]]
+    fairness = [["Jain's Fairness Index", fmt(cl["jain_index"], 3)]]
     fairness += [
         [f"{name} Class Starvation", _share(c["starvation_rate"])]
         for name, c in cl["by_class"].items()

@@ -33,6 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
+from otelbench.draft import FLUIDITY_MIN_INDEX as MIN_FLUIDITY
+from otelbench.draft import FLUIDITY_REQUEST_FRACTION as FLUID_RATE_REQUEST_FRACTION
 from otelbench.metrics import (
     DECODE_DEADLINE_PRESETS_S,
     ITL_SHAPE_PERCENTILES,
@@ -97,10 +99,6 @@ F64 = npt.NDArray[np.float64]
 
 DEFAULT_PREFILL_DEADLINE_S: Final = 1.0
 """The fixed prefill deadline ``D_p`` of the fluidity section (seconds) when none is given."""
-MIN_FLUIDITY: Final = 0.9
-"""The fluidity-index a request must reach to count as fluid (Etalon §4.2, §5: 0.9)."""
-FLUID_RATE_REQUEST_FRACTION: Final = 0.99
-"""The fraction of requests that must be fluid for the fluid token generation rate (Etalon §5)."""
 FLUID_RATE_PRECISION_S: Final = 1e-4
 """Bisection precision of the fluid token generation rate's decode deadline (seconds)."""
 GENERATOR_BOTTLENECK_DEVIATION: Final = "load generator fell behind its schedule"

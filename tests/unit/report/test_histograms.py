@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from otelbench.metrics import OrderStatistics, summarize
 from otelbench.metrics.summary import CountedOrderStatistics
-from otelbench.report.html import (
+from otelbench.report.plot_data import (
     HISTOGRAM_PERCENTILES,
     _bin_counts,
     _histograms,

@@ -1,0 +1,121 @@
+"""The methodology's numbers: every minimum and threshold of the draft (and of Etalon, for
+fluidity) that otelbench checks, defined once, each with its section.
+
+The report (``otelbench.report``: deviations and compliance checks), the warm-up
+(``otelbench.loadgen.warmup``) and the procedures (``otelbench.procedures``: profiles and
+shortfalls) read them from here. This module imports nothing of otelbench, so any module may read
+it without an import cycle.
+
+Usage::
+
+    from otelbench import draft
+
+    if ttft_samples < draft.P99_MIN_SAMPLES:
+        ...
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "CAPACITY_MIN_COMPLETION",
+    "CAPACITY_MIN_DURATION_S",
+    "CAPACITY_REQUESTS_PER_SLOT",
+    "FAIRNESS_CLASS_REQUESTS",
+    "FAIRNESS_MIXED_DURATION_S",
+    "FAIRNESS_SHORT_MIX",
+    "FLUIDITY_MIN_INDEX",
+    "FLUIDITY_REQUEST_FRACTION",
+    "ITL_MIN_OUTPUT_TOKENS",
+    "ITL_MIN_REQUESTS",
+    "LEVEL_MIN_DURATION_S",
+    "LONG_CONTEXT_LENGTHS",
+    "LONG_CONTEXT_OUTPUT_TOKENS",
+    "LONG_CONTEXT_REQUESTS",
+    "P99_9_MIN_SAMPLES",
+    "P99_MIN_SAMPLES",
+    "PRESSURE_LEVEL_MIN_S",
+    "PRESSURE_OVERSUBSCRIPTION",
+    "SWEEP_MIN_LEVELS",
+    "THROUGHPUT_RECOMMENDED_DURATION_S",
+    "WARMUP_MIN_OUTPUT_TOKENS",
+    "WARMUP_MIN_REQUESTS",
+    "WARMUP_STABILIZATION_THRESHOLD",
+]
+
+# -- test setup (section 4) ----------------------------------------------------------------------
+
+WARMUP_MIN_REQUESTS: Final = 100
+"""4.5.1 item 2: warm up with at least 100 requests or 10,000 output tokens, whichever is
+greater."""
+WARMUP_MIN_OUTPUT_TOKENS: Final = 10_000
+"""4.5.1 item 2: at least 10,000 warm-up output tokens (with :data:`WARMUP_MIN_REQUESTS`)."""
+WARMUP_STABILIZATION_THRESHOLD: Final = 0.10
+"""4.5.2: warm-up is complete at less than 10 % variation across consecutive probe requests."""
+
+# -- TTFT (5.1) ----------------------------------------------------------------------------------
+
+P99_MIN_SAMPLES: Final = 1000
+"""5.1.2.1 and 5.1.4.3: at least 1,000 samples (requests) for P99 within 10 % at 95 %
+confidence."""
+P99_9_MIN_SAMPLES: Final = 10000
+"""5.1.2.1 and 5.1.4.3: at least 10,000 samples (requests) for P99.9."""
+
+# -- load sweeps (5.2, 5.3) ----------------------------------------------------------------------
+
+LEVEL_MIN_DURATION_S: Final = 60.0
+"""5.2.2.1 and 5.3.2: at least 60 s per load level."""
+THROUGHPUT_RECOMMENDED_DURATION_S: Final = 300.0
+"""5.2.2.1: 300 s per level RECOMMENDED for a stable throughput measurement."""
+SWEEP_MIN_LEVELS: Final = 10
+"""5.3.2: at least 10 load levels."""
+
+# -- ITL (5.4) -----------------------------------------------------------------------------------
+
+ITL_MIN_OUTPUT_TOKENS: Final = 50
+"""5.4.2: every request generates at least 50 output tokens for meaningful ITL samples."""
+ITL_MIN_REQUESTS: Final = 100
+"""5.4.2: at least 100 requests (per level) for per-request ITL statistics."""
+
+# -- capacity (5.5) ------------------------------------------------------------------------------
+
+CAPACITY_MIN_COMPLETION: Final = 0.99
+"""5.5.2: a concurrency level passes with a request completion rate of at least 99 %."""
+CAPACITY_REQUESTS_PER_SLOT: Final = 100
+"""5.5.3 step 3: at least 100 request completions per concurrency slot ..."""
+CAPACITY_MIN_DURATION_S: Final = 60.0
+"""5.5.3 step 3: ... and at least 60 s, whichever is longer."""
+
+# -- fairness (5.6) ------------------------------------------------------------------------------
+
+FAIRNESS_SHORT_MIX: Final = 0.8
+"""5.6.2: the mixed workload is 80 % short and 20 % long requests."""
+FAIRNESS_CLASS_REQUESTS: Final = 500
+"""5.6.2: at least 500 requests per class."""
+FAIRNESS_MIXED_DURATION_S: Final = 300.0
+"""5.6.3 step 4: the mixed run lasts at least 300 s."""
+
+# -- memory pressure (5.8) -----------------------------------------------------------------------
+
+PRESSURE_OVERSUBSCRIPTION: Final = (1.0, 1.1, 1.25, 1.5)
+"""5.8.2 and Table 11: load levels at 100 % (base), 110 %, 125 % and 150 % of the capacity."""
+PRESSURE_LEVEL_MIN_S: Final = 120.0
+"""5.8.3 step 3.2: run each pressure level for at least 120 s."""
+
+# -- long context (5.9, A.5) ---------------------------------------------------------------------
+
+LONG_CONTEXT_LENGTHS: Final = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+"""5.9.2: context lengths of 1K … 128K tokens."""
+LONG_CONTEXT_REQUESTS: Final = 20
+"""5.9.2: at least 20 requests per context length."""
+LONG_CONTEXT_OUTPUT_TOKENS: Final = 256
+"""A.5: the long-context workload generates 256 output tokens."""
+
+# -- fluidity (Etalon) ---------------------------------------------------------------------------
+
+FLUIDITY_MIN_INDEX: Final = 0.9
+"""Etalon §4.2, §5: the fluidity-index a request must reach to count as fluid."""
+FLUIDITY_REQUEST_FRACTION: Final = 0.99
+"""Etalon §5.2: the fraction of requests that must be fluid for the fluid token generation
+rate."""

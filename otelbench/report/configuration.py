@@ -1,0 +1,416 @@
+"""The report's configuration summary (draft 5.1.5.1), and the facts of a report it reads.
+
+:func:`configuration_summary` is the 5.1.5.1 *Configuration Summary* as one line of text per item
+(SUT boundary, model, hardware, software, workload and seed, load model, request count and
+duration, warm-up, prefix caching, guardrails, timing method, clock synchronization); what the run
+did not record reads :data:`NOT_DECLARED`. It is a pure function of the report dict
+(``docs/report-schema.md``), so a report rebuilt from the same store recomputes it identically.
+:class:`ReportFacts` and the ``*_text`` functions are shared with the compliance checks
+(``otelbench.report.compliance``), which cite the same facts as evidence.
+
+Usage::
+
+    from otelbench.report import build_report
+    from otelbench.report.configuration import configuration_summary
+
+    configuration_summary(build_report("otelbench.duckdb"))["sut_boundary"]
+    # 'Model Engine (draft 4.1.1)'
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from otelbench import semconv
+from otelbench.report.access import fmt, integer, mapping, nonblank, number
+
+__all__ = [
+    "CONFIGURATION_LABELS",
+    "NOT_DECLARED",
+    "STANDARD_BOUNDARIES",
+    "ReportFacts",
+    "boundary_text",
+    "clock_text",
+    "configuration_summary",
+    "declared_text",
+    "guardrails_text",
+    "tokenizer_text",
+    "warmup_text",
+    "workload_text",
+]
+
+NOT_DECLARED: Final = "not declared"
+"""What a configuration item reads when the run did not record it."""
+
+STANDARD_BOUNDARIES: Final = {
+    "Model Engine": "4.1.1",
+    "Application Gateway": "4.1.2",
+    "Compound System": "4.1.3",
+}
+"""The draft's three SUT configurations and their sections."""
+
+CONFIGURATION_LABELS: Final = {
+    "sut_boundary": "SUT configuration and boundary (4.1)",
+    "target": "Target",
+    "model": "Model",
+    "hardware": "Hardware",
+    "software": "Software",
+    "load_generator": "Load generator",
+    "workload": "Workload (4.3)",
+    "seed": "Seed (4.3.3)",
+    "tokenizer": "Tokenizer (4.4)",
+    "load_model": "Load model and parameters",
+    "requests": "Request count",
+    "duration": "Test duration",
+    "warmup": "Warm-up (4.5)",
+    "prefix_caching": "Prefix caching",
+    "guardrails": "Guardrails (4.8.1)",
+    "timing_method": "Timing method (4.2.1, 4.6.3)",
+    "clock_synchronization": "Clock synchronization (4.7)",
+}
+"""The keys of :func:`configuration_summary`, in order, with their labels for renderers."""
+
+# ------------------------------------------------------------------------------------------
+# facts: typed access to the report dict (every key may be absent in an older report)
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportFacts:
+    """The parts of a report the configuration and the checks read."""
+
+    report: Mapping[str, Any]
+
+    @property
+    def run(self) -> Mapping[str, Any]:
+        return mapping(self.report.get("run"))
+
+    @property
+    def sut(self) -> Mapping[str, Any]:
+        return mapping(self.run.get("sut"))
+
+    @property
+    def load(self) -> Mapping[str, Any]:
+        return mapping(self.run.get("load"))
+
+    @property
+    def requests(self) -> Mapping[str, Any]:
+        return mapping(self.run.get("requests"))
+
+    @property
+    def client(self) -> Mapping[str, Any]:
+        return mapping(mapping(self.report.get("metrics")).get("client"))
+
+    @property
+    def server(self) -> Mapping[str, Any] | None:
+        server = mapping(self.report.get("metrics")).get("server")
+        return server if isinstance(server, Mapping) else None
+
+    @property
+    def methodology(self) -> Mapping[str, Any]:
+        return mapping(self.report.get("methodology"))
+
+    @property
+    def itl_method(self) -> Mapping[str, Any]:
+        return mapping(self.methodology.get("itl_method"))
+
+    @property
+    def deviations(self) -> list[str]:
+        found = self.methodology.get("deviations")
+        return [str(d) for d in found] if isinstance(found, list) else []
+
+    @property
+    def ttft_samples(self) -> int | None:
+        return integer(mapping(self.client.get("ttft_ms")).get("count"))
+
+    @property
+    def succeeded(self) -> int | None:
+        return integer(self.requests.get("succeeded"))
+
+    def target_host(self) -> str | None:
+        target = nonblank(self.run.get("target"))
+        if target is None:
+            return None
+        try:
+            return urlsplit(target if "//" in target else f"//{target}").hostname
+        except ValueError:
+            return None
+
+    def loopback(self) -> bool:
+        """Whether the target is a loopback address: load generator and SUT share one host."""
+        host = self.target_host()
+        if host is None:
+            return False
+        if host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+
+# ------------------------------------------------------------------------------------------
+# configuration summary (draft 5.1.5.1)
+# ------------------------------------------------------------------------------------------
+
+
+def boundary_text(f: ReportFacts) -> str | None:
+    boundary = nonblank(f.sut.get("boundary"))
+    if boundary is None:
+        return None
+    section = STANDARD_BOUNDARIES.get(boundary)
+    return f"{boundary} (draft {section})" if section else f"{boundary} (not one of 4.1's three)"
+
+
+def _length_text(spec: Mapping[str, Any]) -> str:
+    dist = nonblank(spec.get("distribution")) or NOT_DECLARED
+    lo, hi = spec.get("min"), spec.get("max")
+    if lo is not None and hi is not None:
+        return f"{dist} {lo}–{hi} {spec.get('unit', 'tokens')}"
+    if spec.get("target_lengths") is not None:
+        return f"{dist} {spec['target_lengths']}"
+    quantiles = mapping(spec.get("quantiles"))
+    if quantiles:
+        return f"{dist} ({', '.join(f'{k} {v}' for k, v in quantiles.items())})"
+    return dist
+
+
+def workload_text(f: ReportFacts) -> str | None:
+    workload = mapping(f.run.get("workload"))
+    name = nonblank(workload.get("name"))
+    if name is None:
+        return None
+    spec = mapping(workload.get("spec"))
+    parts = []
+    if spec.get("draft_section"):
+        parts.append(f"draft {spec['draft_section']}")
+    if spec.get("synthetic") is True and spec.get("draft_section") == "A.3":
+        parts.append("synthetic stand-in")
+    if isinstance(spec.get("input"), Mapping):
+        parts.append(f"input {_length_text(spec['input'])}")
+    if isinstance(spec.get("output"), Mapping):
+        out = spec["output"]
+        control = f" ({out['control']})" if out.get("control") else ""
+        parts.append(f"output {_length_text(out)}{control}")
+    if "prefix_sharing" in spec:
+        ps = mapping(spec["prefix_sharing"])
+        ratio = number(ps.get("ratio"))
+        parts.append(
+            "no prefix sharing"
+            if not ps
+            else f"prefix sharing {ratio:.0%} of requests"
+            if ratio is not None
+            else "prefix sharing"
+        )
+    if "system_prompt" in spec:
+        sp = mapping(spec["system_prompt"])
+        parts.append(f"system prompt {sp.get('tokens')} tokens" if sp else "no system prompt")
+    dataset = mapping(spec.get("dataset"))
+    if dataset:
+        parts.append(f"dataset {dataset.get('path', '?')} (sha256 {dataset.get('sha256', '?')})")
+    source = mapping(spec.get("source_file"))
+    if source:
+        parts.append(f"file {source.get('path', '?')} (sha256 {source.get('sha256', '?')})")
+    return name + (f": {', '.join(parts)}" if parts else "")
+
+
+def tokenizer_text(f: ReportFacts) -> str | None:
+    tok = mapping(f.run.get("tokenizer"))
+    if not tok:
+        return None
+    parts = [f"Option {tok.get('option', '?')}", str(tok.get("name", NOT_DECLARED))]
+    if tok.get("vocab_size"):
+        parts.append(f"vocabulary {tok['vocab_size']}")
+    if tok.get("source"):
+        parts.append(f"source {tok['source']}")
+    if tok.get("bos_eos"):
+        parts.append(f"BOS/EOS {tok['bos_eos']}")
+    if tok.get("system_prompt"):
+        parts.append(f"system prompt {tok['system_prompt']}")
+    return ", ".join(parts)
+
+
+def _load_text(f: ReportFacts) -> str | None:
+    load = f.load
+    mode = nonblank(load.get("mode"))
+    if mode is None:
+        return None
+    if mode == "closed_loop":
+        return f"closed-loop, concurrency {load.get('concurrency')} (draft 4.2.4)"
+    arrival = mapping(load.get("arrival"))
+    params = ", ".join(
+        f"{k} {v}" for k, v in arrival.items() if k not in ("process", "rate", "seed")
+    )
+    rate = f" at {load['rate']} req/s" if load.get("rate") is not None else ""
+    extra = f" ({params})" if params else ""
+    return f"open-loop, {mode} arrivals{rate}{extra} (draft 4.2.3)"
+
+
+def _requests_text(f: ReportFacts) -> str | None:
+    total = integer(f.requests.get("total"))
+    if total is None:
+        return None
+    return (
+        f"{total} measured requests ({f.requests.get('succeeded')} succeeded, "
+        f"{f.requests.get('failed')} failed); {f.ttft_samples} TTFT samples"
+    )
+
+
+def _duration_text(f: ReportFacts) -> str | None:
+    duration = number(f.run.get("duration_s"))
+    if duration is None:
+        return None
+    window = number(mapping(f.client.get("throughput")).get("window_s"))
+    measured = f"; measurement window {fmt(window, 2, 's')}" if window is not None else ""
+    return f"{fmt(duration, 1, 's')} (run){measured}"
+
+
+def warmup_text(f: ReportFacts) -> str | None:
+    w = mapping(f.run.get("warmup"))
+    if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
+        return "skipped: cold-start measurement declared (draft 4.5.3)"
+    if not w:
+        # a run that recorded no warm-up ran none (the manifest lists it as a deviation)
+        return None if "warmup" not in f.run else "none: no warm-up ran before measurement"
+    if w.get("mode") != "warm":
+        return str(w.get("mode"))
+    stabilized = "stabilized" if w.get("stabilized") else "NOT stabilized"
+    after = mapping(w.get("probe_after"))
+    variation = number(after.get("variation"))
+    var = f", variation {variation:.1%}" if variation is not None else ""
+    return (
+        f"{w.get('requests')} requests and {w.get('output_tokens')} output tokens in "
+        f"{fmt(number(w.get('duration_s')), 1, 's')} at concurrency {w.get('concurrency')}, "
+        f"{'queue drained' if w.get('drained') else 'queue NOT drained'}; probes {stabilized}"
+        f"{var} (draft 4.5)"
+    )
+
+
+def declared_text(value: Any) -> str | None:
+    """A SUT declaration as text: a string, a bool (enabled/disabled), or key: value pairs."""
+    if isinstance(value, bool):
+        return "enabled" if value else "disabled"
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k}: {declared_text(v) or v}" for k, v in value.items()) or None
+    return nonblank(value)
+
+
+def guardrails_text(f: ReportFacts) -> str | None:
+    declared = declared_text(f.sut.get("guardrails"))
+    if declared is not None:
+        return declared
+    measured = mapping(mapping(f.report.get("metrics")).get("guardrails"))
+    if measured:
+        d = mapping(measured.get("disclosure"))
+        stages = []
+        for stage in ("input", "output"):
+            names = [str(n) for n in d.get(f"{stage}_filters") or []]
+            stages.append(
+                f"{stage} filtering enabled ({', '.join(names)})"
+                if names
+                else f"{stage} filtering disabled"
+            )
+        refused = integer(mapping(measured.get("refusals")).get("requests")) or 0
+        sha = nonblank(d.get("config_sha256"))
+        return (
+            f"otelbench guardrails, from their spans: {'; '.join(stages)}; {refused} "
+            f"request(s) refused by a guardrail"
+            + (f"; configuration sha256 {sha[:12]}" if sha else "")
+        )
+    if nonblank(f.sut.get("boundary")) == "Model Engine":
+        return (
+            "none in the measured path: the Model Engine boundary excludes input and output "
+            "safety filtering (draft 4.1.1)"
+        )
+    return None
+
+
+def _timing_text(f: ReportFacts) -> str:
+    itl = f.itl_method
+    protocol = nonblank(itl.get("protocol")) or "streaming protocol not declared"
+    client = (
+        f"client: arrival time of every content chunk ({protocol}) on the load generator's "
+        f"monotonic clock at µs resolution; ITL by Option {itl.get('option', '?')} "
+        "(distributed timing, draft 4.6.3), time between chunks as Option A"
+    )
+    server = f.server
+    if server is None:
+        return f"{client}; server: none (no server spans joined)"
+    hooks = integer(mapping(server.get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)) or 0
+    joined = server.get("requests_joined")
+    if itl.get("server_option") == "C":
+        return (
+            f"{client}; server: Option C, per-token engine-step timing from {hooks} engine-hook "
+            f"spans ({joined} requests joined)"
+        )
+    return (
+        f"{client}; server: phase durations only (no per-token timing) for {joined} joined requests"
+    )
+
+
+def clock_text(f: ReportFacts) -> str:
+    declared = declared_text(f.sut.get("clock_sync"))
+    if declared is not None:
+        return declared
+    host = f.target_host()
+    if f.loopback():
+        return (
+            f"single host (draft 4.7.1): the target {host} is loopback, so the load generator "
+            "and the SUT read the same CLOCK_MONOTONIC and CLOCK_REALTIME"
+        )
+    where = f"target host {host}" if host else "the target host"
+    return (
+        f"not verified: {where} is not loopback and no synchronization method or accuracy is "
+        "declared (draft 4.7.2); client-vs-server differences are durations each measured on "
+        "one clock"
+    )
+
+
+def configuration_summary(report: Mapping[str, Any]) -> dict[str, str]:
+    """The draft 5.1.5.1 configuration summary of a report: one line of text per item.
+
+    Keys are those of :data:`CONFIGURATION_LABELS`, in that order. Prefix caching, guardrails and
+    clock synchronization come from the SUT declaration (``run.sut.prefix_caching``,
+    ``.guardrails``, ``.clock_sync``) when the run declared them. Otherwise: prefix caching reads
+    :data:`NOT_DECLARED`; guardrails are "none in the measured path" for a Model Engine boundary
+    (4.1.1 excludes safety filtering) and :data:`NOT_DECLARED` for any other; clock
+    synchronization is inherent for a loopback target (4.7.1) and "not verified" otherwise.
+
+    >>> configuration_summary(report)["prefix_caching"]  # doctest: +SKIP
+    'not declared'
+    """
+    f = ReportFacts(report)
+    sut = f.sut
+    version = nonblank(f.run.get("otelbench_version"))
+    generator_host = nonblank(sut.get("load_generator_host"))
+    generator = None
+    if version or generator_host:
+        generator = f"otelbench {version or '(version not recorded)'}" + (
+            f" on {generator_host}" if generator_host else ""
+        )
+    seed = integer(f.run.get("seed"))
+    target = nonblank(f.run.get("target"))
+    items: dict[str, str | None] = {
+        "sut_boundary": boundary_text(f),
+        "target": None if target is None else target + (" (loopback)" if f.loopback() else ""),
+        "model": nonblank(f.run.get("model")),
+        "hardware": declared_text(sut.get("hardware")),
+        "software": declared_text(sut.get("software")),
+        "load_generator": generator,
+        "workload": workload_text(f),
+        "seed": None if seed is None else f"{seed} (workload generation and arrival schedule)",
+        "tokenizer": tokenizer_text(f),
+        "load_model": _load_text(f),
+        "requests": _requests_text(f),
+        "duration": _duration_text(f),
+        "warmup": warmup_text(f),
+        "prefix_caching": declared_text(sut.get("prefix_caching")),
+        "guardrails": guardrails_text(f),
+        "timing_method": _timing_text(f),
+        "clock_synchronization": clock_text(f),
+    }
+    return {key: items[key] or NOT_DECLARED for key in CONFIGURATION_LABELS}

@@ -1,0 +1,842 @@
+"""The figures of ``report.html``: inline-SVG plots of a report and its plot data.
+
+Each figure of :data:`PLOTS` is drawn by one function registered in :data:`FIGURES` (by its
+``data-plot`` name) from the report dict (``docs/report-schema.md``) and
+:func:`otelbench.report.plot_data.plot_data`'s dict, with :mod:`otelbench.report.plots`' charts.
+:mod:`otelbench.report.html` lays them out on the page.
+
+Usage::
+
+    from otelbench.report.figures import FIGURES, PLOTS, Figure
+
+    for name, title in PLOTS:
+        fig = Figure(name, title)
+        FIGURES[name](fig, report, plots)
+        svg = fig.html()
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from html import escape
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from otelbench.metrics import (
+    throughput_latency_points,
+)
+from otelbench.report.access import dig, fmt, number
+from otelbench.report.plot_data import (
+    LOG_AXIS_RATIO,
+)
+from otelbench.report.plots import PALETTE, Axis, Chart
+from otelbench.report.sections import (
+    MIN_FLUIDITY,
+)
+
+__all__ = ["CURVE_SHAPE", "FIGURES", "PLOTS", "Figure", "esc", "html_table", "throughput_latency"]
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+PLOTS: Final = (
+    ("ttft_cdf", "TTFT — cumulative distribution"),
+    ("ttft_histogram", "TTFT — histogram"),
+    ("ttft_by_input", "TTFT by input length"),
+    ("itl_histogram", "Inter-token latency — histogram"),
+    ("jitter", "Per-request ITL jitter"),
+    ("throughput_latency", "Throughput–latency curve"),
+    ("fluidity_cdf", "Fluidity-index — cumulative distribution"),
+    ("fairness", "Per-class latency and fairness"),
+    ("preemption_timeline", "Preemption timeline"),
+    ("waterfall", "Request waterfall (sampled requests)"),
+)
+"""Every plot of the page: its ``data-plot`` name and its title, in page order."""
+
+CURVE_SHAPE: Final = (
+    'report["procedure"] = {"levels": [level row, ...], optional "latency_metric" ("ttft" by '
+    'default, or "tpot", "e2e"), optional "knee", "saturation", "peak", "optimal" (indices '
+    'into levels, or null) and "slo_p99_ms"}. A level row (the procedures\' level rows fit) '
+    'has "offered_rps" (or, when any level lacks it, "concurrency"), "output_tokens_per_s" and '
+    '"<latency_metric>_p99_ms" (or "p99_ms"); levels must ascend in load, and levels missing '
+    "a value are left out. Missing knee/saturation/peak/optimal are derived by "
+    "otelbench.metrics.throughput_latency_points (draft 5.3.4)"
+)
+"""The multi-level procedure block the throughput-latency plot accepts."""
+
+
+# ------------------------------------------------------------------------------------------
+# HTML helpers
+# ------------------------------------------------------------------------------------------
+
+
+def esc(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in rows)
+    attr = f' class="{esc(cls)}"' if cls else ""
+    return f"<table{attr}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _series(obj: Any, key: str = "values") -> list[float]:
+    """A list of finite numbers (a malformed entry ends the series as empty)."""
+    values = obj.get(key) if isinstance(obj, Mapping) else None
+    if not isinstance(values, list):
+        return []
+    out = [number(v) for v in values]
+    return [v for v in out if v is not None] if all(v is not None for v in out) else []
+
+
+def _auto_axis(values: Sequence[float], label: str) -> Axis:
+    positive = [v for v in values if v > 0]
+    if positive and len(positive) == len(values) and max(values) / min(values) >= LOG_AXIS_RATIO:
+        return Axis.logarithmic(values, label + " (log)")
+    return Axis.linear(values, label)
+
+
+class Figure:
+    """One ``<figure data-plot>``: an SVG chart, or the reason the run did not measure it."""
+
+    def __init__(self, name: str, title: str) -> None:
+        self.name = name
+        self.title = title
+        self.svg: str | None = None
+        self.note: str | None = None
+        self.caption: list[str] = []
+        self.extra = ""
+
+    def html(self) -> str:
+        if self.svg is not None:
+            body = self.svg
+        else:
+            body = f'<p class="absent">not measured in this run: {esc(self.note or "no data")}</p>'
+        caption = "".join(f"<p>{esc(line)}</p>" for line in self.caption)
+        cls = "plot" if self.svg is not None else "plot absent-plot"
+        return (
+            f'<figure class="{cls}" data-plot="{esc(self.name)}">'
+            f"<h3>{esc(self.title)}</h3>{body}"
+            f"<figcaption>{caption}</figcaption>{self.extra}</figure>"
+        )
+
+
+def _percentile_points(summary: Any) -> tuple[list[float], list[float]]:
+    """(value, fraction) pairs of a summary's min, percentiles and max, ascending."""
+    keys = (
+        ("min", 0.0),
+        ("p1", 0.01),
+        ("p5", 0.05),
+        ("p50", 0.5),
+        ("p90", 0.9),
+        ("p95", 0.95),
+        ("p99", 0.99),
+        ("p99_9", 0.999),
+        ("max", 1.0),
+    )
+    xs, ys = [], []
+    for key, q in keys:
+        v = number(dig(summary, key))
+        if v is not None:
+            xs.append(v)
+            ys.append(q)
+    return xs, ys
+
+
+def _grouped_bars(
+    categories: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    *,
+    x_label: str,
+    y_label: str,
+    tip: Callable[[str, str, float], str],
+) -> str:
+    """Grouped bars: one group per category, one bar per series."""
+    values = [v for _, vs in series for v in vs if v is not None]
+    chart = Chart(Axis.categorical(categories, x_label), Axis.linear(values, y_label))
+    width = 0.8 / max(len(series), 1)
+    for k, (label, vs) in enumerate(series):
+        lefts = [i + 0.1 + k * width for i in range(len(categories))]
+        chart.bars(
+            lefts,
+            [x + width for x in lefts],
+            list(vs),
+            color=PALETTE[k % len(PALETTE)],
+            label=label,
+            tips=[
+                tip(cat, label, v) if v is not None else ""
+                for cat, v in zip(categories, vs, strict=True)
+            ],
+        )
+    return chart.render(y_label)
+
+
+# ------------------------------------------------------------------------------------------
+# the plots
+# ------------------------------------------------------------------------------------------
+
+
+_CDF_SAMPLING: Final = "at evenly spread ranks, the first and the last kept"
+_POINT_SAMPLING: Final = "evenly spread requests in submit order"
+
+
+def _sampling(obj: Any, drawn: int, how: str) -> list[str]:
+    """The caption that says a series was thinned to ``drawn`` of its ``count`` points
+    (:func:`plot_data` keeps at most ``MAX_POINTS`` per series), or nothing."""
+    count = number(dig(obj, "count"))
+    if count is None or count <= drawn:
+        return []
+    return [f"{drawn:,} of {count:,.0f} points drawn, {how}; the statistics use all of them."]
+
+
+def _ttft_cdf(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    client = dig(plots, "ttft_ms", "client")
+    server = dig(plots, "ttft_ms", "server")
+    cx, cf = _series(client), _series(client, "fractions")
+    sx, sf = _series(server), _series(server, "fractions")
+    if cx and len(cx) == len(cf):
+        chart = Chart(_auto_axis(cx + sx, "TTFT (ms)"), Axis.fixed(0, 1, "fraction of requests"))
+        chart.step_cdf(cx, cf, color=PALETTE[0], label="client", series="client")
+        fig.caption.append(f"Client TTFT of {client['count']} successful requests.")
+        fig.caption += _sampling(client, len(cx), _CDF_SAMPLING)
+        if sx and len(sx) == len(sf):
+            chart.step_cdf(sx, sf, color=PALETTE[1], label="server", series="server")
+            fig.caption.append(
+                f"Server TTFT of {server['count']} joined server spans, from the request's "
+                "arrival in the engine."
+            )
+            fig.caption += _sampling(server, len(sx), _CDF_SAMPLING)
+        p99 = number(dig(report, "metrics", "client", "ttft_ms", "p99"))
+        if p99 is not None:
+            chart.vline(p99, color="#555", text="client P99", series="client_p99")
+        fig.svg = chart.render(fig.title)
+        return
+    summary = dig(report, "metrics", "client", "ttft_ms")
+    xs, ys = _percentile_points(summary)
+    if not xs:
+        fig.note = "no successful request had a content token"
+        return
+    chart = Chart(_auto_axis(xs, "TTFT (ms)"), Axis.fixed(0, 1, "fraction of requests"))
+    chart.line(xs, ys, color=PALETTE[0], label="client (reported percentiles)", series="client")
+    chart.points(xs, ys, color=PALETTE[0], series="client", tips=[f"{x:.2f} ms" for x in xs])
+    fig.caption.append(
+        "Drawn through the report's min, percentiles and max: report.json holds no per-request "
+        "TTFT (no plot data)."
+    )
+    fig.svg = chart.render(fig.title)
+
+
+def _histogram_chart(
+    hist: Mapping[str, Any], names: Sequence[tuple[str, str]], x_label: str
+) -> tuple[str, list[str]] | None:
+    edges = _series(hist, "edges")
+    present = [
+        (key, label, hist[key])
+        for key, label in names
+        if isinstance(hist.get(key), Mapping)
+        and len(_series(hist[key], "counts")) == len(edges) - 1
+    ]
+    if len(edges) < 2 or not present:
+        return None
+    log = bool(hist.get("log"))
+    width = edges[-1] - edges[0]
+    overflow_edge = edges[-1] + width / max(len(edges) - 1, 1) * 2
+    any_overflow = any(int(h.get("overflow") or 0) > 0 for _, _, h in present)
+    x_values = [*edges, overflow_edge] if any_overflow and not log else edges
+    x_axis = (
+        Axis.logarithmic(x_values, x_label + " (log)") if log else Axis.linear(x_values, x_label)
+    )
+    heights = [
+        float(v) for _, _, h in present for v in [*_series(h, "counts"), h.get("overflow") or 0]
+    ]
+    y_label = "requests" if "TTFT" in x_label else "samples"
+    chart = Chart(x_axis, Axis.linear(heights, y_label, integer=True))
+    captions = []
+    share = 1.0 / len(present)
+    for k, (key, label, h) in enumerate(present):
+        counts = _series(h, "counts")
+        lefts, rights = [], []
+        for lo, hi in itertools.pairwise(edges):
+            if log:
+                ll, lh = math.log10(lo), math.log10(hi)
+                lefts.append(10 ** (ll + (lh - ll) * share * k))
+                rights.append(10 ** (ll + (lh - ll) * share * (k + 1)))
+            else:
+                lefts.append(lo + (hi - lo) * share * k)
+                rights.append(lo + (hi - lo) * share * (k + 1))
+        tips = [
+            f"{label}: {int(n)} in [{lo:.3g}, {hi:.3g}) ms"
+            for n, lo, hi in zip(counts, edges[:-1], edges[1:], strict=True)
+        ]
+        chart.bars(lefts, rights, counts, color=PALETTE[k], label=label, tips=tips, series=key)
+        overflow = int(h.get("overflow") or 0)
+        if overflow and not log:
+            chart.bars(
+                [edges[-1] + (overflow_edge - edges[-1]) * (0.25 + 0.25 * k)],
+                [edges[-1] + (overflow_edge - edges[-1]) * (0.5 + 0.25 * k)],
+                [float(overflow)],
+                color=PALETTE[k],
+                tips=[f"{label}: {overflow} beyond {edges[-1]:.3g} ms"],
+                series=f"{key}_overflow",
+                opacity=0.4,
+            )
+        captions.append(
+            f"{label}: {h.get('count')} samples"
+            + (
+                f", {overflow} beyond {edges[-1]:.4g} ms (the pale bar past the last bin)"
+                if overflow
+                else ""
+            )
+            + "."
+        )
+    return chart.render(x_label), captions
+
+
+def _ttft_histogram(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    hist = dig(plots, "ttft_histogram_ms")
+    drawn = (
+        _histogram_chart(hist, (("client", "client"), ("server", "server")), "TTFT (ms)")
+        if isinstance(hist, Mapping)
+        else None
+    )
+    if drawn is None:
+        fig.note = (
+            "no per-request TTFT in the plot data"
+            if plots
+            else "report.json holds no per-request TTFT (render with plot data)"
+        )
+        return
+    fig.svg, fig.caption = drawn
+
+
+def _ttft_by_input(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    buckets = dig(report, "metrics", "client", "ttft_by_input_tokens")
+    buckets = [b for b in buckets if isinstance(b, Mapping)] if isinstance(buckets, list) else []
+    filled = [b for b in buckets if (number(b.get("count")) or 0) > 0]
+    pts = dig(plots, "ttft_by_input")
+    xs, ys = _series(pts, "x"), _series(pts, "y")
+    if xs and len(xs) == len(ys):
+        chart = Chart(Axis.linear(xs, "input tokens"), _auto_axis(ys, "TTFT (ms)"))
+        chart.points(
+            xs,
+            ys,
+            color=PALETTE[0],
+            label="request",
+            tips=[f"{x:.0f} tokens, TTFT {y:.2f} ms" for x, y in zip(xs, ys, strict=True)],
+            series="request",
+        )
+        for key, color, name in (
+            ("p50", PALETTE[2], "bucket P50"),
+            ("p99", PALETTE[1], "bucket P99"),
+        ):
+            for b in filled:
+                v = number(b.get(key))
+                lo = max(float(b.get("min_tokens") or 0), chart.x.lo)
+                top = number(b.get("max_tokens_exclusive"))
+                hi = min(top if top is not None else chart.x.hi, chart.x.hi)
+                if v is not None and hi > lo:
+                    chart.line([lo, hi], [v, v], color=color, label=name, series=key)
+        fig.caption.append(
+            f"{pts.get('count')} successful requests; horizontal segments are each input-length "
+            "bucket's TTFT P50 and P99 (draft 5.1.4.2)."
+        )
+        fig.caption += _sampling(pts, len(xs), _POINT_SAMPLING)
+        fig.svg = chart.render(fig.title)
+        return
+    if not filled:
+        fig.note = "no successful request had both a TTFT and an input length"
+        return
+    names = [str(b.get("bucket")) for b in filled]
+    series = [(key.upper(), [number(b.get(key)) for b in filled]) for key in ("p50", "p95", "p99")]
+    fig.svg = _grouped_bars(
+        names,
+        series,
+        x_label="input tokens",
+        y_label="TTFT (ms)",
+        tip=lambda cat, label, v: f"{cat} tokens: TTFT {label} {v:.2f} ms",
+    )
+    fig.caption.append(
+        "TTFT percentiles by input-length bucket (draft 5.1.4.2); buckets without requests "
+        "are left out. "
+        + ", ".join(f"{b.get('bucket')}: {b.get('count')} requests" for b in filled)
+        + "."
+    )
+
+
+def _itl_histogram(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    hist = dig(plots, "itl_histogram_ms")
+    drawn = (
+        _histogram_chart(
+            hist,
+            (("client", "client (Option B)"), ("server", "server (Option C)")),
+            "ITL (ms)",
+        )
+        if isinstance(hist, Mapping)
+        else None
+    )
+    if drawn is None:
+        fig.note = (
+            "no ITL sample in the plot data"
+            if plots
+            else "report.json holds no ITL samples (render with plot data)"
+        )
+        return
+    fig.svg, fig.caption = drawn
+    fig.caption.append(
+        "Option B gives a chunk of N tokens N − 1 zero intervals; Option C is at engine-step "
+        "resolution (draft 4.6.3)."
+    )
+
+
+def _jitter(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    client = dig(plots, "jitter_ms", "client")
+    server = dig(plots, "jitter_ms", "server")
+    drawn = [
+        (key, label, _series(obj, "x"), _series(obj, "y"), obj)
+        for key, label, obj in (
+            ("client", "client (Option B)", client),
+            ("server", "server (Option C)", server),
+        )
+    ]
+    drawn = [d for d in drawn if d[2] and len(d[2]) == len(d[3])]
+    if drawn:
+        all_x = [x for d in drawn for x in d[2]]
+        all_y = [y for d in drawn for y in d[3]]
+        chart = Chart(
+            Axis.linear(all_x, "request submitted (s since the first)"),
+            Axis.linear(all_y, "ITL jitter (ms)"),
+        )
+        for k, (key, label, xs, ys, obj) in enumerate(drawn):
+            chart.points(
+                xs,
+                ys,
+                color=PALETTE[k],
+                label=label,
+                tips=[f"{label}: {y:.3f} ms at {x:.2f} s" for x, y in zip(xs, ys, strict=True)],
+                series=key,
+            )
+            fig.caption.append(f"{label}: {obj.get('count')} requests with ≥ 2 ITL samples.")
+            fig.caption += _sampling(obj, len(xs), _POINT_SAMPLING)
+        fig.caption.append(
+            "Jitter is each request's ITL population standard deviation (draft 5.4.4.2)."
+        )
+        fig.svg = chart.render(fig.title)
+        return
+    cats, series = [], []
+    for key, label in (("client", "client"), ("server", "server")):
+        j = dig(report, "metrics", key, "itl_per_request", "jitter_ms")
+        if isinstance(j, Mapping) and number(j.get("p50")) is not None:
+            cats.append(label)
+            series.append([number(j.get(p)) for p in ("p50", "p95", "p99")])
+    if not cats:
+        fig.note = "no request had 2 or more ITL samples"
+        return
+    fig.svg = _grouped_bars(
+        cats,
+        [(p.upper(), [row[k] for row in series]) for k, p in enumerate(("p50", "p95", "p99"))],
+        x_label="side",
+        y_label="ITL jitter (ms)",
+        tip=lambda cat, label, v: f"{cat} jitter {label}: {v:.3f} ms",
+    )
+    fig.caption.append(
+        "Percentiles over requests of each request's ITL jitter (draft 5.4.4.2); per-request "
+        "values need plot data."
+    )
+
+
+_LATENCY_LABELS: Final = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E", "itl": "ITL"}
+
+
+class _Curve:
+    """The usable levels of a procedure block (:data:`CURVE_SHAPE`)."""
+
+    def __init__(self, block: Mapping[str, Any], levels: Sequence[Any]) -> None:
+        metric = str(block.get("latency_metric") or "ttft")
+        self.metric = _LATENCY_LABELS.get(metric.lower(), metric)
+        key = f"{metric.lower()}_p99_ms"
+        rows = [level if isinstance(level, Mapping) else {} for level in levels]
+        by_rate = all(number(r.get("offered_rps")) is not None for r in rows)
+        self.load_key = "offered_rps" if by_rate else "concurrency"
+        self.load_unit = "req/s" if by_rate else "concurrent"
+        self.kept: list[int] = []
+        self.load: list[float] = []
+        self.thr: list[float] = []
+        self.p99: list[float] = []
+        for i, r in enumerate(rows):
+            load = number(r.get(self.load_key))
+            thr = number(r.get("output_tokens_per_s"))
+            p99 = number(r.get(key)) if key in r else number(r.get("p99_ms"))
+            if load is None or thr is None or p99 is None:
+                continue
+            self.kept.append(i)
+            self.load.append(load)
+            self.thr.append(thr)
+            self.p99.append(p99)
+        self.dropped = len(rows) - len(self.kept)
+
+    def index(self, block: Mapping[str, Any], key: str, derived: int | None) -> int | None:
+        """The level ``block[key]`` names (an index into the block's levels, mapped to the
+        kept ones; None if it was left out), else the derived one."""
+        if key not in block:
+            return derived
+        v = block.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v in self.kept:
+            return self.kept.index(v)
+        return None
+
+    def name(self, k: int) -> str:
+        return f"{self.load[k]:g} {self.load_unit}"
+
+
+def throughput_latency(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    block = dig(report, "procedure")
+    levels = dig(block, "levels")
+    if not isinstance(block, Mapping) or not isinstance(levels, list) or len(levels) < 2:
+        fig.note = (
+            "a single load level was run; the curve needs a multi-level procedure "
+            "(report.procedure.levels, draft 5.3)"
+        )
+        return
+    curve = _Curve(block, levels)
+    slo = number(block.get("slo_p99_ms"))
+    try:
+        points = throughput_latency_points(curve.load, curve.thr, curve.p99, slo)
+    except ValueError as exc:
+        fig.note = f"the procedure's levels are unusable: {exc}"
+        return
+    thr, p99 = curve.thr, curve.p99
+    knee = curve.index(block, "knee", points.knee)
+    saturation = curve.index(block, "saturation", points.saturation)
+    peak = curve.index(block, "peak", points.peak)
+    optimal = curve.index(block, "optimal", points.optimal)
+    chart = Chart(
+        Axis.linear(thr, "achieved output throughput (tokens/s)"),
+        Axis.linear([*p99, *([slo] if slo is not None else [])], f"{curve.metric} P99 (ms)"),
+    )
+    chart.line(
+        thr, p99, color=PALETTE[0], label=f"{curve.metric} P99 per load level", series="curve"
+    )
+    chart.points(
+        thr,
+        p99,
+        color=PALETTE[0],
+        tips=[
+            f"{curve.name(k)}: {t:.1f} tokens/s, P99 {p:.1f} ms"
+            for k, (t, p) in enumerate(zip(thr, p99, strict=True))
+        ],
+        radius=3.5,
+        series="level",
+        opacity=1.0,
+    )
+    if slo is not None:
+        chart.hline(slo, color=PALETTE[2], text=f"SLO {slo:g} ms", series="slo")
+    if knee is not None:
+        chart.marker(thr[knee], p99[knee], f"knee ({curve.name(knee)})", color=PALETTE[3])
+    if saturation is not None:
+        chart.vline(
+            thr[saturation],
+            color=PALETTE[1],
+            text=f"saturation ({curve.name(saturation)})",
+            series="saturation",
+        )
+    if peak is not None and peak != knee:
+        chart.marker(thr[peak], p99[peak], f"peak ({curve.name(peak)})", color=PALETTE[4])
+    if optimal is not None and optimal not in (knee, peak):
+        chart.marker(
+            thr[optimal], p99[optimal], f"optimal ({curve.name(optimal)})", color=PALETTE[2]
+        )
+    fig.caption.append(
+        f"{len(thr)} load levels by {curve.load_key}. Knee: the first level whose P99 exceeds "
+        "2 × the lowest P99; saturation: the first level whose throughput falls below the "
+        "previous level's (draft 5.3.4)."
+    )
+    if curve.dropped:
+        fig.caption.append(
+            f"{curve.dropped} level(s) without a load, throughput or P99 are left out."
+        )
+    if knee is None:
+        fig.caption.append("No knee: P99 never exceeded 2 × its minimum.")
+    if saturation is None:
+        fig.caption.append("No saturation point: throughput never decreased.")
+    fig.svg = chart.render(fig.title)
+
+
+def _fluidity_cdf(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    section = dig(report, "metrics", "fluidity")
+    fluid = dig(plots, "fluidity")
+    min_fluidity = number(dig(section, "min_fluidity")) or MIN_FLUIDITY
+    rows = dig(fluid, "deadlines")
+    chart = Chart(Axis.fixed(0, 1, "fluidity-index"), Axis.fixed(0, 1, "fraction of requests"))
+    drawn = 0
+    if isinstance(rows, list):
+        for k, row in enumerate(rows):
+            cdf = dig(row, "cdf")
+            xs, fs = _series(cdf), _series(cdf, "fractions")
+            if xs and len(xs) == len(fs):
+                label = f"{dig(row, 'preset')} (D_d {fmt(dig(row, 'decode_deadline_ms'), 0)} ms)"
+                chart.step_cdf(xs, fs, color=PALETTE[k % 8], label=label, series=str(row["preset"]))
+                drawn += 1
+        if drawn:
+            fig.caption.append(
+                f"Etalon §4.1 fluidity-index per request ({dig(fluid, 'source')} timeline, "
+                f"D_p {fmt(dig(fluid, 'prefill_deadline_ms'), 0)} ms)."
+            )
+            first = dig(rows[0], "cdf")
+            fig.caption += _sampling(first, len(_series(first)), _CDF_SAMPLING)
+    if not drawn and isinstance(section, Mapping):
+        for k, row in enumerate(section.get("deadlines") or []):
+            xs, ys = _percentile_points(dig(row, "fluidity_index"))
+            if xs:
+                label = f"{dig(row, 'preset')} (D_d {fmt(dig(row, 'decode_deadline_ms'), 0)} ms)"
+                chart.line(xs, ys, color=PALETTE[k % 8], label=label, series=str(row["preset"]))
+                chart.points(xs, ys, color=PALETTE[k % 8], series=str(row["preset"]))
+                drawn += 1
+        if drawn:
+            fig.caption.append(
+                "Drawn through the report's min, P1, P5 and P50 of the index (no plot data)."
+            )
+    if not drawn:
+        fig.note = "no successful request had a token on the timeline"
+        return
+    chart.vline(min_fluidity, color="#555", text=f"fluid ≥ {min_fluidity:g}", series="min")
+    rate = dig(section, "fluid_token_generation_rate")
+    if isinstance(rate, Mapping):
+        fig.caption.append(
+            f"Fluid token generation rate: {fmt(rate.get('tokens_per_s'), 1)} tokens/s "
+            f"(D_d {fmt(rate.get('decode_deadline_ms'), 1)} ms)."
+        )
+    fig.svg = chart.render(fig.title)
+
+
+def _fairness(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    section = dig(report, "metrics", "classes")
+    by_class = dig(section, "by_class")
+    if not isinstance(by_class, Mapping) or not by_class:
+        fig.note = "fewer than two request classes among the successful requests"
+        return
+    names = [str(k) for k in by_class]
+    rows = [by_class[k] for k in by_class]
+    series = [
+        (f"TTFT {p.upper()}", [number(dig(r, "ttft_ms", p)) for r in rows])
+        for p in ("p50", "p95", "p99")
+    ]
+    fig.svg = _grouped_bars(
+        names,
+        series,
+        x_label="request class",
+        y_label="TTFT (ms)",
+        tip=lambda cat, label, v: f"class {cat}: {label} {v:.2f} ms",
+    )
+    jain = number(dig(section, "jain_index"))
+    fig.caption.append(
+        f"Jain's fairness index J = {fmt(jain, 3)} over {dig(section, 'jain_requests')} "
+        "requests (J < 0.9: significant unfairness; draft 5.6.4)."
+        if jain is not None
+        else "Jain's fairness index: n/a."
+    )
+    fig.extra = html_table(
+        ("class", "requests", "TTFT P50 ms", "TTFT P99 ms", "TPOT P50 ms", "starvation rate"),
+        [
+            (
+                name,
+                str(dig(r, "count")),
+                fmt(dig(r, "ttft_ms", "p50")),
+                fmt(dig(r, "ttft_ms", "p99")),
+                fmt(dig(r, "tpot_ms", "p50")),
+                fmt(dig(r, "starvation_rate"), 3),
+            )
+            for name, r in zip(names, rows, strict=True)
+        ],
+        cls="compact",
+    )
+
+
+def _preemption_timeline(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    p = dig(plots, "preemptions")
+    stats = dig(report, "metrics", "server", "preemptions")
+    if not isinstance(p, Mapping):
+        if isinstance(stats, Mapping):
+            fig.note = (
+                f"{stats.get('total')} preemptions over {stats.get('requests_observed')} "
+                "requests; their times need plot data"
+            )
+        else:
+            fig.note = "no engine-hook server span was joined (preemptions are not observed)"
+        return
+    pre = dig(p, "preempted")
+    ts, cum = _series(pre, "arrival_s"), _series(pre, "cumulative")
+    counts, stalls = _series(pre, "preemptions"), _series(pre, "stall_ms")
+    window = number(p.get("window_s")) or (max(ts) if ts else 1.0)
+    total = int(number(p.get("total")) or 0)
+    chart = Chart(
+        Axis.linear([0.0, window, *ts], "time (s since the first T_submit)"),
+        Axis.linear([0.0, max(float(total), 1.0), *cum], "preemptions so far"),
+    )
+    xs, ys = [0.0], [0.0]
+    for t, v in zip(ts, cum, strict=True):
+        xs += [t, t]
+        ys += [ys[-1], v]
+    xs.append(window)
+    ys.append(ys[-1])
+    chart.line(xs, ys, color=PALETTE[1], label="cumulative preemptions", series="cumulative")
+    if ts and len(counts) == len(ts) and len(stalls) == len(ts):
+        chart.points(
+            ts,
+            cum,
+            color=PALETTE[1],
+            label="preempted request (at its arrival)",
+            tips=[
+                f"{int(k)} preemption(s), stalled {s:.1f} ms, arrived {t:.2f} s"
+                for t, k, s in zip(ts, counts, stalls, strict=True)
+            ],
+            radius=3.5,
+            series="request",
+            opacity=1.0,
+        )
+    fig.caption.append(
+        f"{total} preemptions over {p.get('requests_observed')} observed requests"
+        + (" — no preemption in this run." if total == 0 else ".")
+        + " Event times are not recorded: each preemption is placed at its request's arrival "
+        "in the engine (draft 5.8.4)."
+    )
+    fig.svg = chart.render(fig.title)
+
+
+_WATERFALL_PHASES: Final = (
+    ("pre_queue_ms", "arrival → queued", "#9edae5"),
+    ("queue_ms", "queue", PALETTE[3]),
+    ("prefill_ms", "prefill", PALETTE[1]),
+    ("decode_ms", "decode", PALETTE[2]),
+)
+
+
+def _waterfall_row_label(row: Mapping[str, Any]) -> str:
+    label = f"#{row.get('request')}"
+    if row.get("class") is not None:
+        label += f" {row.get('class')}"
+    return label
+
+
+def _waterfall_plot(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
+    w = dig(plots, "waterfall")
+    rows = dig(w, "requests")
+    rows = [r for r in rows if isinstance(r, Mapping)] if isinstance(rows, list) else []
+    if not rows:
+        fig.note = (
+            "no successful request to sample"
+            if plots
+            else "report.json holds no per-request timings (render with plot data)"
+        )
+        return
+    n = len(rows)
+    ends: list[float] = []
+    for r in rows:
+        ends += [v for v in (number(r.get("end_ms")), number(r.get("ttft_ms"))) if v is not None]
+        srv = r.get("server")
+        if isinstance(srv, Mapping):
+            t = number(srv.get("arrival_ms")) or 0.0
+            for key, _, _ in _WATERFALL_PHASES:
+                t += number(srv.get(key)) or 0.0
+            ends.append(t)
+        g = r.get("guardrail_ms")
+        if isinstance(g, list) and len(g) == 2 and number(g[1]) is not None:
+            ends.append(float(g[1]))
+    labels = [_waterfall_row_label(r) for r in reversed(rows)]
+    chart = Chart(
+        Axis.linear(ends, "ms since the request's T_submit"),
+        Axis.categorical(labels, "request"),
+        height=max(240, 90 + 30 * n),
+        left=120,
+    )
+    guardrail_seen = False
+    for k, r in enumerate(rows):
+        slot = n - 1 - k
+        name = _waterfall_row_label(r)
+        ttft, end = number(r.get("ttft_ms")), number(r.get("end_ms"))
+        top = slot + 0.88
+        if ttft is not None:
+            chart.span(
+                0.0,
+                ttft,
+                top - 0.3,
+                top,
+                color="#c7c7c7",
+                label="client: waiting for 1st token",
+                tip=f"{name}: TTFT {ttft:.2f} ms",
+                series="client_wait",
+            )
+        if end is not None and ttft is not None and end > ttft:
+            chart.span(
+                ttft,
+                end,
+                top - 0.3,
+                top,
+                color="#7f7f7f",
+                label="client: streaming",
+                tip=f"{name}: streaming {end - ttft:.2f} ms, end {end:.2f} ms",
+                series="client_stream",
+            )
+        srv = r.get("server")
+        if isinstance(srv, Mapping):
+            t = number(srv.get("arrival_ms")) or 0.0
+            for key, label, color in _WATERFALL_PHASES:
+                d = number(srv.get(key))
+                if d is None:
+                    continue
+                d = max(d, 0.0)
+                chart.span(
+                    t,
+                    t + d,
+                    slot + 0.12,
+                    slot + 0.48,
+                    color=color,
+                    label=label,
+                    tip=f"{name}: {label} {d:.2f} ms",
+                    series=key.removesuffix("_ms"),
+                )
+                t += d
+        g = r.get("guardrail_ms")
+        if isinstance(g, list) and len(g) == 2:
+            g0, g1 = number(g[0]), number(g[1])
+            if g0 is not None and g1 is not None and g1 >= g0:
+                guardrail_seen = True
+                chart.span(
+                    g0,
+                    g1,
+                    slot + 0.12,
+                    slot + 0.48,
+                    color=PALETTE[4],
+                    label="guardrail",
+                    tip=f"{name}: guardrail {g1 - g0:.2f} ms",
+                    series="guardrail",
+                )
+    fig.caption.append(
+        f"{n} of {dig(w, 'of')} successful requests, sampled with seed {dig(w, 'seed')}. "
+        "Upper bar: the client's wait for the first token and the stream; lower bar: the "
+        "server's phases (arrival → queued, queue, prefill, decode)."
+    )
+    if not guardrail_seen:
+        fig.caption.append("Guardrail: not measured in this run (no guardrail span recorded).")
+    placement = dig(w, "server_placement")
+    if placement:
+        fig.caption.append(f"Server phases: {placement}.")
+    fig.svg = chart.render(fig.title)
+
+
+FIGURES: Final[Mapping[str, Callable[[Figure, Mapping[str, Any], Mapping[str, Any]], None]]] = {
+    "ttft_cdf": _ttft_cdf,
+    "ttft_histogram": _ttft_histogram,
+    "ttft_by_input": _ttft_by_input,
+    "itl_histogram": _itl_histogram,
+    "jitter": _jitter,
+    "throughput_latency": throughput_latency,
+    "fluidity_cdf": _fluidity_cdf,
+    "fairness": _fairness,
+    "preemption_timeline": _preemption_timeline,
+    "waterfall": _waterfall_plot,
+}

@@ -1,0 +1,185 @@
+"""Every rendered output of the stored test scenarios, for byte-for-byte comparison.
+
+:func:`generate` writes the ``report.json``/``report.md``/``report.html`` of each span-store
+scenario of ``tests/unit/query/spanstore.py`` (and the guardrail scenario), the ``compare.md``
+and ``compare.json`` of those reports, and two procedures' ``procedure.md``/``procedure.html``.
+``tests/unit/golden/test_golden.py`` compares their SHA-256 digests with the committed
+``expected.sha256``; ``python -m tests.unit.golden.outputs DIR`` writes them for a ``diff -r``.
+None of them holds a wall-clock time.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from otelbench.compare import RunReport, compare_runs, render_compare_markdown
+from otelbench.loadgen.runner import LoadSpec, RunConfig
+from otelbench.procedures import (
+    CapacityParams,
+    CapacityProcedure,
+    Level,
+    MaxSearch,
+    ProcedureSpec,
+    TradeoffParams,
+    TradeoffProcedure,
+    get_profile,
+    placeholder_load,
+)
+from otelbench.procedures.render import render_procedure
+from otelbench.procedures.tradeoff import SWEEP_ROLE
+from otelbench.query import extract_run_data, open_store
+from otelbench.report import render_json, render_markdown, report_from_data
+from otelbench.report.html import plot_data, render_html, render_procedure_html
+from tests.unit.query.spanstore import write_hook_scenario, write_scenario
+from tests.unit.report.test_guardrails import write_guarded
+
+SCENARIOS: dict[str, Callable[[Path], Path]] = {
+    "scenario": write_scenario,
+    "client_only": lambda p: write_scenario(p, with_server=False),
+    "hooks": write_hook_scenario,
+    "guarded": write_guarded,
+    "guarded_no_stage_totals": lambda p: write_guarded(p, stage_totals=False),
+}
+
+TABLE_5 = [
+    (2, 284, 95, 142),
+    (6, 852, 102, 178),
+    (10, 1420, 128, 267),
+    (14, 1988, 198, 512),
+    (18, 2534, 378, 1234),
+    (22, 2712, 823, 3456),
+]
+
+
+def _level(index: int, row: dict[str, Any], **meta: Any) -> Level:
+    return Level(
+        index=index,
+        label=f"level {index}",
+        run_id=f"run-{index:02d}",
+        load=LoadSpec(mode="poisson", requests=10, rate=row.get("offered_rps") or 1.0),
+        out_dir=Path(f"levels/{index:02d}"),
+        warmed=index == 1,
+        meta=meta,
+        row=row,
+        stored=True,
+    )
+
+
+def _spec(out: Path) -> ProcedureSpec:
+    base = RunConfig(target="http://127.0.0.1:1", model="m", load=placeholder_load())
+    return ProcedureSpec(base=base, profile=get_profile("quick"), out_dir=out)
+
+
+def _procedures(tmp: Path) -> dict[str, dict[str, Any]]:
+    tradeoff = TradeoffProcedure(TradeoffParams(capacity_rps=20.0, slo_ttft_p99_ms=600.0))
+    tradeoff.bind(_spec(tmp))
+    levels = [
+        _level(
+            i + 1,
+            {
+                "offered_rps": r,
+                "output_tokens_per_s": t,
+                "ttft_p50_ms": p50,
+                "ttft_p99_ms": p99,
+                "achieved_rps": r * 0.99,
+                "arrival_rps": r,
+                "completion_rps": r,
+                "queue_growth": "stable",
+            },
+            role=SWEEP_ROLE,
+            fraction=0.1 * (i + 1),
+        )
+        for i, (r, t, p50, p99) in enumerate(TABLE_5)
+    ]
+    capacity = CapacityProcedure(CapacityParams(initial_concurrency=8, slo_ttft_p99_ms=300.0))
+    capacity.bind(_spec(tmp))
+    search = MaxSearch(start=8, lo=1, hi=512, integer=True)
+    capacity.search = search
+    cap_levels = []
+    for i, (c, p99) in enumerate([(8, 142.0), (16, 178.0), (32, 520.0), (24, 250.0)], start=1):
+        row = {
+            "concurrency": c,
+            "success_rate": 1.0,
+            "ttft_p99_ms": p99,
+            "failed": 0,
+            "failed_by_type": {},
+            "output_tokens_per_s": 10.0 * c,
+            "tokens_in_flight": 100 * c,
+        }
+        cap_levels.append(_level(i, row, live_verdict=p99 <= 300.0))
+        search.record(c, p99 <= 300.0)
+    out = {}
+    for name, procedure, lv, section in (
+        ("tradeoff", tradeoff, levels, "5.3"),
+        ("capacity", capacity, cap_levels, "5.5"),
+    ):
+        body = procedure.build(lv)
+        result = {
+            "title": procedure.title,
+            "draft_section": section,
+            "procedure": procedure.name,
+            "profile": "quick",
+            "store": "spans.duckdb",
+            "duration_s": 12.0,
+            "runs": [],
+            "parameters": procedure.parameters(),
+            "deviations": body["deviations"],
+            "notes": [],
+            "configuration": {
+                "sut": {"boundary": "Model Engine", "hardware": "1x L4"},
+                "workload": {"name": "w", "seed": 1},
+                "warmup": None,
+            },
+            **body,
+        }
+        md = render_procedure(result, procedure.render(result))
+        out[name] = {"result": result, "md": md, "html": render_procedure_html(result, md)}
+    return out
+
+
+def generate(out: Path, tmp: Path) -> list[Path]:
+    """Write every output under ``out`` (``tmp`` holds the span stores); returns the files."""
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+
+    def write(name: str, text: str) -> None:
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+
+    reports = []
+    for name, writer in SCENARIOS.items():
+        store = writer(tmp / f"{name}.duckdb")
+        with open_store(store) as runner:
+            data = extract_run_data(runner, None)
+        report = report_from_data(data)
+        reports.append((name, report))
+        write(f"{name}.report.json", render_json(report))
+        write(f"{name}.report.md", render_markdown(report))
+        write(f"{name}.report.html", render_html(report, plot_data(data)))
+        write(f"{name}.report-noplots.html", render_html(report))
+    runs = []
+    for i in range(3):
+        for name, report in reports:
+            r = {**report, "run": {**report["run"], "id": f"{name}-{i}"}}
+            path = Path(f"/runs/{name}-{i}/report.json")
+            runs.append(RunReport(path=path, report=r, system=name))
+    compared = compare_runs(runs, resamples=200)
+    write("compare.json", render_json(compared))
+    write("compare.md", render_compare_markdown(compared))
+    for name, p in _procedures(tmp).items():
+        write(f"{name}.procedure.json", render_json(p["result"]))
+        write(f"{name}.procedure.md", p["md"])
+        write(f"{name}.procedure.html", p["html"])
+    return written
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as t:
+        for path in generate(Path(sys.argv[1]), Path(t)):
+            print(path)
