@@ -137,7 +137,6 @@ def collector(
             err=True,
         )
 
-    sizes = {"max_body_bytes": max_body_bytes, "max_decompressed_bytes": max_decompressed_bytes}
     if not rotel:
         stats = serve(
             store,
@@ -147,7 +146,8 @@ def collector(
             auth_token=access.token,
             tls=access.tls,
             rate_limit=access.rate_limit,
-            **sizes,
+            max_body_bytes=max_body_bytes,
+            max_decompressed_bytes=max_decompressed_bytes,
         )
     else:
         if access != Access():
@@ -169,7 +169,15 @@ def collector(
             )
             return collector
 
-        stats = serve(store, host=host, port=0, on_ready=announce, front=front, **sizes)
+        stats = serve(
+            store,
+            host=host,
+            port=0,
+            on_ready=announce,
+            front=front,
+            max_body_bytes=max_body_bytes,
+            max_decompressed_bytes=max_decompressed_bytes,
+        )
     if protocol:
         _emit(
             {

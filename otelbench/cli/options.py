@@ -165,12 +165,15 @@ def dataclass_options(
             continue
         item = _is_tuple(hints[f.name])
         name = meta.name or f.name
+        default: Any
         if item is not None:
             hint, default = list[item] | None, None  # type: ignore[valid-type]
         else:
             hint = hints[f.name]
-            default = f.default if f.default is not dataclasses.MISSING else inspect.Parameter.empty
-            if meta.scale is not None and default not in (None, inspect.Parameter.empty):
+            default = f.default
+            if default is dataclasses.MISSING:
+                default = inspect.Parameter.empty
+            elif meta.scale is not None and default is not None:
                 default = default * meta.scale
         if defaults and name in defaults:
             default = defaults[name]

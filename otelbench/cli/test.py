@@ -188,7 +188,7 @@ def _context_window(values: dict[str, Any]) -> None:
 
 def register(
     name: str,
-    procedure: type[Procedure],
+    procedure: Callable[[Any], Procedure],
     doc: str,
     *,
     workload: str = "synthetic-uniform",
