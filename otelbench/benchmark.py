@@ -50,9 +50,8 @@ import httpx
 
 from otelbench import semconv, telemetry
 from otelbench.client import CompletionResult
-from otelbench.collector.__main__ import STORE_ENV
 from otelbench.collector.access import ENV_RECEIVER_TOKEN
-from otelbench.collector.receiver import STATS_PATH
+from otelbench.collector.receiver import STATS_PATH, STORE_ENV
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
 from otelbench.loadgen.runner import RunConfig, RunOutcome, execute_run
 from otelbench.loadgen.workloads import make_workload

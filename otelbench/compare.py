@@ -30,8 +30,9 @@ Errors (a missing ``report.json``, unreadable JSON, another ``schema_version``, 
 system in ``--gpus``) are :class:`~otelbench.errors.ConfigError`: one line at the CLI.
 
 Flow: :func:`parse_run_arguments` → :func:`load_run` → :func:`compare_runs` (pure: the
-``compare.json`` dict) → :func:`render_compare_markdown`; :func:`compare_command` does all of
-it for the CLI and writes ``compare.json`` and ``compare.md``.
+``compare.json`` dict) → :func:`render_compare_markdown`; ``otelbench compare``
+(:func:`otelbench.cli.compare.compare_command`) does all of it and writes ``compare.json`` and
+``compare.md``.
 
 Usage::
 
@@ -51,11 +52,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -79,7 +79,6 @@ __all__ = [
     "GpuCount",
     "MetricSpec",
     "RunReport",
-    "compare_command",
     "compare_runs",
     "gpu_count_from_hardware",
     "load_run",
@@ -1045,78 +1044,3 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
             lines.append(f"- {_cell(head[s['name']])}:")
             lines += [f"  - {d}" for d in s["run_deviations"]]
     return "\n".join(lines) + "\n"
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI entry
-# ---------------------------------------------------------------------------------------------
-
-
-def _parse_gpus(items: Sequence[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for item in items:
-        name, sep, value = item.rpartition("=")
-        try:
-            count = int(value)
-        except ValueError:
-            count = -1
-        if not sep or not name or count < 0:
-            raise ConfigError(f"--gpus {item!r}: expected SYSTEM=N with N a GPU count >= 0")
-        out[name] = count
-    return out
-
-
-def compare_command(
-    runs: Sequence[str],
-    *,
-    group_by: str | None = None,
-    gpus: Sequence[str] = (),
-    out: Path | None = None,
-    confidence: float = 0.95,
-    alpha: float = 0.05,
-    seed: int = 0,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
-) -> int:
-    """``otelbench compare``: load the runs, compare, print Markdown, write ``--out`` files.
-
-    ``runs`` are ``[SYSTEM=]PATH`` arguments (a run directory or a ``report.json``);
-    ``group_by`` is a comma-separated list of dotted report paths; ``gpus`` are ``SYSTEM=N``
-    items. Writes ``OUT/compare.json`` and ``OUT/compare.md`` when ``out`` is given. Returns the
-    exit code (0); bad input raises :class:`~otelbench.errors.ConfigError`.
-
-    Example::
-
-        compare_command(["a=out/a1", "a=out/a2", "a=out/a3", "b=out/b1", "b=out/b2",
-                         "b=out/b3"], gpus=["b=1"], out=Path("out/compare"))
-    """
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
-    if not runs:
-        raise ConfigError("no runs to compare: give run directories or report.json files")
-    keys = [k.strip() for k in group_by.split(",") if k.strip()] if group_by else None
-    if group_by is not None and not keys:
-        raise ConfigError("--group: give comma-separated report keys, e.g. run.sut.software")
-    loaded = [load_run(path, system=system) for system, path in parse_run_arguments(runs)]
-    result = compare_runs(
-        loaded,
-        group_by=keys,
-        gpus=_parse_gpus(gpus),
-        confidence=confidence,
-        alpha=alpha,
-        seed=seed,
-    )
-    markdown = render_compare_markdown(result)
-    stdout.write(markdown)
-    if out is not None:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "compare.json").write_text(
-                json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-                encoding="utf-8",
-            )
-            (out / "compare.md").write_text(markdown, encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot write the comparison to {out}: {exc}") from None
-        stderr.write(f"otelbench: comparison written to {out}/compare.json and {out}/compare.md\n")
-    return 0

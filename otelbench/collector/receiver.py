@@ -102,6 +102,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "DEFAULT_PORT",
+    "STORE_ENV",
     "Receiver",
     "ReceiverStats",
     "serve",
@@ -111,6 +112,9 @@ _log = logging.getLogger("otelbench.collector")
 
 DEFAULT_PORT: Final = 4318
 """The OTLP/HTTP port."""
+STORE_ENV: Final = "OTELBENCH_COLLECTOR_STORE"
+"""``python -m otelbench.collector``'s store when ``--store`` is not given (how a parent process
+passes a URL with a password: it stays out of ``ps``)."""
 DEFAULT_MAX_BODY_BYTES: Final = 16 << 20
 """Largest request body accepted as sent (compressed or not): 16 MiB."""
 DEFAULT_MAX_DECOMPRESSED_BYTES: Final = 64 << 20

@@ -4,7 +4,7 @@ The flow: server spans (engine hooks, vLLM) → span store → :mod:`~otelbench.
 (one window, by traffic source) → :mod:`~otelbench.live.window` (pure metrics) →
 :mod:`~otelbench.live.exposition` (Prometheus text) → :mod:`~otelbench.live.watch` (refresh loop,
 ``/metrics``, retention). :mod:`~otelbench.live.probe` sends the tagged benchmark stream;
-:mod:`~otelbench.live.cli` holds the two typer commands. Names are imported on first use, so
+:mod:`otelbench.cli.live` holds the two typer commands. Names are imported on first use, so
 importing the commands stays cheap. The span store is the DuckDB file or, read only, a
 ClickHouse store (``chdb:///dir``, ``clickhouse://…``): the window query exists in both dialects.
 

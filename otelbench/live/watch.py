@@ -65,8 +65,6 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-import typer
-
 from otelbench import semconv
 from otelbench.errors import CollectorError, ConfigError, OtelbenchError, StoreError
 from otelbench.live.exposition import CONTENT_TYPE, render
@@ -367,6 +365,8 @@ def _serve(
 ) -> None:
     with watcher.start(host, port):
         where = f"; OTLP/HTTP on port {otlp_port}" if otlp_port is not None else ""
-        typer.echo(f"otelbench watch: /metrics on http://{host}:{watcher.port}/metrics{where}")
+        print(
+            f"otelbench watch: /metrics on http://{host}:{watcher.port}/metrics{where}", flush=True
+        )
         while not stop.wait(1.0):
             pass

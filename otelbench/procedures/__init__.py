@@ -4,7 +4,7 @@ A procedure runs load levels — each one a benchmark run with its own run id �
 embedded collector (all levels land in one ``spans.duckdb``) and, with ``--sut vllm-cpu``, one
 launched vLLM; then it builds its report in the draft's reporting format for its section::
 
-    cli.py (otelbench test …)  →  base.run_procedure
+    otelbench.cli.test (otelbench test …, from each Params)  →  base.run_procedure
         session.ProcedureSession   collector (+ SUT), run_level × N, finalize from the store
         levels                     records → run report → the level's row (pure)
         planning / profiles        load levels, the max search, draft vs quick sizes (pure)

@@ -33,8 +33,9 @@ from typing import Any
 from otelbench.draft import CAPACITY_MIN_COMPLETION as MIN_COMPLETION
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
-from otelbench.procedures.planning import MaxSearch
+from otelbench.procedures.planning import MaxSearch, shared_option
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
@@ -73,12 +74,18 @@ def capacity_verdict(row: dict[str, Any], slo_ttft_p99_ms: float | None) -> dict
 class CapacityParams:
     """5.5.2 setup parameters; None takes the profile's value."""
 
-    initial_concurrency: int = 8
-    max_concurrency: int = 512
-    slo_ttft_p99_ms: float | None = None
-    requests_per_slot: int | None = None
-    min_duration_s: float | None = None
-    resolution: float | None = None
+    initial_concurrency: int = option(8, help="Starting concurrency.")
+    max_concurrency: int = option(512, help="Upper bound of the search.")
+    slo_ttft_p99_ms: float | None = shared_option("slo_ttft_p99_ms")
+    requests_per_slot: int | None = option(
+        None, help="Completions per slot (default: profile's; draft 100)."
+    )
+    min_duration_s: float | None = option(
+        None, help="Seconds per level at least (default: profile's).", name="min_duration"
+    )
+    resolution: float | None = option(
+        None, help="Convergence, × the passing concurrency (0: exact)."
+    )
     """Convergence: stop when fail − pass <= max(1, resolution × pass)."""
 
     def __post_init__(self) -> None:

@@ -38,7 +38,9 @@ from otelbench.metrics.fairness import (
     scheduling_fairness,
 )
 from otelbench.metrics.summary import percentile
+from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.planning import shared_option
 from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 from otelbench.query import RunData
@@ -60,11 +62,15 @@ class FairnessParams:
     ``min_level_requests``). ``isolated_rate`` None runs each class alone at its share of
     ``rate``; else at that rate."""
 
-    rate: float
-    short_ratio: float = DRAFT_MIX
-    requests: int | None = None
-    isolated_rate: float | None = None
-    arrival: str = "poisson"
+    rate: float = option(help="The mixed run's arrival rate, req/s.")
+    short_ratio: float = option(DRAFT_MIX, help="Share of short requests (draft 0.8).")
+    requests: int | None = option(
+        None, help="Mixed-run requests (default: 500 of the smaller class; draft)."
+    )
+    isolated_rate: float | None = option(
+        None, help="Each class alone at this rate (default: its share of --rate)."
+    )
+    arrival: str = shared_option("arrival")
 
     def __post_init__(self) -> None:
         if not self.rate > 0:

@@ -93,6 +93,7 @@ from otelbench.metrics import (
     fluidity_indices,
     token_arrival_times,
 )
+from otelbench.options import option
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import (
     RATE_GROWTH,
@@ -100,6 +101,7 @@ from otelbench.procedures.planning import (
     check_rate_range,
     open_loop_requests,
     rate_bounds,
+    shared_option,
 )
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
@@ -327,23 +329,50 @@ class FluidityParams:
     value or one derived from capacity (``min_rps`` 10 %, ``max_rps`` 200 %, ``rate_step`` =
     profile resolution × capacity)."""
 
-    decode_deadline_s: float = DEFAULT_DECODE_DEADLINE_S
-    prefill_deadline_s: float | None = None
+    decode_deadline_s: float = option(
+        DEFAULT_DECODE_DEADLINE_S,
+        help="D_d, the per-token deadline (Etalon §4.1: 25/50/100 ms).",
+        name="decode_deadline_ms",
+        scale=1000.0,
+    )
+    prefill_deadline_s: float | None = option(
+        None,
+        help="A fixed D_p for every request (default: Etalon's D_p(L) = prefill(L) + S, "
+        "profiled in isolation, §4.1).",
+        name="prefill_deadline_ms",
+        scale=1000.0,
+    )
     """A fixed ``D_p``; None: Etalon's profiled ``D_p(L) = prefill(L) + S``."""
-    scheduling_slack_s: float = DEFAULT_SCHEDULING_SLACK_S
-    profile_requests: int = ETALON_PROFILE_REQUESTS
-    profile_lengths: tuple[int, ...] | None = None
-    min_fluidity: float = DEFAULT_MIN_FLUIDITY
-    request_fraction: float = DEFAULT_REQUEST_FRACTION
-    capacity_rps: float | None = None
-    min_rps: float | None = None
-    max_rps: float | None = None
-    rate_step: float | None = None
-    level_duration_s: float | None = None
-    min_level_requests: int | None = None
-    probe_concurrency: int | None = None
-    probe_requests: int | None = None
-    arrival: str = "poisson"
+    scheduling_slack_s: float = option(
+        DEFAULT_SCHEDULING_SLACK_S,
+        help="S of the profiled D_p (Etalon §4.1: 500 ms, interactive).",
+        name="scheduling_slack_ms",
+        scale=1000.0,
+    )
+    profile_requests: int = option(
+        ETALON_PROFILE_REQUESTS,
+        help="Isolated requests per prompt length of the profile (Etalon 10).",
+    )
+    profile_lengths: tuple[int, ...] | None = option(
+        None,
+        help="Prompt length to profile (repeatable, >= 3; default: the workload's).",
+        name="profile_length",
+    )
+    min_fluidity: float = option(
+        DEFAULT_MIN_FLUIDITY, help="Fluidity-index a request must reach (Etalon §5.2: 0.9)."
+    )
+    request_fraction: float = option(
+        DEFAULT_REQUEST_FRACTION, help="Share of requests that must reach it (Etalon §5.2: 0.99)."
+    )
+    capacity_rps: float | None = shared_option("capacity_rps")
+    min_rps: float | None = shared_option("min_rps")
+    max_rps: float | None = shared_option("max_rps")
+    rate_step: float | None = shared_option("rate_step")
+    level_duration_s: float | None = shared_option("level_duration_s")
+    min_level_requests: int | None = shared_option("min_level_requests")
+    probe_concurrency: int | None = shared_option("probe_concurrency")
+    probe_requests: int | None = shared_option("probe_requests")
+    arrival: str = shared_option("arrival")
 
     def __post_init__(self) -> None:
         if not self.decode_deadline_s > 0:

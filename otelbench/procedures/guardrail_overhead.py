@@ -70,6 +70,7 @@ from otelbench import semconv
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.effects import guardrail_overhead, percent_change
+from otelbench.options import option
 from otelbench.procedures.base import (
     LevelSizes,
     Procedure,
@@ -78,7 +79,7 @@ from otelbench.procedures.base import (
     register_procedure,
 )
 from otelbench.procedures.configurations import SutConfiguration
-from otelbench.procedures.planning import open_loop_requests
+from otelbench.procedures.planning import open_loop_requests, shared_option
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
@@ -118,14 +119,23 @@ class GuardrailOverheadParams:
     ``fractions`` of capacity; per-level ``level_duration_s`` and ``min_level_requests`` (None:
     the profile's); the max-throughput probe's ``probe_concurrency`` / ``probe_requests``."""
 
-    guardrails: Path | None = None
-    capacity_rps: float | None = None
-    fractions: tuple[float, ...] = GUARDRAIL_FRACTIONS
-    level_duration_s: float | None = None
-    min_level_requests: int | None = None
-    probe_concurrency: int | None = None
-    probe_requests: int | None = None
-    arrival: str = "poisson"
+    guardrails: Path | None = option(
+        None,
+        help="Guardrail configuration file (the 'full' set): baseline, input, output and "
+        "full derive from it (middleware in vLLM with --sut vllm-cpu, else otelbench "
+        "gateway in front of --target).",
+    )
+    capacity_rps: float | None = shared_option("capacity_rps")
+    fractions: tuple[float, ...] = option(
+        GUARDRAIL_FRACTIONS,
+        help="Load level as a fraction of capacity (repeatable; 0.25 0.5 0.75).",
+        name="fraction",
+    )
+    level_duration_s: float | None = shared_option("level_duration_s")
+    min_level_requests: int | None = shared_option("min_level_requests")
+    probe_concurrency: int | None = shared_option("probe_concurrency")
+    probe_requests: int | None = shared_option("probe_requests")
+    arrival: str = shared_option("arrival")
 
     def __post_init__(self) -> None:
         if not self.fractions or any(not 0 < f <= 2 for f in self.fractions):

@@ -26,8 +26,9 @@ from typing import Any
 
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
-from otelbench.procedures.planning import ITL_FRACTIONS, fraction_levels
+from otelbench.procedures.planning import ITL_FRACTIONS, fraction_levels, shared_option
 from otelbench.procedures.profiles import DRAFT_ITL_MIN_OUTPUT_TOKENS, shortfalls
 from otelbench.procedures.render import NA, fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
@@ -57,11 +58,17 @@ class ItlParams:
     """5.4.2 setup parameters: the reference (``saturation_rps`` or a 5.3 ``sweep`` file),
     the fractions, ``requests`` per level (None: the profile's)."""
 
-    saturation_rps: float | None = None
-    sweep: Path | None = None
+    saturation_rps: float | None = option(
+        None, help="Saturation throughput, req/s (levels are % of it)."
+    )
+    sweep: Path | None = option(
+        None, help="A 5.3 procedure.json: saturation = its throughput peak."
+    )
     fractions: tuple[float, ...] = ITL_FRACTIONS
-    requests: int | None = None
-    arrival: str = "poisson"
+    requests: int | None = option(
+        None, help="Requests per level (default: the profile's; draft 100)."
+    )
+    arrival: str = shared_option("arrival")
 
     def __post_init__(self) -> None:
         if (self.saturation_rps is None) == (self.sweep is None):

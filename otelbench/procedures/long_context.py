@@ -30,6 +30,7 @@ from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.scaling import long_context_scaling
 from otelbench.metrics.summary import percentile
+from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.render import fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
@@ -88,11 +89,19 @@ class LongContextParams:
     cap), ``output_tokens`` per request, ``requests`` per length (None: the profile's), and the
     closed-loop ``concurrency``."""
 
-    lengths: tuple[int, ...] = DRAFT_CONTEXT_LENGTHS
-    max_context_len: int | None = None
-    output_tokens: int = 256
-    requests: int | None = None
-    concurrency: int = 1
+    lengths: tuple[int, ...] = option(
+        DRAFT_CONTEXT_LENGTHS,
+        help="Context length, tokens (repeatable; default 1K…128K, draft 5.9.2).",
+        name="length",
+    )
+    max_context_len: int | None = option(
+        None, help="The SUT's context window (default: --max-model-len with --sut)."
+    )
+    output_tokens: int = option(256, help="Output tokens per request.")
+    requests: int | None = option(
+        None, help="Requests per length (default: the profile's; draft 20)."
+    )
+    concurrency: int = option(1, help="Closed-loop concurrency (draft 1-4).")
 
     def __post_init__(self) -> None:
         if not self.lengths:

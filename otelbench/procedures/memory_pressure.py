@@ -80,7 +80,7 @@ import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -94,8 +94,10 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import percentile
 from otelbench.metrics.server import preemption_stats
+from otelbench.options import common, nested, option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.capacity import MIN_COMPLETION, CapacityParams, CapacityProcedure
+from otelbench.procedures.planning import shared_option
 from otelbench.procedures.profiles import DRAFT_TTFT_REQUESTS
 from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
@@ -369,15 +371,43 @@ class MemoryPressureParams:
     run only when neither ``capacity`` nor ``capacity_report`` is given.
     """
 
-    capacity: int | None = None
-    capacity_report: Path | None = None
-    levels: tuple[float, ...] = DEFAULT_OVERSUBSCRIPTION
-    level_duration_s: float | None = None
-    min_level_requests: int | None = None
-    workload: str = LONG_CONTEXT_WORKLOAD
-    max_context_len: int | None = None
-    output_tokens: int = LONG_CONTEXT_OUTPUT_TOKENS
-    search: CapacityParams = field(default_factory=CapacityParams)
+    capacity: int | None = option(
+        None,
+        help="The 5.5 capacity (max concurrency); without it or --capacity-report, 5.5's "
+        "search runs first.",
+    )
+    capacity_report: Path | None = option(
+        None, help="A 5.5 procedure.json: capacity = its max concurrency."
+    )
+    levels: tuple[float, ...] = option(
+        DEFAULT_OVERSUBSCRIPTION,
+        help="Oversubscription level, % of capacity (repeatable; 100 110 125 150).",
+        name="level",
+        scale=100.0,
+    )
+    level_duration_s: float | None = option(
+        None,
+        help="Seconds per level at least (default: draft 120, quick profile's).",
+        name="level_duration",
+    )
+    min_level_requests: int | None = shared_option("min_level_requests")
+    workload: str = common(LONG_CONTEXT_WORKLOAD)
+    max_context_len: int | None = option(
+        None,
+        help="The target's context window (default: --max-model-len with --sut, else the "
+        "target's /v1/models).",
+    )
+    output_tokens: int = option(
+        LONG_CONTEXT_OUTPUT_TOKENS, help="Long Context output tokens (A.5)."
+    )
+    search: CapacityParams = nested(
+        CapacityParams,
+        help={
+            "initial_concurrency": "5.5 search (when it runs): starting concurrency.",
+            "max_concurrency": "5.5 search (when it runs): upper bound.",
+            "slo_ttft_p99_ms": "5.5 search (when it runs): TTFT P99 limit, ms.",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.capacity is not None and self.capacity_report is not None:

@@ -34,9 +34,10 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from otelbench.errors import ConfigError
+from otelbench.options import option
 
 __all__ = [
     "ITL_FRACTIONS",
@@ -47,6 +48,7 @@ __all__ = [
     "fraction_levels",
     "open_loop_requests",
     "search_max",
+    "shared_option",
 ]
 
 SWEEP_FRACTIONS: Final = tuple(round(0.1 * k, 1) for k in range(1, 13))
@@ -109,9 +111,9 @@ def check_rate_range(
     otelbench.errors.ConfigError: --min-rps must not exceed --max-rps
     """
     given = {"capacity-rps": capacity_rps, "min-rps": min_rps, "max-rps": max_rps}
-    for option, value in {**given, "rate-step": rate_step}.items():
+    for flag, value in {**given, "rate-step": rate_step}.items():
         if value is not None and not value > 0:
-            raise ConfigError(f"--{option} must be > 0")
+            raise ConfigError(f"--{flag} must be > 0")
     if min_rps is not None and max_rps is not None and min_rps > max_rps:
         raise ConfigError("--min-rps must not exceed --max-rps")
 
@@ -263,3 +265,44 @@ def search_max(
     while (value := search.next_value()) is not None:
         search.record(value, passes(value))
     return search
+
+
+# ------------------------------------------------------------------------------------------
+# The options several procedures' Params share (their command-line help: otelbench.options)
+# ------------------------------------------------------------------------------------------
+
+_SHARED_OPTIONS: Final[dict[str, tuple[Any, str, str | None]]] = {
+    "arrival": ("poisson", "Open-loop arrival process (poisson, uniform, …).", None),
+    "capacity_rps": (
+        None,
+        "Estimated capacity, req/s (default: a closed-loop probe measures it).",
+        None,
+    ),
+    "min_rps": (None, "Lowest rate of the search (default 10% of capacity).", None),
+    "max_rps": (None, "Highest rate of the search (default 200% of capacity).", None),
+    "rate_step": (None, "Search resolution, req/s (default: profile × capacity).", None),
+    "level_duration_s": (
+        None,
+        "Seconds per load level (default: the profile's).",
+        "level_duration",
+    ),
+    "min_level_requests": (None, "Fewest requests per level (default: the profile's).", None),
+    "probe_concurrency": (None, "Capacity probe's concurrency (default: the profile's).", None),
+    "probe_requests": (None, "Capacity probe's requests (default: the profile's).", None),
+    "slo_ttft_p99_ms": (None, "SLO: TTFT P99 limit, ms.", None),
+    "slo_tpot_p99_ms": (None, "SLO: TPOT P99 limit, ms.", None),
+}
+
+
+def shared_option(field_name: str) -> Any:
+    """The field ``field_name`` that several procedures' ``Params`` have, as an option.
+
+    >>> import dataclasses
+    >>> @dataclasses.dataclass
+    ... class P:
+    ...     arrival: str = shared_option("arrival")
+    >>> P().arrival
+    'poisson'
+    """
+    default, help_text, name = _SHARED_OPTIONS[field_name]
+    return option(default, help=help_text, name=name)

@@ -64,8 +64,10 @@ from otelbench.loadgen.runner import LoadSpec
 from otelbench.loadgen.workloads import ParametricWorkload, make_workload
 from otelbench.metrics.effects import prefix_cache_effect
 from otelbench.metrics.summary import percentile
+from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.configurations import SutConfiguration
+from otelbench.procedures.planning import shared_option
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
@@ -109,11 +111,13 @@ class PrefixCacheParams:
     ``requests`` per level (None: the profile's TTFT count, draft 1,000); ``warm`` runs the
     warm level."""
 
-    concurrency: int | None = None
-    rate: float | None = None
-    arrival: str = "poisson"
-    requests: int | None = None
-    warm: bool = True
+    concurrency: int | None = option(None, help="Closed loop: concurrency (default 4).")
+    rate: float | None = option(None, help="Open loop: arrival rate, req/s.")
+    arrival: str = shared_option("arrival")
+    requests: int | None = option(
+        None, help="Requests per level (default: the profile's; draft 1,000)."
+    )
+    warm: bool = option(True, help="Run the warm-cache level too.")
 
     def __post_init__(self) -> None:
         if self.concurrency is not None and self.rate is not None:

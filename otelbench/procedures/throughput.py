@@ -46,6 +46,7 @@ from typing import Any, Final
 from otelbench.draft import THROUGHPUT_RECOMMENDED_DURATION_S as RECOMMENDED_DURATION_S
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.options import option
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import (
@@ -54,6 +55,7 @@ from otelbench.procedures.planning import (
     check_rate_range,
     open_loop_requests,
     rate_bounds,
+    shared_option,
 )
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
@@ -100,22 +102,26 @@ class ThroughputParams:
     """5.2.2 setup parameters; None takes the profile's value or one derived from capacity
     (``min_rps`` = 10 %, ``max_rps`` = 200 %, ``rate_step`` = profile resolution × capacity)."""
 
-    capacity_rps: float | None = None
-    min_rps: float | None = None
-    max_rps: float | None = None
-    rate_step: float | None = None
-    level_duration_s: float | None = None
-    min_level_requests: int | None = None
-    probe_concurrency: int | None = None
-    probe_requests: int | None = None
-    arrival: str = "poisson"
-    slo_ttft_p99_ms: float | None = None
-    slo_tpot_p99_ms: float | None = None
-    load_model: str = "open-loop"
+    capacity_rps: float | None = shared_option("capacity_rps")
+    min_rps: float | None = shared_option("min_rps")
+    max_rps: float | None = shared_option("max_rps")
+    rate_step: float | None = shared_option("rate_step")
+    level_duration_s: float | None = shared_option("level_duration_s")
+    min_level_requests: int | None = shared_option("min_level_requests")
+    probe_concurrency: int | None = shared_option("probe_concurrency")
+    probe_requests: int | None = shared_option("probe_requests")
+    arrival: str = shared_option("arrival")
+    slo_ttft_p99_ms: float | None = shared_option("slo_ttft_p99_ms")
+    slo_tpot_p99_ms: float | None = shared_option("slo_tpot_p99_ms")
+    load_model: str = option(
+        "open-loop", help="5.2.2.2: open-loop (search the rate) or closed-loop (the concurrency)."
+    )
     """5.2.2.2: ``open-loop`` (search the arrival rate) or ``closed-loop`` (the concurrency)."""
-    min_concurrency: int | None = None
-    max_concurrency: int | None = None
-    concurrency_step: int | None = None
+    min_concurrency: int | None = option(None, help="Closed loop: lowest concurrency (default 1).")
+    max_concurrency: int | None = option(
+        None, help="Closed loop: highest concurrency (default 8 × probe concurrency)."
+    )
+    concurrency_step: int | None = option(None, help="Closed loop: search resolution (default 1).")
 
     def __post_init__(self) -> None:
         if self.load_model not in ("open-loop", "closed-loop"):

@@ -36,7 +36,12 @@ from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import throughput_latency_points
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
-from otelbench.procedures.planning import SWEEP_FRACTIONS, fraction_levels, open_loop_requests
+from otelbench.procedures.planning import (
+    SWEEP_FRACTIONS,
+    fraction_levels,
+    open_loop_requests,
+    shared_option,
+)
 from otelbench.procedures.probe import PROBE_ROLE, capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
@@ -51,15 +56,15 @@ SWEEP_ROLE = "sweep"
 class TradeoffParams:
     """5.3.2 setup parameters; None takes the profile's value."""
 
-    capacity_rps: float | None = None
+    capacity_rps: float | None = shared_option("capacity_rps")
     fractions: tuple[float, ...] = SWEEP_FRACTIONS
-    level_duration_s: float | None = None
-    min_level_requests: int | None = None
-    probe_concurrency: int | None = None
-    probe_requests: int | None = None
-    arrival: str = "poisson"
-    slo_ttft_p99_ms: float | None = None
-    slo_tpot_p99_ms: float | None = None
+    level_duration_s: float | None = shared_option("level_duration_s")
+    min_level_requests: int | None = shared_option("min_level_requests")
+    probe_concurrency: int | None = shared_option("probe_concurrency")
+    probe_requests: int | None = shared_option("probe_requests")
+    arrival: str = shared_option("arrival")
+    slo_ttft_p99_ms: float | None = shared_option("slo_ttft_p99_ms")
+    slo_tpot_p99_ms: float | None = shared_option("slo_tpot_p99_ms")
 
     def __post_init__(self) -> None:
         if self.capacity_rps is not None and not self.capacity_rps > 0:

@@ -22,7 +22,9 @@ import numpy as np
 from otelbench.draft import P99_9_MIN_SAMPLES
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.planning import shared_option
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
@@ -38,10 +40,10 @@ class TtftParams:
     """5.1.2 load parameters: ``rate`` (open loop, ``arrival`` process) or ``concurrency``;
     ``requests`` None takes the profile's."""
 
-    rate: float | None = None
-    concurrency: int | None = None
-    arrival: str = "poisson"
-    requests: int | None = None
+    rate: float | None = option(None, help="Open loop: arrival rate, req/s.")
+    concurrency: int | None = option(None, help="Closed loop: concurrency.")
+    arrival: str = shared_option("arrival")
+    requests: int | None = option(None, help="Requests (default: the profile's; draft 1,000).")
 
     def __post_init__(self) -> None:
         if (self.rate is None) == (self.concurrency is None):

@@ -21,11 +21,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from otelbench.cli.dashboards import dashboards_app
 from otelbench.dashboards import names
 from otelbench.dashboards.push import (
     GrafanaPushError,
     PushConfig,
-    dashboards_app,
     push_dashboards,
 )
 from otelbench.errors import ConfigError

@@ -30,7 +30,7 @@ from otelbench import semconv
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-WATCH = "import typer; from otelbench.live.cli import watch; typer.run(watch)"
+WATCH = "import typer; from otelbench.cli.live import watch; typer.run(watch)"
 READY = re.compile(r"/metrics on http://127\.0\.0\.1:(\d+)/metrics; OTLP/HTTP on port (\d+)")
 
 

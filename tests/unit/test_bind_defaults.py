@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from otelbench import cli
 from otelbench.benchmark import EmbeddedCollector
+from otelbench.cli.collector import collector as collector_command
+from otelbench.cli.gateway import gateway as gateway_command
+from otelbench.cli.live import watch as watch_command
 from otelbench.collector.receiver import Receiver, serve
 from otelbench.collector.rotel import RotelCollector
-from otelbench.guardrails import cli as gateway_cli
 from otelbench.guardrails.gateway import GatewayServer, serve_gateway
-from otelbench.live import cli as live_cli
 from otelbench.live.options import DEFAULT_LISTEN, parse_hostport
 from otelbench.live.watch import WatchConfig, Watcher
 from otelbench.sut.vllm_cpu import VllmCpuServer
@@ -33,12 +33,12 @@ PACKAGE = Path(__file__).resolve().parents[2] / "otelbench"
 ENDPOINTS: list[tuple[str, Callable[..., Any], str]] = [
     ("embedded receiver (Receiver)", Receiver.__init__, "host"),
     ("embedded receiver (serve)", serve, "host"),
-    ("otelbench collector", cli.collector, "host"),
+    ("otelbench collector", collector_command, "host"),
     ("otelbench run's collector (EmbeddedCollector)", EmbeddedCollector.__init__, "host"),
     ("rotel in front of the receiver", RotelCollector.__init__, "host"),
     ("otelbench watch /metrics (Watcher.start)", Watcher.start, "host"),
     ("guardrail gateway (serve_gateway)", serve_gateway, "host"),
-    ("otelbench gateway", gateway_cli.gateway, "host"),
+    ("otelbench gateway", gateway_command, "host"),
     ("guardrail gateway process (GatewayServer)", GatewayServer.__init__, "host"),
     ("vLLM started by otelbench (VllmCpuServer)", VllmCpuServer.__init__, "host"),
 ]
@@ -72,12 +72,12 @@ def test_default_address_is_loopback(
 
 
 def test_watch_listens_on_loopback_by_default() -> None:
-    default = inspect.signature(live_cli.watch).parameters["listen"].default
+    default = inspect.signature(watch_command).parameters["listen"].default
     assert default == DEFAULT_LISTEN
     host, _ = parse_hostport(DEFAULT_LISTEN)
     assert is_loopback(host)
     # the watcher's own receiver runs only when asked (--otlp HOST:PORT), at that address
-    assert inspect.signature(live_cli.watch).parameters["otlp"].default is None
+    assert inspect.signature(watch_command).parameters["otlp"].default is None
 
 
 def test_the_receiver_socket_is_bound_to_loopback(tmp_path: Path) -> None:

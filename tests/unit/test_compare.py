@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from otelbench.cli.compare import compare_command
 from otelbench.compare import (
     DEFAULT_GROUP_BY,
     METRICS,
     GpuCount,
     RunReport,
-    compare_command,
     compare_runs,
     gpu_count_from_hardware,
     load_run,

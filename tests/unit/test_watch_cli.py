@@ -9,8 +9,8 @@ import typer
 from typer.testing import CliRunner
 
 from otelbench import semconv
+from otelbench.cli.live import probe, watch
 from otelbench.errors import ConfigError, OtelbenchError, StoreError
-from otelbench.live.cli import probe, watch
 
 
 def invoke(command: object, args: list[str]) -> BaseException | None:

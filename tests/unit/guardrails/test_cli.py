@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from otelbench.guardrails.cli import gateway
+from otelbench.cli.gateway import gateway
 
 
 def app() -> typer.Typer:

@@ -136,7 +136,7 @@ def probe(
     """Send a low-rate, tagged benchmark stream beside live traffic (watch: source="probe")."""
     import asyncio
 
-    from otelbench.cli_options import key_values
+    from otelbench.cli.options import key_values
     from otelbench.live.probe import ProbeConfig, ProbeTagger, run_probe
     from otelbench.spool import SpoolStats
     from otelbench.telemetry import make_tracer_provider, shutdown

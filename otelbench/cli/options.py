@@ -1,0 +1,284 @@
+"""The options shared by the commands, and the machinery that makes typer options of dataclass
+fields (their help, name and unit in :mod:`otelbench.options` metadata).
+
+:class:`CommonOptions` are the options of ``otelbench run`` and every ``otelbench test`` command
+(target, workload, request, warm-up, SUT and store); :func:`dataclass_options` lists the options of
+a dataclass's fields and :func:`make_command` builds a typer command function from such lists, its
+signature made with :class:`inspect.Parameter` and ``typer.Option``. Parsing helpers for option
+values (``KEY=VALUE`` lists, JSON objects) sit here too.
+
+Example::
+
+    opts = dataclass_options(CommonOptions)
+    command = make_command("Run it.", opts, lambda values: print(values["model"]))
+    typer.Typer().command("x")(command)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+import typer
+
+from otelbench.errors import ConfigError
+from otelbench.options import METADATA_KEY, OptionMeta, option
+
+__all__ = [
+    "PROMPT_FORMATS",
+    "CommonOptions",
+    "Opt",
+    "dataclass_options",
+    "declared_sut",
+    "from_values",
+    "json_object",
+    "key_values",
+    "make_command",
+    "prompt_format",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class CommonOptions:
+    """The options ``otelbench run`` and every ``otelbench test`` command share."""
+
+    out: Path = option(
+        help="New directory for the spans and the reports (run: report.json/.md/.html; test: "
+        "procedure.json/.md/.html and levels/)."
+    )
+    model: str = option(help="Model name to request (the target's served name).")
+    target: str | None = option(None, help="Base URL of an OpenAI-compatible server.")
+    sut: str | None = option(
+        None,
+        help="Launch the system under test: 'vllm-cpu' starts the tiny vLLM on CPU (once for "
+        "all levels of a procedure).",
+    )
+    seed: int = option(42, help="Seed of the workload and the arrival schedules.")
+    workload: str = option(
+        "synthetic-uniform",
+        help="Workload: synthetic-uniform, synthetic-skewed, conversation, sharegpt, "
+        "code-completion, long-context, mixed-classes, file (draft Appendix A).",
+    )
+    workload_param: list[str] | None = option(
+        None,
+        help="KEY=VALUE parameter of the workload (repeatable; VALUE read as JSON when it "
+        "parses, e.g. max_context_len=1024 or path=sharegpt.json).",
+    )
+    vocab_size: int | None = option(
+        None, help="Vocabulary size for random token-id prompts (default: draft A.1's)."
+    )
+    ignore_eos: bool = option(
+        False, help="Ask the server to ignore EOS so outputs reach max_tokens (vLLM)."
+    )
+    extra_body: str | None = option(
+        None, help="JSON object merged into every request body (server-specific fields)."
+    )
+    timeout: float = option(600.0, help="Per-request timeout, seconds.")
+    tokenizer: str | None = option(
+        None,
+        help="Draft 4.4: cl100k_base (Option B), a tokenizer.json path, or 'server' (the "
+        "target's /tokenize). Text workloads tokenize with it; the report declares it.",
+    )
+    cold_start: bool = option(
+        False, help="Skip the warm-up and report a cold-start measurement (4.5.3)."
+    )
+    warmup_requests: int | None = option(
+        None,
+        help="Warm-up: at least this many requests (run: draft 4.5's 100; test: the profile's).",
+    )
+    warmup_tokens: int | None = option(
+        None,
+        help="Warm-up: at least this many output tokens (run: draft 4.5's 10,000; test: the "
+        "profile's).",
+    )
+    span_wait: float | None = option(
+        None,
+        help="Longest wait for the target's spans after the load (of each level), s "
+        "(default: auto).",
+    )
+    max_model_len: int = option(1024, help="With --sut vllm-cpu.")
+    sut_boundary: str | None = option(
+        None, help="Declare the SUT boundary (draft 4.1): Model Engine, Gateway, Compound."
+    )
+    sut_hardware: str | None = option(None, help="Declare the target's hardware for the report.")
+    sut_software: str | None = option(None, help="Declare the target's software and version.")
+    store: str | None = option(
+        None,
+        help="Span store: a DuckDB file (default OUT/spans.duckdb), chdb:///abs/dir or "
+        "clickhouse://user:password@host:port/database. With --otlp-endpoint: the store "
+        "that collector writes (a ClickHouse server is polled for the run's spans).",
+    )
+    otlp_endpoint: str | None = option(
+        None,
+        help="Export spans to this OTLP/HTTP collector instead of the embedded one; it must "
+        "write --store.",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Opt:
+    """One command-line option made from a dataclass field (or a nested dataclass's field)."""
+
+    name: str
+    """The parameter name; typer's option is ``--`` + it with ``-`` for ``_``."""
+    hint: Any
+    default: Any
+    help: str
+    field: str
+    """The field it sets (in ``nested`` when that is not None)."""
+    scale: float | None = None
+    repeatable: bool = False
+    nested: str | None = None
+
+
+def _is_tuple(hint: Any) -> Any:
+    """``T`` when ``hint`` is ``tuple[T, ...]`` (or that or None), else None."""
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    for arg in args:
+        if typing.get_origin(arg) is tuple:
+            return typing.get_args(arg)[0]
+    return None
+
+
+def dataclass_options(
+    cls: type[Any], *, defaults: Mapping[str, Any] | None = None, nested: str | None = None
+) -> list[Opt]:
+    """The options of ``cls``'s fields that carry :mod:`otelbench.options` metadata, in field
+    order; ``defaults`` overrides some (by option name). A tuple field is a repeatable option
+    (default None: the field's own default); a scaled field's default is shown scaled."""
+    hints = typing.get_type_hints(cls)
+    out: list[Opt] = []
+    for f in dataclasses.fields(cls):
+        meta: OptionMeta | None = f.metadata.get(METADATA_KEY)
+        if meta is None or meta.common:
+            continue
+        if meta.nested_help is not None:
+            for sub in dataclass_options(hints[f.name], nested=f.name):
+                if sub.name in meta.nested_help:
+                    out.append(dataclasses.replace(sub, help=meta.nested_help[sub.name]))
+            continue
+        item = _is_tuple(hints[f.name])
+        name = meta.name or f.name
+        default: Any
+        if item is not None:
+            hint, default = list[item] | None, None  # type: ignore[valid-type]
+        else:
+            hint = hints[f.name]
+            default = f.default
+            if default is dataclasses.MISSING:
+                default = inspect.Parameter.empty
+            elif meta.scale is not None and default is not None:
+                default = default * meta.scale
+        if defaults and name in defaults:
+            default = defaults[name]
+        out.append(
+            Opt(name, hint, default, meta.help, f.name, meta.scale, item is not None, nested)
+        )
+    return out
+
+
+def from_values(
+    cls: type[Any], options: Sequence[Opt], values: Mapping[str, Any], **extra: Any
+) -> Any:
+    """``cls`` built from the command's option ``values`` (the inverse of the options' scale and
+    repetition) and ``extra`` fields; a repeatable option not given leaves the field's default."""
+    kwargs: dict[str, Any] = dict(extra)
+    nested: dict[str, dict[str, Any]] = {}
+    for o in options:
+        value = values[o.name]
+        if o.repeatable:
+            if not value:
+                continue
+            value = tuple(v / o.scale for v in value) if o.scale else tuple(value)
+        elif o.scale is not None and value is not None:
+            value = value / o.scale
+        (nested.setdefault(o.nested, {}) if o.nested else kwargs)[o.field] = value
+    hints = typing.get_type_hints(cls)
+    for name, sub in nested.items():
+        kwargs[name] = hints[name](**sub)
+    return cls(**kwargs)
+
+
+def make_command(doc: str, options: Sequence[Opt], body: Callable[[dict[str, Any]], None]) -> Any:
+    """A typer command function whose options are ``options`` and that calls ``body`` with
+    the values by option name (its signature built with :class:`inspect.Parameter`)."""
+    params = [
+        inspect.Parameter(
+            o.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=o.default,
+            annotation=Annotated[o.hint, typer.Option(help=o.help)],
+        )
+        for o in options
+    ]
+
+    def command(**values: Any) -> None:
+        body(values)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    command.__doc__ = doc
+    return command
+
+
+def key_values(items: list[str], option: str) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as a dict; VALUE as JSON when it parses, else the string.
+
+    >>> key_values(["n=3", "path=a.json"], "--workload-param")
+    {'n': 3, 'path': 'a.json'}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def json_object(text: str | None, option: str) -> dict[str, Any]:
+    """The JSON object an option gives (``{}`` when not given); anything else is a ConfigError.
+
+    >>> json_object('{"top_k": 5}', "--extra-body")
+    {'top_k': 5}
+    """
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{option} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{option} must be a JSON object")
+    return value
+
+
+def declared_sut(
+    boundary: str | None, hardware: str | None, software: str | None
+) -> dict[str, str]:
+    """The SUT as the user declared it (``--sut-boundary``/``-hardware``/``-software``)."""
+    pairs = (("boundary", boundary), ("hardware", hardware), ("software", software))
+    return {key: value for key, value in pairs if value}
+
+
+PROMPT_FORMATS: Final = ("token_ids", "text")
+
+
+def prompt_format(value: str) -> Literal["token_ids", "text"]:
+    """``--prompt-format``: ``token_ids`` or ``text`` (RunConfig.prompt_format).
+
+    >>> prompt_format("text")
+    'text'
+    """
+    if value == "token_ids":
+        return "token_ids"
+    if value == "text":
+        return "text"
+    raise ConfigError(f"--prompt-format must be one of {', '.join(PROMPT_FORMATS)}, got {value!r}")

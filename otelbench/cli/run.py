@@ -1,0 +1,208 @@
+"""``otelbench run``: one benchmark run against a target, its reports written to ``--out``.
+
+Its options are :class:`~otelbench.cli.options.CommonOptions` (shared with ``otelbench test``)
+and :class:`RunOptions` (the load and what only a single run has).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+import typer
+
+from otelbench.cli.options import (
+    CommonOptions,
+    dataclass_options,
+    declared_sut,
+    from_values,
+    json_object,
+    key_values,
+    make_command,
+)
+from otelbench.cli.options import prompt_format as parse_prompt_format
+from otelbench.options import option
+
+__all__ = ["RunOptions", "run"]
+
+RUN_WARMUP_REQUESTS: Final = 100
+"""Draft 4.5: the warm-up sends at least 100 requests …"""
+RUN_WARMUP_TOKENS: Final = 10_000
+"""… and 10,000 output tokens."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """The options of ``otelbench run`` that the test procedures set themselves."""
+
+    requests: int = option(100, help="Number of requests to send.")
+    rate: float | None = option(None, help="Open loop: mean arrival rate, requests/s.")
+    arrival: str = option(
+        "poisson", help="Open-loop arrival process: poisson, uniform, bursty or trace."
+    )
+    burst_cv: float | None = option(
+        None, help="bursty: coefficient of variation of the gaps (default 3; 1 = Poisson)."
+    )
+    trace_file: Path | None = option(
+        None, help="trace: file of send times, seconds (one per line or a JSON list)."
+    )
+    time_scale: float | None = option(None, help="trace: multiply the file's times by this.")
+    concurrency: int | None = option(None, help="Closed loop: requests kept in flight.")
+    workload_file: Path | None = option(
+        None, help="Workload file (YAML/JSON, draft 4.3.1); implies --workload file."
+    )
+    prompt_format: str = option(
+        "token_ids",
+        help="'token_ids' (token-exact, the default) or 'text' (ids decoded by --tokenizer, "
+        "for paths that read text, e.g. guardrails).",
+    )
+    spool_dir: Path | None = option(
+        None,
+        help="Where client spans wait while the collector is unreachable (default OUT/spool).",
+    )
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"otelbench: error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+class _Progress:
+    """A progress display on a terminal, a line every 10 % otherwise; cheap per request."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self._bar: Any = None
+        if sys.stderr.isatty():
+            from rich.progress import Progress
+
+            self._bar = Progress(transient=True, refresh_per_second=4)
+            self._task = self._bar.add_task("requests", total=total)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def status(self, message: str) -> None:
+        typer.echo(f"otelbench: {message}", err=True)
+
+    def result(self, result: Any) -> None:
+        self.done += 1
+        self.failed += 0 if result.ok else 1
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done)
+        elif self.done == self.total or self.done % max(1, self.total // 10) == 0:
+            typer.echo(
+                f"otelbench: {self.done}/{self.total} requests done ({self.failed} failed)",
+                err=True,
+            )
+
+
+def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
+    """Run a benchmark and write OUT/report.json, report.md and report.html."""
+    from otelbench.benchmark import run_benchmark
+    from otelbench.loadgen.runner import LoadSpec, RunConfig
+    from otelbench.loadgen.warmup import WarmupSpec
+
+    if r.rate is not None and r.concurrency is not None:
+        raise typer.BadParameter("give one of --rate (open loop) or --concurrency, not both")
+    if r.rate is None and r.concurrency is None and r.arrival != "trace":
+        raise typer.BadParameter("give --rate (open loop) or --concurrency (closed loop)")
+    arrival_params: dict[str, Any] = {}
+    if r.burst_cv is not None:
+        arrival_params["cv"] = r.burst_cv
+    if r.trace_file is not None:
+        arrival_params["path"] = r.trace_file
+    if r.time_scale is not None:
+        arrival_params["time_scale"] = r.time_scale
+    if c.sut not in (None, "vllm-cpu"):
+        raise typer.BadParameter(f"unknown --sut {c.sut!r}; known: vllm-cpu")
+    if c.sut is None and c.target is None:
+        raise typer.BadParameter("give --target URL (or --sut vllm-cpu to launch one)")
+    load = LoadSpec(
+        mode="closed_loop" if r.concurrency is not None else r.arrival,  # type: ignore[arg-type]
+        requests=r.requests,
+        rate=r.rate,
+        concurrency=r.concurrency,
+        arrival_params=arrival_params if r.concurrency is None else {},
+    )
+    params: dict[str, Any] = {} if c.vocab_size is None else {"vocab_size": c.vocab_size}
+    workload = c.workload
+    if r.workload_file is not None:
+        workload, params["path"] = "file", str(r.workload_file)
+    params.update(key_values(c.workload_param or [], "--workload-param"))
+    warmup = WarmupSpec(
+        cold_start=c.cold_start,
+        min_requests=RUN_WARMUP_REQUESTS if c.warmup_requests is None else c.warmup_requests,
+        min_output_tokens=RUN_WARMUP_TOKENS if c.warmup_tokens is None else c.warmup_tokens,
+    )
+    body = json_object(c.extra_body, "--extra-body")
+    config = RunConfig(
+        target=c.target or "",
+        model=c.model,
+        load=load,
+        seed=c.seed,
+        workload=workload,
+        workload_params=params,
+        ignore_eos=c.ignore_eos,
+        extra_body=body,
+        timeout_s=c.timeout,
+        tokenizer=c.tokenizer,
+        prompt_format=parse_prompt_format(r.prompt_format),
+        warmup=warmup,
+        sut=declared_sut(c.sut_boundary, c.sut_hardware, c.sut_software),
+    )
+    launch = {"max_model_len": c.max_model_len, "served_model_name": c.model} if c.sut else None
+    out = c.out
+    with _Progress(r.requests) as progress:
+        result = run_benchmark(
+            config,
+            out,
+            otlp_endpoint=c.otlp_endpoint,
+            store=c.store,
+            launch_vllm_cpu=launch,
+            on_result=progress.result,
+            on_status=progress.status,
+            span_wait_s=c.span_wait,
+            spool_dir=r.spool_dir,
+        )
+    if result.report_md is not None:
+        typer.echo(result.report_md)
+        typer.echo(f"otelbench: reports written to {out}/report.json and {out}/report.md", err=True)
+    else:
+        typer.echo(
+            "otelbench: spans went to the external collector; compute the report with "
+            f"`otelbench report {out} --store <its store>`",
+            err=True,
+        )
+    if result.interrupted:
+        raise typer.Exit(130)
+    outcome = result.outcome
+    if outcome is not None and outcome.results and not any(x.ok for x in outcome.results):
+        kinds = sorted({x.error_type or "error" for x in outcome.results})
+        _fail(f"all {len(outcome.results)} requests failed ({', '.join(kinds)})")
+
+
+_COMMON = dataclass_options(
+    CommonOptions,
+    defaults={"warmup_requests": RUN_WARMUP_REQUESTS, "warmup_tokens": RUN_WARMUP_TOKENS},
+)
+_RUN = dataclass_options(RunOptions)
+
+run: Final = make_command(
+    run_benchmark_command.__doc__ or "",
+    [*_COMMON[:2], *_RUN, *_COMMON[2:]],
+    lambda values: run_benchmark_command(
+        from_values(CommonOptions, _COMMON, values), from_values(RunOptions, _RUN, values)
+    ),
+)
+"""The ``otelbench run`` command function (typer registers it)."""
