@@ -71,7 +71,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, Final
 
 from otelbench import __version__
@@ -91,6 +91,7 @@ from otelbench.collector.otlp import (
     encoding_for,
 )
 from otelbench.errors import CollectorError, StoreError
+from otelbench.lifecycle import Stops
 from otelbench.store import SpanStore
 from otelbench.store.clickhouse import METRICS_NOT_STORED
 from otelbench.store.writers import SpanWriter, open_span_writer
@@ -557,7 +558,7 @@ def _is_loopback(address: str) -> bool:
 # --------------------------------------------------------------------------------------------
 # The receiver
 # --------------------------------------------------------------------------------------------
-class Receiver:
+class Receiver(Stops):
     """An OTLP/HTTP receiver writing into a span store; start it, send to it, stop it.
 
     ``store`` is a DuckDB path or a ClickHouse store URL (``chdb:///dir``, ``clickhouse://…``:
@@ -716,14 +717,6 @@ class Receiver:
 
     def __enter__(self) -> Receiver:
         return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ---------------------------------------------------------------- state
     @property

@@ -62,11 +62,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any
 
 from otelbench import semconv
 from otelbench.errors import CollectorError, ConfigError, OtelbenchError, StoreError
+from otelbench.lifecycle import Stops
 from otelbench.live.exposition import CONTENT_TYPE, render
 from otelbench.live.query import LiveStore, delete_older_than, extract_window, store_bytes
 from otelbench.live.window import SourceMetrics, WindowConfig, window_metrics
@@ -106,7 +107,7 @@ class WatchConfig:
             raise ConfigError("the retention check interval must be > 0")
 
 
-class Watcher:
+class Watcher(Stops):
     """Refreshes the window metrics on a schedule and serves them on ``/metrics``.
 
     ``store`` is an open, writable :class:`~otelbench.store.SpanStore` shared with a receiver in
@@ -305,17 +306,6 @@ class Watcher:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-
-    def __enter__(self) -> Watcher:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def serve_watch(

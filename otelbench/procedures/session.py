@@ -43,7 +43,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final
 
 from otelbench import telemetry
@@ -65,6 +64,7 @@ from otelbench.benchmark import (
 )
 from otelbench.client import CompletionResult
 from otelbench.errors import ConfigError, OtelbenchError
+from otelbench.lifecycle import Ends
 from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_run
 from otelbench.loadgen.workloads import make_workload
 from otelbench.procedures.configurations import SutConfiguration
@@ -114,7 +114,7 @@ class Level:
         return f"levels/{self.index:02d}"
 
 
-class ProcedureSession:
+class ProcedureSession(Ends):
     """One collector, optionally one launched vLLM, and the procedure's levels (module doc)."""
 
     def __init__(
@@ -209,12 +209,7 @@ class ProcedureSession:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _end(self) -> None:
         self.finished_unix = time.time()
         try:
             self._stack.close()

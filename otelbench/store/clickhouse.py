@@ -80,12 +80,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from otelbench import __version__, semconv
 from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
+from otelbench.lifecycle import Closes
 from otelbench.store.duckdb import SCHEMA_VERSION, SpanStore
 from otelbench.store.rows import GaugeRow, HistogramRow, SpanRow, SumRow
 
@@ -665,7 +665,7 @@ def span_to_json(row: SpanRow) -> str:
     )
 
 
-class ClickHouseSpanWriter:
+class ClickHouseSpanWriter(Closes):
     """Writes span batches into a ClickHouse ``otel_traces`` (chdb or a server); see the module
     docstring. Open it with :meth:`open`; :meth:`close` is idempotent.
 
@@ -797,17 +797,6 @@ class ClickHouseSpanWriter:
             connection, self._connection = self._connection, None
             if connection is not None:
                 self._closer()
-
-    def __enter__(self) -> ClickHouseSpanWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._connection is None else "read-write"

@@ -88,13 +88,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final
 
 import duckdb
 
 from otelbench import __version__, semconv
 from otelbench.errors import NotAnOtelbenchStore, StoreError
+from otelbench.lifecycle import Closes
 from otelbench.store.rows import GaugeRow, HistogramRow, SpanRow, SumRow
 
 __all__ = [
@@ -251,7 +251,7 @@ class _Writer:
     token: str | None
 
 
-class SpanStore:
+class SpanStore(Closes):
     """A DuckDB file with ``otel_traces``, the ``otel_metrics_*`` tables and ``otelbench_meta``.
 
     Open it with :meth:`open`; it is a context manager and :meth:`close` is idempotent.
@@ -571,17 +571,6 @@ class SpanStore:
                     if fd is not None:  # after DuckDB's own: closing it drops the file's lock
                         os.close(fd)
                         _HELD.discard(self._path.resolve())
-
-    def __enter__(self) -> SpanStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = (

@@ -37,12 +37,12 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import IO, ClassVar, Final, Self
 
 import httpx
 
 from otelbench.errors import ConfigError, TargetUnreachable
+from otelbench.lifecycle import Stops
 
 __all__ = [
     "SUT_NICENESS",
@@ -171,7 +171,7 @@ def _stop_leftovers() -> None:
         server.stop(grace=5.0)
 
 
-class ManagedServer(abc.ABC):
+class ManagedServer(Stops, abc.ABC):
     """A server process group that otelbench starts and stops (module docstring)."""
 
     kind: ClassVar[str] = "server"
@@ -216,7 +216,7 @@ class ManagedServer(abc.ABC):
         """What a start that timed out says the server failed to do."""
         return "was not ready"
 
-    def prepare(self) -> None:  # noqa: B027 (optional hook, nothing to do by default)
+    def prepare(self) -> None:
         """Checks and choices before the spawn (a port, an environment); raise ConfigError."""
 
     # ------------------------------------------------------------------ properties
@@ -327,14 +327,6 @@ class ManagedServer(abc.ABC):
         if self._proc is None:
             self.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ------------------------------------------------------------------ inspection
     def log_tail(self, lines: int = _LOG_TAIL_LINES) -> list[str]:
