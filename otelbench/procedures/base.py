@@ -184,6 +184,15 @@ class LevelSizes:
         """Requests of the closed-loop capacity probe."""
         return int(self._sized().probe_requests or self.profile.probe_requests)
 
+    def size_parameters(self) -> dict[str, float | int]:
+        """The four sizes under their parameter names, for :meth:`Procedure.parameters`."""
+        return {
+            "level_duration_s": self.duration_s,
+            "min_level_requests": self.min_requests,
+            "probe_concurrency": self.probe_concurrency,
+            "probe_requests": self.probe_requests,
+        }
+
 
 P = TypeVar("P", bound=type[Procedure])
 PROCEDURES: Final[dict[str, type[Procedure]]] = {}

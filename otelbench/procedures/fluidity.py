@@ -419,10 +419,7 @@ class FluidityProcedure(LevelSizes, Procedure):
         return {
             **asdict(self.params),
             **self.bounds,
-            "level_duration_s": self.duration_s,
-            "min_level_requests": self.min_requests,
-            "probe_concurrency": self.probe_concurrency,
-            "probe_requests": self.probe_requests,
+            **self.size_parameters(),
             "max_levels": self.profile.search_max_levels,
             "load_model": "open-loop",
             "search": f"binary search on the arrival rate (bracket ×{RATE_GROWTH}, then bisection)",

@@ -276,10 +276,7 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure):
         return {
             **asdict(self.params),
             "guardrails": None if self.params.guardrails is None else str(self.params.guardrails),
-            "level_duration_s": self.duration_s,
-            "min_level_requests": self.min_requests,
-            "probe_concurrency": self.probe_concurrency,
-            "probe_requests": self.probe_requests,
+            **self.size_parameters(),
             "prompt_format": "text",
         }
 

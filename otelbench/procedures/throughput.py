@@ -174,10 +174,7 @@ class ThroughputProcedure(LevelSizes, Procedure):
         return {
             **asdict(self.params),
             **self.bounds,
-            "level_duration_s": self.duration_s,
-            "min_level_requests": self.min_requests,
-            "probe_concurrency": self.probe_concurrency,
-            "probe_requests": self.probe_requests,
+            **self.size_parameters(),
             "max_levels": self.profile.search_max_levels,
             "load_model": self.params.load_model,
             "search": f"binary search on the {'concurrency' if self.closed else 'arrival rate'} "

@@ -191,10 +191,7 @@ class TradeoffProcedure(LevelSizes, Procedure):
     def parameters(self) -> dict[str, Any]:
         return {
             **asdict(self.params),
-            "level_duration_s": self.duration_s,
-            "min_level_requests": self.min_requests,
-            "probe_concurrency": self.probe_concurrency,
-            "probe_requests": self.probe_requests,
+            **self.size_parameters(),
             "load_model": "open-loop (required by 5.3.2)",
         }
 
