@@ -60,7 +60,7 @@ first two minutes, ending at 400 MiB (slope over the second half -1.5 MiB/min); 
 suffer (10,900 spans/s, on a less loaded machine: load average 3.5 against 8).
 
 **Bulk insert.** A batch travels as one list per column bound to ``INSERT ... SELECT unnest(...)``
-(``sql/duckdb/insert_*.sql``); maps travel as parallel key and value lists. Measured on this machine
+(:func:`_insert_sql`); maps travel as parallel key and value lists. Measured on this machine
 for 512 spans with 14 attributes (two of them 150-element int arrays): ``executemany`` could not
 bind maps at all (DuckDB 2.0 raises an internal error for dict parameters), a JSON document parsed
 by ``from_json`` took 93 ms per batch, a registered dict of numpy object arrays 104 ms, and the
@@ -83,7 +83,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -132,6 +132,45 @@ def _sql(name: str) -> str:
     return resource.read_text(encoding="utf-8")
 
 
+_MAP_TYPE: Final = "MAP(VARCHAR, VARCHAR)"
+
+
+def _insert_sql(table: str, columns: Iterable[tuple[str, str]]) -> str:
+    """The bulk insert into ``table`` of a batch bound as one list per column (module
+    docstring, "Bulk insert"): ``INSERT INTO table SELECT … FROM (SELECT unnest($field::T[]) AS
+    field, …)``. ``columns`` pairs each row field with its column's DuckDB type, in the table's
+    order (``sql/duckdb/schema.sql``); a map travels as ``<field>_k`` and ``<field>_v`` key and
+    value lists, a timestamp as integer nanoseconds (:meth:`_Table.params`)."""
+    select: list[str] = []
+    unnest: list[tuple[str, str]] = []
+    for field, column_type in columns:
+        nested = column_type.endswith("[]")  # a list column: Events.*, Links.*, Exemplars.* …
+        base = column_type.removesuffix("[]")
+        lists = "[]" * (1 + nested)  # the batch's list, then the column's own
+        if base == _MAP_TYPE:
+            k, v = f"{field}_k", f"{field}_v"
+            pair = f"{k}[i + 1], {v}[i + 1]" if nested else f"{k}, {v}"
+            select.append(
+                f"list_transform(range(len({k})), lambda i: map({pair}))"
+                if nested
+                else f"map({pair})"
+            )
+            unnest += [(k, f"VARCHAR[]{lists}"), (v, f"VARCHAR[]{lists}")]
+        elif base == "TIMESTAMP_NS":
+            select.append(
+                f"list_transform({field}, lambda t: make_timestamp_ns(t))"
+                if nested
+                else f"make_timestamp_ns({field})"
+            )
+            unnest.append((field, f"BIGINT{lists}"))
+        else:
+            select.append(field)
+            unnest.append((field, f"{column_type}[]"))
+    selected = ",\n    ".join(select)
+    params = ",\n        ".join(f"unnest(${name}::{t}) AS {name}" for name, t in unnest)
+    return f"INSERT INTO {table}\nSELECT\n    {selected}\nFROM (\n    SELECT\n        {params}\n);"
+
+
 # --------------------------------------------------------------------------------------------
 # Rows → bound parameters (one list per column; maps as parallel key/value lists)
 # --------------------------------------------------------------------------------------------
@@ -140,10 +179,9 @@ _SCALAR, _MAP, _MAPS = 0, 1, 2
 
 @dataclass(frozen=True, slots=True)
 class _Table:
-    """An insert statement and how to turn rows of ``row_type`` into its parameters."""
+    """A table and how to turn its rows into the parameters of its insert (:func:`_insert_sql`)."""
 
     name: str
-    sql_file: str
     fields: tuple[str, ...]
     maps: frozenset[str] = frozenset()
     map_lists: frozenset[str] = frozenset()
@@ -165,28 +203,24 @@ class _Table:
 _METRIC_MAPS: Final = frozenset({"resource_attributes", "scope_attributes", "attributes"})
 _TRACES: Final = _Table(
     semconv.TABLE_TRACES,
-    "insert_traces",
     SpanRow._fields,
     maps=frozenset({"resource_attributes", "span_attributes"}),
     map_lists=frozenset({"events_attributes", "links_attributes"}),
 )
 _GAUGE: Final = _Table(
     semconv.TABLE_METRICS_GAUGE,
-    "insert_metrics_gauge",
     GaugeRow._fields,
     _METRIC_MAPS,
     frozenset({"exemplars_filtered_attributes"}),
 )
 _SUM: Final = _Table(
     semconv.TABLE_METRICS_SUM,
-    "insert_metrics_sum",
     SumRow._fields,
     _METRIC_MAPS,
     frozenset({"exemplars_filtered_attributes"}),
 )
 _HISTOGRAM: Final = _Table(
     semconv.TABLE_METRICS_HISTOGRAM,
-    "insert_metrics_histogram",
     HistogramRow._fields,
     _METRIC_MAPS,
     frozenset({"exemplars_filtered_attributes"}),
@@ -548,9 +582,12 @@ class SpanStore(Closes):
                 _writer_path(self._path).unlink(missing_ok=True)
 
     def _statement(self, table: _Table) -> str:
-        sql = self._statements.get(table.sql_file)
+        """The insert into ``table``, built once from its column types as the file has them."""
+        sql = self._statements.get(table.name)
         if sql is None:
-            sql = self._statements[table.sql_file] = _sql(table.sql_file)
+            types = [row[1] for row in self.connection.execute(f"DESCRIBE {table.name}").fetchall()]
+            sql = _insert_sql(table.name, zip(table.fields, types, strict=True))
+            self._statements[table.name] = sql
         return sql
 
     # ---------------------------------------------------------------------------- closing
