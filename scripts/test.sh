@@ -13,4 +13,4 @@ echo "test: mypy"
 echo "test: dependency audit (docs/security.md)"
 bash scripts/audit.sh
 echo "test: pytest"
-.venv/bin/python -m pytest tests "$@"
+.venv/bin/python -m pytest tests --durations=25 "$@"
