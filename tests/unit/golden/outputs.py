@@ -16,23 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from otelbench.compare import RunReport, compare_runs, render_compare_markdown
-from otelbench.loadgen.runner import LoadSpec, RunConfig
 from otelbench.procedures import (
     CapacityParams,
     CapacityProcedure,
-    Level,
-    MaxSearch,
-    ProcedureSpec,
     TradeoffParams,
     TradeoffProcedure,
-    get_profile,
-    placeholder_load,
 )
 from otelbench.procedures.render import render_procedure
 from otelbench.procedures.tradeoff import SWEEP_ROLE
 from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.html import plot_data, render_html, render_procedure_html
+from tests.unit.procedures.test_reports import TABLE_5, capacity_levels, level, spec
 from tests.unit.query.spanstore import write_hook_scenario, write_scenario
 from tests.unit.report.test_guardrails import write_guarded
 
@@ -44,40 +39,12 @@ SCENARIOS: dict[str, Callable[[Path], Path]] = {
     "guarded_no_stage_totals": lambda p: write_guarded(p, stage_totals=False),
 }
 
-TABLE_5 = [
-    (2, 284, 95, 142),
-    (6, 852, 102, 178),
-    (10, 1420, 128, 267),
-    (14, 1988, 198, 512),
-    (18, 2534, 378, 1234),
-    (22, 2712, 823, 3456),
-]
-
-
-def _level(index: int, row: dict[str, Any], **meta: Any) -> Level:
-    return Level(
-        index=index,
-        label=f"level {index}",
-        run_id=f"run-{index:02d}",
-        load=LoadSpec(mode="poisson", requests=10, rate=row.get("offered_rps") or 1.0),
-        out_dir=Path(f"levels/{index:02d}"),
-        warmed=index == 1,
-        meta=meta,
-        row=row,
-        stored=True,
-    )
-
-
-def _spec(out: Path) -> ProcedureSpec:
-    base = RunConfig(target="http://127.0.0.1:1", model="m", load=placeholder_load())
-    return ProcedureSpec(base=base, profile=get_profile("quick"), out_dir=out)
-
 
 def _procedures(tmp: Path) -> dict[str, dict[str, Any]]:
     tradeoff = TradeoffProcedure(TradeoffParams(capacity_rps=20.0, slo_ttft_p99_ms=600.0))
-    tradeoff.bind(_spec(tmp))
+    tradeoff.bind(spec(tmp))
     levels = [
-        _level(
+        level(
             i + 1,
             {
                 "offered_rps": r,
@@ -95,22 +62,8 @@ def _procedures(tmp: Path) -> dict[str, dict[str, Any]]:
         for i, (r, t, p50, p99) in enumerate(TABLE_5)
     ]
     capacity = CapacityProcedure(CapacityParams(initial_concurrency=8, slo_ttft_p99_ms=300.0))
-    capacity.bind(_spec(tmp))
-    search = MaxSearch(start=8, lo=1, hi=512, integer=True)
-    capacity.search = search
-    cap_levels = []
-    for i, (c, p99) in enumerate([(8, 142.0), (16, 178.0), (32, 520.0), (24, 250.0)], start=1):
-        row = {
-            "concurrency": c,
-            "success_rate": 1.0,
-            "ttft_p99_ms": p99,
-            "failed": 0,
-            "failed_by_type": {},
-            "output_tokens_per_s": 10.0 * c,
-            "tokens_in_flight": 100 * c,
-        }
-        cap_levels.append(_level(i, row, live_verdict=p99 <= 300.0))
-        search.record(c, p99 <= 300.0)
+    capacity.bind(spec(tmp))
+    cap_levels = capacity_levels(capacity)
     out = {}
     for name, procedure, lv, section in (
         ("tradeoff", tradeoff, levels, "5.3"),

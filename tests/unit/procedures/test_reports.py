@@ -235,9 +235,9 @@ def test_tradeoff_build_shapes_the_levels_block(tmp_path: Path) -> None:
     assert "- Saturation point: none" in md
 
 
-def test_capacity_build_reports_the_maximum(tmp_path: Path) -> None:
-    procedure = CapacityProcedure(CapacityParams(initial_concurrency=8, slo_ttft_p99_ms=300.0))
-    procedure.bind(spec(tmp_path))
+def capacity_levels(procedure: CapacityProcedure) -> list[Level]:
+    """Four levels of a 5.5 capacity search from concurrency 8 (SLO TTFT P99 300 ms): 8, 16 meet
+    it, 32 does not, 24 does; the search records each as ``procedure.search``."""
     search = MaxSearch(start=8, lo=1, hi=512, integer=True)
     procedure.search = search
     levels = []
@@ -253,6 +253,13 @@ def test_capacity_build_reports_the_maximum(tmp_path: Path) -> None:
         }
         levels.append(level(i, row, live_verdict=p99 <= 300.0))
         search.record(c, p99 <= 300.0)
+    return levels
+
+
+def test_capacity_build_reports_the_maximum(tmp_path: Path) -> None:
+    procedure = CapacityProcedure(CapacityParams(initial_concurrency=8, slo_ttft_p99_ms=300.0))
+    procedure.bind(spec(tmp_path))
+    levels = capacity_levels(procedure)
     body = procedure.build(levels)
     assert body["max_concurrency"] == 24
     assert body["search"]["first_fail"] == 32
