@@ -44,6 +44,7 @@ Example::
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -69,6 +70,7 @@ __all__ = [
     "metrics_destinations",
     "otlp_metrics_configured",
     "prometheus_multiprocess",
+    "prometheus_reader_available",
     "publish_hook_info",
 ]
 
@@ -224,13 +226,22 @@ def otlp_metrics_configured() -> bool:
     return bool(_env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"))
 
 
+def prometheus_reader_available() -> bool:
+    """True when ``opentelemetry-exporter-prometheus`` is installed (``setup.sh`` installs it
+    ``--no-deps``; it is not a vLLM dependency)."""
+    return importlib.util.find_spec("opentelemetry.exporter.prometheus") is not None
+
+
 def metrics_destinations() -> str:
     """Where the hooks' metrics go in this process: ``prometheus``, ``prometheus+otlp``, ``otlp``
-    (several API servers, OTLP set) or ``none`` (several API servers, no OTLP endpoint)."""
-    otlp = otlp_metrics_configured()
-    if prometheus_multiprocess():
-        return "otlp" if otlp else "none"
-    return "prometheus+otlp" if otlp else "prometheus"
+    or ``none``. Prometheus needs one API server (not vLLM's multiprocess mode) and the
+    Prometheus reader's package; OTLP needs an OTLP metrics endpoint."""
+    places = []
+    if not prometheus_multiprocess() and prometheus_reader_available():
+        places.append("prometheus")
+    if otlp_metrics_configured():
+        places.append("otlp")
+    return "+".join(places) or "none"
 
 
 def make_metric_readers(*, prometheus: bool = True) -> list[MetricReader]:

@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from otelbench_vllm.export import SPOOL_SLOT_PREFIX, make_tracer_provider
+from otelbench_vllm.export import (
+    SPOOL_SLOT_PREFIX,
+    make_tracer_provider,
+    metrics_destinations,
+    prometheus_reader_available,
+)
 from otelbench_vllm.hook import HookStats
 from otelbench_vllm.metrics import HookMetrics
 
@@ -117,3 +122,26 @@ def test_each_process_of_several_api_servers_spools_to_a_slot_of_its_own(
         providers[1].shutdown()
     assert again.spans_replayed == 1
     assert second.spans_replayed == 2
+
+
+@pytest.mark.parametrize(
+    ("multiprocess", "otlp", "expected"),
+    [(False, False, "prometheus"), (False, True, "prometheus+otlp"), (True, True, "otlp"),
+     (True, False, "none")],
+)  # fmt: skip
+def test_the_hook_info_says_where_the_metrics_go(
+    monkeypatch: pytest.MonkeyPatch, multiprocess: bool, otlp: bool, expected: str
+) -> None:
+    """``otelbench_hook_info{metrics=...}``: Prometheus only with one API server and the
+    Prometheus reader's package installed (it is not in otelbench's own env, so "prometheus"
+    drops out here), OTLP only with an endpoint."""
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", raising=False)
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    if multiprocess:
+        monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "/tmp/prometheus-multiproc")
+    if otlp:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://127.0.0.1:1/v1/metrics")
+    if not prometheus_reader_available():
+        expected = "+".join(p for p in expected.split("+") if p != "prometheus") or "none"
+    assert metrics_destinations() == expected
