@@ -26,8 +26,9 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from otelbench._lazy import lazy_attributes
 from otelbench.guardrails.base import Action, GuardrailFilter, Stage, TextFilter, Verdict
 from otelbench.guardrails.config import FilterSpec, GuardrailConfig, load_config, parse_config
 from otelbench.guardrails.registry import available, filter_class, register
@@ -61,10 +62,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)

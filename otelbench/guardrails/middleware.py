@@ -344,15 +344,16 @@ class _Request:
         base = {"id": rid, "created": int(time.time()), "model": self.model or ""}
         text = cfg.refusal_message
         finish = semconv.FINISH_REASON_CONTENT_FILTER
+        if self.chat:
+            message = {"role": "assistant", "content": text}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "delta" if stream else "message": message,
+                "finish_reason": finish,
+            }
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
         if not stream:
-            if self.chat:
-                choice: dict[str, Any] = {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": finish,
-                }
-            else:
-                choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
             obj = {
                 **base,
                 "object": "chat.completion" if self.chat else "text_completion",
@@ -361,14 +362,6 @@ class _Request:
             }
             await self._respond(200, b"application/json", json.dumps(obj).encode(), headers)
             return
-        if self.chat:
-            choice = {
-                "index": 0,
-                "delta": {"role": "assistant", "content": text},
-                "finish_reason": finish,
-            }
-        else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
         obj = {
             **base,
             "object": "chat.completion.chunk" if self.chat else "text_completion",

@@ -21,8 +21,9 @@ Example::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from otelbench._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from otelbench.live.probe import ProbeConfig, ProbeTagger, run_probe
@@ -63,8 +64,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)

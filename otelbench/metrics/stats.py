@@ -237,6 +237,20 @@ class WelchTest:
     standard_error: float
 
 
+def _two_samples(x: npt.ArrayLike, y: npt.ArrayLike, min_size: int, test: str) -> tuple[F64, F64]:
+    """``x`` and ``y`` as finite 1-D float arrays of at least ``min_size`` values each."""
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError("samples must be 1-D arrays")
+    if a.size < min_size or b.size < min_size:
+        plural = "s" if min_size > 1 else ""
+        raise ValueError(f"{test} needs at least {min_size} value{plural} per sample")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("samples must be finite")
+    return a, b
+
+
 def welch_t_test(x: npt.ArrayLike, y: npt.ArrayLike) -> WelchTest:
     """Welch's t-test of H₀: mean(x) = mean(y), two-sided, without assuming equal variances.
 
@@ -249,14 +263,7 @@ def welch_t_test(x: npt.ArrayLike, y: npt.ArrayLike) -> WelchTest:
     >>> round(w.t, 6), w.df, round(w.p, 6)
     (-3.674235, 4.0, 0.021312)
     """
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
-    if a.ndim != 1 or b.ndim != 1:
-        raise ValueError("samples must be 1-D arrays")
-    if a.size < 2 or b.size < 2:
-        raise ValueError("Welch's t-test needs at least 2 values per sample")
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ValueError("samples must be finite")
+    a, b = _two_samples(x, y, 2, "Welch's t-test")
     va = float(np.var(a, ddof=1)) / a.size
     vb = float(np.var(b, ddof=1)) / b.size
     diff = float(np.mean(a) - np.mean(b))
@@ -306,14 +313,7 @@ def permutation_test(
     >>> permutation_test([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
     PermutationTest(p=0.1, exact=True, permutations=20, min_p=0.1)
     """
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
-    if a.ndim != 1 or b.ndim != 1:
-        raise ValueError("samples must be 1-D arrays")
-    if a.size < 1 or b.size < 1:
-        raise ValueError("the permutation test needs at least 1 value per sample")
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ValueError("samples must be finite")
+    a, b = _two_samples(x, y, 1, "the permutation test")
     pooled = np.concatenate([a, b])
     n, na = pooled.size, a.size
     total = pooled.sum()

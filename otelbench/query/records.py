@@ -46,13 +46,28 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 
-def _check_lengths(record: object, n: int, skip: frozenset[str] = frozenset()) -> None:
-    for f in fields(record):  # type: ignore[arg-type]
-        if f.name in skip:
-            continue
-        value = getattr(record, f.name)
-        if len(value) != n:
-            raise ValueError(f"{type(record).__name__}.{f.name} has {len(value)} entries, not {n}")
+def _check_lengths(record: Any, ragged: Mapping[str, tuple[str, ...]]) -> None:
+    """Every field holds one entry per span, except the ragged groups: ``bounds field → the
+    fields it slices`` (a CSR layout: span ``i``'s entries are ``values[bounds[i]:bounds[i+1]]``)
+    and ``rejected_attributes``."""
+    name = type(record).__name__
+    n = len(record)
+    skip = {"rejected_attributes", *ragged, *(v for values in ragged.values() for v in values)}
+    for f in fields(record):
+        if f.name not in skip and len(value := getattr(record, f.name)) != n:
+            raise ValueError(f"{name}.{f.name} has {len(value)} entries, not {n}")
+    for bounds_name, value_names in ragged.items():
+        bounds = getattr(record, bounds_name)
+        if bounds.shape != (n + 1,) or bounds[0] != 0 or np.any(np.diff(bounds) < 0):
+            raise ValueError(f"{name}.{bounds_name} must have n+1 non-decreasing entries from 0")
+        for value_name in value_names:
+            if bounds[-1] != getattr(record, value_name).size:
+                raise ValueError(f"{name}.{bounds_name}[-1] must equal len({value_name})")
+
+
+def _ragged(bounds: I64, values: I64, i: int) -> I64:
+    """Span ``i``'s slice of a ragged field."""
+    return values[int(bounds[i]) : int(bounds[i + 1])]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,22 +118,15 @@ class ClientRequests:
     """Attribute name → values left unparsed (read as absent), over these spans."""
 
     def __post_init__(self) -> None:
-        n = len(self.span_id)
-        ragged = {"chunk_bounds", "chunk_offset_us", "chunk_tokens", "rejected_attributes"}
-        _check_lengths(self, n, frozenset(ragged))
-        b = self.chunk_bounds
-        if b.shape != (n + 1,) or b[0] != 0 or np.any(np.diff(b) < 0):
-            raise ValueError("chunk_bounds must have n+1 non-decreasing entries starting at 0")
-        if not (b[-1] == self.chunk_offset_us.size == self.chunk_tokens.size):
-            raise ValueError("chunk_bounds[-1] must equal the number of chunk entries")
+        _check_lengths(self, {"chunk_bounds": ("chunk_offset_us", "chunk_tokens")})
 
     def __len__(self) -> int:
         return len(self.span_id)
 
     def chunks(self, i: int) -> tuple[I64, I64]:
         """Request ``i``'s content-chunk arrival offsets (µs since T_submit) and token counts."""
-        lo, hi = int(self.chunk_bounds[i]), int(self.chunk_bounds[i + 1])
-        return self.chunk_offset_us[lo:hi], self.chunk_tokens[lo:hi]
+        bounds = self.chunk_bounds
+        return _ragged(bounds, self.chunk_offset_us, i), _ragged(bounds, self.chunk_tokens, i)
 
     def end_unix_ns(self) -> I64:
         """Response end on the wall clock: ``T_submit + end_offset_us`` (span ``Duration`` when
@@ -185,23 +193,7 @@ class ServerRequests:
     events."""
 
     def __post_init__(self) -> None:
-        n = len(self.span_id)
-        ragged = {
-            "token_bounds",
-            "token_offset_us",
-            "stall_bounds",
-            "stall_us",
-            "rejected_attributes",
-        }
-        _check_lengths(self, n, frozenset(ragged))
-        for bounds, values, name in (
-            (self.token_bounds, self.token_offset_us, "token"),
-            (self.stall_bounds, self.stall_us, "stall"),
-        ):
-            if bounds.shape != (n + 1,) or bounds[0] != 0 or np.any(np.diff(bounds) < 0):
-                raise ValueError(f"{name}_bounds must have n+1 non-decreasing entries from 0")
-            if bounds[-1] != values.size:
-                raise ValueError(f"{name}_bounds[-1] must equal the number of {name} entries")
+        _check_lengths(self, {"token_bounds": ("token_offset_us",), "stall_bounds": ("stall_us",)})
 
     def __len__(self) -> int:
         return len(self.span_id)
@@ -216,11 +208,11 @@ class ServerRequests:
 
     def token_offsets(self, i: int) -> I64:
         """Span ``i``'s per-token offsets (µs since arrival; empty without hook offsets)."""
-        return self.token_offset_us[int(self.token_bounds[i]) : int(self.token_bounds[i + 1])]
+        return _ragged(self.token_bounds, self.token_offset_us, i)
 
     def stalls(self, i: int) -> I64:
         """Span ``i``'s resumption stalls (µs from each preemption to its resumption)."""
-        return self.stall_us[int(self.stall_bounds[i]) : int(self.stall_bounds[i + 1])]
+        return _ragged(self.stall_bounds, self.stall_us, i)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -264,34 +256,20 @@ class GuardrailSpans:
     """Attribute name → values left unparsed (read as absent), over these spans."""
 
     def __post_init__(self) -> None:
-        n = len(self.span_id)
-        ragged = {
-            "chunk_bounds",
-            "chunk_busy_us",
-            "added_bounds",
-            "output_added_us",
-            "rejected_attributes",
-        }
-        _check_lengths(self, n, frozenset(ragged))
-        for bounds, values, name in (
-            (self.chunk_bounds, self.chunk_busy_us, "chunk"),
-            (self.added_bounds, self.output_added_us, "added"),
-        ):
-            if bounds.shape != (n + 1,) or bounds[0] != 0 or np.any(np.diff(bounds) < 0):
-                raise ValueError(f"{name}_bounds must have n+1 non-decreasing entries from 0")
-            if bounds[-1] != values.size:
-                raise ValueError(f"{name}_bounds[-1] must equal the number of {name} entries")
+        _check_lengths(
+            self, {"chunk_bounds": ("chunk_busy_us",), "added_bounds": ("output_added_us",)}
+        )
 
     def __len__(self) -> int:
         return len(self.span_id)
 
     def chunk_busy(self, i: int) -> I64:
         """Span ``i``'s per-event busy times, µs (empty for an input span)."""
-        return self.chunk_busy_us[int(self.chunk_bounds[i]) : int(self.chunk_bounds[i + 1])]
+        return _ragged(self.chunk_bounds, self.chunk_busy_us, i)
 
     def output_added(self, i: int) -> I64:
         """Span ``i``'s output-stage time per SSE event, µs (empty for an input span)."""
-        return self.output_added_us[int(self.added_bounds[i]) : int(self.added_bounds[i + 1])]
+        return _ragged(self.added_bounds, self.output_added_us, i)
 
     @classmethod
     def empty(cls) -> GuardrailSpans:
