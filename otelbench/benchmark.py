@@ -59,6 +59,7 @@ from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.html import plot_data, render_html
+from otelbench.report.types import Report
 from otelbench.spool import COUNTERS as SPOOL_COUNTERS
 from otelbench.spool import SpoolStats
 from otelbench.sut.process import lower_session_priority
@@ -389,7 +390,7 @@ class BenchmarkResult:
     """What ``run_benchmark`` produced: the report and where it was written."""
 
     out_dir: Path
-    report: dict[str, Any] | None
+    report: Report | None
     report_md: str | None
     outcome: RunOutcome | None
     interrupted: bool = False
@@ -400,7 +401,7 @@ class BenchmarkResult:
 
 def write_reports(
     out_dir: Path, store_path: Path | str, run_id: str | None = None
-) -> tuple[dict[str, Any], str]:
+) -> tuple[Report, str]:
     """Compute the reports from the stored spans alone and write report.json, report.md and
     report.html (self-contained, with plots of the per-request data). ``store_path`` is a DuckDB
     store file or a store URL (``chdb:///dir``, ``clickhouse://host:port/db``: see

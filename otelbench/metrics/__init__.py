@@ -57,6 +57,7 @@ from otelbench.metrics.fluidity import (
 from otelbench.metrics.latency import (
     TTFT_INPUT_BUCKET_EDGES,
     InputBucket,
+    InputBucketDict,
     Ragged,
     consecutive_intervals,
     group_first,
@@ -101,6 +102,7 @@ from otelbench.metrics.summary import (
     CountedOrderStatistics,
     OrderStatistics,
     Summary,
+    SummaryDict,
     percentile,
     summarize,
 )
@@ -132,6 +134,7 @@ __all__ = [
     "FluidRate",
     "GuardrailOverhead",
     "InputBucket",
+    "InputBucketDict",
     "ItlShape",
     "LengthRow",
     "LinearFit",
@@ -147,6 +150,7 @@ __all__ = [
     "Saturation",
     "SteadyState",
     "Summary",
+    "SummaryDict",
     "Throughput",
     "TtftDecomposition",
     "bootstrap_ci",

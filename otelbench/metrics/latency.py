@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Final
+from typing import Final, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,7 @@ from otelbench.metrics.summary import percentile
 __all__ = [
     "TTFT_INPUT_BUCKET_EDGES",
     "InputBucket",
+    "InputBucketDict",
     "Ragged",
     "consecutive_intervals",
     "group_first",
@@ -257,6 +258,19 @@ def tail_ratio(p99: float | None, p50: float | None) -> float | None:
     return p99 / p50
 
 
+class InputBucketDict(TypedDict):
+    """A row of the report's ``metrics.client.ttft_by_input_tokens`` (docs/report-schema.md,
+    section ``metrics.client``, "Bucket row"): :meth:`InputBucket.to_dict`."""
+
+    bucket: str
+    min_tokens: int
+    max_tokens_exclusive: int | None
+    count: int
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+
 @dataclass(frozen=True, slots=True)
 class InputBucket:
     """TTFT percentiles for requests whose input length is in ``[lower, upper)``."""
@@ -269,7 +283,7 @@ class InputBucket:
     p95: float | None
     p99: float | None
 
-    def to_dict(self) -> dict[str, str | int | float | None]:
+    def to_dict(self) -> InputBucketDict:
         """The report's ``ttft_by_input_tokens`` row shape."""
         return {
             "bucket": self.label,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,7 @@ __all__ = [
     "CountedOrderStatistics",
     "OrderStatistics",
     "Summary",
+    "SummaryDict",
     "percentile",
     "percentiles_of_finite",
     "percentiles_of_sorted",
@@ -59,6 +60,22 @@ _COUNTING_BLOCK: Final = 2**18
 """Samples counted per block (at least): a 2 MB integer buffer, reused."""
 
 
+class SummaryDict(TypedDict):
+    """The report's summary shape (docs/report-schema.md, section ``The *summary* shape``):
+    :meth:`Summary.to_dict`. ``otelbench.report.types`` names it ``Summary``."""
+
+    count: int
+    mean: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    p99_9: float | None
+
+
 @dataclass(frozen=True, slots=True)
 class Summary:
     """Summary statistics of one sample set; every field but ``count`` is ``None`` when empty."""
@@ -74,7 +91,7 @@ class Summary:
     p99: float | None
     p99_9: float | None
 
-    def to_dict(self) -> dict[str, int | float | None]:
+    def to_dict(self) -> SummaryDict:
         """The report's ``summary`` shape (``docs/report-schema.md``)."""
         return {
             "count": self.count,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import abc
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Final, Protocol, TypeVar, cast
@@ -234,7 +234,7 @@ def level_entry(level: Level, **extra: Any) -> dict[str, Any]:
 def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, Any]:
     base = session.base
     first = next((lv.report for lv in session.levels if lv.report is not None), None)
-    run = first["run"] if first else {}
+    run: Mapping[str, Any] = first["run"] if first else {}
     warmed = next((lv for lv in session.levels if lv.warmed), None)
     return {
         "target": base.target,
@@ -248,7 +248,7 @@ def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, 
             {
                 "before_level": warmed.index,
                 "spec": None if base.warmup is None else vars(base.warmup),
-                "outcome": (warmed.report or {}).get("run", {}).get("warmup"),
+                "outcome": warmed.report["run"]["warmup"] if warmed.report else None,
             }
             if warmed is not None
             else ({"cold_start": True} if base.warmup is None else None)
@@ -261,7 +261,7 @@ def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, 
         "guardrails": (
             PER_CONFIGURATION
             if session.configurations
-            else (first or {}).get("configuration", {}).get("guardrails")
+            else (first["configuration"]["guardrails"] if first else None)
             or "none configured by otelbench"
         ),
         "gpus": spec.gpus,
@@ -307,7 +307,7 @@ def _lost_client_spans(levels: list[Level]) -> list[str]:
     every span arrived. Their stored runs lack those requests."""
     lost: dict[int, int] = {}
     for level in levels:
-        telemetry = (level.report or {}).get("run", {}).get("client_telemetry") or {}
+        telemetry = (level.report["run"].get("client_telemetry") if level.report else None) or {}
         n = telemetry.get("spans_dropped", 0) + telemetry.get("spans_rejected", 0)
         if n:
             lost[level.index] = n

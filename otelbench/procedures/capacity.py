@@ -197,7 +197,8 @@ class CapacityProcedure(Procedure):
                 "no TTFT P99 threshold was given: the TTFT criterion of 5.5.2 was not applied"
             )
         first = next((lv.report for lv in levels if lv.report), None)
-        output = ((first or {}).get("run", {}).get("workload") or {}).get("spec", {}).get("output")
+        workload = first["run"]["workload"] if first else None
+        output = (workload or {}).get("spec", {}).get("output")
         if isinstance(output, dict) and output.get("min") != output.get("max"):
             deviations.append(
                 f"output length varies ({output.get('min')}–{output.get('max')} tokens); 5.5.2 "

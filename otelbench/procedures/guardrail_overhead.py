@@ -59,6 +59,7 @@ import importlib
 import json
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -333,7 +334,9 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure):
                 if found is None:
                     continue
                 row = found.row or {}
-                g = ((found.report or {}).get("metrics") or {}).get("guardrails") or {}
+                g: Mapping[str, Any] = (
+                    found.report["metrics"].get("guardrails") if found.report else None
+                ) or {}
                 added = g.get("added_latency") or {}
                 table13.append({
                     "configuration": label,

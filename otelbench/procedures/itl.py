@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,7 @@ class ItlParams:
         return saturation_from_sweep(result)
 
 
-def itl_level(report: dict[str, Any]) -> dict[str, Any]:
+def itl_level(report: Mapping[str, Any]) -> dict[str, Any]:
     """A level's 5.4.4 measurements from its run report (client Option B; server Option C)."""
     client = report.get("metrics", {}).get("client", {})
     server = report.get("metrics", {}).get("server") or {}
@@ -161,7 +162,7 @@ class ItlProcedure(Procedure):
             for lv in levels
             if any(
                 marker in str(d)
-                for d in (lv.report or {}).get("methodology", {}).get("deviations", [])
+                for d in (lv.report["methodology"]["deviations"] if lv.report else [])
             )
         ]
         if short:

@@ -39,6 +39,7 @@ from otelbench.loadgen.runner import RunOutcome
 from otelbench.metrics import detect_saturation, queue_growing, steady_state
 from otelbench.metrics.curves import RAMP_FRACTION
 from otelbench.query import ClientRequests, RunData, RunInfo, ServerRequests
+from otelbench.report.types import Report
 
 __all__ = [
     "LEVEL_ROW_KEYS",
@@ -210,7 +211,7 @@ def _p(summary: Any, key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def level_row(data: RunData, report: dict[str, Any]) -> dict[str, Any]:
+def level_row(data: RunData, report: Report) -> dict[str, Any]:
     """The level's row (keys :data:`LEVEL_ROW_KEYS`) from its records and its run report.
 
     ``offered_rps`` is the open-loop arrival rate (None in closed loop); ``achieved_rps`` the

@@ -719,7 +719,8 @@ class MemoryPressureProcedure(Procedure):
     def _workload_deviations(self) -> list[str]:
         """The workload spec's own deviations (e.g. A.5's lengths capped to the window)."""
         for lv in self._levels:
-            spec = (((lv.report or {}).get("run") or {}).get("workload") or {}).get("spec") or {}
+            workload = lv.report["run"]["workload"] if lv.report else None
+            spec = (workload or {}).get("spec") or {}
             return [str(d) for d in spec.get("deviations") or []]
         return []
 

@@ -73,6 +73,7 @@ from otelbench.query import RunData, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.html import plot_data, render_html
+from otelbench.report.types import Report
 from otelbench.spool import SpoolStats
 
 __all__ = ["Level", "ProcedureInterrupted", "ProcedureSession"]
@@ -102,7 +103,7 @@ class Level:
     live_row: dict[str, Any] | None = None
     row: dict[str, Any] | None = None
     """From the store once finalized (else the live row)."""
-    report: dict[str, Any] | None = None
+    report: Report | None = None
     """The run report: live (no server spans) until finalized, then from the store."""
     data: RunData | None = None
     stored: bool = False

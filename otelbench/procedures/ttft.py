@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
@@ -105,7 +106,7 @@ class TtftProcedure(Procedure):
 
     def build(self, levels: list[Level]) -> dict[str, Any]:
         level = levels[0]
-        report = level.report or {}
+        report: Mapping[str, Any] = level.report or {}
         client = report.get("metrics", {}).get("client", {})
         server = report.get("metrics", {}).get("server")
         ttft = client.get("ttft_ms", {})

@@ -14,12 +14,13 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from otelbench.errors import ConfigError
 from otelbench.report.build import SCHEMA_VERSION, build_report, render_json, report_from_data
 from otelbench.report.html import render_html
 from otelbench.report.markdown import render_markdown
+from otelbench.report.types import Report
 
 __all__ = [
     "RENDERERS",
@@ -32,7 +33,7 @@ __all__ = [
     "report_from_data",
 ]
 
-RENDERERS: Final[Mapping[str, Callable[[dict[str, Any]], str]]] = {
+RENDERERS: Final[Mapping[str, Callable[[Report], str]]] = {
     "json": render_json,
     "markdown": render_markdown,
     "html": render_html,
@@ -40,7 +41,7 @@ RENDERERS: Final[Mapping[str, Callable[[dict[str, Any]], str]]] = {
 """Report renderers by format name."""
 
 
-def render(report: dict[str, Any], fmt: str) -> str:
+def render(report: Report, fmt: str) -> str:
     """The report in format ``fmt`` (a key of :data:`RENDERERS`)."""
     try:
         renderer = RENDERERS[fmt]

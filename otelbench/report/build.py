@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Mapping
 from itertools import compress
-from typing import Any, Final
+from typing import Any, Final, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +34,6 @@ from otelbench.draft import (
 from otelbench.errors import ConfigError
 from otelbench.metrics import (
     PERCENTILE_METHOD,
-    TTFT_COMPONENTS,
     Outcomes,
     Ragged,
     Summary,
@@ -52,6 +52,7 @@ from otelbench.metrics import (
     window_throughput,
 )
 from otelbench.query import ClientRequests, QueryRunner, RunData, extract_run_data, open_store
+from otelbench.report import types as rt
 from otelbench.report.compliance import compliance
 from otelbench.report.configuration import configuration_summary
 from otelbench.report.guardrails import guardrails_section
@@ -130,7 +131,7 @@ LATENCY_POPULATION: Final = (
     "latency metrics (TTFT, ITL, TPOT, e2e) cover successful requests only; TTFT and ITL "
     "additionally need at least one content token"
 )
-CLOCK_DOMAINS: Final = {
+CLOCK_DOMAINS: Final[rt.ClockDomains] = {
     "client": (
         "TTFT, ITL, time between chunks, TPOT and e2e are offsets on the load generator's "
         "monotonic clock, in µs since T_submit; T_submit itself and the throughput window use the "
@@ -154,7 +155,7 @@ def build_report(
     run_id: str | None = None,
     *,
     prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S,
-) -> dict[str, Any]:
+) -> rt.Report:
     """The report dict of run ``run_id`` (the latest run when None) in a span store.
 
     ``store`` is a store file's path (opened read-only) or an open :class:`QueryRunner`;
@@ -173,8 +174,10 @@ def build_report(
         )
 
 
-def render_json(report: dict[str, Any]) -> str:
-    """``report.json`` text: 2-space indent, keys in report order, no NaN, trailing newline."""
+def render_json(report: rt.Report | Mapping[str, Any]) -> str:
+    """``report.json`` text: 2-space indent, keys in report order, no NaN, trailing newline.
+
+    Also writes the other JSON documents of otelbench (``compare.json``, ``procedure.json``)."""
     return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 
@@ -183,11 +186,11 @@ def _dropna(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return values if finite.all() else values[finite]  # no copy of 10M samples when all defined
 
 
-def _summary(values: npt.NDArray[np.float64]) -> dict[str, int | float | None]:
+def _summary(values: npt.NDArray[np.float64]) -> rt.Summary:
     return summarize(_dropna(values)).to_dict()
 
 
-def _p50_p95_p99(values: npt.NDArray[np.float64]) -> dict[str, int | float | None]:
+def _p50_p95_p99(values: npt.NDArray[np.float64]) -> rt.ShortSummary:
     v = _dropna(values)
     return {
         "count": int(v.size),
@@ -199,7 +202,7 @@ def _p50_p95_p99(values: npt.NDArray[np.float64]) -> dict[str, int | float | Non
 
 def report_from_data(
     data: RunData, *, prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S
-) -> dict[str, Any]:
+) -> rt.Report:
     """The report dict from already extracted records (pure: no I/O).
 
     ``prefill_deadline_s`` is the fixed prefill deadline ``D_p`` of ``metrics.fluidity``
@@ -240,7 +243,7 @@ def report_from_data(
     itl_summary = client_itl_summary(data)
     rates = window_throughput(c.submit_unix_ns, c.end_unix_ns(), ok, output_tokens, input_tokens)
 
-    client_metrics: dict[str, Any] = {
+    client_metrics: rt.ClientMetrics = {
         "ttft_ms": _summary(ttft_ms[ok]),
         "itl_ms": itl_summary.to_dict(),
         "tpot_ms": _summary(tpot_ms),
@@ -269,7 +272,7 @@ def report_from_data(
     reasoning = reasoning_section(data)
     if reasoning is not None:
         client_metrics["reasoning"] = reasoning
-    metrics: dict[str, Any] = {"client": client_metrics}
+    metrics: rt.Metrics = {"client": client_metrics}
     server = _server_metrics(data, ttft_ms)
     if server is not None:
         metrics["server"] = server
@@ -292,7 +295,7 @@ def report_from_data(
     with_chunks = (ok & (np.diff(c.chunk_bounds) > 0)).tolist()
     sources = Counter(s for s in compress(c.chunk_token_source, with_chunks) if s is not None)
     deviations = _deviations(data, ttft_ms[ok], output_tokens[ok], itl_us, result)
-    report: dict[str, Any] = {
+    facts: rt.ReportBody = {
         "schema_version": SCHEMA_VERSION,
         "run": _run_section(data, result),
         "metrics": metrics,
@@ -305,18 +308,20 @@ def report_from_data(
             "std_definition": STD_DEFINITION,
             "throughput_window": THROUGHPUT_WINDOW,
             "latency_population": LATENCY_POPULATION,
-            "clock_domains": dict(CLOCK_DOMAINS),
+            "clock_domains": {**CLOCK_DOMAINS},
             "deviations": deviations,
         },
         "data_quality": _data_quality(data),
     }
     # Configuration summary (draft 5.1.5.1) and compliance (draft 2), from the report's facts.
-    report["configuration"] = configuration_summary(report)
-    report["compliance"] = compliance(report)
-    return report
+    return {
+        **facts,
+        "configuration": configuration_summary(facts),
+        "compliance": compliance(facts),
+    }
 
 
-def _time_between_chunks_ms(c: ClientRequests, itl_summary: Summary) -> dict[str, Any]:
+def _time_between_chunks_ms(c: ClientRequests, itl_summary: Summary) -> rt.Summary:
     """Summary of Option A's time between content chunks of the successful requests (draft
     4.6.3), in ms. With one token per chunk Option B's token times are the chunk times, so this
     is the ITL's summary (``itl_summary``), not computed a second time."""
@@ -326,7 +331,7 @@ def _time_between_chunks_ms(c: ClientRequests, itl_summary: Summary) -> dict[str
     return _summary(consecutive_intervals(chunks).values / 1000.0)
 
 
-def _tokens_per_chunk_summary(c: ClientRequests) -> dict[str, Any]:
+def _tokens_per_chunk_summary(c: ClientRequests) -> rt.Summary:
     """Summary of the tokens per content chunk of the successful requests (Option A asks for
     the chunk-size distribution, draft 4.6.3). When every chunk holds the same number ``k`` of
     tokens (one, without per-chunk usage) every statistic is ``k`` and the std 0, exactly what
@@ -341,7 +346,7 @@ def _tokens_per_chunk_summary(c: ClientRequests) -> dict[str, Any]:
 
 def _server_metrics(
     data: RunData, client_ttft_ms: npt.NDArray[np.float64]
-) -> dict[str, Any] | None:
+) -> rt.ServerMetrics | None:
     s = data.server
     joined = s.client_index >= 0
     if not np.any(joined):
@@ -372,7 +377,7 @@ def _server_metrics(
     prefill_ms = s.prefill_s[joined] * 1000.0
     difference = client_ttft_ms[idx] - server_ttft_ms
     n_joined = int(np.unique(idx).size)
-    out: dict[str, Any] = {
+    out: rt.ServerMetrics = {
         "requests_joined": n_joined,
         "client_requests_without_server_span": len(data.client) - n_joined,
         "span_sources": {
@@ -430,24 +435,38 @@ def _ttft_decomposition(
     server_ttft_ms: npt.NDArray[np.float64],
     queue_ms: npt.NDArray[np.float64],
     prefill_ms: npt.NDArray[np.float64],
-) -> dict[str, Any]:
+) -> rt.TtftDecomposition:
     d = ttft_decomposition(client_ttft_ms, server_ttft_ms, queue_ms, prefill_ms)
+    parts = d.components  # the TTFT_COMPONENTS, in their order
     return {
         "count": int(d.client_ttft.size),
         "client_ttft": _summary(d.client_ttft),
-        **{name: _summary(d.components[name]) for name in TTFT_COMPONENTS},
-        "share_of_mean": {name: d.share_of_mean[name] for name in TTFT_COMPONENTS},
-        "share_p50": {name: d.share_p50[name] for name in TTFT_COMPONENTS},
+        "network_and_framing": _summary(parts["network_and_framing"]),
+        "arrival_to_queue": _summary(parts["arrival_to_queue"]),
+        "queue": _summary(parts["queue"]),
+        "prefill": _summary(parts["prefill"]),
+        "share_of_mean": _shares(d.share_of_mean),
+        "share_p50": _shares(d.share_p50),
     }
 
 
-def _data_quality(data: RunData) -> dict[str, Any]:
+def _shares(share: Mapping[str, float | None]) -> rt.ComponentShares:
+    """Each of the TTFT_COMPONENTS' share, in their order."""
+    return {
+        "network_and_framing": share["network_and_framing"],
+        "arrival_to_queue": share["arrival_to_queue"],
+        "queue": share["queue"],
+        "prefill": share["prefill"],
+    }
+
+
+def _data_quality(data: RunData) -> rt.DataQuality:
     """Stored attribute values of the run's spans that could not be parsed and were read as
     absent, per attribute name (the query layer's lenient parsing; docs/report-schema.md)."""
     return {"rejected_attributes": data.rejected_attributes()}
 
 
-def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:
+def _run_section(data: RunData, result: Outcomes) -> rt.RunSection:
     m = data.run.manifest
     span_start_s = data.run.span_start_unix_ns / 1e9
     span_end_s = (data.run.span_start_unix_ns + data.run.span_duration_ns) / 1e9
@@ -468,7 +487,8 @@ def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:
         "finished_unix": m.get("finished_unix", span_end_s),
         "duration_s": m.get("duration_s", data.run.span_duration_ns / 1e9),
         "otelbench_version": m.get("otelbench_version"),
-        "sut": {**(m.get("sut") or {}), "server_timing": server_timing(data)},
+        # the manifest's declaration (any producer's JSON) with the measured server timing
+        "sut": cast(rt.Sut, {**(m.get("sut") or {}), "server_timing": server_timing(data)}),
         "notes": list(m.get("notes", [])),
         "requests": {
             "total": result.total,
@@ -480,7 +500,7 @@ def _run_section(data: RunData, result: Outcomes) -> dict[str, Any]:
     }
 
 
-def server_timing(data: RunData) -> dict[str, Any]:
+def server_timing(data: RunData) -> rt.ServerTiming:
     """``run.sut.server_timing``: what produced the run's server spans (the engine hooks, with
     the vLLM and hooks versions and the hooks' support level for that release from their spans'
     resource, or vLLM's own tracer), with a note when the server timing is not the hooks'."""
@@ -490,6 +510,7 @@ def server_timing(data: RunData) -> dict[str, Any]:
         s.spans for s in data.server_sources if s.span_name == semconv.SPAN_VLLM_REQUEST
     )
     note = None
+    source: Literal["engine_hooks", "vllm_tracer", "none"]
     if hook_spans:
         source = "engine_hooks"
         untested = sorted({s.vllm_version or "unknown" for s in hooks if s.support != "tested"})
@@ -529,7 +550,7 @@ def server_timing(data: RunData) -> dict[str, Any]:
     }
 
 
-def _itl_method(sources: dict[str, int], server: dict[str, Any] | None) -> dict[str, Any]:
+def _itl_method(sources: dict[str, int], server: rt.ServerMetrics | None) -> rt.ItlMethod:
     if not sources:
         declared = None
     elif len(sources) == 1:
@@ -563,7 +584,7 @@ def _itl_method(sources: dict[str, int], server: dict[str, Any] | None) -> dict[
     }
 
 
-def _server_side(server: dict[str, Any] | None) -> str:
+def _server_side(server: rt.ServerMetrics | None) -> str:
     if server is not None and "itl_ms" in server:
         return SERVER_OPTION_C
     return (

@@ -67,6 +67,7 @@ from otelbench.report.configuration import (
     workload_text,
 )
 from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
+from otelbench.report.types import Check, ComplianceCounts, ComplianceSection, LevelCounts, Verdict
 
 __all__ = [
     "CONFIGURATION_LABELS",
@@ -125,7 +126,7 @@ class Requirement:
     text: str
     evaluate: Evaluate
 
-    def check(self, facts: ReportFacts) -> dict[str, Any]:
+    def check(self, facts: ReportFacts) -> Check:
         met, evidence = self.evaluate(facts)
         return {
             "id": self.id,
@@ -672,7 +673,7 @@ def _itl_request_count(f: ReportFacts) -> tuple[Met, str]:
     "count and duration, warm-up, prefix caching state and guardrail configuration.",
 )
 def _configuration(f: ReportFacts) -> tuple[Met, str]:
-    summary = configuration_summary(f.report)
+    summary: Mapping[str, object] = configuration_summary(f.report)
     required = (
         "sut_boundary",
         "model",
@@ -691,7 +692,7 @@ def _configuration(f: ReportFacts) -> tuple[Met, str]:
     return True, f"all {len(required)} items declared (configuration)"
 
 
-def compliance(report: Mapping[str, Any]) -> dict[str, Any]:
+def compliance(report: Mapping[str, Any]) -> ComplianceSection:
     """The report's methodology compliance: every check of :data:`REQUIREMENTS` and the verdict.
 
     Returns ``{scope, verdict_rule, checks, counts, unmet_must, unmet_should, verdict}``; each
@@ -704,16 +705,13 @@ def compliance(report: Mapping[str, Any]) -> dict[str, Any]:
     """
     facts = ReportFacts(report)
     checks = [r.check(facts) for r in REQUIREMENTS]
-    counts = {
-        level: {
-            "met": sum(1 for c in checks if c["level"] == level and c["met"] is True),
-            "unmet": sum(1 for c in checks if c["level"] == level and c["met"] is False),
-            "not_applicable": sum(1 for c in checks if c["level"] == level and c["met"] is None),
-        }
-        for level in ("MUST", "SHOULD")
+    counts: ComplianceCounts = {
+        "MUST": _counts(checks, "MUST"),
+        "SHOULD": _counts(checks, "SHOULD"),
     }
     unmet_must = [c["id"] for c in checks if c["level"] == "MUST" and c["met"] is False]
     unmet_should = [c["id"] for c in checks if c["level"] == "SHOULD" and c["met"] is False]
+    verdict: Verdict
     if unmet_must:
         verdict = VERDICT_NOT_COMPLIANT
     elif unmet_should:
@@ -728,4 +726,13 @@ def compliance(report: Mapping[str, Any]) -> dict[str, Any]:
         "unmet_must": unmet_must,
         "unmet_should": unmet_should,
         "verdict": verdict,
+    }
+
+
+def _counts(checks: list[Check], level: Level) -> LevelCounts:
+    """The checks of ``level`` met, not met and not applicable."""
+    return {
+        "met": sum(1 for c in checks if c["level"] == level and c["met"] is True),
+        "unmet": sum(1 for c in checks if c["level"] == level and c["met"] is False),
+        "not_applicable": sum(1 for c in checks if c["level"] == level and c["met"] is None),
     }

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from otelbench import semconv
 from otelbench.report.access import fmt, integer, mapping, nonblank, number
+from otelbench.report.types import Configuration
 
 __all__ = [
     "CONFIGURATION_LABELS",
@@ -370,7 +371,7 @@ def clock_text(f: ReportFacts) -> str:
     )
 
 
-def configuration_summary(report: Mapping[str, Any]) -> dict[str, str]:
+def configuration_summary(report: Mapping[str, Any]) -> Configuration:
     """The draft 5.1.5.1 configuration summary of a report: one line of text per item.
 
     Keys are those of :data:`CONFIGURATION_LABELS`, in that order. Prefix caching, guardrails and
@@ -394,23 +395,23 @@ def configuration_summary(report: Mapping[str, Any]) -> dict[str, str]:
         )
     seed = integer(f.run.get("seed"))
     target = nonblank(f.run.get("target"))
-    items: dict[str, str | None] = {
-        "sut_boundary": boundary_text(f),
-        "target": None if target is None else target + (" (loopback)" if f.loopback() else ""),
-        "model": nonblank(f.run.get("model")),
-        "hardware": declared_text(sut.get("hardware")),
-        "software": declared_text(sut.get("software")),
-        "load_generator": generator,
-        "workload": workload_text(f),
-        "seed": None if seed is None else f"{seed} (workload generation and arrival schedule)",
-        "tokenizer": tokenizer_text(f),
-        "load_model": _load_text(f),
-        "requests": _requests_text(f),
-        "duration": _duration_text(f),
-        "warmup": warmup_text(f),
-        "prefix_caching": declared_text(sut.get("prefix_caching")),
-        "guardrails": guardrails_text(f),
+    nd = NOT_DECLARED  # an item the run did not record
+    return {
+        "sut_boundary": boundary_text(f) or nd,
+        "target": nd if target is None else target + (" (loopback)" if f.loopback() else ""),
+        "model": nonblank(f.run.get("model")) or nd,
+        "hardware": declared_text(sut.get("hardware")) or nd,
+        "software": declared_text(sut.get("software")) or nd,
+        "load_generator": generator or nd,
+        "workload": workload_text(f) or nd,
+        "seed": nd if seed is None else f"{seed} (workload generation and arrival schedule)",
+        "tokenizer": tokenizer_text(f) or nd,
+        "load_model": _load_text(f) or nd,
+        "requests": _requests_text(f) or nd,
+        "duration": _duration_text(f) or nd,
+        "warmup": warmup_text(f) or nd,
+        "prefix_caching": declared_text(sut.get("prefix_caching")) or nd,
+        "guardrails": guardrails_text(f) or nd,
         "timing_method": _timing_text(f),
         "clock_synchronization": clock_text(f),
     }
-    return {key: items[key] or NOT_DECLARED for key in CONFIGURATION_LABELS}

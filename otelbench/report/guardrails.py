@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,7 @@ import numpy.typing as npt
 from otelbench import semconv
 from otelbench.metrics import summarize
 from otelbench.query import RunData
+from otelbench.report import types as rt
 
 __all__ = ["GUARDRAIL_DEFINITIONS", "guardrails_section", "input_busy_ms"]
 
@@ -57,7 +58,7 @@ GUARDRAIL_DEFINITIONS: Final = {
 }
 
 
-def _ms(values: npt.ArrayLike) -> dict[str, float | None]:
+def _ms(values: npt.ArrayLike) -> rt.FilterStats:
     a = np.asarray(values, dtype=np.float64)
     s = summarize(a[np.isfinite(a)])  # NaN: the attribute was absent, or rejected as malformed
     return {"count": s.count, "p50": s.p50, "p95": s.p95, "p99": s.p99, "mean": s.mean}
@@ -85,7 +86,7 @@ def input_busy_ms(data: RunData) -> F64:
     return out
 
 
-def guardrails_section(data: RunData) -> dict[str, Any] | None:
+def guardrails_section(data: RunData) -> rt.Guardrails | None:
     """``metrics.guardrails`` (module docstring); None without guardrail spans."""
     g = data.guardrails
     if len(g) == 0:
@@ -94,17 +95,17 @@ def guardrails_section(data: RunData) -> dict[str, Any] | None:
     by_filter: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i in range(len(g)):
         by_filter[(g.stage[i] or "?", g.filter_name[i] or "?")].append(i)
-    filters = []
+    filters: list[rt.FilterRow] = []
     for (stage, name), rows in sorted(by_filter.items()):
         decisions = Counter(g.decision[i] or "none" for i in rows)
-        errors = Counter(g.error[i] for i in rows if g.error[i])
-        entry: dict[str, Any] = {
+        errors = Counter(e for i in rows if (e := g.error[i]))
+        entry: rt.FilterRow = {
             "name": name,
             "type": g.filter_type[rows[0]],
             "stage": stage,
             "spans": len(rows),
             "decisions": dict(sorted(decisions.items())),
-            "rules": dict(sorted(Counter(g.rule[i] for i in rows if g.rule[i]).items())),
+            "rules": dict(sorted(Counter(r for i in rows if (r := g.rule[i])).items())),
             "errors": dict(sorted(errors.items())),
             "busy_ms_per_request": _ms([g.busy_us[i] / 1000.0 for i in rows]),
         }
@@ -157,7 +158,7 @@ def guardrails_section(data: RunData) -> dict[str, Any] | None:
                 refusals_by_filter[g.filter_name[i] or "?"] += 1
             refused[j] = True
     first = int(np.flatnonzero(joined)[0]) if joined.any() else 0
-    disclosure = {
+    disclosure: rt.GuardrailDisclosure = {
         "input_filters": _names(g.resource_input_filters[first]),
         "output_filters": _names(g.resource_output_filters[first]),
         "config_sha256": g.resource_config_sha256[first],

@@ -60,6 +60,7 @@ from otelbench.report.figures import (
 )
 from otelbench.report.markdown import server_timing_text
 from otelbench.report.plot_data import MAX_POINTS, PLOT_DATA_VERSION, plot_data
+from otelbench.report.types import Report
 
 __all__ = [
     "CURVE_SHAPE",
@@ -257,7 +258,7 @@ def _page(title: str, subtitle: str, body: Sequence[str]) -> str:
     )
 
 
-def render_html(report: Mapping[str, Any], plot_data: Mapping[str, Any] | None = None) -> str:
+def render_html(report: Report, plot_data: Mapping[str, Any] | None = None) -> str:
     """The report as one self-contained HTML page (no external resource) with inline SVG plots.
 
     ``plot_data`` is :func:`plot_data`'s dict; when None the report's own ``plots`` key is used
@@ -269,10 +270,11 @@ def render_html(report: Mapping[str, Any], plot_data: Mapping[str, Any] | None =
     True
     """
     plots: Mapping[str, Any] = {}
+    given: Mapping[str, Any] = report  # may carry its own "plots" (not a report.json key)
     if isinstance(plot_data, Mapping):
         plots = plot_data
-    elif isinstance(report.get("plots"), Mapping):
-        plots = report["plots"]
+    elif isinstance(given.get("plots"), Mapping):
+        plots = given["plots"]
     run_id = dig(report, "run", "id")
     model = dig(report, "run", "model")
     figures = []

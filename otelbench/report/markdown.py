@@ -28,6 +28,7 @@ from typing import Any
 from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text
 from otelbench.report.compliance import compliance
 from otelbench.report.configuration import CONFIGURATION_LABELS, configuration_summary
+from otelbench.report.types import Report
 
 __all__ = ["render_markdown"]
 
@@ -658,7 +659,7 @@ def _compliance_section(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
+def render_markdown(report: Report) -> str:
     """The report as Markdown (draft Appendix C.1 block, then the 5.x result tables).
 
     >>> from otelbench.report import build_report

@@ -27,7 +27,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +60,7 @@ from otelbench.metrics import (
     token_arrival_times,
 )
 from otelbench.query import RunData
+from otelbench.report import types as rt
 
 __all__ = [
     "DEFAULT_PREFILL_DEADLINE_S",
@@ -96,6 +97,8 @@ __all__ = [
 ]
 
 F64 = npt.NDArray[np.float64]
+TimelineSource = Literal["server", "client"]
+"""Where the fluidity section's token times come from (``metrics.fluidity.source``)."""
 
 DEFAULT_PREFILL_DEADLINE_S: Final = 1.0
 """The fixed prefill deadline ``D_p`` of the fluidity section (seconds) when none is given."""
@@ -160,11 +163,11 @@ def _drop_nan(values: npt.ArrayLike) -> F64:
     return a if finite.all() else a[finite]  # no copy of 10M samples when all defined
 
 
-def _summary(values: npt.ArrayLike) -> dict[str, int | float | None]:
+def _summary(values: npt.ArrayLike) -> rt.Summary:
     return summarize(_drop_nan(values)).to_dict()
 
 
-def _short(values: npt.ArrayLike) -> dict[str, int | float | None]:
+def _short(values: npt.ArrayLike) -> rt.ShortSummary:
     v = _drop_nan(values)
     return {
         "count": int(v.size),
@@ -295,10 +298,10 @@ def server_itl_order(data: RunData) -> AnyOrderStatistics:
     )
 
 
-def fluidity_intervals(data: RunData) -> tuple[Ragged, str, Ragged]:
+def fluidity_intervals(data: RunData) -> tuple[Ragged, TimelineSource, Ragged]:
     """:func:`fluidity_token_times` and their deadline intervals (Etalon §4.1)."""
 
-    def compute() -> tuple[Ragged, str, Ragged]:
+    def compute() -> tuple[Ragged, TimelineSource, Ragged]:
         times, source = fluidity_token_times(data)
         return times, source, deadline_intervals(times)
 
@@ -334,7 +337,7 @@ def server_itl_summary(data: RunData) -> Summary:
     )
 
 
-def client_itl_shape(data: RunData) -> dict[str, Any]:
+def client_itl_shape(data: RunData) -> rt.ItlShape:
     """``metrics.client.itl_shape``: :func:`itl_shape_section` of :func:`client_itl_ms`."""
     return derived(
         data,
@@ -408,7 +411,7 @@ def server_token_times(data: RunData) -> Ragged | None:
     return times.select(keep)
 
 
-def fluidity_token_times(data: RunData) -> tuple[Ragged, str]:
+def fluidity_token_times(data: RunData) -> tuple[Ragged, TimelineSource]:
     """The token times fluidity is computed from, and their source: the engine's (Option C,
     ``"server"``) when any successful request has them, else the client's (``"client"``)."""
     times = server_token_times(data)
@@ -424,7 +427,7 @@ def client_token_times(data: RunData) -> Ragged:
     return Ragged(tokens.values / 1e6, tokens.bounds)
 
 
-def fluidity_distribution(fi: F64, min_fluidity: float) -> dict[str, Any]:
+def fluidity_distribution(fi: F64, min_fluidity: float) -> rt.FluidityIndex:
     """Fluidity-indices summarized: count, mean, min, P1, P5, P50 and the fraction at least
     ``min_fluidity`` (``fi`` must not be empty)."""
     return {
@@ -472,7 +475,7 @@ def fluidity_section(
     prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S,
     min_fluidity: float = MIN_FLUIDITY,
     request_fraction: float = FLUID_RATE_REQUEST_FRACTION,
-) -> dict[str, Any] | None:
+) -> rt.Fluidity | None:
     """Fluidity-index at Etalon's decode-deadline presets and the fluid token generation rate.
 
     Etalon §4.1 (Algorithm 1, :func:`otelbench.metrics.fluidity_indices`) and §4.2
@@ -490,7 +493,7 @@ def fluidity_section(
     times, source, _ = fluidity_intervals(data)
     if len(times) == 0:
         return None
-    deadlines = []
+    deadlines: list[rt.DeadlineRow] = []
     for preset, dd in DECODE_DEADLINE_PRESETS_S.items():
         fi = fluidity_indices_of(data, prefill_deadline_s, dd)
         deadlines.append(
@@ -546,7 +549,7 @@ def _phase_boundaries(data: RunData, rows: npt.NDArray[np.int64]) -> npt.NDArray
     return out
 
 
-def reasoning_section(data: RunData) -> dict[str, Any] | None:
+def reasoning_section(data: RunData) -> rt.Reasoning | None:
     """TTOT, think-to-output gap, think tokens and output-phase ITL (Meridian ADR-0005).
 
     Over the successful requests with a think phase (:data:`REASONING_POPULATION`), from the
@@ -599,7 +602,7 @@ def classes_section(
     e2e_ms: npt.ArrayLike,
     tpot_ms: npt.ArrayLike,
     itl_ms: Ragged,
-) -> dict[str, Any] | None:
+) -> rt.Classes | None:
     """Per-class latency, Jain's fairness index and starvation rate (draft 5.6.4, 5.6.5).
 
     Every argument has one entry (``itl_ms``: one group) per *successful* request; ``labels``
@@ -622,7 +625,7 @@ def classes_section(
         return None
     label_array = np.array([label if label is not None else "" for label in labels], dtype=object)
     has_label = np.array([label is not None for label in labels], dtype=np.bool_)
-    by_class: dict[str, Any] = {}
+    by_class: dict[str, rt.ClassRow] = {}
     normalized: list[F64] = []
     for name in names:
         member = has_label & (label_array == name)
@@ -656,7 +659,7 @@ def classes_section(
 
 def itl_shape_section(
     itl_ms: npt.ArrayLike, *, order: AnyOrderStatistics | None = None, std: float | None = None
-) -> dict[str, Any]:
+) -> rt.ItlShape:
     """Modality (KDE peak count) and P99/P50 of pooled ITL samples in ms (draft 5.4.4.3).
 
     :func:`otelbench.metrics.itl_shape`; NaN samples are dropped. ``order`` and ``std`` are
@@ -685,7 +688,7 @@ def itl_shape_section(
 # ------------------------------------------------------------------------------------------
 
 
-def load_generator_section(data: RunData) -> dict[str, Any] | None:
+def load_generator_section(data: RunData) -> rt.LoadGenerator | None:
     """Open-loop schedule lag (actual − scheduled send) P50/P99/max in ms over the run's requests.
 
     From each client span's ``otelbench.request.schedule_lag_us`` (every request, failed ones

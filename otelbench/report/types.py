@@ -1,0 +1,757 @@
+"""The shape of ``report.json`` as types: one TypedDict per object of ``docs/report-schema.md``.
+
+:class:`Report` is what :func:`~otelbench.report.build_report` returns and what every renderer
+(Markdown, HTML, compare, the procedures) takes. Each TypedDict's docstring names the section of
+``docs/report-schema.md`` it mirrors; that document stays the public contract, and
+``tests/unit/report/test_types.py`` checks that doc, types and the built reports agree:
+
+* a key that only some runs have is ``NotRequired`` (``metrics.server`` needs joined server
+  spans, ``metrics.guardrails`` guardrail spans, ``metrics.server.itl_ms`` the engine hooks …);
+* a value that may be ``null`` is ``X | None``; a map keyed by data (error types, request
+  classes, attribute names, decisions) is ``dict[str, int]``; values the document fixes are
+  ``Literal``;
+* copies of the run manifest's own objects (``run.workload``, ``run.load``) are
+  ``dict[str, Any]``.
+
+A ``report.json`` read back from disk may come from an older otelbench and lack keys: renderers
+read it through :mod:`otelbench.report.access` all the same; the types say what this version
+writes.
+
+The summary shape and the TTFT-by-input-length row are made by :mod:`otelbench.metrics`, so
+their TypedDicts live there (:class:`~otelbench.metrics.SummaryDict`,
+:class:`~otelbench.metrics.InputBucketDict`) and are named :data:`Summary` and
+:data:`InputLengthBucket` here.
+
+Usage::
+
+    from otelbench.report import build_report
+    from otelbench.report.types import Report
+
+    report: Report = build_report("otelbench.duckdb")
+    report["metrics"]["client"]["ttft_ms"]["p99"]      # float | None
+"""
+
+# No ``from __future__ import annotations`` here: ``NotRequired`` must be seen when each class is
+# made (Python 3.11's TypedDict reads it from evaluated annotations only), so that
+# ``__required_keys__`` is right for the conformance tests.
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from otelbench.metrics import InputBucketDict, SummaryDict
+
+__all__ = [
+    "AddedLatency",
+    "Check",
+    "ClassRow",
+    "Classes",
+    "ClientMetrics",
+    "ClockDomains",
+    "ComplianceCounts",
+    "ComplianceSection",
+    "ComponentShares",
+    "Configuration",
+    "DataQuality",
+    "DeadlineRow",
+    "FilterRow",
+    "FilterStats",
+    "FluidRate",
+    "Fluidity",
+    "FluidityIndex",
+    "GuardrailDisclosure",
+    "Guardrails",
+    "HooksSource",
+    "InputLengthBucket",
+    "ItlMethod",
+    "ItlPerRequest",
+    "ItlShape",
+    "LevelCounts",
+    "LoadGenerator",
+    "Methodology",
+    "Metrics",
+    "Preemptions",
+    "PrefillDeadline",
+    "ProbeDefinition",
+    "ProbeSet",
+    "Reasoning",
+    "ReasoningRequests",
+    "Refusals",
+    "Report",
+    "ReportBody",
+    "RequestCounts",
+    "RequestOptions",
+    "RunSection",
+    "ScheduleLag",
+    "ServerMetrics",
+    "ServerTiming",
+    "ShortSummary",
+    "Summary",
+    "Sut",
+    "Throughput",
+    "Tokenizer",
+    "TtftDecomposition",
+    "Verdict",
+    "Warmup",
+    "WarmupColdStart",
+    "WarmupFloors",
+    "WarmupInterrupted",
+    "WarmupRound",
+    "WarmupWarm",
+]
+
+Summary = SummaryDict
+"""The *summary* shape (``{count, mean, std, min, max, p50, p90, p95, p99, p99_9}``)."""
+InputLengthBucket = InputBucketDict
+"""A bucket row of ``metrics.client.ttft_by_input_tokens``."""
+
+
+class ShortSummary(TypedDict):
+    """The summary's short form ``{count, p50, p95, p99}`` (its last paragraph in section
+    ``The *summary* shape``): ``itl_per_request`` and the class rows of ``metrics.classes``."""
+
+    count: int
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+
+# ------------------------------------------------------------------------------------------
+# run
+# ------------------------------------------------------------------------------------------
+
+
+class Tokenizer(TypedDict):
+    """``run.tokenizer``: draft 4.4.3's declaration (section ``run``). A loaded tokenizer adds
+    its vocabulary, special tokens and counting; the rest are per kind of tokenizer."""
+
+    option: Literal["A (native)", "B (reference)"]
+    name: str
+    source: str
+    vocab_size: NotRequired[int | None]
+    bos_token_id: NotRequired[int | None]
+    eos_token_id: NotRequired[int | None]
+    bos_eos: NotRequired[str]
+    system_prompt: NotRequired[str]
+    tool_call_formatting: NotRequired[str]
+    library: NotRequired[str]
+    max_model_len: NotRequired[int | None]
+    n_vocab_with_special: NotRequired[int]
+
+
+class RequestOptions(TypedDict):
+    """``run.request_options``: how requests were sent (section ``run``)."""
+
+    prompt_format: Literal["token_ids", "text"]
+    ignore_eos: bool
+    stream: bool
+    extra_body: dict[str, Any]
+
+
+class WarmupFloors(TypedDict):
+    """``run.warmup.floors``: the draft 4.5.1 minimums (section ``run``, ``warmup``)."""
+
+    min_requests: int
+    min_output_tokens: int
+    rule: str
+
+
+class ProbeDefinition(TypedDict):
+    """``run.warmup.probe``: the draft 4.5.2 probe definition (section ``run``, ``warmup``)."""
+
+    k: int
+    request: str
+    metric: str
+    stabilization: str
+    threshold: float
+
+
+class ProbeSet(TypedDict):
+    """``run.warmup.probe_before`` / ``probe_after``: one probe set (section ``run``,
+    ``warmup``)."""
+
+    probes: int
+    ok: int
+    latency_ms: list[float]
+    ttft_ms: list[float]
+    median_latency_ms: float | None
+    median_ttft_ms: float | None
+    variation: float | None
+    stabilized: bool
+
+
+class WarmupRound(TypedDict):
+    """An entry of ``run.warmup.rounds``: one warm-up round (section ``run``, ``warmup``)."""
+
+    requests: int
+    failed: int
+    output_tokens: int
+    duration_s: float
+    probe_after: ProbeSet
+
+
+class WarmupWarm(TypedDict):
+    """``run.warmup`` with ``mode`` ``warm``: the warm-up that ran (section ``run``)."""
+
+    mode: Literal["warm"]
+    procedure: str
+    floors: WarmupFloors
+    concurrency: int | None
+    seed: int | None
+    requests: int
+    failed: int
+    output_tokens: int
+    duration_s: float
+    drained: bool
+    probe: ProbeDefinition
+    probe_before: ProbeSet | None
+    probe_after: ProbeSet | None
+    rounds: list[WarmupRound]
+    stabilized: bool
+    deviations: list[str]
+
+
+class WarmupInterrupted(TypedDict):
+    """``run.warmup`` of a run interrupted during its warm-up (section ``run``)."""
+
+    mode: Literal["warm"]
+    interrupted: bool
+
+
+class WarmupColdStart(TypedDict):
+    """``run.warmup`` with ``mode`` ``cold_start``: a declared cold start (section ``run``)."""
+
+    mode: Literal["cold_start"]
+    skipped: bool
+    reason: str
+    deviations: list[str]
+
+
+Warmup = WarmupWarm | WarmupInterrupted | WarmupColdStart
+"""``run.warmup`` (draft 4.5), when a warm-up was configured."""
+
+
+class HooksSource(TypedDict):
+    """An entry of ``run.sut.server_timing.hooks``: one engine-hooks resource (section ``run``,
+    ``run.sut.server_timing``)."""
+
+    vllm_version: str | None
+    hooks_version: str | None
+    support: str | None
+    spans: int
+
+
+class ServerTiming(TypedDict):
+    """``run.sut.server_timing``: what produced the run's server spans (section ``run``)."""
+
+    source: Literal["engine_hooks", "vllm_tracer", "none"]
+    hook_spans: int
+    vllm_tracer_spans: int
+    hooks: list[HooksSource]
+    note: str | None
+
+
+class Sut(TypedDict):
+    """``run.sut``: the system under test as declared or detected (section ``run``). Only
+    ``server_timing`` is always there."""
+
+    boundary: NotRequired[str]
+    hardware: NotRequired[str]
+    software: NotRequired[str]
+    load_generator_host: NotRequired[str]
+    process_priority: NotRequired[str]
+    prefix_caching: NotRequired[str | bool]
+    guardrails: NotRequired[str | dict[str, Any]]
+    clock_sync: NotRequired[str | dict[str, Any]]
+    server_timing: ServerTiming
+
+
+class RequestCounts(TypedDict):
+    """``run.requests`` (section ``run``)."""
+
+    total: int
+    succeeded: int
+    failed: int
+    failed_by_type: dict[str, int]
+
+
+class ScheduleLag(TypedDict):
+    """``run.load_generator.schedule_lag_ms`` (section ``run``, ``load_generator``)."""
+
+    count: int
+    p50: float | None
+    p99: float | None
+    max: float
+
+
+class LoadGenerator(TypedDict):
+    """``run.load_generator``: the open-loop generator's schedule lag (section ``run``,
+    ``load_generator``, draft 4.2.5)."""
+
+    schedule_lag_ms: ScheduleLag
+    generator_bottleneck_flagged: bool
+
+
+class RunSection(TypedDict):
+    """``run`` (section ``run``). ``client_telemetry`` (the spool's counters by name) is added by
+    the commands that wrote the run (``otelbench run``, a procedure level), not by
+    :func:`~otelbench.report.build_report`."""
+
+    id: str
+    target: str | None
+    model: str | None
+    api: Literal["completions", "chat"] | None
+    workload: dict[str, Any] | None
+    seed: int | None
+    tokenizer: Tokenizer | None
+    load: dict[str, Any] | None
+    request_options: RequestOptions | None
+    request_classes: dict[str, int] | None
+    warmup: Warmup | None
+    cold_start: bool | None
+    started_unix: float
+    finished_unix: float
+    duration_s: float
+    otelbench_version: str | None
+    sut: Sut
+    notes: list[str]
+    requests: RequestCounts
+    load_generator: LoadGenerator | None
+    client_telemetry: NotRequired[dict[str, int] | None]
+
+
+# ------------------------------------------------------------------------------------------
+# metrics.client
+# ------------------------------------------------------------------------------------------
+
+
+class ItlPerRequest(TypedDict):
+    """``itl_per_request`` of ``metrics.client`` and ``metrics.server`` (section
+    ``metrics.client``; 5.4.4.2)."""
+
+    jitter_ms: ShortSummary
+    max_pause_ms: ShortSummary
+
+
+class ItlShape(TypedDict):
+    """``metrics.client.itl_shape`` (section ``metrics.client``, ``itl_shape``, 5.4.4.3)."""
+
+    count: int
+    peaks: int
+    multimodal: bool
+    peak_locations_ms: list[float]
+    bandwidth_ms: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+    p99_p50_ratio: float | None
+
+
+class Throughput(TypedDict):
+    """``metrics.client.throughput`` (section ``metrics.client``, ``throughput``)."""
+
+    output_tokens_per_s: float | None
+    input_tokens_per_s: float | None
+    requests_per_s: float | None
+    window_s: float | None
+    output_tokens: int
+    input_tokens: int
+    requests: int
+
+
+class ReasoningRequests(TypedDict):
+    """``metrics.client.reasoning.requests`` (section ``metrics.client``, ``reasoning``)."""
+
+    with_think_phase: int
+    think_phase_ended: int
+    think_phase_unterminated: int
+    without_think_phase: int
+
+
+class Reasoning(TypedDict):
+    """``metrics.client.reasoning`` (section ``metrics.client``, ``reasoning``; ADR-0005)."""
+
+    requests: ReasoningRequests
+    population: str
+    boundary: str
+    ttot_ms: Summary
+    think_to_output_gap_ms: Summary
+    think_tokens: Summary
+    output_itl_ms: Summary
+
+
+class ClientMetrics(TypedDict):
+    """``metrics.client`` (section ``metrics.client``)."""
+
+    ttft_ms: Summary
+    itl_ms: Summary
+    tpot_ms: Summary
+    e2e_ms: Summary
+    time_between_chunks_ms: Summary
+    tokens_per_chunk: Summary
+    itl_per_request: ItlPerRequest
+    itl_p99_p50_ratio: float | None
+    itl_shape: ItlShape
+    ttft_by_input_tokens: list[InputLengthBucket]
+    throughput: Throughput
+    reasoning: NotRequired[Reasoning]
+
+
+# ------------------------------------------------------------------------------------------
+# metrics.server
+# ------------------------------------------------------------------------------------------
+
+
+class ComponentShares(TypedDict):
+    """``share_of_mean`` / ``share_p50`` of ``metrics.server.ttft_decomposition_ms`` (section
+    ``metrics.server``, ``ttft_decomposition_ms``)."""
+
+    network_and_framing: float | None
+    arrival_to_queue: float | None
+    queue: float | None
+    prefill: float | None
+
+
+class TtftDecomposition(TypedDict):
+    """``metrics.server.ttft_decomposition_ms`` (section ``metrics.server``, 5.1.4.2)."""
+
+    count: int
+    client_ttft: Summary
+    network_and_framing: Summary
+    arrival_to_queue: Summary
+    queue: Summary
+    prefill: Summary
+    share_of_mean: ComponentShares
+    share_p50: ComponentShares
+
+
+class Preemptions(TypedDict):
+    """``metrics.server.preemptions`` (section ``metrics.server``, ``preemptions``, 5.8.4)."""
+
+    requests_observed: int
+    total: int
+    requests_preempted: int
+    rate: float | None
+    preemptions_per_request: Summary
+    recovered: int
+    recovery_rate: float | None
+    tokens_lost: int
+    stall_ms: Summary
+
+
+class ServerMetrics(TypedDict):
+    """``metrics.server`` (section ``metrics.server``): the keys from ``itl_ms`` on need the
+    engine hooks' spans."""
+
+    requests_joined: int
+    client_requests_without_server_span: int
+    span_sources: dict[str, int]
+    ttft_ms: Summary
+    tpot_ms: Summary
+    e2e_ms: Summary
+    queue_ms: Summary
+    prefill_ms: Summary
+    decode_ms: Summary
+    client_minus_server_ttft_ms: Summary
+    ttft_decomposition_ms: TtftDecomposition
+    itl_ms: NotRequired[Summary]
+    itl_per_request: NotRequired[ItlPerRequest]
+    itl_p99_p50_ratio: NotRequired[float | None]
+    preemptions: NotRequired[Preemptions]
+
+
+# ------------------------------------------------------------------------------------------
+# metrics.fluidity, metrics.classes, metrics.guardrails
+# ------------------------------------------------------------------------------------------
+
+
+class PrefillDeadline(TypedDict):
+    """``metrics.fluidity.prefill_deadline`` (section ``metrics.fluidity``)."""
+
+    kind: Literal["fixed"]
+    deadline_ms: float
+    description: str
+
+
+class FluidityIndex(TypedDict):
+    """``fluidity_index`` of a deadline row (section ``metrics.fluidity``, "Deadline row")."""
+
+    count: int
+    mean: float
+    min: float
+    p1: float | None
+    p5: float | None
+    p50: float | None
+    fraction_at_least_min: float
+
+
+class DeadlineRow(TypedDict):
+    """A row of ``metrics.fluidity.deadlines`` (section ``metrics.fluidity``, "Deadline row")."""
+
+    preset: str
+    decode_deadline_ms: float
+    fluidity_index: FluidityIndex
+
+
+class FluidRate(TypedDict):
+    """``metrics.fluidity.fluid_token_generation_rate`` (section ``metrics.fluidity``)."""
+
+    decode_deadline_ms: float
+    tokens_per_s: float
+    precision_ms: float
+    fraction_meeting: float
+    requests: int
+
+
+class Fluidity(TypedDict):
+    """``metrics.fluidity`` (section ``metrics.fluidity``; Etalon §4)."""
+
+    source: Literal["server", "client"]
+    timeline: str
+    chunk_handling: str
+    requests: int
+    requests_left_out: int
+    prefill_deadline: PrefillDeadline
+    min_fluidity: float
+    request_fraction: float
+    deadlines: list[DeadlineRow]
+    fluid_token_generation_rate: FluidRate | None
+
+
+class ClassRow(TypedDict):
+    """A value of ``metrics.classes.by_class`` (section ``metrics.classes``, "Class row")."""
+
+    count: int
+    ttft_ms: ShortSummary
+    tpot_ms: ShortSummary
+    e2e_ms: ShortSummary
+    itl_ms: ShortSummary
+    starvation_rate: float | None
+
+
+class Classes(TypedDict):
+    """``metrics.classes`` (section ``metrics.classes``; draft 5.6.4)."""
+
+    reference: str
+    jain_index: float | None
+    jain_requests: int
+    starvation_factor: float
+    requests_without_class: int
+    by_class: dict[str, ClassRow]
+
+
+class FilterStats(TypedDict):
+    """``{count, p50, p95, p99, mean}`` in ms (or invocations) of ``metrics.guardrails``
+    (section ``metrics.guardrails``: ``added_latency`` and the filter rows)."""
+
+    count: int
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    mean: float | None
+
+
+class GuardrailDisclosure(TypedDict):
+    """``metrics.guardrails.disclosure`` (section ``metrics.guardrails``; draft 4.8.1)."""
+
+    input_filters: list[str]
+    output_filters: list[str]
+    config_sha256: str | None
+    block_response: str | None
+    services: list[str]
+    configurations_seen: int
+
+
+class FilterRow(TypedDict):
+    """A row of ``metrics.guardrails.filters`` (section ``metrics.guardrails``, "Filter row");
+    output filters add ``busy_ms_per_event`` and ``invocations_per_request``."""
+
+    name: str
+    type: str | None
+    stage: str
+    spans: int
+    decisions: dict[str, int]
+    rules: dict[str, int]
+    errors: dict[str, int]
+    busy_ms_per_request: FilterStats
+    busy_ms_per_event: NotRequired[FilterStats]
+    invocations_per_request: NotRequired[FilterStats]
+
+
+class Refusals(TypedDict):
+    """``metrics.guardrails.refusals`` (section ``metrics.guardrails``)."""
+
+    requests: int
+    by_stage: dict[str, int]
+    by_filter: dict[str, int]
+
+
+class AddedLatency(TypedDict):
+    """``metrics.guardrails.added_latency`` (section ``metrics.guardrails``)."""
+
+    input_ms: FilterStats
+    output_first_event_ms: FilterStats
+    output_per_event_ms: FilterStats
+    ttft_ms: FilterStats
+
+
+class Guardrails(TypedDict):
+    """``metrics.guardrails`` (section ``metrics.guardrails``; draft 4.8.1, 5.10)."""
+
+    disclosure: GuardrailDisclosure
+    requests_with_guardrail_spans: int
+    spans: int
+    spans_outside_measured_requests: int
+    filters: list[FilterRow]
+    refusals: Refusals
+    added_latency: AddedLatency
+    definitions: dict[str, str]
+
+
+class Metrics(TypedDict):
+    """``metrics``: ``client`` always; each other section only when the run has its data
+    (sections ``metrics.server``, ``metrics.fluidity``, ``metrics.classes``,
+    ``metrics.guardrails``)."""
+
+    client: ClientMetrics
+    server: NotRequired[ServerMetrics]
+    fluidity: NotRequired[Fluidity]
+    classes: NotRequired[Classes]
+    guardrails: NotRequired[Guardrails]
+
+
+# ------------------------------------------------------------------------------------------
+# methodology, data_quality, configuration, compliance
+# ------------------------------------------------------------------------------------------
+
+
+class ItlMethod(TypedDict):
+    """``methodology.itl_method`` (section ``methodology``; draft 4.6.3)."""
+
+    option: Literal["B"]
+    name: str
+    description: str
+    protocol: str
+    chunk_token_source: str | None
+    """``usage``, ``one_per_chunk`` or ``mixed`` from otelbench's client; another producer's
+    ``otelbench.client.chunk_token_source`` value passes through as it was stored."""
+    chunk_token_sources: dict[str, int]
+    chunk_token_source_meaning: dict[str, str]
+    time_between_chunks: str
+    server_option: Literal["C"] | None
+    server_side: str
+
+
+class ClockDomains(TypedDict):
+    """``methodology.clock_domains`` (section ``methodology``; draft 4.7)."""
+
+    client: str
+    server: str
+    client_minus_server_ttft: str
+
+
+class Methodology(TypedDict):
+    """``methodology`` (section ``methodology``)."""
+
+    itl_method: ItlMethod
+    first_token_definition: str
+    tpot_definition: str
+    jitter_definition: str
+    percentile_method: str
+    std_definition: str
+    throughput_window: str
+    latency_population: str
+    clock_domains: ClockDomains
+    deviations: list[str]
+
+
+class DataQuality(TypedDict):
+    """``data_quality`` (section ``data_quality``)."""
+
+    rejected_attributes: dict[str, int]
+
+
+class Configuration(TypedDict):
+    """``configuration``: draft 5.1.5.1's configuration summary, one line per item (section
+    ``configuration``; the keys of ``otelbench.report.configuration.CONFIGURATION_LABELS``)."""
+
+    sut_boundary: str
+    target: str
+    model: str
+    hardware: str
+    software: str
+    load_generator: str
+    workload: str
+    seed: str
+    tokenizer: str
+    load_model: str
+    requests: str
+    duration: str
+    warmup: str
+    prefix_caching: str
+    guardrails: str
+    timing_method: str
+    clock_synchronization: str
+
+
+class Check(TypedDict):
+    """An entry of ``compliance.checks`` (section ``compliance``, "Check")."""
+
+    id: str
+    section: str
+    level: Literal["MUST", "SHOULD"]
+    requirement: str
+    met: bool | None
+    evidence: str
+
+
+class LevelCounts(TypedDict):
+    """``compliance.counts.MUST`` / ``.SHOULD`` (section ``compliance``)."""
+
+    met: int
+    unmet: int
+    not_applicable: int
+
+
+class ComplianceCounts(TypedDict):
+    """``compliance.counts`` (section ``compliance``): checks by level and outcome."""
+
+    MUST: LevelCounts
+    SHOULD: LevelCounts
+
+
+Verdict = Literal["not compliant", "conditionally compliant", "unconditionally compliant"]
+"""``compliance.verdict`` (section ``compliance``; draft 2)."""
+
+
+class ComplianceSection(TypedDict):
+    """``compliance`` (section ``compliance``; draft 2)."""
+
+    scope: str
+    verdict_rule: str
+    checks: list[Check]
+    counts: ComplianceCounts
+    unmet_must: list[str]
+    unmet_should: list[str]
+    verdict: Verdict
+
+
+# ------------------------------------------------------------------------------------------
+# the report
+# ------------------------------------------------------------------------------------------
+
+
+class ReportBody(TypedDict):
+    """The report's facts: what the run declared and measured (sections ``schema_version``,
+    ``run``, ``metrics``, ``methodology``, ``data_quality``). ``configuration`` and
+    ``compliance`` are computed from these alone."""
+
+    schema_version: int
+    run: RunSection
+    metrics: Metrics
+    methodology: Methodology
+    data_quality: DataQuality
+
+
+class Report(ReportBody):
+    """``report.json``, the whole run report (docs/report-schema.md), keys in report order."""
+
+    configuration: Configuration
+    compliance: ComplianceSection
