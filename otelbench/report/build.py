@@ -42,9 +42,7 @@ from otelbench.metrics import (
     group_last,
     group_max,
     outcomes,
-    percentile,
     preemption_stats,
-    summarize,
     tail_ratio,
     tpot,
     ttft_by_input_length,
@@ -74,6 +72,8 @@ from otelbench.report.sections import (
     server_itl_us,
     server_jitter_us,
     server_token_offsets_us,
+    short_summary_of,
+    summary_of,
 )
 
 __all__ = [
@@ -181,25 +181,6 @@ def render_json(report: rt.Report | Mapping[str, Any]) -> str:
     return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 
-def _dropna(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    finite = np.isfinite(values)
-    return values if finite.all() else values[finite]  # no copy of 10M samples when all defined
-
-
-def _summary(values: npt.NDArray[np.float64]) -> rt.Summary:
-    return summarize(_dropna(values)).to_dict()
-
-
-def _p50_p95_p99(values: npt.NDArray[np.float64]) -> rt.ShortSummary:
-    v = _dropna(values)
-    return {
-        "count": int(v.size),
-        "p50": percentile(v, 50),
-        "p95": percentile(v, 95),
-        "p99": percentile(v, 99),
-    }
-
-
 def report_from_data(
     data: RunData, *, prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S
 ) -> rt.Report:
@@ -244,15 +225,15 @@ def report_from_data(
     rates = window_throughput(c.submit_unix_ns, c.end_unix_ns(), ok, output_tokens, input_tokens)
 
     client_metrics: rt.ClientMetrics = {
-        "ttft_ms": _summary(ttft_ms[ok]),
+        "ttft_ms": summary_of(ttft_ms[ok]),
         "itl_ms": itl_summary.to_dict(),
-        "tpot_ms": _summary(tpot_ms),
-        "e2e_ms": _summary(end_offset_us[ok] / 1000.0),
+        "tpot_ms": summary_of(tpot_ms),
+        "e2e_ms": summary_of(end_offset_us[ok] / 1000.0),
         "time_between_chunks_ms": _time_between_chunks_ms(c, itl_summary),
         "tokens_per_chunk": _tokens_per_chunk_summary(c),
         "itl_per_request": {
-            "jitter_ms": _p50_p95_p99(client_jitter_us(data) / 1000.0),
-            "max_pause_ms": _p50_p95_p99(group_max(itl_us) / 1000.0),
+            "jitter_ms": short_summary_of(client_jitter_us(data) / 1000.0),
+            "max_pause_ms": short_summary_of(group_max(itl_us) / 1000.0),
         },
         "itl_p99_p50_ratio": tail_ratio(itl_summary.p99, itl_summary.p50),
         "itl_shape": client_itl_shape(data),
@@ -328,7 +309,7 @@ def _time_between_chunks_ms(c: ClientRequests, itl_summary: Summary) -> rt.Summa
     if c.chunk_tokens.size == 0 or c.chunk_tokens.min() == c.chunk_tokens.max() == 1:
         return itl_summary.to_dict()
     chunks = Ragged(c.chunk_offset_us.astype(np.float64), c.chunk_bounds).select(c.ok)
-    return _summary(consecutive_intervals(chunks).values / 1000.0)
+    return summary_of(consecutive_intervals(chunks).values / 1000.0)
 
 
 def _tokens_per_chunk_summary(c: ClientRequests) -> rt.Summary:
@@ -341,7 +322,7 @@ def _tokens_per_chunk_summary(c: ClientRequests) -> rt.Summary:
         k = float(c.chunk_tokens[0])
         return Summary(chunks, k, 0.0, k, k, k, k, k, k, k).to_dict()
     tokens = Ragged(c.chunk_tokens.astype(np.float64), c.chunk_bounds).select(c.ok).values
-    return _summary(tokens)
+    return summary_of(tokens)
 
 
 def _server_metrics(
@@ -384,13 +365,13 @@ def _server_metrics(
             semconv.SPAN_HOOK_REQUEST: int(hook.sum()),
             semconv.SPAN_VLLM_REQUEST: int((~hook).sum()),
         },
-        "ttft_ms": _summary(server_ttft_ms),
-        "tpot_ms": _summary(server_tpot_ms),
-        "e2e_ms": _summary(s.e2e_s[joined] * 1000.0),
-        "queue_ms": _summary(queue_ms),
-        "prefill_ms": _summary(prefill_ms),
-        "decode_ms": _summary(decode_ms),
-        "client_minus_server_ttft_ms": _summary(difference[client_ok]),
+        "ttft_ms": summary_of(server_ttft_ms),
+        "tpot_ms": summary_of(server_tpot_ms),
+        "e2e_ms": summary_of(s.e2e_s[joined] * 1000.0),
+        "queue_ms": summary_of(queue_ms),
+        "prefill_ms": summary_of(prefill_ms),
+        "decode_ms": summary_of(decode_ms),
+        "client_minus_server_ttft_ms": summary_of(difference[client_ok]),
         "ttft_decomposition_ms": _ttft_decomposition(
             client_ttft_ms[idx][client_ok],
             server_ttft_ms[client_ok],
@@ -405,8 +386,8 @@ def _server_metrics(
     itl_summary = server_itl_summary(data)
     out["itl_ms"] = itl_summary.to_dict()
     out["itl_per_request"] = {
-        "jitter_ms": _p50_p95_p99(server_jitter_us(data) / 1000.0),
-        "max_pause_ms": _p50_p95_p99(group_max(itl_us) / 1000.0),
+        "jitter_ms": short_summary_of(server_jitter_us(data) / 1000.0),
+        "max_pause_ms": short_summary_of(group_max(itl_us) / 1000.0),
     }
     out["itl_p99_p50_ratio"] = tail_ratio(itl_summary.p99, itl_summary.p50)
 
@@ -421,11 +402,11 @@ def _server_metrics(
         "total": p.total,
         "requests_preempted": p.requests_preempted,
         "rate": p.rate,
-        "preemptions_per_request": _summary(p.per_request),
+        "preemptions_per_request": summary_of(p.per_request),
         "recovered": p.recovered,
         "recovery_rate": p.recovery_rate,
         "tokens_lost": p.kv_tokens_discarded,
-        "stall_ms": _summary(stalls_ms),
+        "stall_ms": summary_of(stalls_ms),
     }
     return out
 
@@ -440,11 +421,11 @@ def _ttft_decomposition(
     parts = d.components  # the TTFT_COMPONENTS, in their order
     return {
         "count": int(d.client_ttft.size),
-        "client_ttft": _summary(d.client_ttft),
-        "network_and_framing": _summary(parts["network_and_framing"]),
-        "arrival_to_queue": _summary(parts["arrival_to_queue"]),
-        "queue": _summary(parts["queue"]),
-        "prefill": _summary(parts["prefill"]),
+        "client_ttft": summary_of(d.client_ttft),
+        "network_and_framing": summary_of(parts["network_and_framing"]),
+        "arrival_to_queue": summary_of(parts["arrival_to_queue"]),
+        "queue": summary_of(parts["queue"]),
+        "prefill": summary_of(parts["prefill"]),
         "share_of_mean": _shares(d.share_of_mean),
         "share_p50": _shares(d.share_p50),
     }

@@ -163,11 +163,13 @@ def _drop_nan(values: npt.ArrayLike) -> F64:
     return a if finite.all() else a[finite]  # no copy of 10M samples when all defined
 
 
-def _summary(values: npt.ArrayLike) -> rt.Summary:
+def summary_of(values: npt.ArrayLike) -> rt.Summary:
+    """The report's summary shape over the defined (finite) values."""
     return summarize(_drop_nan(values)).to_dict()
 
 
-def _short(values: npt.ArrayLike) -> rt.ShortSummary:
+def short_summary_of(values: npt.ArrayLike) -> rt.ShortSummary:
+    """The short form ``{count, p50, p95, p99}`` over the defined (finite) values."""
     v = _drop_nan(values)
     return {
         "count": int(v.size),
@@ -584,10 +586,10 @@ def reasoning_section(data: RunData) -> rt.Reasoning | None:
         },
         "population": REASONING_POPULATION,
         "boundary": REASONING_BOUNDARY,
-        "ttot_ms": _summary(phases.ttot),
-        "think_to_output_gap_ms": _summary(phases.think_to_output_gap),
-        "think_tokens": _summary(phases.think_tokens.astype(np.float64)),
-        "output_itl_ms": _summary(phases.output_itl.values),
+        "ttot_ms": summary_of(phases.ttot),
+        "think_to_output_gap_ms": summary_of(phases.think_to_output_gap),
+        "think_tokens": summary_of(phases.think_tokens.astype(np.float64)),
+        "output_itl_ms": summary_of(phases.output_itl.values),
     }
 
 
@@ -635,10 +637,10 @@ def classes_section(
             normalized.append(wait / median)
         by_class[name] = {
             "count": int(member.sum()),
-            "ttft_ms": _short(wait),
-            "tpot_ms": _short(tpot[member]),
-            "e2e_ms": _short(e2e[member]),
-            "itl_ms": _short(itl_ms.select(member).values),
+            "ttft_ms": short_summary_of(wait),
+            "tpot_ms": short_summary_of(tpot[member]),
+            "e2e_ms": short_summary_of(e2e[member]),
+            "itl_ms": short_summary_of(itl_ms.select(member).values),
             "starvation_rate": starvation_rate(wait) if wait.size else None,
         }
     x = np.concatenate(normalized) if normalized else np.empty(0)
