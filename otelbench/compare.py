@@ -71,6 +71,8 @@ from otelbench.metrics.stats import (
 )
 from otelbench.report.access import dig, number
 from otelbench.report.build import SCHEMA_VERSION
+from otelbench.report.compliance import comparison_compliance
+from otelbench.report.markdown import compliance_lines
 
 __all__ = [
     "COMPARE_VERSION",
@@ -875,7 +877,7 @@ def compare_runs(
     label_of = _labels([s.name for s in systems], [s.id for s in systems])
     deviations.extend(d for c in checklist if (d := _check_deviation(c, label_of)) is not None)
 
-    return {
+    result: dict[str, Any] = {
         "compare_version": COMPARE_VERSION,
         "baseline": systems[0].name,
         "group_by": list(group_by),
@@ -892,6 +894,9 @@ def compare_runs(
         "checklist": checklist,
         "deviations": deviations,
     }
+    reports = [r.report for s in systems for r in s.runs]
+    result["compliance"] = comparison_compliance(result, reports)
+    return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1023,6 +1028,9 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
         else:
             values = _values_text(c, head, 50)
         lines.append(f"| {c['label']} | {c['draft']} | {status} | {_cell(values)} |")
+    if result.get("compliance"):
+        lines += ["", "## Methodology Compliance", "", *compliance_lines(result["compliance"])]
+        lines.pop()  # compliance_lines ends with a blank line; the next section adds its own
     lines += [
         "",
         "## Statistical method (draft 6.3)",
