@@ -29,7 +29,7 @@ import typer
 
 from otelbench.errors import ConfigError
 from otelbench.options import METADATA_KEY, OptionMeta, option
-from otelbench.sut.description import sut_description
+from otelbench.sut.description import FLAGS, from_flags, sut_description
 
 __all__ = [
     "PROMPT_FORMATS",
@@ -111,31 +111,16 @@ class CommonOptions:
     sut_software: str | None = option(None, help="Declare the target's software and version.")
     sut_config: Path | None = option(
         None,
-        help="YAML file declaring the SUT (otelbench.sut.description: boundary, model version, "
-        "quantization, prefix caching, clock sync, network RTT, guardrails); --sut-* flags "
-        "replace its fields.",
+        help="YAML file declaring the SUT (otelbench.sut.description); --sut-* flags replace "
+        "its fields.",
     )
-    sut_model_version: str | None = option(
-        None, help="Declare the model's version: revision or checkpoint (draft 5.1.2.3)."
-    )
-    sut_quantization: str | None = option(
-        None, help="Declare the model's quantization: none, fp8, awq-int4 … (draft 5.1.2.3)."
-    )
-    sut_prefix_caching: str | None = option(
-        None, help="Declare the SUT's prefix caching: enabled or disabled (draft 5.1.2.3)."
-    )
-    sut_clock_sync: str | None = option(
-        None, help="Declare the clock synchronization method, e.g. 'chrony (NTP)' (draft 4.7.2)."
-    )
-    sut_clock_accuracy_ms: float | None = option(
-        None, help="Declare the clock synchronization's estimated accuracy, ms (draft 4.7.2)."
-    )
-    sut_input_filter: str | None = option(
-        None, help="Declare the input safety filter: its name, or none (draft 4.8.1)."
-    )
-    sut_output_filter: str | None = option(
-        None, help="Declare the output safety filter: its name, or none (draft 4.8.1)."
-    )
+    sut_model_version: str | None = option(None, help="Declare the model's version (5.1.2.3).")
+    sut_quantization: str | None = option(None, help="Declare its quantization, or none.")
+    sut_prefix_caching: str | None = option(None, help="Declare prefix caching: enabled/disabled.")
+    sut_clock_sync: str | None = option(None, help="Declare the clock sync method (4.7.2).")
+    sut_clock_accuracy_ms: float | None = option(None, help="Declare its accuracy, ms (4.7.2).")
+    sut_input_filter: str | None = option(None, help="Declare the input safety filter, or none.")
+    sut_output_filter: str | None = option(None, help="Declare the output safety filter, or none.")
     store: str | None = option(
         None,
         help="Span store: a DuckDB file (default OUT/spans.duckdb), chdb:///abs/dir or "
@@ -291,23 +276,7 @@ def json_object(text: str | None, option: str) -> dict[str, Any]:
 def declared_sut(c: CommonOptions) -> dict[str, Any]:
     """The SUT as the user declared it: ``--sut-config`` with the ``--sut-*`` flags on top
     (validated: :func:`otelbench.sut.description.sut_description`)."""
-    flags: dict[str, Any] = {
-        "boundary": c.sut_boundary,
-        "hardware": c.sut_hardware,
-        "software": c.sut_software,
-        "model_version": c.sut_model_version,
-        "quantization": c.sut_quantization,
-        "prefix_caching": c.sut_prefix_caching,
-    }
-    sections: dict[str, dict[str, Any]] = {
-        "clock_sync": {"method": c.sut_clock_sync, "accuracy_ms": c.sut_clock_accuracy_ms},
-        "guardrails": {"input_filter": c.sut_input_filter, "output_filter": c.sut_output_filter},
-    }
-    for key, fields in sections.items():
-        given = {name: value for name, value in fields.items() if value is not None}
-        if given:
-            flags[key] = given
-    return sut_description(c.sut_config, flags)
+    return sut_description(c.sut_config, from_flags({f: getattr(c, f) for f in FLAGS}))
 
 
 PROMPT_FORMATS: Final = ("token_ids", "text")

@@ -958,6 +958,10 @@ def _level_duration(f: ReportFacts) -> tuple[Met, str]:
     return duration is not None and duration >= THROUGHPUT_RECOMMENDED_DURATION_S, evidence
 
 
+def _boundary_name(f: ReportFacts) -> str:
+    return nonblank(f.sut.get("boundary")) or "undeclared"
+
+
 def _boundary_is(f: ReportFacts, boundary: str) -> bool:
     return nonblank(f.sut.get("boundary")) == boundary
 
@@ -965,7 +969,7 @@ def _boundary_is(f: ReportFacts, boundary: str) -> bool:
 def _protocol_check(boundary: str, marker: str) -> Evaluate:
     def evaluate(f: ReportFacts) -> tuple[Met, str]:
         if not _boundary_is(f, boundary):
-            return None, f"not a {boundary} run"
+            return None, f"not applicable: the boundary is {_boundary_name(f)}, not {boundary}"
         protocol = nonblank(f.itl_method.get("protocol")) or "not declared"
         return marker in protocol, f"protocol: {protocol}"
 
@@ -993,7 +997,7 @@ REQUIREMENTS.extend(
 def _workload_check(sections: tuple[str, ...], boundary: str | None) -> Evaluate:
     def evaluate(f: ReportFacts) -> tuple[Met, str]:
         if boundary is not None and not _boundary_is(f, boundary):
-            return None, f"not a {boundary} run"
+            return None, f"not applicable: the boundary is {_boundary_name(f)}, not {boundary}"
         workload = mapping(f.run.get("workload"))
         name = nonblank(workload.get("name")) or "not recorded"
         section = nonblank(mapping(workload.get("spec")).get("draft_section"))
@@ -1060,7 +1064,7 @@ def _gateway_guardrails(f: ReportFacts) -> Mapping[str, Any] | None:
 def _guardrails_production(f: ReportFacts) -> tuple[Met, str]:
     declared = _gateway_guardrails(f)
     if declared is None:
-        return None, "not an Application Gateway run"
+        return None, f"not applicable: the boundary is {_boundary_name(f)}, not Application Gateway"
     enabled = [
         f"{stage} {declared[key]}"
         for stage, key in (("input", "input_filter"), ("output", "output_filter"))
@@ -1083,7 +1087,7 @@ def _guardrails_production(f: ReportFacts) -> tuple[Met, str]:
 )
 def _guardrails_noted(f: ReportFacts) -> tuple[Met, str]:
     if _gateway_guardrails(f) is None:
-        return None, "not an Application Gateway run"
+        return None, f"not applicable: the boundary is {_boundary_name(f)}, not Application Gateway"
     text = guardrails_text(f)
     return text is not None, text or "guardrails not declared (--sut-input-filter, -output-)"
 
@@ -1098,7 +1102,7 @@ def _guardrails_noted(f: ReportFacts) -> tuple[Met, str]:
 def _guardrails_comparative(f: ReportFacts) -> tuple[Met, str]:
     declared = _gateway_guardrails(f)
     if declared is None:
-        return None, "not an Application Gateway run"
+        return None, f"not applicable: the boundary is {_boundary_name(f)}, not Application Gateway"
     where = nonblank(declared.get("comparative_run"))
     if where is None:
         return False, "no comparative run declared (guardrails.comparative_run in --sut-config)"
@@ -1268,7 +1272,7 @@ def _reference_tokenizer(t: ProcedureFacts) -> tuple[Met, str]:
     if not isinstance((t.procedure or {}).get("checklist"), list):
         return None, "not a comparison of systems (otelbench compare)"
     found = [
-        f"Option {tok.get('option', '?')} {tok.get('name', NOT_DECLARED)}"
+        f"Option {tok.get('option', '?')}, {tok.get('name', NOT_DECLARED)}"
         for tok in (mapping(r.run.get("tokenizer")) for r in t.runs)
     ]
     ok = [x for x in found if x.startswith("Option B") and x.endswith("cl100k_base")]
@@ -1397,8 +1401,9 @@ def _summary(
 
 
 def _combine(check_id: str, per_run: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """One run check over a test's runs: not met where any run fails it (those runs' evidence),
-    met where every run it applies to meets it, not applicable where it applies to none."""
+    """One run check over a test's runs: not met where any run fails it (those runs' evidence,
+    the runs with the same evidence together), met where every run it applies to meets it, not
+    applicable where it applies to none."""
     first = per_run[0][1]
     unmet = [(label, c) for label, c in per_run if c["met"] is False]
     met = [(label, c) for label, c in per_run if c["met"] is True]
@@ -1409,8 +1414,11 @@ def _combine(check_id: str, per_run: list[tuple[str, dict[str, Any]]]) -> dict[s
         shown, value = met[:1], True
     else:
         shown, value = per_run[:1], None
+    groups: dict[str, list[str]] = {}
+    for label, c in shown:
+        groups.setdefault(str(c["evidence"]), []).append(label)
     prefix = "" if value is not True else f"every run it applies to ({len(met)}); "
-    evidence = prefix + "; ".join(f"{label}: {c['evidence']}" for label, c in shown)
+    evidence = prefix + "; ".join(f"{', '.join(labels)}: {e}" for e, labels in groups.items())
     return {**first, "id": check_id, "met": value, "evidence": evidence}
 
 

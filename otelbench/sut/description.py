@@ -57,7 +57,7 @@ from typing import Any, Final
 
 from otelbench.errors import ConfigError
 
-__all__ = ["BOUNDARIES", "FIELDS", "sut_description"]
+__all__ = ["BOUNDARIES", "FIELDS", "FLAGS", "from_flags", "sut_description"]
 
 BOUNDARIES: Final = {
     "model engine": "Model Engine",
@@ -162,6 +162,40 @@ FIELDS: Final[Mapping[str, Parse]] = {
 """Every field of a SUT description and its validator (module docstring)."""
 
 
+FLAGS: Final[Mapping[str, tuple[str, ...]]] = {
+    "sut_boundary": ("boundary",),
+    "sut_hardware": ("hardware",),
+    "sut_software": ("software",),
+    "sut_model_version": ("model_version",),
+    "sut_quantization": ("quantization",),
+    "sut_prefix_caching": ("prefix_caching",),
+    "sut_clock_sync": ("clock_sync", "method"),
+    "sut_clock_accuracy_ms": ("clock_sync", "accuracy_ms"),
+    "sut_input_filter": ("guardrails", "input_filter"),
+    "sut_output_filter": ("guardrails", "output_filter"),
+}
+"""The ``--sut-*`` flags (``otelbench.cli.options.CommonOptions`` fields) and the field of a
+description each one sets."""
+
+
+def from_flags(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The description fields that flags given (not None) set, by :data:`FLAGS`.
+
+    >>> from_flags({"sut_clock_sync": "chrony", "sut_clock_accuracy_ms": None})
+    {'clock_sync': {'method': 'chrony'}}
+    """
+    out: dict[str, Any] = {}
+    for flag, path in FLAGS.items():
+        value = values.get(flag)
+        if value is None:
+            continue
+        if len(path) == 1:
+            out[path[0]] = value
+        else:
+            out.setdefault(path[0], {})[path[1]] = value
+    return out
+
+
 def _read(path: Path) -> Mapping[str, Any]:
     # PyYAML has no inline types and types-PyYAML is not a dependency: import dynamically
     yaml = importlib.import_module("yaml")
@@ -172,7 +206,8 @@ def _read(path: Path) -> Mapping[str, Any]:
     except UnicodeDecodeError:
         raise ConfigError(f"--sut-config {path}: not UTF-8 text") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"--sut-config {path}: not valid YAML ({exc})") from None
+        where = " ".join(str(exc).split())  # PyYAML's message spans lines
+        raise ConfigError(f"--sut-config {path}: not valid YAML ({where})") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
