@@ -9,7 +9,10 @@ the systems metric by metric, with the first system as the baseline:
    otelbench version. Each item is ``equal``, ``differs`` (with every system's values, and for
    nested declarations the dotted keys that differ) or ``not recorded``. Differences are listed
    as deviations, never fatal. The SUT's software and target are listed too: they identify the
-   systems and are expected to differ.
+   systems and are expected to differ. The comparison's own verdict (``compliance``, draft 2
+   for test 6: :func:`otelbench.report.compliance.comparison_compliance`) judges 6.1's MUST —
+   workload, seeds, boundary and load model equal, hardware equal or normalized per GPU — and
+   4.4.2's RECOMMENDED reference tokenizer.
 2. **Normalization (6.2).** Output tokens per second is the throughput of every run. When a
    system's GPU count is known (``--gpus SYSTEM=N``, or ``run.sut.hardware`` carrying one, see
    :func:`gpu_count_from_hardware`) the comparison adds output tokens per GPU-second = output

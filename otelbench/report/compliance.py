@@ -1,39 +1,41 @@
-"""The report's methodology compliance (draft 2).
+"""The methodology compliance of a report, a procedure or a comparison (draft 2: per test).
 
-A pure function of the report dict (``docs/report-schema.md``), so a report rebuilt from the same
-store (``otelbench report``) recomputes it identically; the configuration summary (5.1.5.1) it
-checks is :mod:`otelbench.report.configuration`'s (re-exported here):
+Pure functions of the report dicts (``docs/report-schema.md``, ``docs/procedure-schema.md``), so a
+report rebuilt from the same store (``otelbench report``) recomputes them identically; the
+configuration summary (5.1.5.1) the checks read is :mod:`otelbench.report.configuration`'s
+(re-exported here).
 
-* :func:`compliance` — one check per MUST or SHOULD requirement of the draft that a single run at
-  one load level can satisfy or fail (test setup, section 4; the TTFT test's and the ITL test's
-  single-run requirements, 5.1 and 5.4), each with the facts of the report as evidence, and the
-  verdict of draft section 2:
+* the **checks**: :data:`REQUIREMENTS` read one run's report (what it declared in ``run``,
+  measured in ``metrics``, and declared about its method in ``methodology``; never
+  ``configuration`` or ``compliance`` themselves); :data:`PROCEDURE_REQUIREMENTS` read a whole
+  test (:class:`ProcedureFacts`: its runs and ``procedure.json`` or ``compare.json``). Each gives
+  ``met`` (True, False, or None where it does not apply) with the facts as evidence, and names the
+  normative statements it judges (:mod:`otelbench.report.normative` ids);
+* the **verdict of a test** (:func:`verdict_for_test`) over the statements that apply to it:
+  section 4's and its own section's, for its SUT boundary. A statement judged ``measured`` or
+  ``declared`` is not met when any of its checks is not met; an ``enforced`` one is met by
+  otelbench itself, the evidence says how:
 
   ====================================  ===================================================
   verdict                               rule
   ====================================  ===================================================
-  ``unconditionally compliant``         every applicable MUST and SHOULD check is met
+  ``unconditionally compliant``         every applicable MUST and SHOULD statement is met
   ``conditionally compliant``           every applicable MUST is met, some SHOULD is not
   ``not compliant``                     some MUST is not met
   ====================================  ===================================================
 
-  A check whose requirement does not apply to the run (a closed loop has no open-loop isolation
-  to show) has ``met`` = None and does not count. Requirements without a BCP 14 keyword that the
-  report already treats as thresholds (5.4.2's 100 requests) are SHOULD, and say so.
-
-The checks are registered in :data:`REQUIREMENTS`, in report order. A check reads the report's
-facts only: what the run declared (``run``), measured (``metrics``) and declared about its
-method (``methodology``); it never reads ``configuration`` or ``compliance`` themselves.
+* :func:`compliance` — a run report, for the tests one run stands for (:data:`RUN_TESTS`: 5.1 and
+  5.4); :func:`procedure_compliance` — a procedure, for its section, each run check over every
+  level's report; :func:`comparison_compliance` — ``otelbench compare``, for section 6.
 
 Usage::
 
     from otelbench.report import build_report
     from otelbench.report.compliance import compliance
-    from otelbench.report.configuration import configuration_summary
 
     report = build_report("otelbench.duckdb")
-    configuration_summary(report)["sut_boundary"]   # 'Model Engine (draft 4.1.1)'
-    compliance(report)["verdict"]                   # 'not compliant'
+    [(t["test"], t["verdict"]) for t in compliance(report)["tests"]]
+    # [('5.1', 'not compliant'), ('5.4', 'not compliant')]
 """
 
 from __future__ import annotations
