@@ -30,6 +30,15 @@ prefix_caching: disabled
 
 SMALL_RUN_UNMET_MUST = ["warmup", "ttft-request-count"]
 """What 40 requests after an 8-request warm-up cannot meet (4.5.1, 5.1.2.1)."""
+LOAD_DEPENDENT = {"load-generator-requirements", "open-loop-isolation"}
+"""4.2.5's isolation fails where the generator-bottleneck flag is raised (a P99 send lag over
+10 ms), which a busy 2-core test machine can cause; tests/unit/report covers it both ways."""
+
+
+def unmet_must(report: dict[str, Any], test: str) -> list[str]:
+    """The test's unmet MUST statements, less :data:`LOAD_DEPENDENT`."""
+    found = next(t for t in report["compliance"]["tests"] if t["test"] == test)
+    return [i for i in found["unmet_must"] if i not in LOAD_DEPENDENT]
 
 
 def run(server: ScriptedServer, out: Path, *extra: str) -> dict[str, Any]:
@@ -64,9 +73,7 @@ def test_declarations_reach_the_report_and_the_verdict(
     assert checks["model-identifier"]["evidence"] == "name m; version m@1; quantization none"
     assert checks["model-identifier"]["met"] is True
     assert checks["configuration-summary"]["met"] is True
-    t51 = next(t for t in report["compliance"]["tests"] if t["test"] == "5.1")
-    assert t51["unmet_must"] == SMALL_RUN_UNMET_MUST
+    assert unmet_must(report, "5.1") == SMALL_RUN_UNMET_MUST
     # the same run with one more requirement broken: uniform arrivals for 5.1 (5.1.2.2)
     broken = run(scripted_server, tmp_path / "uniform", "--arrival", "uniform")
-    t51 = next(t for t in broken["compliance"]["tests"] if t["test"] == "5.1")
-    assert t51["unmet_must"] == ["warmup", "ttft-request-count", "ttft-poisson"]
+    assert unmet_must(broken, "5.1") == ["warmup", "ttft-request-count", "ttft-poisson"]
