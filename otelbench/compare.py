@@ -9,7 +9,10 @@ the systems metric by metric, with the first system as the baseline:
    otelbench version. Each item is ``equal``, ``differs`` (with every system's values, and for
    nested declarations the dotted keys that differ) or ``not recorded``. Differences are listed
    as deviations, never fatal. The SUT's software and target are listed too: they identify the
-   systems and are expected to differ.
+   systems and are expected to differ. The comparison's own verdict (``compliance``, draft 2
+   for test 6: :func:`otelbench.report.compliance.comparison_compliance`) judges 6.1's MUST —
+   workload, seeds, boundary and load model equal, hardware equal or normalized per GPU — and
+   4.4.2's RECOMMENDED reference tokenizer.
 2. **Normalization (6.2).** Output tokens per second is the throughput of every run. When a
    system's GPU count is known (``--gpus SYSTEM=N``, or ``run.sut.hardware`` carrying one, see
    :func:`gpu_count_from_hardware`) the comparison adds output tokens per GPU-second = output
@@ -71,6 +74,8 @@ from otelbench.metrics.stats import (
 )
 from otelbench.report.access import dig, number
 from otelbench.report.build import SCHEMA_VERSION
+from otelbench.report.compliance import comparison_compliance
+from otelbench.report.markdown import compliance_lines
 from otelbench.report.types import Report
 
 __all__ = [
@@ -878,7 +883,7 @@ def compare_runs(
     label_of = _labels([s.name for s in systems], [s.id for s in systems])
     deviations.extend(d for c in checklist if (d := _check_deviation(c, label_of)) is not None)
 
-    return {
+    result: dict[str, Any] = {
         "compare_version": COMPARE_VERSION,
         "baseline": systems[0].name,
         "group_by": list(group_by),
@@ -895,6 +900,9 @@ def compare_runs(
         "checklist": checklist,
         "deviations": deviations,
     }
+    reports = [r.report for s in systems for r in s.runs]
+    result["compliance"] = comparison_compliance(result, reports)
+    return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1026,6 +1034,9 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
         else:
             values = _values_text(c, head, 50)
         lines.append(f"| {c['label']} | {c['draft']} | {status} | {_cell(values)} |")
+    if result.get("compliance"):
+        lines += ["", "## Methodology Compliance", "", *compliance_lines(result["compliance"])]
+        lines.pop()  # compliance_lines ends with a blank line; the next section adds its own
     lines += [
         "",
         "## Statistical method (draft 6.3)",

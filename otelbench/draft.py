@@ -22,7 +22,9 @@ __all__ = [
     "CAPACITY_MIN_COMPLETION",
     "CAPACITY_MIN_DURATION_S",
     "CAPACITY_REQUESTS_PER_SLOT",
+    "CLOCK_SYNC_MAX_ERROR_MS",
     "FAIRNESS_CLASS_REQUESTS",
+    "FAIRNESS_LOAD_RANGE",
     "FAIRNESS_MIXED_DURATION_S",
     "FAIRNESS_SHORT_MIX",
     "FLUIDITY_MIN_INDEX",
@@ -53,6 +55,8 @@ WARMUP_MIN_OUTPUT_TOKENS: Final = 10_000
 """4.5.1 item 2: at least 10,000 warm-up output tokens (with :data:`WARMUP_MIN_REQUESTS`)."""
 WARMUP_STABILIZATION_THRESHOLD: Final = 0.10
 """4.5.2: warm-up is complete at less than 10 % variation across consecutive probe requests."""
+CLOCK_SYNC_MAX_ERROR_MS: Final = 10.0
+"""4.7.2: across machines, clock synchronization must achieve 10 ms accuracy or better."""
 
 # -- TTFT (5.1) ----------------------------------------------------------------------------------
 
@@ -91,6 +95,8 @@ CAPACITY_MIN_DURATION_S: Final = 60.0
 
 FAIRNESS_SHORT_MIX: Final = 0.8
 """5.6.2: the mixed workload is 80 % short and 20 % long requests."""
+FAIRNESS_LOAD_RANGE: Final = (0.7, 0.9)
+"""5.6.2: the mixed run at 70–90 % of saturation throughput (RECOMMENDED)."""
 FAIRNESS_CLASS_REQUESTS: Final = 500
 """5.6.2: at least 500 requests per class."""
 FAIRNESS_MIXED_DURATION_S: Final = 300.0

@@ -29,6 +29,7 @@ import typer
 
 from otelbench.errors import ConfigError
 from otelbench.options import METADATA_KEY, OptionMeta, option
+from otelbench.sut.description import FLAGS, from_flags, sut_description
 
 __all__ = [
     "PROMPT_FORMATS",
@@ -108,6 +109,18 @@ class CommonOptions:
     )
     sut_hardware: str | None = option(None, help="Declare the target's hardware for the report.")
     sut_software: str | None = option(None, help="Declare the target's software and version.")
+    sut_config: Path | None = option(
+        None,
+        help="YAML file declaring the SUT (otelbench.sut.description); --sut-* flags replace "
+        "its fields.",
+    )
+    sut_model_version: str | None = option(None, help="Declare the model's version (5.1.2.3).")
+    sut_quantization: str | None = option(None, help="Declare its quantization, or none.")
+    sut_prefix_caching: str | None = option(None, help="Declare prefix caching: enabled/disabled.")
+    sut_clock_sync: str | None = option(None, help="Declare the clock sync method (4.7.2).")
+    sut_clock_accuracy_ms: float | None = option(None, help="Declare its accuracy, ms (4.7.2).")
+    sut_input_filter: str | None = option(None, help="Declare the input safety filter, or none.")
+    sut_output_filter: str | None = option(None, help="Declare the output safety filter, or none.")
     store: str | None = option(
         None,
         help="Span store: a DuckDB file (default OUT/spans.duckdb), chdb:///abs/dir or "
@@ -260,12 +273,10 @@ def json_object(text: str | None, option: str) -> dict[str, Any]:
     return value
 
 
-def declared_sut(
-    boundary: str | None, hardware: str | None, software: str | None
-) -> dict[str, str]:
-    """The SUT as the user declared it (``--sut-boundary``/``-hardware``/``-software``)."""
-    pairs = (("boundary", boundary), ("hardware", hardware), ("software", software))
-    return {key: value for key, value in pairs if value}
+def declared_sut(c: CommonOptions) -> dict[str, Any]:
+    """The SUT as the user declared it: ``--sut-config`` with the ``--sut-*`` flags on top
+    (validated: :func:`otelbench.sut.description.sut_description`)."""
+    return sut_description(c.sut_config, from_flags({f: getattr(c, f) for f in FLAGS}))
 
 
 PROMPT_FORMATS: Final = ("token_ids", "text")

@@ -159,7 +159,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         tokenizer=c.tokenizer,
         prompt_format=parse_prompt_format(r.prompt_format),
         warmup=warmup,
-        sut=declared_sut(c.sut_boundary, c.sut_hardware, c.sut_software),
+        sut=declared_sut(c),
     )
     launch = {"max_model_len": c.max_model_len, "served_model_name": c.model} if c.sut else None
     out = c.out

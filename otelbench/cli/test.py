@@ -145,7 +145,7 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
         timeout_s=c.timeout,
         tokenizer=c.tokenizer,
         warmup=warmup,
-        sut=declared_sut(c.sut_boundary, c.sut_hardware, c.sut_software),
+        sut=declared_sut(c),
     )
     if p.vllm_arg and not c.sut:
         raise typer.BadParameter("--vllm-arg needs --sut vllm-cpu (it configures the launch)")

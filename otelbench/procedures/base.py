@@ -19,7 +19,9 @@ warm-up, prefix caching, guardrails), ``levels`` (the section's levels, one row 
 :data:`~otelbench.procedures.levels.LEVEL_ROW_KEYS` plus ``index``, ``label``, ``report`` path
 and the procedure's own keys), ``runs`` (every level run, a capacity probe included: index,
 label, load, run id, report), ``started_unix``, ``finished_unix``, ``duration_s``, ``store``,
-``deviations``, ``notes``. A section's own keys sit between ``configuration`` and ``runs``.
+``deviations``, ``notes``, ``compliance`` (the procedure's own verdict over section 4's
+statements and its section's, draft 2: ``otelbench.report.compliance.procedure_compliance``).
+A section's own keys sit between ``configuration`` and ``runs``.
 
 Example::
 
@@ -51,7 +53,9 @@ from otelbench.procedures.session import (
     ProcedureSession,
 )
 from otelbench.report import render_json
+from otelbench.report.compliance import procedure_compliance
 from otelbench.report.html import render_procedure_html
+from otelbench.report.types import Report
 
 __all__ = [
     "PROCEDURES",
@@ -338,6 +342,11 @@ def _runs(levels: list[Level]) -> list[dict[str, Any]]:
     ]
 
 
+def _level_reports(levels: list[Level]) -> list[tuple[str, Report]]:
+    """Every level's run report, labelled for the compliance evidence."""
+    return [(f"level {lv.index} ({lv.label})", lv.report) for lv in levels if lv.report is not None]
+
+
 def run_procedure(
     procedure: Procedure,
     spec: ProcedureSpec,
@@ -409,6 +418,7 @@ def run_procedure(
         "notes": list(procedure.notes),
     }
     result = _jsonable(result)
+    result["compliance"] = procedure_compliance(result, _level_reports(session.levels))
     markdown = render_procedure(result, procedure.render(result))
     (spec.out_dir / "procedure.json").write_text(render_json(result))
     (spec.out_dir / "procedure.md").write_text(markdown)

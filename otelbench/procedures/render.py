@@ -1,7 +1,8 @@
 """``procedure.md``: the common header and footer around a procedure's own tables.
 
 Header: title and draft section, profile, the configuration summary (5.1.5.1-style) and the
-parameters. Footer: the levels and their run reports, deviations, notes. Latencies print in
+parameters. Footer: the levels and their run reports, deviations, notes, and the procedure's
+methodology compliance (its own verdict, draft 2). Latencies print in
 ms with the precision given; absent values as ``n/a``.
 
 Example::
@@ -17,6 +18,7 @@ from typing import Any
 
 from otelbench.report import access
 from otelbench.report.access import NA
+from otelbench.report.markdown import compliance_lines
 
 __all__ = ["NA", "fmt", "pct", "render_procedure", "table"]
 
@@ -151,4 +153,6 @@ def render_procedure(result: Mapping[str, Any], body: Sequence[str]) -> str:
     ]
     if result.get("notes"):
         lines += ["", "## Notes", "", *[f"- {n}" for n in result["notes"]]]
-    return "\n".join(lines) + "\n"
+    if result.get("compliance"):
+        lines += ["", "## Methodology Compliance", "", *compliance_lines(result["compliance"])]
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -118,6 +118,11 @@ class TtftProcedure(Procedure):
             else np.empty(0, dtype=np.float64)
         )
         deviations = shortfalls(requests=self.requests)
+        if self.params.rate is not None and self.params.arrival != "poisson":
+            deviations.append(
+                f"open-loop arrivals are {self.params.arrival}, not Poisson: 5.1.2.2 REQUIRES "
+                "Poisson (--arrival poisson)"
+            )
         if ttft.get("count", 0) < P99_9_MIN_SAMPLES:
             self.notes.append(
                 "P99.9 needs at least 10,000 samples (5.1.4.3); it is reported from "

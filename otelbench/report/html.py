@@ -258,6 +258,27 @@ def _page(title: str, subtitle: str, body: Sequence[str]) -> str:
     )
 
 
+def _verdict(compliance: Any) -> str:
+    """The methodology compliance verdict of each test a report stands for (draft 2), with the
+    unmet statements' ids; empty when the report has no compliance."""
+    if not isinstance(compliance, Mapping):
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(t.get('test'))} {esc(t.get('title'))}</td>"
+        f"<td><strong>{esc(t.get('verdict'))}</strong></td>"
+        f"<td>{esc(', '.join([*t.get('unmet_must', []), *t.get('unmet_should', [])]) or '—')}"
+        "</td></tr>"
+        for t in compliance.get("tests") or []
+        if isinstance(t, Mapping)
+    )
+    return (
+        "<h2>Methodology compliance (draft 2)</h2>"
+        f"<p>Verdict: <strong>{esc(compliance.get('verdict'))}</strong> (the lowest of its "
+        "tests')</p><table><tr><th>Test</th><th>Verdict</th><th>Not met</th></tr>"
+        f"{rows}</table>"
+    )
+
+
 def render_html(report: Report, plot_data: Mapping[str, Any] | None = None) -> str:
     """The report as one self-contained HTML page (no external resource) with inline SVG plots.
 
@@ -288,6 +309,7 @@ def render_html(report: Report, plot_data: Mapping[str, Any] | None = None) -> s
         f"model {esc(model or 'not recorded')} · report schema "
         f"{esc(report.get('schema_version', NA))}",
         [
+            _verdict(report.get("compliance")),
             "<h2>Run</h2>",
             _run_table(report),
             "<h2>Headline latencies: client vs server</h2>",
@@ -351,6 +373,7 @@ def render_procedure_html(result: Mapping[str, Any], markdown: str) -> str:
         f"profile {esc(result.get('profile', NA))} · procedure schema "
         f"{esc(result.get('schema_version', NA))}",
         [
+            _verdict(result.get("compliance")),
             f'<div class="plots">{fig.html()}</div>',
             "<h2>Levels (each with its own report)</h2>",
             f"<ul>{links}</ul>",

@@ -30,7 +30,7 @@ from otelbench.report.compliance import compliance
 from otelbench.report.configuration import CONFIGURATION_LABELS, configuration_summary
 from otelbench.report.types import Report
 
-__all__ = ["render_markdown"]
+__all__ = ["compliance_lines", "render_markdown"]
 
 
 def _ms(value: Any) -> str:
@@ -625,9 +625,53 @@ def _configuration_section(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _compliance_section(report: Mapping[str, Any]) -> list[str]:
-    """The methodology compliance checks and the draft section 2 verdict."""
-    c = report.get("compliance") or compliance(report)
+def _counts(counts: Mapping[str, Any]) -> str:
+    return f"{counts['met']} met, {counts['unmet']} not met, {counts['not_applicable']} n/a"
+
+
+def compliance_lines(c: Mapping[str, Any]) -> list[str]:
+    """Markdown of a compliance result (``otelbench.report.compliance``): the verdict of each
+    test (draft 2: compliance is per test), each test's unmet statements with their evidence,
+    then every check. Shared by report.md and procedure.md."""
+    tests = [t for t in c.get("tests") or [] if isinstance(t, Mapping)]
+    names = ", ".join(f"{t['test']} ({t['title']})" for t in tests) or "none"
+    lines = [
+        f"**Verdict: {c['verdict']}** (draft 2; the lowest of the verdicts of the tests this "
+        f"report stands for: {names}).",
+        "",
+        *_table(
+            ["Test", "Verdict", "MUST statements", "SHOULD statements"],
+            [
+                [
+                    f"{t['test']} {t['title']}",
+                    f"**{t['verdict']}**",
+                    _counts(t["counts"]["MUST"]),
+                    _counts(t["counts"]["SHOULD"]),
+                ]
+                for t in tests
+            ],
+        ),
+        "",
+    ]
+    for t in tests:
+        unmet = [s for s in t["statements"] if s["met"] is False]
+        lines += [f"### {t['test']} {t['title']}: {t['verdict']}", ""]
+        if not unmet:
+            lines += ["Every applicable statement is met.", ""]
+            continue
+        lines += _table(
+            ["Not met", "Section", "Keyword", "Evidence"],
+            [
+                [
+                    f"`{s['id']}`: {_cell(s['statement'])}",
+                    s["section"],
+                    s["keyword"],
+                    _cell(s["evidence"]),
+                ]
+                for s in unmet
+            ],
+        )
+        lines.append("")
     rows = [
         [
             f"`{check['id']}`: {_cell(check['requirement'])}",
@@ -638,25 +682,21 @@ def _compliance_section(report: Mapping[str, Any]) -> list[str]:
         ]
         for check in c["checks"]
     ]
-    must, should = c["counts"]["MUST"], c["counts"]["SHOULD"]
-    unmet = [*c["unmet_must"], *c["unmet_should"]]
-    verdict = (
-        f"**Verdict: {c['verdict']}** (draft 2). MUST: {must['met']} met, {must['unmet']} not "
-        f"met, {must['not_applicable']} n/a; SHOULD: {should['met']} met, {should['unmet']} "
-        f"not met, {should['not_applicable']} n/a."
-    )
-    if unmet:
-        verdict += " Not met: " + ", ".join(f"`{i}`" for i in unmet) + "."
-    return [
-        "## Methodology Compliance",
-        "",
-        verdict,
+    lines += [
+        "### Checks",
         "",
         *_table(["Check", "Section", "Level", "Met", "Evidence"], rows),
         "",
         f"Scope: {c['scope']}.",
         "",
     ]
+    return lines
+
+
+def _compliance_section(report: Mapping[str, Any]) -> list[str]:
+    """The methodology compliance: each test's verdict (draft 2) and the checks."""
+    c = report.get("compliance") or compliance(report)
+    return ["## Methodology Compliance", "", *compliance_lines(c)]
 
 
 def render_markdown(report: Report) -> str:

@@ -84,8 +84,10 @@ __all__ = [
     "ServerMetrics",
     "ServerTiming",
     "ShortSummary",
+    "StatementResult",
     "Summary",
     "Sut",
+    "TestVerdict",
     "Throughput",
     "Tokenizer",
     "TtftDecomposition",
@@ -258,9 +260,12 @@ class Sut(TypedDict):
     software: NotRequired[str]
     load_generator_host: NotRequired[str]
     process_priority: NotRequired[str]
+    model_version: NotRequired[str]
+    quantization: NotRequired[str]
     prefix_caching: NotRequired[str | bool]
     guardrails: NotRequired[str | dict[str, Any]]
     clock_sync: NotRequired[str | dict[str, Any]]
+    network_rtt_ms: NotRequired[float]
     server_timing: ServerTiming
 
 
@@ -700,10 +705,11 @@ class Check(TypedDict):
     requirement: str
     met: bool | None
     evidence: str
+    judges: list[str]
 
 
 class LevelCounts(TypedDict):
-    """``compliance.counts.MUST`` / ``.SHOULD`` (section ``compliance``)."""
+    """``counts.MUST`` / ``.SHOULD`` of a test's verdict (section ``compliance``, "Test")."""
 
     met: int
     unmet: int
@@ -711,14 +717,42 @@ class LevelCounts(TypedDict):
 
 
 class ComplianceCounts(TypedDict):
-    """``compliance.counts`` (section ``compliance``): checks by level and outcome."""
+    """``counts`` of a test's verdict (section ``compliance``, "Test"): statements by level and
+    outcome."""
 
     MUST: LevelCounts
     SHOULD: LevelCounts
 
 
 Verdict = Literal["not compliant", "conditionally compliant", "unconditionally compliant"]
-"""``compliance.verdict`` (section ``compliance``; draft 2)."""
+"""A test's and the whole report's ``verdict`` (section ``compliance``; draft 2)."""
+
+
+class StatementResult(TypedDict):
+    """An entry of a test's ``statements`` (section ``compliance``, "Test"): one normative
+    statement of ``otelbench.report.normative``, judged."""
+
+    id: str
+    section: str
+    keyword: str
+    level: Literal["MUST", "SHOULD"]
+    statement: str
+    judged: str
+    checks: list[str]
+    met: bool | None
+    evidence: str
+
+
+class TestVerdict(TypedDict):
+    """An entry of ``compliance.tests`` (section ``compliance``, "Test"): one test's verdict."""
+
+    test: str
+    title: str
+    verdict: Verdict
+    counts: ComplianceCounts
+    unmet_must: list[str]
+    unmet_should: list[str]
+    statements: list[StatementResult]
 
 
 class ComplianceSection(TypedDict):
@@ -727,7 +761,7 @@ class ComplianceSection(TypedDict):
     scope: str
     verdict_rule: str
     checks: list[Check]
-    counts: ComplianceCounts
+    tests: list[TestVerdict]
     unmet_must: list[str]
     unmet_should: list[str]
     verdict: Verdict

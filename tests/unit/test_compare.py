@@ -665,6 +665,7 @@ def test_result_is_strict_json_and_markdown_has_every_section() -> None:
         "normalization",
         "checklist",
         "deviations",
+        "compliance",
     ]
     md = render_compare_markdown(result)
     for heading in (
@@ -683,6 +684,25 @@ def test_result_is_strict_json_and_markdown_has_every_section() -> None:
     assert "+45.5 %, p=" in line
     assert "**worse**" in line
     assert "| Seed | 6.1 | differs | run: a 42, b 7; workload: a 42, b 7 |" in md
+
+
+def test_the_comparison_has_a_draft_6_verdict() -> None:
+    """Draft 6.1 MUST: identical workload and seeds, same boundary, comparable hardware, same
+    load model; a seed that differs makes the comparison not compliant, and says why."""
+    same = compare_runs(two_systems([100.0, 110.0, 120.0], [150.0, 160.0, 170.0]), resamples=200)
+    differs = compare_runs(
+        two_systems([100.0, 110.0, 120.0], [150.0, 160.0, 170.0], seed=7), resamples=200
+    )
+    (test,) = differs["compliance"]["tests"]
+    assert (test["test"], test["title"]) == ("6", "Multi-System Comparison")
+    assert differs["compliance"]["verdict"] == "not compliant"
+    assert test["unmet_must"] == ["comparison-equivalence"]
+    (statement,) = [s for s in test["statements"] if s["id"] == "comparison-equivalence"]
+    assert statement["evidence"] == "equivalence: not equivalent: Seed differs"
+    assert "comparison-equivalence" not in same["compliance"]["unmet_must"]
+    md = render_compare_markdown(differs)
+    assert "**Verdict: not compliant** (draft 2; the lowest of the verdicts of the tests " in md
+    assert "| 6 Multi-System Comparison | **not compliant** |" in md
 
 
 def test_compare_command_prints_and_writes(tmp_path: Path) -> None:

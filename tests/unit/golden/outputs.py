@@ -26,6 +26,7 @@ from otelbench.procedures.render import render_procedure
 from otelbench.procedures.tradeoff import SWEEP_ROLE
 from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, render_markdown, report_from_data
+from otelbench.report.compliance import procedure_compliance
 from otelbench.report.html import plot_data, render_html, render_procedure_html
 from tests.unit.procedures.test_reports import TABLE_5, capacity_levels, level, spec
 from tests.unit.query.spanstore import write_hook_scenario, write_scenario
@@ -40,7 +41,9 @@ SCENARIOS: dict[str, Callable[[Path], Path]] = {
 }
 
 
-def _procedures(tmp: Path) -> dict[str, dict[str, Any]]:
+def _procedures(tmp: Path, run_report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The two procedures' outputs; every level's run report is ``run_report`` (the
+    compliance verdict reads them)."""
     tradeoff = TradeoffProcedure(TradeoffParams(capacity_rps=20.0, slo_ttft_p99_ms=600.0))
     tradeoff.bind(spec(tmp))
     levels = [
@@ -88,6 +91,8 @@ def _procedures(tmp: Path) -> dict[str, dict[str, Any]]:
             },
             **body,
         }
+        reports = [(f"level {x.index} ({x.label})", run_report) for x in lv]
+        result["compliance"] = procedure_compliance(result, reports)
         md = render_procedure(result, procedure.render(result))
         out[name] = {"result": result, "md": md, "html": render_procedure_html(result, md)}
     return out
@@ -123,7 +128,7 @@ def generate(out: Path, tmp: Path) -> list[Path]:
     compared = compare_runs(runs, resamples=200)
     write("compare.json", render_json(compared))
     write("compare.md", render_compare_markdown(compared))
-    for name, p in _procedures(tmp).items():
+    for name, p in _procedures(tmp, reports[0][1]).items():
         write(f"{name}.procedure.json", render_json(p["result"]))
         write(f"{name}.procedure.md", p["md"])
         write(f"{name}.procedure.html", p["html"])

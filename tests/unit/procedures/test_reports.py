@@ -30,7 +30,7 @@ from otelbench.procedures.profiles import DRAFT, QUICK, shortfalls
 from otelbench.procedures.render import render_procedure
 from otelbench.procedures.throughput import throughput_verdict
 from otelbench.procedures.tradeoff import SWEEP_ROLE, slo_ratio
-from otelbench.procedures.ttft import ttft_distribution
+from otelbench.procedures.ttft import TtftParams, TtftProcedure, ttft_distribution
 
 # Draft Table 5: offered r/s, achieved tok/s, TTFT P50, TTFT P99
 TABLE_5 = [
@@ -385,3 +385,18 @@ def test_the_procedure_schema_doc_names_every_procedure_and_level_key() -> None:
         assert f"| `{name}` | {cls.section} |" in doc, name
     for key in LEVEL_ROW_KEYS:
         assert f"`{key}`" in doc, key
+
+
+@pytest.mark.parametrize(("arrival", "flagged"), [("poisson", False), ("uniform", True)])
+def test_ttft_arrivals_other_than_poisson_are_a_deviation(
+    arrival: str, flagged: bool, tmp_path: Path
+) -> None:
+    """5.1.2.2: Poisson arrivals are REQUIRED for an open-loop TTFT test."""
+    procedure = TtftProcedure(TtftParams(rate=2.0, arrival=arrival))
+    procedure.bind(spec(tmp_path))
+    body = procedure.build([level(1, {"offered_rps": 2.0})])
+    deviation = (
+        "open-loop arrivals are uniform, not Poisson: 5.1.2.2 REQUIRES Poisson (--arrival poisson)"
+    )
+    assert (deviation in body["deviations"]) is flagged
+    assert not any("Poisson" in d for d in body["deviations"]) or flagged

@@ -178,6 +178,7 @@ TABLES: dict[tuple[str, int], Any] = {
     ("configuration", 0): rt.Configuration,
     ("compliance", 0): rt.ComplianceSection,
     ("compliance", 1): None,  # the checks by id: values of compliance.checks[].id, not keys
+    ("compliance", 2): None,  # the whole-test checks by id, likewise
 }
 """Each key table of the doc (by section and order in it) and the TypedDict it describes."""
 

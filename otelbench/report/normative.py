@@ -1,0 +1,422 @@
+"""The registry of the draft's normative statements: every BCP 14 keyword sentence of sections
+4–6 (draft 2: compliance is judged per test over these statements).
+
+Each :class:`Statement` is one sentence of the draft that carries a requirement keyword (MUST,
+MUST NOT, REQUIRED: level MUST; SHOULD, RECOMMENDED: level SHOULD), worded as the draft words it
+(``docs/reference/methodology-draft.txt``; a unit test reads that text and fails when a keyword
+sentence has no entry here, or an entry no sentence). For each it says:
+
+* ``tests`` — the tests it applies to: the draft's tests ``5.1`` … ``5.10`` (a section 4
+  statement applies to every test unless it names its own) and ``6`` for a multi-system
+  comparison (``otelbench compare``);
+* ``boundaries`` — the SUT boundaries (draft 4.1) it applies to; empty: every boundary;
+* ``judged`` — how a report judges it:
+
+  ==================  ==========================================================================
+  ``measured``        from the run's own records, by the compliance checks that name it
+                      (``otelbench.report.compliance``), with their evidence
+  ``declared``        from what the tester declared (``--sut-config``, ``--sut-*``), by the
+                      checks that name it, the declaration shown as evidence
+  ``enforced``        by otelbench itself, whatever the run: ``how`` says how (a capability of
+                      the load generator, a definition of a metric, a renderer's table)
+  ==================  ==========================================================================
+
+A statement outside a test's ``tests`` or ``boundaries`` is not applicable to that test's verdict;
+the verdict lists it as such, with the reason (``otelbench.report.compliance``).
+
+Usage::
+
+    from otelbench.report.normative import STATEMENTS, statement, statements_for
+
+    statement("ttft-poisson").text          # 'Poisson (REQUIRED), uniform, or bursty.'
+    [s.id for s in statements_for("5.9", "Model Engine")][:2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+__all__ = [
+    "ALL_TESTS",
+    "BY_ID",
+    "KEYWORD_LEVEL",
+    "STATEMENTS",
+    "TEST_TITLES",
+    "Judged",
+    "Keyword",
+    "Statement",
+    "statement",
+    "statements_for",
+]
+
+Keyword = Literal["MUST", "MUST NOT", "REQUIRED", "SHOULD", "RECOMMENDED"]
+Judged = Literal["measured", "declared", "enforced"]
+
+KEYWORD_LEVEL: Final[Mapping[str, Literal["MUST", "SHOULD"]]] = {
+    "MUST": "MUST",
+    "MUST NOT": "MUST",
+    "REQUIRED": "MUST",
+    "SHOULD": "SHOULD",
+    "RECOMMENDED": "SHOULD",
+}
+"""BCP 14: MUST NOT and REQUIRED weigh as MUST, RECOMMENDED as SHOULD (draft 2)."""
+
+TEST_TITLES: Final[Mapping[str, str]] = {
+    "5.1": "Time to First Token",
+    "5.2": "Output Token Throughput",
+    "5.3": "Throughput-Latency Tradeoff",
+    "5.4": "Inter-Token Latency Distribution",
+    "5.5": "Concurrent Request Capacity",
+    "5.6": "Scheduling Fairness",
+    "5.7": "Prefix Cache Effectiveness",
+    "5.8": "Memory Pressure Behavior",
+    "5.9": "Long Context Scaling",
+    "5.10": "Guardrail Overhead",
+    "6": "Multi-System Comparison",
+}
+"""The tests a verdict is given for (draft 2: compliance is per test)."""
+
+ALL_TESTS: Final = tuple(t for t in TEST_TITLES if t != "6")
+"""The draft's section 5 tests: where a section 4 statement applies unless it says otherwise."""
+
+ME, AG = "Model Engine", "Application Gateway"
+
+# tests that name no workload of their own by keyword, or name Synthetic-Uniform / Conversation
+# among theirs: where 4.3.2.1's and 4.3.2.3's boundary workloads apply (a test's own REQUIRED or
+# RECOMMENDED workload — 5.6 to 5.10 — is the one it is judged by)
+_GENERAL_WORKLOAD_TESTS: Final = ("5.1", "5.2", "5.3", "5.4")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One normative sentence of the draft (module docstring)."""
+
+    id: str
+    section: str
+    keyword: Keyword
+    text: str
+    judged: Judged
+    tests: tuple[str, ...] = ALL_TESTS
+    boundaries: tuple[str, ...] = ()
+    how: str = ""
+    """For ``enforced``: how otelbench meets it; for the others: what is judged (the checks
+    give the evidence)."""
+
+    @property
+    def level(self) -> Literal["MUST", "SHOULD"]:
+        return KEYWORD_LEVEL[self.keyword]
+
+    def applies(self, test: str, boundary: str | None) -> bool:
+        """Whether it applies to ``test`` at ``boundary`` (an undeclared boundary: only the
+        statements for every boundary)."""
+        if test not in self.tests:
+            return False
+        return not self.boundaries or boundary in self.boundaries
+
+
+def _s(
+    id: str,
+    section: str,
+    keyword: Keyword,
+    text: str,
+    judged: Judged,
+    how: str,
+    *,
+    tests: tuple[str, ...] = ALL_TESTS,
+    boundaries: tuple[str, ...] = (),
+) -> Statement:
+    return Statement(id, section, keyword, text, judged, tests, boundaries, how)
+
+
+_CAPABILITY = "a capability of otelbench's load generator, whatever the run: "
+
+STATEMENTS: Final[tuple[Statement, ...]] = (
+    # ---- 4.1 System Under Test configurations
+    _s("sut-boundary-declared", "4.1", "MUST",
+       "The System Under Test (SUT) boundary MUST be declared before benchmarking.",
+       "declared", "the tester's --sut-boundary (or the SUT description file)"),
+    # ---- 4.2 Load generator
+    _s("load-generator-requirements", "4.2", "MUST",
+       "It MUST satisfy the following requirements.",
+       "measured", "the load generator requirements of 4.2.1–4.2.6 that a run shows"),
+    _s("timing-resolution", "4.2.1", "MUST",
+       "The load generator MUST measure time with resolution of 1 millisecond or better.",
+       "measured", "the client's clock and its timing records"),
+    _s("timing-resolution-us", "4.2.1", "RECOMMENDED",
+       "Microsecond resolution is RECOMMENDED for ITL measurement.",
+       "measured", "the resolution of the chunk arrival offsets"),
+    _s("streaming-support", "4.2.2", "MUST",
+       "The load generator MUST support streaming response protocols (SSE, WebSocket, or gRPC "
+       "streaming).",
+       "measured", "the run streamed its responses"),
+    _s("streaming-per-chunk", "4.2.2", "MUST",
+       "It MUST record the arrival time of each token or chunk, not only the complete response.",
+       "measured", "the run's recorded chunk arrival times"),
+    _s("open-loop-support", "4.2.3", "MUST",
+       "The load generator MUST support open-loop load generation where request arrival times "
+       "are determined by a specified distribution independent of response times.",
+       "enforced", _CAPABILITY + "--rate with --arrival poisson, uniform, bursty or trace "
+       "schedules every send before the load starts (otelbench.loadgen.arrivals)"),
+    _s("poisson-supported", "4.2.3", "MUST",
+       "Poisson arrivals MUST be supported.",
+       "enforced", _CAPABILITY + "--arrival poisson (the default of `otelbench run --rate`)"),
+    _s("uniform-bursty-supported", "4.2.3", "RECOMMENDED",
+       "Uniform and bursty arrival patterns are RECOMMENDED.",
+       "enforced", _CAPABILITY + "--arrival uniform and --arrival bursty (gamma gaps)"),
+    _s("closed-loop-support", "4.2.4", "MUST",
+       "The load generator MUST support closed-loop load generation where a fixed number of "
+       "concurrent requests are maintained.",
+       "enforced", _CAPABILITY + "--concurrency N keeps N requests in flight"),
+    _s("open-loop-isolation", "4.2.5", "MUST NOT",
+       "The load generator MUST NOT allow slow responses to delay the submission of subsequent "
+       "requests in open-loop mode.",
+       "measured", "the run's schedule lag and the generator-bottleneck flag"),
+    _s("asynchronous-implementation", "4.2.5", "REQUIRED",
+       "Asynchronous or multi-threaded implementation is REQUIRED.",
+       "enforced", _CAPABILITY + "an asyncio load generator, one task per request"),
+    _s("output-recording", "4.2.6", "MUST",
+       "The load generator MUST record for each request:",
+       "measured", "submission, first, every and final token times, token counts and status"),
+    # ---- 4.3 Reference workloads
+    _s("custom-workload-specified", "4.3", "MUST",
+       "Testers MAY use custom workloads but MUST fully specify them.",
+       "measured", "the workload specification in the report"),
+    _s("workload-parameters", "4.3.1", "MUST",
+       "Each workload MUST specify:",
+       "measured", "input and output length distributions, content, prefix sharing"),
+    _s("synthetic-uniform-model-engine", "4.3.2.1", "REQUIRED",
+       "It is REQUIRED for Model Engine benchmarking.",
+       "measured", "the run's workload is Synthetic-Uniform (A.1); tests that REQUIRE or "
+       "RECOMMEND a workload of their own (5.5–5.10) are judged by theirs",
+       tests=(*_GENERAL_WORKLOAD_TESTS, "5.5"), boundaries=(ME,)),
+    _s("conversation-application-gateway", "4.3.2.3", "RECOMMENDED",
+       "This workload is RECOMMENDED for Application Gateway benchmarking.",
+       "measured", "the run's workload is Conversation (A.3); tests with a workload of their "
+       "own (5.5–5.10) are judged by theirs",
+       tests=_GENERAL_WORKLOAD_TESTS, boundaries=(AG,)),
+    _s("long-context-for-scaling", "4.3.2.5", "REQUIRED",
+       "This workload is REQUIRED for Long Context Scaling tests.",
+       "measured", "the run's workload is Long Context (A.5)", tests=("5.9",)),
+    _s("deterministic-seed", "4.3.3", "MUST",
+       "Testers MUST use deterministic random seeds for workload generation.",
+       "measured", "the seed the workload and arrival schedule were generated from"),
+    _s("seed-reported", "4.3.3", "MUST",
+       "The seed MUST be reported.",
+       "measured", "run.seed"),
+    _s("request-sequence-published", "4.3.3", "SHOULD",
+       "Testers SHOULD publish the exact request sequences used, or provide generation code "
+       "with fixed seeds.",
+       "measured", "generator version, workload and seed that regenerate the sequence"),
+    _s("dataset-provenance", "4.3.3", "MUST",
+       "When using dataset-derived workloads (ShareGPT, HumanEval), testers MUST specify the "
+       "dataset version, subset selection method, and any preprocessing applied.",
+       "measured", "the dataset's sha256, selection and filters"),
+    # ---- 4.4 Tokenization
+    _s("tokenizer-specified", "4.4.1", "MUST",
+       "The test report MUST specify:",
+       "measured", "tokenizer name and version, vocabulary size and source"),
+    _s("token-counting-option", "4.4.2", "MUST",
+       "The test report MUST declare which option is used.",
+       "measured", "run.tokenizer.option"),
+    _s("reference-tokenizer", "4.4.2", "RECOMMENDED",
+       "Option B with cl100k_base (GPT-4 tokenizer) as reference is RECOMMENDED for "
+       "cross-system comparison.",
+       "measured", "every compared run counted tokens with cl100k_base (Option B)",
+       tests=("6",)),
+    _s("special-tokens", "4.4.3", "MUST",
+       "The test report MUST specify handling of:",
+       "measured", "BOS/EOS, system prompt and tool-call tokens"),
+    # ---- 4.5 Warm-up
+    _s("warmup", "4.5.1", "MUST",
+       "Before measurement begins, testers MUST:",
+       "measured", "the warm-up's requests, output tokens and queue drain"),
+    _s("warmup-verified", "4.5.2", "SHOULD",
+       "Testers SHOULD verify warm-up completion by:",
+       "measured", "probe latency before and after the warm-up"),
+    _s("cold-start-skips-warmup", "4.5.3", "MUST",
+       "When cold start performance is being measured (Model Load Time, Cold Start Latency), "
+       "warm-up MUST be skipped.",
+       "measured", "a cold-start run ran no warm-up"),
+    _s("cold-start-indicated", "4.5.3", "MUST",
+       "The test report MUST clearly indicate cold start measurement.",
+       "measured", "run.warmup.mode cold_start"),
+    # ---- 4.6 Streaming protocol
+    _s("sse-application-gateway", "4.6.1", "RECOMMENDED",
+       "RECOMMENDED for Application Gateway testing.",
+       "measured", "the run streamed over Server-Sent Events", boundaries=(AG,)),
+    _s("grpc-model-engine", "4.6.1", "RECOMMENDED",
+       "RECOMMENDED for Model Engine testing.",
+       "measured", "the run streamed over gRPC", boundaries=(ME,)),
+    _s("chunking-declared", "4.6.2", "MUST",
+       "The test report MUST specify:",
+       "measured", "protocol, tokens per chunk and the ITL handling of multi-token chunks"),
+    _s("itl-option-declared", "4.6.3", "MUST",
+       "The test report MUST declare which option is used.",
+       "measured", "methodology.itl_method.option"),
+    _s("itl-option-c", "4.6.3", "RECOMMENDED",
+       "Option C is RECOMMENDED when available.",
+       "measured", "server ITL from engine-hook per-token timestamps"),
+    # ---- 4.7 Clock synchronization
+    _s("single-machine-model-engine", "4.7.1", "RECOMMENDED",
+       "This configuration is RECOMMENDED for Model Engine testing.",
+       "measured", "the target is a loopback address", boundaries=(ME,)),
+    _s("ntp-accuracy", "4.7.2", "MUST",
+       "NTP synchronization MUST achieve accuracy of 10ms or better",
+       "declared", "the declared clock synchronization accuracy, for a target on another host"),
+    _s("ptp-sub-millisecond", "4.7.2", "SHOULD",
+       "PTP synchronization SHOULD be used when sub-millisecond accuracy is required",
+       "declared", "the declared method, where the declared accuracy is under 1 ms"),
+    _s("clock-sync-stated", "4.7.2", "MUST",
+       "The test report MUST state the synchronization method and estimated accuracy",
+       "declared", "the declared clock synchronization method and accuracy"),
+    _s("network-rtt", "4.7.3", "SHOULD",
+       "Testers SHOULD measure and report network RTT separately",
+       "declared", "the declared network RTT, for an Application Gateway on another host",
+       boundaries=(AG,)),
+    _s("latency-adjustment-documented", "4.7.3", "MUST",
+       "Any latency adjustment MUST be documented in the test report",
+       "enforced", "otelbench subtracts no network latency from any measurement: every "
+       "latency is reported as measured"),
+    _s("timestamp-precision", "4.7.4", "MUST",
+       "All timestamps MUST be recorded in a format with at least millisecond precision.",
+       "enforced", "spans carry Unix epoch nanoseconds (OTLP); chunk arrivals are µs offsets"),
+    _s("timestamp-format", "4.7.4", "RECOMMENDED",
+       "ISO 8601 with milliseconds (YYYY-MM-DDTHH:MM:SS.sssZ) or Unix epoch with milliseconds "
+       "is RECOMMENDED.",
+       "enforced", "spans carry Unix epoch nanoseconds; reports Unix epoch seconds as floats"),
+    # ---- 4.8 Safety and guardrails
+    _s("safety-accounted", "4.8", "MUST",
+       "Benchmarking MUST account for these systems.",
+       "declared", "the guardrail configuration, declared or measured from guardrail spans"),
+    _s("guardrail-disclosure", "4.8.1", "MUST",
+       "The test report MUST disclose:",
+       "declared", "input and output filtering, the safety systems' names, refusals"),
+    _s("safety-default-enabled", "4.8.2", "SHOULD",
+       "Safety systems SHOULD be enabled in their default configuration",
+       "declared", "the declared guardrails of an Application Gateway", boundaries=(AG,)),
+    _s("safety-disabled-noted", "4.8.2", "MUST",
+       "The test report MUST note if safety systems are disabled",
+       "declared", "the guardrails of an Application Gateway, enabled or disabled",
+       boundaries=(AG,)),
+    _s("safety-comparative-runs", "4.8.2", "SHOULD",
+       "Testers SHOULD run comparative tests with safety enabled and disabled to quantify "
+       "overhead",
+       "declared", "the declared comparative run (otelbench test guardrail-overhead)",
+       boundaries=(AG,)),
+    # ---- 5.1 Time to First Token
+    _s("ttft-parameters-defined", "5.1.2", "MUST",
+       "The following parameters MUST be defined:",
+       "measured", "workload, request count, load model, SUT configuration, model identifier "
+       "(name, version, quantization), hardware and prefix caching", tests=("5.1",)),
+    _s("ttft-request-count", "5.1.2.1", "MUST",
+       "MUST be at least 1000 for P99 measurement, 10000 for P99.9.",
+       "measured", "the TTFT sample count", tests=("5.1",)),
+    _s("ttft-poisson", "5.1.2.2", "REQUIRED",
+       "Poisson (REQUIRED), uniform, or bursty.",
+       "measured", "an open-loop run's arrival process is Poisson", tests=("5.1",)),
+    _s("first-token-definition", "5.1.3.1", "MUST",
+       "If the system emits non-content tokens before content, the test report MUST note this "
+       "and specify whether TTFT measures time to any token or time to first content token.",
+       "measured", "the report's first token definition", tests=("5.1",)),
+    _s("ttft-percentiles", "5.1.4.1", "MUST",
+       "All percentiles MUST be reported.",
+       "measured", "TTFT P50, P90, P95, P99, P99.9", tests=("5.1",)),
+    _s("ttft-input-buckets", "5.1.4.2", "RECOMMENDED",
+       "RECOMMENDED buckets: [0-256), [256-512), [512-1024), [1024-2048), [2048-4096), [4096+) "
+       "tokens.",
+       "measured", "TTFT by input length in the draft's buckets", tests=("5.1",)),
+    _s("sample-count-stated", "5.1.4.3", "MUST",
+       "The test report MUST state the sample count.",
+       "measured", "metrics.client.ttft_ms.count", tests=("5.1",)),
+    _s("ttft-report-includes", "5.1.5", "MUST",
+       "The test report MUST include:",
+       "measured", "the configuration summary and the results (5.1.5.1–5.1.5.3)",
+       tests=("5.1",)),
+    _s("ttft-results-table", "5.1.5.2", "SHOULD",
+       "The results SHOULD be reported in tabular format:",
+       "enforced", "report.md and report.html render Table 1's rows (requests, TTFT P50–P99.9, "
+       "mean, min, max)", tests=("5.1",)),
+    _s("ttft-distribution-plot", "5.1.5.4", "SHOULD",
+       "Testers SHOULD include a histogram or CDF plot of the TTFT distribution.",
+       "enforced", "report.html plots the TTFT histogram and CDF", tests=("5.1",)),
+    # ---- 5.2 Output Token Throughput
+    _s("throughput-parameters-defined", "5.2.2", "MUST",
+       "The following parameters MUST be defined:",
+       "enforced", "procedure.json's parameters: workload, level duration, load model, the "
+       "search range and step, and the SLOs when given", tests=("5.2",)),
+    _s("throughput-duration", "5.2.2.1", "RECOMMENDED",
+       "RECOMMENDED 300 seconds for stable measurement.",
+       "measured", "every load level ran at least 300 s", tests=("5.2",)),
+    # ---- 5.3 Throughput-Latency Tradeoff
+    _s("tradeoff-open-loop", "5.3.2", "REQUIRED",
+       "Open-loop is REQUIRED for this test.",
+       "measured", "every load level ran open loop", tests=("5.3",)),
+    # ---- 5.4 Inter-Token Latency Distribution
+    _s("itl-workload", "5.4.2", "RECOMMENDED",
+       "Synthetic-Uniform or Conversation workload RECOMMENDED.",
+       "measured", "the workload is Synthetic-Uniform (A.1) or Conversation (A.3)",
+       tests=("5.4",)),
+    _s("itl-output-tokens", "5.4.2", "MUST",
+       "Requests MUST generate at least 50 output tokens to provide meaningful ITL samples.",
+       "measured", "every successful request's output token count", tests=("5.4",)),
+    _s("itl-load-levels", "5.4.2", "RECOMMENDED",
+       "Multiple load levels RECOMMENDED: 25%, 50%, 75%, 90% of saturation.",
+       "measured", "the load levels run (one run is one level)", tests=("5.4",)),
+    _s("itl-excludes-ttft", "5.4.3", "MUST NOT",
+       "The interval between request submission and first token (TTFT) MUST NOT be included "
+       "in ITL calculation.",
+       "enforced", "ITL is computed from the arrival times of the chunks after the first "
+       "(otelbench.metrics: itl); T_submit never enters it", tests=("5.4",)),
+    # ---- 5.5 Concurrent Request Capacity
+    _s("capacity-workload", "5.5.2", "RECOMMENDED",
+       "Synthetic-Uniform RECOMMENDED for controlled testing.",
+       "measured", "the workload is Synthetic-Uniform (A.1)", tests=("5.5",)),
+    # ---- 5.6 Scheduling Fairness
+    _s("fairness-workload", "5.6.2", "REQUIRED",
+       "Synthetic-Skewed REQUIRED.",
+       "measured", "the workload is Synthetic-Skewed (A.2)", tests=("5.6",)),
+    _s("fairness-load-level", "5.6.2", "RECOMMENDED",
+       "70-90% of saturation throughput RECOMMENDED to create contention.",
+       "measured", "the mixed level's load as a fraction of saturation", tests=("5.6",)),
+    # ---- 5.7 Prefix Cache Effectiveness
+    _s("prefix-cache-workload", "5.7.2", "RECOMMENDED",
+       "Code Completion workload RECOMMENDED (high prefix sharing).",
+       "measured", "the workload is Code Completion (A.4)", tests=("5.7",)),
+    _s("prefix-cache-configurations", "5.7.2", "MUST",
+       "Test MUST run in two configurations: cache disabled (baseline) and cache enabled.",
+       "measured", "the SUT configurations run: cache disabled and enabled", tests=("5.7",)),
+    # ---- 5.8 Memory Pressure Behavior
+    _s("memory-pressure-workload", "5.8.2", "RECOMMENDED",
+       "Long Context workload RECOMMENDED to create memory pressure.",
+       "measured", "the workload is Long Context (A.5)", tests=("5.8",)),
+    # ---- 5.9 Long Context Scaling
+    _s("long-context-workload", "5.9.2", "REQUIRED",
+       "Long Context workload REQUIRED.",
+       "measured", "the workload is Long Context (A.5)", tests=("5.9",)),
+    # ---- 5.10 Guardrail Overhead
+    _s("guardrail-overhead-workload", "5.10.2", "RECOMMENDED",
+       "Conversation workload RECOMMENDED.",
+       "measured", "the workload is Conversation (A.3)", tests=("5.10",)),
+    # ---- 6 Multi-system comparison
+    _s("comparison-equivalence", "6.1", "MUST",
+       "Testers MUST ensure:",
+       "measured", "identical workload and seeds, the same SUT boundary, comparable hardware, "
+       "the same load model and parameters (otelbench compare's equivalence checklist)",
+       tests=("6",)),
+)  # fmt: skip
+"""Every normative statement of draft sections 4–6, in the draft's order."""
+
+BY_ID: Final[Mapping[str, Statement]] = {s.id: s for s in STATEMENTS}
+
+
+def statement(id: str) -> Statement:
+    """The statement registered under ``id`` (KeyError for an unknown id)."""
+    return BY_ID[id]
+
+
+def statements_for(test: str, boundary: str | None) -> list[Statement]:
+    """The statements that apply to ``test`` (``5.1`` … ``5.10``, ``6``) at ``boundary``, in
+    the draft's order."""
+    return [s for s in STATEMENTS if s.applies(test, boundary)]

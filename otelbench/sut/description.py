@@ -1,0 +1,253 @@
+"""The SUT description: what the tester declares about the system under test that otelbench
+cannot see from its side of the wire (draft 4.1, 4.7.2, 4.7.3, 4.8, 5.1.2.3, 5.1.5.1).
+
+Declared in a YAML file (``--sut-config FILE``) and by ``--sut-*`` flags, a flag replacing the
+file's field. Every field is validated at once: a bad declaration gets one :class:`ConfigError`
+that names every bad field and what is wrong with it. The result is the report's ``run.sut``
+(``docs/report-schema.md``), which the configuration summary and the compliance checks read
+(``otelbench.report``).
+
+=====================  ====================================================  ===============
+field (YAML)           value                                                 draft
+=====================  ====================================================  ===============
+``boundary``           Model Engine, Application Gateway, Compound System    4.1
+``hardware``           accelerator type, count and memory (text)             5.1.2.3
+``software``           serving software and version (text)                   5.1.5.1
+``model_version``      the model's version: revision, checkpoint (text)      5.1.2.3
+``quantization``       ``none`` or the scheme (``fp8``, ``awq-int4`` …)        5.1.2.3
+``prefix_caching``     ``enabled`` or ``disabled`` (or a YAML bool)          5.1.2.3
+``clock_sync``         ``method`` (text) and ``accuracy_ms`` (a number ≥ 0)  4.7.2
+``network_rtt_ms``     measured network RTT to the SUT, ms (a number ≥ 0)     4.7.3
+``guardrails``         ``input_filter`` and ``output_filter`` (a system's    4.8.1, 4.8.2
+                       name or ``none``), ``default_configuration`` (bool),
+                       ``comparative_run`` (where the enabled/disabled
+                       comparison is, text)
+=====================  ====================================================  ===============
+
+Example (``sut.yaml``)::
+
+    boundary: Application Gateway
+    hardware: 1x NVIDIA H100 80GB
+    software: vLLM 0.32.0 behind otelbench gateway
+    model_version: meta-llama/Llama-3.1-8B-Instruct@0e9e39f
+    quantization: none
+    prefix_caching: enabled
+    clock_sync: {method: chrony (NTP), accuracy_ms: 0.4}
+    network_rtt_ms: 0.21
+    guardrails:
+      input_filter: Llama Guard 3
+      output_filter: none
+      default_configuration: true
+      comparative_run: out/5.10/procedure.json
+
+Usage::
+
+    from otelbench.sut.description import sut_description
+
+    sut = sut_description(Path("sut.yaml"), {"quantization": "fp8"})
+    sut["clock_sync"]   # {'method': 'chrony (NTP)', 'accuracy_ms': 0.4}
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from otelbench.errors import ConfigError
+
+__all__ = ["BOUNDARIES", "FIELDS", "FLAGS", "from_flags", "sut_description"]
+
+BOUNDARIES: Final = {
+    "model engine": "Model Engine",
+    "engine": "Model Engine",
+    "application gateway": "Application Gateway",
+    "gateway": "Application Gateway",
+    "compound system": "Compound System",
+    "compound": "Compound System",
+}
+"""The draft's three boundaries (4.1), by the names a declaration may use (any case)."""
+
+Parse = Callable[[Any], Any]
+"""A field's validator: the value as stored, or ValueError saying what is wrong."""
+
+
+def _text(value: Any) -> str:
+    if (
+        not isinstance(value, str | int | float)
+        or isinstance(value, bool)
+        or not str(value).strip()
+    ):
+        raise ValueError("expected non-empty text")
+    return str(value).strip()
+
+
+def _boundary(value: Any) -> str:
+    found = BOUNDARIES.get(_text(value).lower())
+    if found is None:
+        raise ValueError(
+            f"{value!r} is not one of Model Engine, Application Gateway, Compound System"
+        )
+    return found
+
+
+def _on_off(value: Any) -> str:
+    if isinstance(value, bool):
+        return "enabled" if value else "disabled"
+    text = _text(value).lower()
+    if text not in ("enabled", "disabled"):
+        raise ValueError(f"{value!r}: expected enabled or disabled")
+    return text
+
+
+def _milliseconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("expected a number of milliseconds")
+    try:
+        ms = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number of milliseconds") from None
+    if not ms >= 0 or ms == float("inf"):
+        raise ValueError(f"{value!r}: expected a finite number ≥ 0")
+    return ms
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r}: expected true or false")
+    return value
+
+
+def _section(fields: Mapping[str, Parse], name: str) -> Parse:
+    """A validator of a mapping with the given fields (all optional, none other)."""
+
+    def parse(value: Any) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            raise ValueError(f"expected a mapping with {', '.join(fields)}")
+        unknown = sorted(str(k) for k in value if k not in fields)
+        if unknown:
+            raise ValueError(f"unknown {name} field(s) {', '.join(unknown)}")
+        out: dict[str, Any] = {}
+        for key, parse_field in fields.items():
+            if value.get(key) is not None:
+                try:
+                    out[key] = parse_field(value[key])
+                except ValueError as exc:
+                    raise ValueError(f"{key}: {exc}") from None
+        return out
+
+    return parse
+
+
+FIELDS: Final[Mapping[str, Parse]] = {
+    "boundary": _boundary,
+    "hardware": _text,
+    "software": _text,
+    "model_version": _text,
+    "quantization": _text,
+    "prefix_caching": _on_off,
+    "clock_sync": _section({"method": _text, "accuracy_ms": _milliseconds}, "clock_sync"),
+    "network_rtt_ms": _milliseconds,
+    "guardrails": _section(
+        {
+            "input_filter": _text,
+            "output_filter": _text,
+            "default_configuration": _flag,
+            "comparative_run": _text,
+        },
+        "guardrails",
+    ),
+}
+"""Every field of a SUT description and its validator (module docstring)."""
+
+
+FLAGS: Final[Mapping[str, tuple[str, ...]]] = {
+    "sut_boundary": ("boundary",),
+    "sut_hardware": ("hardware",),
+    "sut_software": ("software",),
+    "sut_model_version": ("model_version",),
+    "sut_quantization": ("quantization",),
+    "sut_prefix_caching": ("prefix_caching",),
+    "sut_clock_sync": ("clock_sync", "method"),
+    "sut_clock_accuracy_ms": ("clock_sync", "accuracy_ms"),
+    "sut_input_filter": ("guardrails", "input_filter"),
+    "sut_output_filter": ("guardrails", "output_filter"),
+}
+"""The ``--sut-*`` flags (``otelbench.cli.options.CommonOptions`` fields) and the field of a
+description each one sets."""
+
+
+def from_flags(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The description fields that flags given (not None) set, by :data:`FLAGS`.
+
+    >>> from_flags({"sut_clock_sync": "chrony", "sut_clock_accuracy_ms": None})
+    {'clock_sync': {'method': 'chrony'}}
+    """
+    out: dict[str, Any] = {}
+    for flag, path in FLAGS.items():
+        value = values.get(flag)
+        if value is None:
+            continue
+        if len(path) == 1:
+            out[path[0]] = value
+        else:
+            out.setdefault(path[0], {})[path[1]] = value
+    return out
+
+
+def _read(path: Path) -> Mapping[str, Any]:
+    # PyYAML has no inline types and types-PyYAML is not a dependency: import dynamically
+    yaml = importlib.import_module("yaml")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"--sut-config {path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"--sut-config {path}: not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        where = " ".join(str(exc).split())  # PyYAML's message spans lines
+        raise ConfigError(f"--sut-config {path}: not valid YAML ({where})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"--sut-config {path}: expected a mapping of fields, got {data!r}")
+    return data
+
+
+def _merge(base: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The file's fields with the flags' on top; a flag for a nested field (``clock_sync``,
+    ``guardrails``) replaces that field of the section only."""
+    out = dict(base)
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = {**out[key], **{k: v for k, v in value.items() if v is not None}}
+        else:
+            out[key] = value
+    return out
+
+
+def sut_description(path: Path | None, flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The validated SUT description of the file at ``path`` (None: no file) with ``flags``
+    (field → value; None: not given) on top. Raises one :class:`ConfigError` that names every
+    bad field and what is wrong with it.
+
+    >>> sut_description(None, {"boundary": "gateway", "prefix_caching": True})
+    {'boundary': 'Application Gateway', 'prefix_caching': 'enabled'}
+    """
+    source = f"--sut-config {path}" if path is not None else "the SUT declaration"
+    merged = _merge({} if path is None else _read(path), flags)
+    out: dict[str, Any] = {}
+    errors = [f"unknown field {key!r}" for key in merged if key not in FIELDS]
+    for key, parse in FIELDS.items():
+        if merged.get(key) is None:
+            continue
+        try:
+            out[key] = parse(merged[key])
+        except ValueError as exc:
+            errors.append(f"{key}: {exc}")
+    if errors:
+        raise ConfigError(f"{source}: " + "; ".join(errors))
+    return out

@@ -1,0 +1,249 @@
+"""Every compliance check can pass and can fail (draft 2's verdict is only as good as its checks).
+
+For each check of :data:`~otelbench.report.compliance.REQUIREMENTS` (one run's report) and
+:data:`~otelbench.report.compliance.PROCEDURE_REQUIREMENTS` (a whole test: a procedure or a
+comparison), :data:`RUN_CASES` and :data:`PROCEDURE_CASES` hold one set of facts that meets it and
+one that does not, each a small change of the hand-built reports of ``test_compliance``; a test
+fails when a check has no case, so a new check comes with both.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from otelbench.report.compliance import (
+    PROCEDURE_REQUIREMENTS,
+    REQUIREMENTS,
+    ProcedureFacts,
+)
+from otelbench.report.configuration import ReportFacts
+from tests.unit.report.test_compliance import full_report, gateway_report
+
+Report = dict[str, Any]
+Mutate = Callable[[Report], None]
+
+SHORT_OUTPUTS = (
+    "3 of 80 successful requests generated fewer than 50 output tokens, the minimum for ITL "
+    "statistics (5.4.2)"
+)
+
+
+def _walk(report: Report, path: str) -> tuple[dict[str, Any], str]:
+    *parents, leaf = path.split(".")
+    node = report
+    for key in parents:
+        node = node[key]
+    return node, leaf
+
+
+def put(path: str, value: Any) -> Mutate:
+    def mutate(report: Report) -> None:
+        node, leaf = _walk(report, path)
+        node[leaf] = copy.deepcopy(value)
+
+    return mutate
+
+
+def drop(path: str) -> Mutate:
+    def mutate(report: Report) -> None:
+        node, leaf = _walk(report, path)
+        del node[leaf]
+
+    return mutate
+
+
+def both(*steps: Mutate) -> Mutate:
+    def mutate(report: Report) -> None:
+        for step in steps:
+            step(report)
+
+    return mutate
+
+
+def keep(report: Report) -> None:
+    """No change: the base report meets the check."""
+
+
+def workload(section: str) -> Mutate:
+    return put("run.workload.spec.draft_section", section)
+
+
+REMOTE = put("run.target", "http://gpu-node-1:8000")
+COLD = both(
+    put("run.warmup", {"mode": "cold_start", "skipped": True, "deviations": []}),
+    put("run.cold_start", True),
+)
+
+RUN_CASES: dict[str, tuple[Callable[[], Report], Mutate, Mutate]] = {
+    "sut-boundary": (full_report, keep, drop("run.sut.boundary")),
+    "timing-resolution": (full_report, keep, drop("methodology.clock_domains")),
+    "timing-resolution-us": (
+        full_report, keep, put("methodology.clock_domains.client", "offsets in ms")
+    ),
+    "streaming-per-chunk": (full_report, keep, put("metrics.client.tokens_per_chunk.count", 0)),
+    "open-loop-isolation": (
+        full_report, keep, drop("run.load_generator.schedule_lag_ms")
+    ),
+    "request-status": (full_report, keep, put("run.requests.failed", 3)),
+    "token-counts": (full_report, keep, put("metrics.client.throughput.output_tokens", 0)),
+    "workload-spec": (full_report, keep, drop("run.workload.spec.prefix_sharing")),
+    "dataset-provenance": (
+        full_report,
+        put(
+            "run.workload.spec.dataset",
+            {"path": "a.json", "sha256": "ab12", "selection": "first 500", "filters": {}},
+        ),
+        put("run.workload.spec.dataset", {"path": "a.json", "sha256": "ab12"}),
+    ),
+    "seed-reported": (full_report, keep, drop("run.seed")),
+    "request-sequence-reproducible": (full_report, keep, drop("run.otelbench_version")),
+    "tokenizer-spec": (full_report, keep, drop("run.tokenizer.vocab_size")),
+    "token-counting-option": (full_report, keep, drop("run.tokenizer.option")),
+    "special-tokens": (full_report, keep, drop("run.tokenizer.bos_eos")),
+    "warmup": (full_report, keep, put("run.warmup.requests", 20)),
+    "warmup-verified": (full_report, keep, put("run.warmup.stabilized", False)),
+    "chunking-declared": (full_report, keep, drop("methodology.itl_method.option")),
+    "itl-method": (full_report, keep, put("methodology.itl_method.option", "D")),
+    "itl-option-c": (full_report, keep, drop("metrics.server.itl_ms")),
+    "clock-sync": (full_report, keep, REMOTE),
+    "clock-sync-accuracy": (
+        full_report,
+        both(REMOTE, put("run.sut.clock_sync", {"method": "chrony (NTP)", "accuracy_ms": 2})),
+        both(REMOTE, put("run.sut.clock_sync", {"method": "chrony (NTP)", "accuracy_ms": 20})),
+    ),
+    "clock-sync-ptp": (
+        full_report,
+        both(REMOTE, put("run.sut.clock_sync", {"method": "linuxptp", "accuracy_ms": 0.05})),
+        both(REMOTE, put("run.sut.clock_sync", {"method": "chrony", "accuracy_ms": 0.5})),
+    ),
+    "single-host": (full_report, keep, REMOTE),
+    "network-rtt": (full_report, both(REMOTE, put("run.sut.network_rtt_ms", 0.3)), REMOTE),
+    "guardrail-disclosure": (full_report, keep, drop("run.sut.boundary")),
+    "first-token-definition": (
+        full_report, keep, drop("methodology.first_token_definition")
+    ),
+    "ttft-percentiles": (full_report, keep, drop("metrics.client.ttft_ms.p99_9")),
+    "sample-count-stated": (full_report, keep, drop("metrics.client.ttft_ms.count")),
+    "sample-count-p99": (full_report, keep, put("metrics.client.ttft_ms.count", 999)),
+    "sample-count-p99-9": (full_report, keep, put("metrics.client.ttft_ms.count", 9_999)),
+    "itl-output-tokens": (full_report, keep, put("methodology.deviations", [SHORT_OUTPUTS])),
+    "itl-request-count": (
+        full_report, keep, put("metrics.client.itl_per_request.max_pause_ms.count", 80)
+    ),
+    "configuration-summary": (full_report, keep, drop("run.sut.prefix_caching")),
+    "model-identifier": (full_report, keep, drop("run.sut.model_version")),
+    "poisson-arrivals": (full_report, keep, put("run.load.mode", "uniform")),
+    "open-loop": (full_report, keep, put("run.load.mode", "closed_loop")),
+    "cold-start": (full_report, COLD, both(COLD, put("run.warmup.requests", 12))),
+    "ttft-input-buckets": (
+        full_report, keep, put("metrics.client.ttft_by_input_tokens", [{"bucket": "0-1000"}])
+    ),
+    "level-duration": (full_report, keep, put("run.duration_s", 120.0)),
+    "sse-protocol": (
+        gateway_report, keep, put("methodology.itl_method.protocol", "WebSocket")
+    ),
+    "grpc-protocol": (
+        full_report, put("methodology.itl_method.protocol", "gRPC streaming"), keep
+    ),
+    "model-engine-workload": (full_report, keep, workload("A.2")),
+    "gateway-workload": (gateway_report, keep, workload("A.1")),
+    "itl-workload": (full_report, keep, workload("A.2")),
+    "capacity-workload": (full_report, keep, workload("A.3")),
+    "fairness-workload": (full_report, workload("A.2"), keep),
+    "prefix-cache-workload": (full_report, workload("A.4"), keep),
+    "memory-pressure-workload": (full_report, workload("A.5"), keep),
+    "long-context-workload": (full_report, workload("A.5"), keep),
+    "guardrail-overhead-workload": (full_report, workload("A.3"), keep),
+    "guardrails-production": (
+        gateway_report, keep, put("run.sut.guardrails.default_configuration", False)
+    ),
+    "guardrails-disabled-noted": (gateway_report, keep, drop("run.sut.guardrails")),
+    "guardrails-comparative": (
+        gateway_report, keep, drop("run.sut.guardrails.comparative_run")
+    ),
+}  # fmt: skip
+
+EQUAL = [
+    {"item": k, "label": k, "status": "equal"}
+    for k in ("workload", "seed", "sut_boundary", "hardware", "load_model")
+]
+
+PROCEDURE_CASES: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {
+    "itl-load-levels": ({"levels": [{"label": "25%"}, {"label": "50%"}]}, None),
+    "fairness-load-level": (
+        {"parameters": {"rate": 8.0, "saturation_rps": 10.0}},
+        {"parameters": {"rate": 8.0}},
+    ),
+    "prefix-cache-configurations": (
+        {
+            "configuration": {"configurations": {"disabled": {}, "enabled": {}}},
+            "levels": [
+                {"label": "cache disabled", "report": "levels/00/report.json"},
+                {"label": "cache (cold)", "report": "levels/01/report.json"},
+            ],
+        },
+        {
+            "configuration": {"configurations": {"enabled": {}}},
+            "levels": [{"label": "cache (cold)", "report": "levels/00/report.json"}],
+        },
+    ),
+    "equivalence": (
+        {"checklist": EQUAL},
+        {"checklist": [dict(EQUAL[0], status="differs"), *EQUAL[1:]]},
+    ),
+    "reference-tokenizer": ({"checklist": EQUAL}, {"checklist": EQUAL, "tokenizer": "A"}),
+}
+"""procedure.json (or compare.json) that meets the check, and one that does not; for
+``reference-tokenizer`` the failing case's runs count tokens natively (Option A)."""
+
+
+def test_every_check_has_a_passing_and_a_failing_case() -> None:
+    assert sorted(RUN_CASES) == sorted(r.id for r in REQUIREMENTS)
+    assert sorted(PROCEDURE_CASES) == sorted(r.id for r in PROCEDURE_REQUIREMENTS)
+
+
+@pytest.mark.parametrize("check_id", list(RUN_CASES))
+def test_a_run_check_passes_and_fails(check_id: str) -> None:
+    requirement = next(r for r in REQUIREMENTS if r.id == check_id)
+    base, meet, miss = RUN_CASES[check_id]
+    met, unmet = base(), base()
+    meet(met)
+    miss(unmet)
+    passed = requirement.check(ReportFacts(met))
+    failed = requirement.check(ReportFacts(unmet))
+    assert passed["met"] is True, passed["evidence"]
+    assert failed["met"] is False, failed["evidence"]
+    assert passed["evidence"] != failed["evidence"]
+
+
+@pytest.mark.parametrize("check_id", list(PROCEDURE_CASES))
+def test_a_procedure_check_passes_and_fails(check_id: str) -> None:
+    requirement = next(r for r in PROCEDURE_REQUIREMENTS if r.id == check_id)
+    meeting, missing = PROCEDURE_CASES[check_id]
+    native = full_report()
+    native["run"]["tokenizer"]["option"] = "A (native)"
+    runs = (ReportFacts(full_report()), ReportFacts(full_report()))
+    failing_runs = (ReportFacts(native),) if missing and missing.get("tokenizer") else runs
+    passed = requirement.check(ProcedureFacts(runs, meeting))
+    failed = requirement.check(ProcedureFacts(failing_runs, missing))
+    assert passed["met"] is True, passed["evidence"]
+    assert failed["met"] is False, failed["evidence"]
+
+
+def test_hardware_that_differs_is_equivalent_once_normalized_per_gpu() -> None:
+    """Draft 6.1: comparable hardware, or normalized by hardware capability (6.2)."""
+    requirement = next(r for r in PROCEDURE_REQUIREMENTS if r.id == "equivalence")
+    checklist = [dict(c, status="differs") if c["item"] == "hardware" else c for c in EQUAL]
+    comparison: dict[str, Any] = {"checklist": checklist}
+    result = requirement.check(ProcedureFacts((), comparison))
+    assert (result["met"], result["evidence"]) == (False, "not equivalent: hardware differs")
+    comparison["normalization"] = {
+        "systems": {"a": {"status": "normalized: 1 GPU"}, "b": {"status": "normalized: 2 GPUs"}}
+    }
+    result = requirement.check(ProcedureFacts((), comparison))
+    assert result["met"] is True
+    assert "hardware: differs, normalized per GPU (6.2)" in result["evidence"]

@@ -1,0 +1,154 @@
+"""The registry of normative statements against the draft text the repository ships.
+
+``docs/reference/methodology-draft.txt`` is the draft (draft-gaikwad-llm-benchmarking-
+methodology-00, its text rendering). The test finds every sentence of sections 4–6 that carries
+a requirement keyword (BCP 14: MUST, MUST NOT, REQUIRED, SHALL, SHALL NOT, SHOULD, SHOULD NOT,
+RECOMMENDED, NOT RECOMMENDED; MAY and OPTIONAL state no requirement) and fails when one has no
+registry entry with the same section, keyword and wording, or an entry has no such sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from otelbench.report.compliance import PROCEDURE_REQUIREMENTS, REQUIREMENTS
+from otelbench.report.normative import (
+    ALL_TESTS,
+    BY_ID,
+    STATEMENTS,
+    TEST_TITLES,
+    statement,
+    statements_for,
+)
+
+DRAFT = Path(__file__).parents[3] / "docs" / "reference" / "methodology-draft.txt"
+
+KEYWORD = re.compile(
+    r"\b(MUST NOT|MUST|REQUIRED|SHALL NOT|SHALL|SHOULD NOT|SHOULD|NOT RECOMMENDED|RECOMMENDED)\b"
+)
+HEADING = re.compile(r"^(\d+(?:\.\d+)*)\. \S")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"])")
+
+
+def keyword_sentences(text: str) -> list[tuple[str, list[str], str]]:
+    """(section, keywords, sentence) of every keyword sentence of sections 4–6, in order."""
+    found: list[tuple[str, list[str], str]] = []
+    section: str | None = None
+    for line in text.splitlines():
+        heading = HEADING.match(line)
+        if heading:
+            section = heading.group(1)
+            continue
+        if section is None or not 4 <= int(section.split(".")[0]) <= 6:
+            continue
+        body = line.strip().removeprefix("•").strip()
+        for sentence in SENTENCE_END.split(body):
+            keywords = KEYWORD.findall(sentence)
+            if keywords:
+                found.append((section, keywords, sentence))
+    return found
+
+
+def test_the_shipped_draft_is_the_methodology_draft() -> None:
+    text = DRAFT.read_text(encoding="utf-8")
+    assert "draft-gaikwad-llm-benchmarking-methodology-00" in text
+    assert "4. Test Setup" in text
+    assert "6.4. Fair Comparison Checklist" in text
+
+
+def test_every_keyword_sentence_of_sections_4_to_6_has_its_entry() -> None:
+    sentences = keyword_sentences(DRAFT.read_text(encoding="utf-8"))
+    assert all(len(k) == 1 for _, k, _ in sentences), "a sentence with two keywords"
+    draft = Counter((section, k[0], text) for section, k, text in sentences)
+    registry = Counter((s.section, s.keyword, s.text) for s in STATEMENTS)
+    assert draft - registry == Counter(), "keyword sentences without a registry entry"
+    assert registry - draft == Counter(), "registry entries the draft does not have"
+    # the registry keeps the draft's order
+    assert [(s.section, s.text) for s in STATEMENTS] == [(sec, t) for sec, _, t in sentences]
+
+
+def test_the_count_48_must_level_and_26_should_level() -> None:
+    levels = Counter(s.level for s in STATEMENTS)
+    assert levels == {"MUST": 48, "SHOULD": 26}
+    assert Counter(s.keyword for s in STATEMENTS) == {
+        "MUST": 39,
+        "MUST NOT": 2,
+        "REQUIRED": 7,
+        "SHOULD": 8,
+        "RECOMMENDED": 18,
+    }
+
+
+def test_keyword_sentences_are_found_where_the_text_puts_them() -> None:
+    """The extraction itself: a sentence with a keyword in a bullet, a lowercase 'required'
+    (no keyword), MAY (no requirement), another section's keyword."""
+    text = "\n".join(
+        [
+            "3.1. Scope",
+            "Testers MUST read this.",
+            "4.2.9. Example",
+            "  • Testers SHOULD do a. Then b is REQUIRED. At least 5 are required.",
+            "Testers MAY skip it.",
+            "7. Security Considerations",
+            "Nothing MUST happen here.",
+        ]
+    )
+    assert keyword_sentences(text) == [
+        ("4.2.9", ["SHOULD"], "Testers SHOULD do a."),
+        ("4.2.9", ["REQUIRED"], "Then b is REQUIRED."),
+    ]
+
+
+def test_ids_are_unique_and_every_test_is_known() -> None:
+    assert len(BY_ID) == len(STATEMENTS)
+    for s in STATEMENTS:
+        assert set(s.tests) <= set(TEST_TITLES), s.id
+        assert set(s.boundaries) <= {"Model Engine", "Application Gateway", "Compound System"}
+        assert s.how, s.id
+    # section 4 applies to every test unless it names its own; a section 5.x statement to 5.x
+    for s in STATEMENTS:
+        top = s.section.split(".")
+        if top[0] == "5":
+            assert s.tests == (f"5.{top[1]}",), s.id
+
+
+def test_every_measured_or_declared_statement_has_a_check_and_every_check_a_statement() -> None:
+    checks = [*REQUIREMENTS, *PROCEDURE_REQUIREMENTS]
+    judged = {sid for c in checks for sid in c.judges}
+    assert judged <= set(BY_ID), judged - set(BY_ID)
+    for s in STATEMENTS:
+        if s.judged == "enforced":
+            assert s.id not in judged, f"{s.id} is enforced, yet a check judges it"
+        else:
+            assert s.id in judged, f"{s.id} is {s.judged} but no check judges it"
+    # 5.4.2's 100 requests carries no keyword: the one check that judges no statement
+    assert [c.id for c in checks if not c.judges] == ["itl-request-count"]
+
+
+@pytest.mark.parametrize(
+    ("test", "boundary", "present", "absent"),
+    [
+        ("5.1", "Model Engine", "synthetic-uniform-model-engine", "sse-application-gateway"),
+        ("5.1", "Application Gateway", "safety-comparative-runs", "grpc-model-engine"),
+        ("5.9", "Model Engine", "long-context-workload", "synthetic-uniform-model-engine"),
+        ("5.6", None, "fairness-workload", "sut-boundary-declared" + "-nowhere"),
+        ("6", "Model Engine", "comparison-equivalence", "warmup"),
+    ],
+)
+def test_statements_for_a_test_and_boundary(
+    test: str, boundary: str | None, present: str, absent: str
+) -> None:
+    ids = [s.id for s in statements_for(test, boundary)]
+    assert present in ids
+    assert absent not in ids
+
+
+def test_section_4_applies_to_every_section_5_test() -> None:
+    assert statement("warmup").tests == ALL_TESTS == tuple(f"5.{i}" for i in range(1, 11))
+    assert statement("ttft-poisson").text == "Poisson (REQUIRED), uniform, or bursty."
+    with pytest.raises(KeyError):
+        statement("no-such-statement")
