@@ -22,6 +22,12 @@ wrap any httpx transport. For a ``POST`` to ``.../completions`` or ``.../chat/co
    and nobody asked for the :class:`Measurement`);
 4. finish the span exactly once: when ``[DONE]`` arrives, at end of stream, when the caller closes
    the response, or on an error (the caller's exception is re-raised unchanged).
+5. when the request has ended, record the GenAI client metrics (:mod:`otelbench.client.metrics`)
+   from the same numbers, if a meter provider records.
+
+A call that the ``openai`` SDK retries is one span per attempt (each a separate HTTP request, as
+the HTTP conventions have it): the failed attempts carry ``error.type``, and every resend carries
+``http.request.resend_count`` (from the SDK's ``x-stainless-retry-count`` header).
 
 Everything else passes through untouched. Telemetry never changes behaviour: a failure inside this
 module is logged and swallowed, and the request carries on uninstrumented.
@@ -64,9 +70,11 @@ from typing import Any
 
 import httpx
 from opentelemetry import propagate, trace
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otelbench import __version__, semconv
+from otelbench.client.metrics import GenAIClientMetrics
 from otelbench.client.openai import (
     Api,
     StreamAccumulator,
@@ -110,6 +118,8 @@ ERROR_TIMEOUT = semconv.ERROR_TYPE_TIMEOUT
 ERROR_CANCELLED = semconv.ERROR_TYPE_CANCELLED
 
 _MAX_ERROR_BODY = 2048
+_RETRY_COUNT_HEADER = "x-stainless-retry-count"
+"""The ``openai`` SDK's header: how many times it has already sent this call (its retries)."""
 _MAX_JSON_BODY = 64 * 1024 * 1024
 
 
@@ -222,6 +232,9 @@ def _request_attributes(
         if isinstance(t, int | float) and not isinstance(t, bool):
             attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] = float(t)
         attrs[semconv.GEN_AI_REQUEST_STREAM] = body.get("stream") is True
+    resends = request.headers.get(_RETRY_COUNT_HEADER)
+    if resends is not None and resends.isdigit() and int(resends) > 0:
+        attrs[semconv.HTTP_REQUEST_RESEND_COUNT] = int(resends)
     extra = request.extensions.get(EXT_ATTRIBUTES)
     if isinstance(extra, Mapping):
         attrs.update(extra)
@@ -239,17 +252,29 @@ class _Recorder:
         "late_attrs",
         "m",
         "measure",
+        "metrics",
+        "request_attrs",
         "span",
     )
 
     def __init__(
-        self, span: Span, m: Measurement, measure: bool, late_attrs: dict[str, Any]
+        self,
+        span: Span,
+        m: Measurement,
+        measure: bool,
+        late_attrs: dict[str, Any],
+        request_attrs: dict[str, Any],
+        metrics: GenAIClientMetrics | None,
     ) -> None:
         self.span = span
         self.m = m
         self.measure = measure
         self.late_attrs = late_attrs
         """Request attributes set when the span ends (see ``_request_attributes``)."""
+        self.request_attrs = request_attrs
+        """The span's start attributes, which are also the metrics' request attributes."""
+        self.metrics = metrics
+        """Where the request's GenAI client metrics go; None when no meter provider records."""
         """Parse the body: the span records, or the caller asked for the measurement."""
         self._parser: SSEParser | None = None
         self._acc: StreamAccumulator | None = None
@@ -330,6 +355,11 @@ class _Recorder:
                 self.span.end()
             except Exception:
                 _logger.debug("otelbench: span.end() failed", exc_info=True)
+        if self.metrics is not None:
+            try:
+                self.metrics.record(m, self.request_attrs)
+            except Exception:
+                _logger.warning("otelbench: instrumentation failed on metrics", exc_info=True)
 
     def _finish(
         self, mono_ns: int, exc: BaseException | None, after_headers: bool, closed_early: bool
@@ -449,12 +479,18 @@ class _Recorder:
 
 
 class _Instrumentation:
-    """What the sync and async transports share: the tracer and the request start."""
+    """What the sync and async transports share: the tracer, the metrics and the request start."""
 
-    def __init__(self, tracer_provider: trace.TracerProvider | None, provider_name: str) -> None:
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None,
+        meter_provider: MeterProvider | None,
+        provider_name: str,
+    ) -> None:
         self._tracer = trace.get_tracer(
             semconv.INSTRUMENTATION_SCOPE, __version__, tracer_provider=tracer_provider
         )
+        self._metrics = GenAIClientMetrics(meter_provider)
         self._provider_name = provider_name
 
     def begin(self, request: httpx.Request) -> _Recorder | None:
@@ -483,7 +519,9 @@ class _Instrumentation:
             if ctx.is_valid:
                 propagate.inject(request.headers, context=trace.set_span_in_context(span))
             m.submit_unix_ns, m.submit_mono_ns = unix_ns, mono_ns
-            return _Recorder(span, m, span.is_recording() or holder is m, late)
+            metrics = self._metrics if self._metrics.live else None
+            measure = span.is_recording() or holder is m or metrics is not None
+            return _Recorder(span, m, measure, late, start, metrics)
         except Exception:
             _logger.warning("otelbench: instrumentation failed starting a request", exc_info=True)
             return None
@@ -498,7 +536,9 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
         client = httpx.AsyncClient(transport=transport)
 
     ``transport``: the inner transport (default ``httpx.AsyncHTTPTransport()``);
-    ``tracer_provider``: default the global one; ``provider_name``: ``gen_ai.provider.name``
+    ``tracer_provider``, ``meter_provider``: default the global ones (the GenAI client metrics,
+    :mod:`otelbench.client.metrics`, are recorded only while a meter provider records);
+    ``provider_name``: ``gen_ai.provider.name``
     (default ``openai``, the API the target speaks, as the GenAI conventions advise for
     OpenAI-compatible servers).
     """
@@ -508,10 +548,11 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
         transport: httpx.AsyncBaseTransport | None = None,
         *,
         tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
         provider_name: str = semconv.PROVIDER_OPENAI,
     ) -> None:
         self._inner = transport if transport is not None else httpx.AsyncHTTPTransport()
-        self._instr = _Instrumentation(tracer_provider, provider_name)
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         rec = self._instr.begin(request)
@@ -591,10 +632,11 @@ class InstrumentedSyncTransport(httpx.BaseTransport):
         transport: httpx.BaseTransport | None = None,
         *,
         tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
         provider_name: str = semconv.PROVIDER_OPENAI,
     ) -> None:
         self._inner = transport if transport is not None else httpx.HTTPTransport()
-        self._instr = _Instrumentation(tracer_provider, provider_name)
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         rec = self._instr.begin(request)
