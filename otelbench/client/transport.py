@@ -25,6 +25,17 @@ wrap any httpx transport. For a ``POST`` to ``.../completions`` or ``.../chat/co
 5. when the request has ended, record the GenAI client metrics (:mod:`otelbench.client.metrics`)
    from the same numbers, if a meter provider records.
 
+**With opentelemetry-instrumentation-httpx.** This transport's span is the request's HTTP client
+span (it carries ``http.response.status_code``, ``server.address``, ``server.port``), and its
+``traceparent`` is the one sent. While the inner transport runs, HTTP instrumentation is
+suppressed in the context (the key ``HTTPXClientInstrumentor`` and the other HTTP client
+instrumentations honour), so ``HTTPXClientInstrumentor().instrument()``, which wraps
+``httpx.HTTPTransport``, adds no second span and no second ``traceparent``: the server span is
+this span's child. ``instrument_client(client)`` wraps the client's transport, this one: its HTTP
+span is then this span's parent, and the server span is still this span's child. When this span
+does not record (no tracer provider of its own, or not sampled) nothing is suppressed: the
+instrumentation's span, if any, and its ``traceparent`` go out as without otelbench.
+
 A call that the ``openai`` SDK retries is one span per attempt (each a separate HTTP request, as
 the HTTP conventions have it): the failed attempts carry ``error.type``, and every resend carries
 ``http.request.resend_count`` (from the SDK's ``x-stainless-retry-count`` header).
@@ -65,11 +76,13 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextvars import Token
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from opentelemetry import propagate, trace
+from opentelemetry import context, propagate, trace
+from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY, Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
@@ -255,6 +268,7 @@ class _Recorder:
         "metrics",
         "request_attrs",
         "span",
+        "suppressed",
     )
 
     def __init__(
@@ -269,17 +283,27 @@ class _Recorder:
         self.span = span
         self.m = m
         self.measure = measure
+        """Parse the body: the span records, the caller asked for the measurement, or metrics
+        are recorded."""
         self.late_attrs = late_attrs
         """Request attributes set when the span ends (see ``_request_attributes``)."""
         self.request_attrs = request_attrs
         """The span's start attributes, which are also the metrics' request attributes."""
         self.metrics = metrics
         """Where the request's GenAI client metrics go; None when no meter provider records."""
-        """Parse the body: the span records, or the caller asked for the measurement."""
+        self.suppressed: Token[Context] | None = None
+        """The context token that keeps HTTP instrumentations below out of this request."""
         self._parser: SSEParser | None = None
         self._acc: StreamAccumulator | None = None
         self._body: list[bytes] | None = None
         self._body_len = 0
+
+    def hand_off(self) -> None:
+        """The inner transport has returned (or raised): restore the caller's context."""
+        token = self.suppressed
+        if token is not None:
+            self.suppressed = None
+            context.detach(token)
 
     def _offset(self, mono_ns: int) -> int:
         return (mono_ns - self.m.submit_mono_ns) // 1000
@@ -516,12 +540,21 @@ class _Instrumentation:
                 name, kind=SpanKind.CLIENT, attributes=start, start_time=unix_ns
             )
             ctx = span.get_span_context()
-            if ctx.is_valid:
+            propagated = ctx.is_valid
+            if propagated:
                 propagate.inject(request.headers, context=trace.set_span_in_context(span))
             m.submit_unix_ns, m.submit_mono_ns = unix_ns, mono_ns
             metrics = self._metrics if self._metrics.live else None
             measure = span.is_recording() or holder is m or metrics is not None
-            return _Recorder(span, m, measure, late, start, metrics)
+            rec = _Recorder(span, m, measure, late, start, metrics)
+            if propagated and span.is_recording():
+                # This span is the request's HTTP client span: an HTTP instrumentation below
+                # (opentelemetry-instrumentation-httpx on the inner transport) stays out of it,
+                # so that the traceparent sent is this span's (until hand_off()).
+                rec.suppressed = context.attach(
+                    context.set_value(_SUPPRESS_HTTP_INSTRUMENTATION_KEY, True)
+                )
+            return rec
         except Exception:
             _logger.warning("otelbench: instrumentation failed starting a request", exc_info=True)
             return None
@@ -563,6 +596,8 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
         except BaseException as exc:
             rec.finish(time.perf_counter_ns(), exc, after_headers=False)
             raise
+        finally:
+            rec.hand_off()
         now = time.perf_counter_ns()
         try:
             rec.on_response(response, now)
@@ -647,6 +682,8 @@ class InstrumentedSyncTransport(httpx.BaseTransport):
         except BaseException as exc:
             rec.finish(time.perf_counter_ns(), exc, after_headers=False)
             raise
+        finally:
+            rec.hand_off()
         now = time.perf_counter_ns()
         try:
             rec.on_response(response, now)
