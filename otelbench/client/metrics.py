@@ -44,7 +44,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from opentelemetry import metrics
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
@@ -52,10 +52,7 @@ from opentelemetry.metrics._internal import _ProxyMeterProvider
 
 from otelbench import __version__, semconv
 
-if TYPE_CHECKING:
-    from otelbench.client.transport import Measurement
-
-__all__ = ["DURATION_BUCKETS_S", "TOKEN_BUCKETS", "GenAIClientMetrics"]
+__all__ = ["DURATION_BUCKETS_S", "TOKEN_BUCKETS", "GenAIClientMetrics", "Measured"]
 
 DURATION_BUCKETS_S: Final = (
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
@@ -69,6 +66,19 @@ TOKEN_BUCKETS: Final = (
 _INERT: Final = (NoOpMeterProvider, _ProxyMeterProvider)
 """Providers that record nothing: the no-op one, and the API's global placeholder until an SDK
 provider is set (its instruments then start recording, and so does this module)."""
+
+
+class Measured(Protocol):
+    """What a finished request's measurement offers (``transport.Measurement`` has it all)."""
+
+    streaming: bool
+    end_offset_us: int | None
+    first_event_offset_us: int | None
+    chunk_offsets_us: list[int]
+    input_tokens: int | None
+    output_tokens: int | None
+    response_model: str | None
+    error_type: str | None
 
 
 class GenAIClientMetrics:
@@ -113,7 +123,7 @@ class GenAIClientMetrics:
         provider = self._provider if self._provider is not None else metrics.get_meter_provider()
         return not isinstance(provider, _INERT)
 
-    def record(self, m: Measurement, request_attributes: dict[str, Any]) -> None:
+    def record(self, m: Measured, request_attributes: dict[str, Any]) -> None:
         """Record one finished request. ``request_attributes``: the span's start attributes
         (operation, provider, request model, server address and port)."""
         attrs = dict(request_attributes)
