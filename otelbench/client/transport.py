@@ -532,8 +532,10 @@ class _Instrumentation:
             name, start, late = _request_attributes(
                 request, api, _request_body(request), self._provider_name
             )
-            # T_submit. From here to the hand-off: span creation and traceparent injection only
-            # (~30 µs with the SDK, ~3 µs without); the ids are formatted after the hand-off.
+            metrics = self._metrics if self._metrics.live else None
+            # T_submit. From here to the hand-off: span creation, traceparent injection and, for
+            # a recording span, the suppression of HTTP instrumentation below (~30 µs with the
+            # SDK, ~3 µs without); the ids are formatted after the hand-off.
             unix_ns = time.time_ns()
             mono_ns = time.perf_counter_ns()
             span = self._tracer.start_span(
@@ -544,7 +546,6 @@ class _Instrumentation:
             if propagated:
                 propagate.inject(request.headers, context=trace.set_span_in_context(span))
             m.submit_unix_ns, m.submit_mono_ns = unix_ns, mono_ns
-            metrics = self._metrics if self._metrics.live else None
             measure = span.is_recording() or holder is m or metrics is not None
             rec = _Recorder(span, m, measure, late, start, metrics)
             if propagated and span.is_recording():
