@@ -23,6 +23,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai_attributes
+from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as _gen_ai_metrics
+
 # --------------------------------------------------------------------------------------------
 # Service and scope names
 # --------------------------------------------------------------------------------------------
@@ -76,6 +79,30 @@ ERROR_TYPE_TIMEOUT: Final = "timeout"
 ERROR_TYPE_CANCELLED: Final = "cancelled"
 """``error.type`` when the caller cancelled the request or closed the response before its end."""
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+HTTP_REQUEST_RESEND_COUNT: Final = "http.request.resend_count"
+"""Int, client span: the request is the N-th resend of the same call (the ``openai`` SDK's
+retries, from its ``x-stainless-retry-count`` header); absent on the first attempt."""
+
+# --------------------------------------------------------------------------------------------
+# GenAI client metrics (otelbench.client.metrics): histograms, recorded by the instrumented
+# transports when a meter provider is configured. Names from opentelemetry-semantic-conventions.
+# --------------------------------------------------------------------------------------------
+METRIC_CLIENT_OPERATION_DURATION: Final = _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION
+"""Histogram (s): T_submit → end of the response (the span's duration), every request."""
+METRIC_CLIENT_TOKEN_USAGE: Final = _gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE
+"""Histogram ({token}): input and output tokens (``gen_ai.token.type``) the server reported."""
+METRIC_CLIENT_TIME_TO_FIRST_CHUNK: Final = (
+    _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK
+)
+"""Histogram (s), streamed responses: T_submit → first SSE ``data:`` event of any kind."""
+METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK: Final = (
+    _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK
+)
+"""Histogram (s), streamed responses: one value per output chunk after the first, the gap from
+the previous output chunk (the chunks of ``CLIENT_CHUNK_OFFSETS_US``)."""
+GEN_AI_TOKEN_TYPE: Final = _gen_ai_attributes.GEN_AI_TOKEN_TYPE
+TOKEN_TYPE_INPUT: Final = _gen_ai_attributes.GenAiTokenTypeValues.INPUT.value
+TOKEN_TYPE_OUTPUT: Final = _gen_ai_attributes.GenAiTokenTypeValues.OUTPUT.value
 
 # --------------------------------------------------------------------------------------------
 # otelbench client-span attributes (draft Appendix B.1.1, 4.2.6, 4.6.2)

@@ -6,7 +6,11 @@ provider is used):
 * :class:`AsyncLLMClient` / :class:`LLMClient` — ``complete(CompletionRequest)`` returns a
   :class:`CompletionResult` and never raises for what the target does; the load generator's API.
 * :class:`InstrumentedTransport` / :class:`InstrumentedSyncTransport` — httpx transports that add
-  one CLIENT span per ``/v1/completions`` or ``/v1/chat/completions`` request to any httpx client.
+  one CLIENT span per ``/v1/completions`` or ``/v1/chat/completions`` request to any httpx client,
+  and the GenAI client metrics (``meter_provider=``; :mod:`~otelbench.client.metrics`).
+* :func:`openai_http_client` / :func:`openai_async_http_client` — those transports in httpx
+  clients for the ``openai`` SDK (``openai.OpenAI(http_client=openai_http_client())``;
+  :mod:`~otelbench.client.apps`).
 
 Example::
 
@@ -18,8 +22,10 @@ Example::
 
 Modules: :mod:`~otelbench.client.sse` (the SSE parser), :mod:`~otelbench.client.openai` (what a
 chunk means: content or not, tokens, usage), :mod:`~otelbench.client.transport` (spans and timing),
-:mod:`~otelbench.client.api` (the high-level client), :mod:`~otelbench.client._http11` (the lean
-HTTP/1.1 transport under ``AsyncLLMClient``: kernel receive timestamps, no O(n²) pool).
+:mod:`~otelbench.client.api` (the high-level client), :mod:`~otelbench.client.metrics` (the
+GenAI client metrics), :mod:`~otelbench.client.apps` (clients for the ``openai`` SDK),
+:mod:`~otelbench.client._http11` (the lean HTTP/1.1 transport under ``AsyncLLMClient``: kernel
+receive timestamps, no O(n²) pool).
 
 For timing fidelity the process that runs the client should keep the garbage collector's pauses
 out of measurement phases (``gc.freeze()`` after start-up, or ``gc.disable()`` during a phase and a
@@ -30,6 +36,7 @@ chunks arrive as one read, stamped at the time of the last (bench/client_fidelit
 from __future__ import annotations
 
 from otelbench.client.api import AsyncLLMClient, CompletionRequest, CompletionResult, LLMClient
+from otelbench.client.apps import openai_async_http_client, openai_http_client
 from otelbench.client.sse import SSEEvent, SSEParser
 from otelbench.client.transport import (
     EXT_ATTRIBUTES,
@@ -51,4 +58,6 @@ __all__ = [
     "Measurement",
     "SSEEvent",
     "SSEParser",
+    "openai_async_http_client",
+    "openai_http_client",
 ]

@@ -22,6 +22,23 @@ wrap any httpx transport. For a ``POST`` to ``.../completions`` or ``.../chat/co
    and nobody asked for the :class:`Measurement`);
 4. finish the span exactly once: when ``[DONE]`` arrives, at end of stream, when the caller closes
    the response, or on an error (the caller's exception is re-raised unchanged).
+5. when the request has ended, record the GenAI client metrics (:mod:`otelbench.client.metrics`)
+   from the same numbers, if a meter provider records.
+
+**With opentelemetry-instrumentation-httpx.** This transport's span is the request's HTTP client
+span (it carries ``http.response.status_code``, ``server.address``, ``server.port``), and its
+``traceparent`` is the one sent. While the inner transport runs, HTTP instrumentation is
+suppressed in the context (the key ``HTTPXClientInstrumentor`` and the other HTTP client
+instrumentations honour), so ``HTTPXClientInstrumentor().instrument()``, which wraps
+``httpx.HTTPTransport``, adds no second span and no second ``traceparent``: the server span is
+this span's child. ``instrument_client(client)`` wraps the client's transport, this one: its HTTP
+span is then this span's parent, and the server span is still this span's child. When this span
+does not record (no tracer provider of its own, or not sampled) nothing is suppressed: the
+instrumentation's span, if any, and its ``traceparent`` go out as without otelbench.
+
+A call that the ``openai`` SDK retries is one span per attempt (each a separate HTTP request, as
+the HTTP conventions have it): the failed attempts carry ``error.type``, and every resend carries
+``http.request.resend_count`` (from the SDK's ``x-stainless-retry-count`` header).
 
 Everything else passes through untouched. Telemetry never changes behaviour: a failure inside this
 module is logged and swallowed, and the request carries on uninstrumented.
@@ -59,14 +76,18 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextvars import Token
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from opentelemetry import propagate, trace
+from opentelemetry import context, propagate, trace
+from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY, Context
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otelbench import __version__, semconv
+from otelbench.client.metrics import GenAIClientMetrics
 from otelbench.client.openai import (
     Api,
     StreamAccumulator,
@@ -110,6 +131,8 @@ ERROR_TIMEOUT = semconv.ERROR_TYPE_TIMEOUT
 ERROR_CANCELLED = semconv.ERROR_TYPE_CANCELLED
 
 _MAX_ERROR_BODY = 2048
+_RETRY_COUNT_HEADER = "x-stainless-retry-count"
+"""The ``openai`` SDK's header: how many times it has already sent this call (its retries)."""
 _MAX_JSON_BODY = 64 * 1024 * 1024
 
 
@@ -222,6 +245,9 @@ def _request_attributes(
         if isinstance(t, int | float) and not isinstance(t, bool):
             attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] = float(t)
         attrs[semconv.GEN_AI_REQUEST_STREAM] = body.get("stream") is True
+    resends = request.headers.get(_RETRY_COUNT_HEADER)
+    if resends is not None and resends.isdigit() and int(resends) > 0:
+        attrs[semconv.HTTP_REQUEST_RESEND_COUNT] = int(resends)
     extra = request.extensions.get(EXT_ATTRIBUTES)
     if isinstance(extra, Mapping):
         attrs.update(extra)
@@ -239,22 +265,45 @@ class _Recorder:
         "late_attrs",
         "m",
         "measure",
+        "metrics",
+        "request_attrs",
         "span",
+        "suppressed",
     )
 
     def __init__(
-        self, span: Span, m: Measurement, measure: bool, late_attrs: dict[str, Any]
+        self,
+        span: Span,
+        m: Measurement,
+        measure: bool,
+        late_attrs: dict[str, Any],
+        request_attrs: dict[str, Any],
+        metrics: GenAIClientMetrics | None,
     ) -> None:
         self.span = span
         self.m = m
         self.measure = measure
+        """Parse the body: the span records, the caller asked for the measurement, or metrics
+        are recorded."""
         self.late_attrs = late_attrs
         """Request attributes set when the span ends (see ``_request_attributes``)."""
-        """Parse the body: the span records, or the caller asked for the measurement."""
+        self.request_attrs = request_attrs
+        """The span's start attributes, which are also the metrics' request attributes."""
+        self.metrics = metrics
+        """Where the request's GenAI client metrics go; None when no meter provider records."""
+        self.suppressed: Token[Context] | None = None
+        """The context token that keeps HTTP instrumentations below out of this request."""
         self._parser: SSEParser | None = None
         self._acc: StreamAccumulator | None = None
         self._body: list[bytes] | None = None
         self._body_len = 0
+
+    def hand_off(self) -> None:
+        """The inner transport has returned (or raised): restore the caller's context."""
+        token = self.suppressed
+        if token is not None:
+            self.suppressed = None
+            context.detach(token)
 
     def _offset(self, mono_ns: int) -> int:
         return (mono_ns - self.m.submit_mono_ns) // 1000
@@ -330,6 +379,11 @@ class _Recorder:
                 self.span.end()
             except Exception:
                 _logger.debug("otelbench: span.end() failed", exc_info=True)
+        if self.metrics is not None:
+            try:
+                self.metrics.record(m, self.request_attrs)
+            except Exception:
+                _logger.warning("otelbench: instrumentation failed on metrics", exc_info=True)
 
     def _finish(
         self, mono_ns: int, exc: BaseException | None, after_headers: bool, closed_early: bool
@@ -449,12 +503,18 @@ class _Recorder:
 
 
 class _Instrumentation:
-    """What the sync and async transports share: the tracer and the request start."""
+    """What the sync and async transports share: the tracer, the metrics and the request start."""
 
-    def __init__(self, tracer_provider: trace.TracerProvider | None, provider_name: str) -> None:
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None,
+        meter_provider: MeterProvider | None,
+        provider_name: str,
+    ) -> None:
         self._tracer = trace.get_tracer(
             semconv.INSTRUMENTATION_SCOPE, __version__, tracer_provider=tracer_provider
         )
+        self._metrics = GenAIClientMetrics(meter_provider)
         self._provider_name = provider_name
 
     def begin(self, request: httpx.Request) -> _Recorder | None:
@@ -472,18 +532,30 @@ class _Instrumentation:
             name, start, late = _request_attributes(
                 request, api, _request_body(request), self._provider_name
             )
-            # T_submit. From here to the hand-off: span creation and traceparent injection only
-            # (~30 µs with the SDK, ~3 µs without); the ids are formatted after the hand-off.
+            metrics = self._metrics if self._metrics.live else None
+            # T_submit. From here to the hand-off: span creation, traceparent injection and, for
+            # a recording span, the suppression of HTTP instrumentation below (~30 µs with the
+            # SDK, ~3 µs without); the ids are formatted after the hand-off.
             unix_ns = time.time_ns()
             mono_ns = time.perf_counter_ns()
             span = self._tracer.start_span(
                 name, kind=SpanKind.CLIENT, attributes=start, start_time=unix_ns
             )
             ctx = span.get_span_context()
-            if ctx.is_valid:
+            propagated = ctx.is_valid
+            if propagated:
                 propagate.inject(request.headers, context=trace.set_span_in_context(span))
             m.submit_unix_ns, m.submit_mono_ns = unix_ns, mono_ns
-            return _Recorder(span, m, span.is_recording() or holder is m, late)
+            measure = span.is_recording() or holder is m or metrics is not None
+            rec = _Recorder(span, m, measure, late, start, metrics)
+            if propagated and span.is_recording():
+                # This span is the request's HTTP client span: an HTTP instrumentation below
+                # (opentelemetry-instrumentation-httpx on the inner transport) stays out of it,
+                # so that the traceparent sent is this span's (until hand_off()).
+                rec.suppressed = context.attach(
+                    context.set_value(_SUPPRESS_HTTP_INSTRUMENTATION_KEY, True)
+                )
+            return rec
         except Exception:
             _logger.warning("otelbench: instrumentation failed starting a request", exc_info=True)
             return None
@@ -498,7 +570,9 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
         client = httpx.AsyncClient(transport=transport)
 
     ``transport``: the inner transport (default ``httpx.AsyncHTTPTransport()``);
-    ``tracer_provider``: default the global one; ``provider_name``: ``gen_ai.provider.name``
+    ``tracer_provider``, ``meter_provider``: default the global ones (the GenAI client metrics,
+    :mod:`otelbench.client.metrics`, are recorded only while a meter provider records);
+    ``provider_name``: ``gen_ai.provider.name``
     (default ``openai``, the API the target speaks, as the GenAI conventions advise for
     OpenAI-compatible servers).
     """
@@ -508,10 +582,11 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
         transport: httpx.AsyncBaseTransport | None = None,
         *,
         tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
         provider_name: str = semconv.PROVIDER_OPENAI,
     ) -> None:
         self._inner = transport if transport is not None else httpx.AsyncHTTPTransport()
-        self._instr = _Instrumentation(tracer_provider, provider_name)
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         rec = self._instr.begin(request)
@@ -522,6 +597,8 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
         except BaseException as exc:
             rec.finish(time.perf_counter_ns(), exc, after_headers=False)
             raise
+        finally:
+            rec.hand_off()
         now = time.perf_counter_ns()
         try:
             rec.on_response(response, now)
@@ -591,10 +668,11 @@ class InstrumentedSyncTransport(httpx.BaseTransport):
         transport: httpx.BaseTransport | None = None,
         *,
         tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
         provider_name: str = semconv.PROVIDER_OPENAI,
     ) -> None:
         self._inner = transport if transport is not None else httpx.HTTPTransport()
-        self._instr = _Instrumentation(tracer_provider, provider_name)
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         rec = self._instr.begin(request)
@@ -605,6 +683,8 @@ class InstrumentedSyncTransport(httpx.BaseTransport):
         except BaseException as exc:
             rec.finish(time.perf_counter_ns(), exc, after_headers=False)
             raise
+        finally:
+            rec.hand_off()
         now = time.perf_counter_ns()
         try:
             rec.on_response(response, now)

