@@ -64,6 +64,7 @@ from otelbench.report.sections import (
     client_jitter_us,
     client_token_arrivals_us,
     derive_ahead,
+    fluidity_deviations,
     fluidity_section,
     load_generator_section,
     reasoning_section,
@@ -276,6 +277,8 @@ def report_from_data(
     with_chunks = (ok & (np.diff(c.chunk_bounds) > 0)).tolist()
     sources = Counter(s for s in compress(c.chunk_token_source, with_chunks) if s is not None)
     deviations = _deviations(data, ttft_ms[ok], output_tokens[ok], itl_us, result)
+    timeline = server if fluidity is not None and fluidity["source"] == "server" else client_metrics
+    deviations += fluidity_deviations(fluidity, (timeline or client_metrics)["tpot_ms"]["p50"])
     facts: rt.ReportBody = {
         "schema_version": SCHEMA_VERSION,
         "run": _run_section(data, result),

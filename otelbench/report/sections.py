@@ -80,6 +80,7 @@ __all__ = [
     "derive_ahead",
     "derived",
     "fluid_rate_of",
+    "fluidity_deviations",
     "fluidity_distribution",
     "fluidity_indices_of",
     "fluidity_intervals",
@@ -94,6 +95,8 @@ __all__ = [
     "server_jitter_us",
     "server_token_offsets_us",
     "server_token_times",
+    "short_summary_of",
+    "summary_of",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -530,6 +533,34 @@ def fluidity_section(
             "requests": rate.requests,
         },
     }
+
+
+def fluidity_deviations(fluidity: rt.Fluidity | None, tpot_p50_ms: float | None) -> list[str]:
+    """What the fluidity figures cannot claim (Etalon §4.1, §4.2): a fixed ``D_p``, and a fluid
+    token rate above the decode rate measured on the same timeline (``tpot_p50_ms``: the
+    median TPOT of the fluidity section's source), which only the slack a generous ``D_p``
+    leaves can produce."""
+    if fluidity is None:
+        return []
+    out = []
+    deadline = fluidity["prefill_deadline"]
+    if deadline["kind"] == "fixed":
+        out.append(
+            f"fluidity uses a fixed prefill deadline D_p of {deadline['deadline_ms']:g} ms for "
+            "every request; Etalon (§4.1) sets D_p per input length from a prefill profile plus "
+            "a scheduling slack and calls a static one impractical: the slack a generous D_p "
+            "leaves absorbs decode stalls, so the fluidity indices and the fluid token rate may "
+            "be optimistic (`otelbench test fluidity` profiles D_p)"
+        )
+    rate = fluidity["fluid_token_generation_rate"]
+    if rate is not None and tpot_p50_ms and rate["tokens_per_s"] > 1000.0 / tpot_p50_ms:
+        out.append(
+            f"the fluid token generation rate ({rate['tokens_per_s']:.1f} tok/s) exceeds the "
+            f"measured decode rate ({1000.0 / tpot_p50_ms:.1f} tok/s, 1 / median TPOT on the "
+            "same timeline): the slack of the prefill deadline, not the decode, met the decode "
+            "deadlines (Etalon §4.2)"
+        )
+    return out
 
 
 # ------------------------------------------------------------------------------------------

@@ -225,6 +225,24 @@ def test_fluidity_default_prefill_deadline() -> None:
     assert [d["fluidity_index"]["min"] for d in f["deadlines"]] == [1.0, 1.0, 1.0]
 
 
+def test_fluidity_deviations_say_what_a_fixed_prefill_deadline_cannot_claim() -> None:
+    def fluidity_deviations(prefill_deadline_s: float) -> list[str]:
+        report = report_from_data(
+            run_data([Req(CLIENT_CHUNKS)]), prefill_deadline_s=prefill_deadline_s
+        )
+        return [d for d in report["methodology"]["deviations"] if "fluid" in d]
+
+    # D_p 1 s: 0.8 s of slack meets any D_d, so the fluid rate (at the search's 0.1 ms floor)
+    # is far above the decode rate (TPOT (340 - 200) / 4 = 35 ms: 28.6 tok/s)
+    generous = fluidity_deviations(1.0)
+    assert len(generous) == 2
+    assert generous[0].startswith("fluidity uses a fixed prefill deadline D_p of 1000 ms")
+    assert "exceeds the measured decode rate (28.6 tok/s" in generous[1]
+    # D_p 0.25 s: the fluid rate (D_d 60 ms: 16.7 tok/s) is below the decode rate
+    tight = fluidity_deviations(0.25)
+    assert [d[:48] for d in tight] == ["fluidity uses a fixed prefill deadline D_p of 25"]
+
+
 def test_fluid_rate_is_null_when_no_deadline_can_meet_the_requirement() -> None:
     # every first token 0.3 s late for D_p = 0.2 s: each request misses at least one of its two
     # deadlines (index ≤ 0.5 < 0.9) whatever D_d
