@@ -53,8 +53,7 @@ from otelbench.client import CompletionResult
 from otelbench.collector.access import ENV_RECEIVER_TOKEN
 from otelbench.collector.receiver import STATS_PATH, STORE_ENV
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
-from otelbench.loadgen.runner import RunConfig, RunOutcome, execute_run
-from otelbench.loadgen.workloads import make_workload
+from otelbench.loadgen.runner import RunConfig, RunOutcome, check_workload, execute_run
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
@@ -512,7 +511,7 @@ def run_benchmark(
     writes (default ``out_dir/spans.duckdb``); with it, the store the external collector writes
     (reported from only when it can be read: a DuckDB file once that collector has stopped, a
     ClickHouse server at once; a chdb directory stays with that collector)."""
-    make_workload(config.workload, seed=config.seed, **config.workload_params)  # fail early
+    check_workload(config)
     if launch_vllm_cpu is None:
         check_target_url(config.target)
     out_dir.mkdir(parents=True, exist_ok=True)

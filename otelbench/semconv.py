@@ -474,9 +474,9 @@ ENV_GATEWAY_API_KEY: Final = "OTELBENCH_GATEWAY_API_KEY"
 # its tracer starts (run span, client spans) carries PROBE_STREAM, so the server span that is a
 # child of a probe client span (via ``traceparent``) is told apart from live traffic by its
 # parent. ``otelbench watch`` computes windowed metrics per traffic source and serves them on a
-# Prometheus ``/metrics`` endpoint: every series below is a gauge over the sliding window (the
-# requests whose server span ENDED within it), labelled ``source``; ``quantile`` is a type-7
-# percentile (metrics.summary) as a fraction, e.g. ``0.99``.
+# Prometheus ``/metrics`` endpoint: every series below is over the sliding window (the requests
+# whose server span ENDED within it), labelled ``source``; ``quantile`` is a type-7 percentile
+# (metrics.summary) as a fraction, e.g. ``0.99``, of a summary that holds its quantiles only.
 SERVICE_PROBE: Final = "otelbench-probe"
 """``service.name`` of ``otelbench probe``'s spans."""
 PROBE_STREAM: Final = "otelbench.probe.stream"
@@ -509,19 +509,19 @@ METRIC_LIVE_REQUEST_RATE: Final = "otelbench_live_requests_per_second"
 METRIC_LIVE_OUTPUT_TOKEN_RATE: Final = "otelbench_live_output_tokens_per_second"
 """Gauge: output tokens of the window's successful requests / window length."""
 METRIC_LIVE_TTFT: Final = "otelbench_live_ttft_seconds"
-"""Gauge (s), by quantile: server TTFT (arrival → first token; ``gen_ai.latency.*``)."""
+"""Summary (s), quantiles only: server TTFT (arrival → first token; ``gen_ai.latency.*``)."""
 METRIC_LIVE_ITL: Final = "otelbench_live_itl_seconds"
-"""Gauge (s), by quantile: gaps between consecutive output-token steps (hook token offsets)."""
+"""Summary (s), quantiles only: gaps between consecutive output-token steps (hook token offsets)."""
 METRIC_LIVE_TPOT: Final = "otelbench_live_tpot_seconds"
-"""Gauge (s), by quantile: (last − first token) / (output tokens − 1) per request."""
+"""Summary (s), quantiles only: (last − first token) / (output tokens − 1) per request."""
 METRIC_LIVE_E2E: Final = "otelbench_live_e2e_seconds"
-"""Gauge (s), by quantile: server request duration (arrival → finish)."""
+"""Summary (s), quantiles only: server request duration (arrival → finish)."""
 METRIC_LIVE_QUEUE: Final = "otelbench_live_queue_seconds"
-"""Gauge (s), by quantile: queued → first scheduled (TTFT's queue component)."""
+"""Summary (s), quantiles only: queued → first scheduled (TTFT's queue component)."""
 METRIC_LIVE_PREFILL: Final = "otelbench_live_prefill_seconds"
-"""Gauge (s), by quantile: first scheduled → first token (TTFT's prefill component)."""
+"""Summary (s), quantiles only: first scheduled → first token (TTFT's prefill component)."""
 METRIC_LIVE_FLUIDITY: Final = "otelbench_live_fluidity_index"
-"""Gauge (1), by quantile (0.01, 0.05, 0.5) and decode deadline: Etalon's fluidity-index."""
+"""Summary (1), quantiles only (0.01, 0.05, 0.5), by decode deadline: Etalon's fluidity-index."""
 METRIC_LIVE_FLUID_FRACTION: Final = "otelbench_live_fluid_requests_ratio"
 """Gauge (1), by decode deadline: fraction of requests with a fluidity-index >= 0.9."""
 METRIC_LIVE_FLUID_TOKEN_RATE: Final = "otelbench_live_fluid_token_rate_tokens_per_second"

@@ -39,6 +39,13 @@ def dashboards_push(
     datasources: Annotated[
         bool, typer.Option(help="Also create or update the three datasources.")
     ] = True,
+    traces_schema: Annotated[
+        str,
+        typer.Option(
+            help="The schema of otel_traces: map (the ClickHouse exporter's default) or json "
+            "(its json mode: JSON attribute columns)."
+        ),
+    ] = "map",
 ) -> None:
     """Provision otelbench's datasources, folder and dashboards into Grafana (HTTP API).
 
@@ -55,6 +62,7 @@ def dashboards_push(
             clickhouse_database=clickhouse_database,
             tempo_url=tempo_url,
             datasources=datasources,
+            traces_schema=traces_schema,
         )
     )
     typer.echo(

@@ -136,7 +136,7 @@ def probe(
     """Send a low-rate, tagged benchmark stream beside live traffic (watch: source="probe")."""
     import asyncio
 
-    from otelbench.cli.options import key_values
+    from otelbench.cli.options import workload_params
     from otelbench.live.probe import ProbeConfig, ProbeTagger, run_probe
     from otelbench.spool import SpoolStats
     from otelbench.telemetry import make_tracer_provider, shutdown
@@ -154,7 +154,7 @@ def probe(
         segment_s=parse_duration(segment),
         duration_s=parse_duration(duration) if duration is not None else None,
         workload=workload,
-        workload_params=key_values(workload_param or [], "--workload-param"),
+        workload_params=workload_params(workload, workload_param, {}),
         seed=seed,
         ignore_eos=ignore_eos,
     )

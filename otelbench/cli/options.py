@@ -42,6 +42,7 @@ __all__ = [
     "key_values",
     "make_command",
     "prompt_format",
+    "workload_params",
 ]
 
 
@@ -256,6 +257,20 @@ def key_values(items: list[str], option: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+def workload_params(workload: str, items: list[str] | None, base: dict[str, Any]) -> dict[str, Any]:
+    """``base`` (set by other options) updated with the ``--workload-param`` ``items``; a name the
+    workload does not take or a mistyped value is a usage error (exit 2) listing what it takes."""
+    from otelbench.loadgen.workloads import check_workload_params, workload_parameters
+
+    params = {**base, **key_values(items or [], "--workload-param")}
+    workload_parameters(workload)
+    try:
+        check_workload_params(workload, params, complete=False)
+    except ConfigError as err:
+        raise typer.BadParameter(str(err), param_hint="'--workload-param'") from None
+    return params
 
 
 def json_object(text: str | None, option: str) -> dict[str, Any]:

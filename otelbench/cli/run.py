@@ -19,8 +19,8 @@ from otelbench.cli.options import (
     declared_sut,
     from_values,
     json_object,
-    key_values,
     make_command,
+    workload_params,
 )
 from otelbench.cli.options import prompt_format as parse_prompt_format
 from otelbench.options import option
@@ -139,7 +139,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
     workload = c.workload
     if r.workload_file is not None:
         workload, params["path"] = "file", str(r.workload_file)
-    params.update(key_values(c.workload_param or [], "--workload-param"))
+    params = workload_params(workload, c.workload_param, params)
     warmup = WarmupSpec(
         cold_start=c.cold_start,
         min_requests=RUN_WARMUP_REQUESTS if c.warmup_requests is None else c.warmup_requests,

@@ -47,8 +47,8 @@ from otelbench.cli.options import (
     declared_sut,
     from_values,
     json_object,
-    key_values,
     make_command,
+    workload_params,
 )
 from otelbench.options import option
 from otelbench.procedures import (
@@ -123,8 +123,8 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
     if c.sut is None and c.target is None and not configurations:
         raise typer.BadParameter("give --target URL or --sut vllm-cpu (one of them)")
     prof = get_profile(p.profile)
-    params: dict[str, Any] = {} if c.vocab_size is None else {"vocab_size": c.vocab_size}
-    params.update(key_values(c.workload_param or [], "--workload-param"))
+    vocab = {} if c.vocab_size is None else {"vocab_size": c.vocab_size}
+    params = workload_params(c.workload, c.workload_param, vocab)
     body = json_object(c.extra_body, "--extra-body")
     warmup = None
     if not c.cold_start:

@@ -10,7 +10,11 @@ What it sends, in order (idempotent; run it again after regenerating the dashboa
    ``overwrite: true`` into that folder.
 
 The dashboards' queries name the datasources by these UIDs, so file provisioning
-(``dashboards/provisioning``) and push give the same result.
+(``dashboards/provisioning``) and push give the same result. Their ClickHouse queries read
+``otel_traces`` in the exporter's default Map schema; ``traces_schema="json"`` (``--traces-schema
+json``) pushes them reading a table of its json mode instead (:func:`for_traces_schema`: the query
+layer's relation, :func:`otelbench.query.clickhouse.traces_relation`, in place of each ``FROM
+otel_traces``). Grafana runs the queries, so nothing here can tell which schema the table has.
 
 Errors (translated once, here)::
 
@@ -40,6 +44,7 @@ __all__ = [
     "PushConfig",
     "PushResult",
     "datasource_models",
+    "for_traces_schema",
     "push_dashboards",
 ]
 
@@ -65,8 +70,14 @@ class PushConfig:
     tempo_url: str = "http://tempo:3200"
     datasources: bool = True
     timeout_s: float = 10.0
+    traces_schema: str = "map"
 
     def __post_init__(self) -> None:
+        from otelbench.store.clickhouse import TRACES_SCHEMAS
+
+        if self.traces_schema not in TRACES_SCHEMAS:
+            known = "; ".join(f"{name}: {what}" for name, what in TRACES_SCHEMAS.items())
+            raise ConfigError(f"--traces-schema {self.traces_schema!r} is not one of {known}")
         parts = urlsplit(self.grafana_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(
@@ -157,6 +168,27 @@ def _load_dashboards(directory: Path) -> list[dict[str, Any]]:
     return out
 
 
+def for_traces_schema(model: Any, schema: str) -> Any:
+    """``model`` (a dashboard's JSON) with every ClickHouse query (``rawSql``) reading
+    ``otel_traces`` of ``schema`` (a key of ``TRACES_SCHEMAS``): unchanged for ``map``."""
+    from otelbench.query.clickhouse import traces_relation
+    from otelbench.query.extract import read_traces_from
+
+    relation = traces_relation(schema)
+    if relation is None:
+        return model
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: read_traces_from(v, relation) if k == "rawSql" else walk(v)
+                for k, v in value.items()
+            }
+        return [walk(v) for v in value] if isinstance(value, list) else value
+
+    return walk(model)
+
+
 def _status(err: BaseException) -> int | None:
     status = getattr(err, "status_code", None)
     return status if isinstance(status, int) else None
@@ -167,7 +199,9 @@ def push_dashboards(config: PushConfig) -> PushResult:
     from grafana_client.api import GrafanaApi
     from grafana_client.client import GrafanaClientError, GrafanaException
 
-    dashboards = _load_dashboards(config.dashboards_dir)
+    dashboards = [
+        for_traces_schema(m, config.traces_schema) for m in _load_dashboards(config.dashboards_dir)
+    ]
     api = GrafanaApi.from_url(config.grafana_url, credential=config.token, timeout=config.timeout_s)
     created: list[str] = []
     updated: list[str] = []

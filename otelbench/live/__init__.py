@@ -2,7 +2,8 @@
 
 The flow: server spans (engine hooks, vLLM) → span store → :mod:`~otelbench.live.query`
 (one window, by traffic source) → :mod:`~otelbench.live.window` (pure metrics) →
-:mod:`~otelbench.live.exposition` (Prometheus text) → :mod:`~otelbench.live.watch` (refresh loop,
+:mod:`~otelbench.live.exposition` (metric families; prometheus-client writes the text and
+OpenMetrics formats) → :mod:`~otelbench.live.watch` (refresh loop,
 ``/metrics``, retention). :mod:`~otelbench.live.probe` sends the tagged benchmark stream;
 :mod:`otelbench.cli.live` holds the two typer commands. Names are imported on first use, so
 importing the commands stays cheap. The span store is the DuckDB file or, read only, a

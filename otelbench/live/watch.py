@@ -2,11 +2,14 @@
 
 Every ``interval`` the watcher reads the server spans that ended within the last ``window``
 (:func:`~otelbench.live.query.extract_window`), computes each source's metrics
-(:mod:`otelbench.live.window`) and renders them (:mod:`otelbench.live.exposition`); a scrape
-returns the last rendering, so scraping costs nothing and the CPU spent is bounded by the
-interval. Retention (with ``retention_s``) deletes spans (and metric points) older than that
-every ``retention_every_s`` and checkpoints, so DuckDB reuses the freed blocks and the file
-stops growing once the retention period is full (``tests/integration/test_watch_store.py``).
+(:mod:`otelbench.live.window`) and publishes them as metric families
+(:mod:`otelbench.live.exposition`); a scrape encodes the families of the last refresh with
+``prometheus-client`` — OpenMetrics 1.0 when its ``Accept`` header asks for it (Prometheus does),
+else the Prometheus text format 0.0.4 — so a scrape never queries the store and the CPU spent on
+queries is bounded by the interval. Retention (with ``retention_s``) deletes spans (and metric
+points) older than that every ``retention_every_s`` and checkpoints, so DuckDB reuses the freed
+blocks and the file stops growing once the retention period is full
+(``tests/integration/test_watch_store.py``).
 
 **Sizing** (measured on this 2-core machine, ``tests/integration/test_watch_store.py`` and a
 refresh over synthetic hook spans): a request as the engine hooks store it — the server span
@@ -65,10 +68,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+
 from otelbench import semconv
 from otelbench.errors import CollectorError, ConfigError, OtelbenchError, StoreError
 from otelbench.lifecycle import Stops
-from otelbench.live.exposition import CONTENT_TYPE, render
+from otelbench.live.exposition import WindowCollector, encode, families
 from otelbench.live.query import LiveStore, delete_older_than, extract_window, store_bytes
 from otelbench.live.window import SourceMetrics, WindowConfig, window_metrics
 from otelbench.query.extract import is_store_url, open_store
@@ -127,8 +133,10 @@ class Watcher(Stops):
         self._store = store
         self._clock = clock
         self._metrics: tuple[SourceMetrics, ...] = ()
-        self._text = render((), config.window).text()
-        self._text_lock = threading.Lock()
+        self._collector = WindowCollector(families((), config.window))
+        self.registry = CollectorRegistry()
+        """The registry ``/metrics`` serves; it holds the window collector only."""
+        self.registry.register(self._collector)
         self._errors = 0
         self._last_ok: tuple[int | None, float | None, int | None] = (None, None, None)
         """Window end, duration and spans of the last successful refresh (kept on failure)."""
@@ -155,7 +163,8 @@ class Watcher(Stops):
                 yield store
 
     def refresh(self, now_unix_ns: int | None = None) -> str:
-        """Recompute every metric over the window ending now; returns the new exposition.
+        """Recompute every metric over the window ending now; returns the new exposition
+        (:meth:`metrics_text`).
 
         A failure is counted, logged and re-raised; the previous exposition stays served, with
         the refresh timestamp of the last successful refresh (so ``time() - timestamp`` alerts
@@ -207,13 +216,11 @@ class Watcher(Stops):
     def _publish(
         self, extra: dict[str, float | None], metrics: Iterable[SourceMetrics] | None = None
     ) -> str:
-        """Render ``metrics`` (None: those of the last successful refresh) with ``extra``."""
+        """Publish ``metrics`` (None: those of the last successful refresh) with ``extra``."""
         if metrics is not None:
             self._metrics = tuple(metrics)
-        text = render(self._metrics, self.config.window, extra).text()
-        with self._text_lock:
-            self._text = text
-        return text
+        self._collector.publish(families(self._metrics, self.config.window, extra))
+        return self.metrics_text()
 
     def apply_retention(self, now_unix_ns: int | None = None) -> int:
         """Delete spans older than the retention period; returns how many were deleted."""
@@ -225,9 +232,8 @@ class Watcher(Stops):
         return deleted
 
     def metrics_text(self) -> str:
-        """The exposition of the last refresh."""
-        with self._text_lock:
-            return self._text
+        """The last refresh in the Prometheus text format 0.0.4."""
+        return generate_latest(self.registry).decode()
 
     # ---------------------------------------------------------------- running
     def _loop(self) -> None:
@@ -261,7 +267,8 @@ class Watcher(Stops):
 
             def do_GET(self) -> None:
                 if self.path.split("?", 1)[0] == "/metrics":
-                    body, status, ctype = watcher.metrics_text().encode(), 200, CONTENT_TYPE
+                    body, ctype = encode(watcher.registry, self.headers.get("Accept"))
+                    status = 200
                 else:
                     body, status, ctype = b"otelbench watch: see /metrics\n", 404, "text/plain"
                 self.send_response(status)

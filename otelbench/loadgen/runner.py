@@ -64,12 +64,18 @@ from otelbench.loadgen.warmup import (
     WarmupSpec,
     run_warmup,
 )
-from otelbench.loadgen.workloads import A1_VOCAB_SIZE, WORKLOADS, WorkloadRequest, make_workload
+from otelbench.loadgen.workloads import (
+    A1_VOCAB_SIZE,
+    WORKLOADS,
+    WorkloadRequest,
+    check_workload_params,
+    make_workload,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["LoadSpec", "RequestRecord", "RunConfig", "RunOutcome", "execute_run"]
+__all__ = ["LoadSpec", "RequestRecord", "RunConfig", "RunOutcome", "check_workload", "execute_run"]
 
 LoadMode = Literal["poisson", "uniform", "bursty", "trace", "closed_loop"]
 
@@ -264,6 +270,18 @@ def _manifest(
 def _takes_tokenizer(workload: str) -> bool:
     factory = WORKLOADS.get(workload)
     return factory is not None and "tokenizer" in inspect.signature(factory).parameters
+
+
+def check_workload(config: RunConfig) -> None:
+    """Fail early on a bad workload, before anything starts: build it as :func:`execute_run`
+    will, or, for a workload the run hands its tokenizer (loaded then, from the target for
+    ``server``), check its parameters' names and types and that a tokenizer is declared. Raises
+    one ConfigError that lists the parameters the workload accepts."""
+    params = {"seed": config.seed, **config.workload_params}
+    if "tokenizer" not in params and _takes_tokenizer(config.workload):
+        check_workload_params(config.workload, params, complete=config.tokenizer is None)
+    else:
+        make_workload(config.workload, **params)
 
 
 async def execute_run(

@@ -29,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -60,7 +61,9 @@ __all__ = [
     "SystemPrompt",
     "Uniform",
     "Workload",
+    "WorkloadParameter",
     "WorkloadRequest",
+    "check_workload_params",
     "code_completion",
     "conversation",
     "make_workload",
@@ -68,6 +71,7 @@ __all__ = [
     "register_workload",
     "synthetic_skewed",
     "workload_from_file",
+    "workload_parameters",
 ]
 
 
@@ -111,24 +115,156 @@ class Workload(Protocol):
 WORKLOADS: dict[str, Callable[..., Workload]] = {}
 
 
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError
+    return value
+
+
+def _float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError
+    return float(value)
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError
+    return value
+
+
+def _none(value: Any) -> None:
+    if value is not None:
+        raise TypeError
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list | tuple):
+        raise TypeError
+    return tuple(_int(v) for v in value)
+
+
+def _tokenizer(value: Any) -> Any:
+    if not callable(getattr(value, "encode", None)):
+        raise TypeError
+    return value
+
+
+_PARAMETER_TYPES: Mapping[str, Callable[[Any], Any]] = {
+    "int": _int,
+    "float": _float,
+    "str": _str,
+    "None": _none,
+    "tuple[int, ...]": _ints,
+    "Tokenizer": _tokenizer,
+}
+"""How a workload parameter's value is checked, by the type its factory declares (one part of an
+``X | Y`` annotation); each returns the value (an int for a float as a float, a list of ints as a
+tuple) or raises TypeError."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadParameter:
+    """One parameter a registered workload accepts, as its factory declares it."""
+
+    name: str
+    type: str
+    """The annotation as written, e.g. ``int | None``; each part a key of the checks above."""
+    required: bool
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.type})"
+
+    def check(self, value: Any) -> Any:
+        """``value`` as the factory takes it; TypeError if it has none of the declared types."""
+        for part in self.type.split(" | "):
+            try:
+                return _PARAMETER_TYPES[part](value)
+            except TypeError:
+                continue
+        raise TypeError(f"{self.name} must be {self.type}, got {value!r}")
+
+
+def _declared_parameters(
+    name: str, factory: Callable[..., Workload]
+) -> tuple[WorkloadParameter, ...]:
+    params = []
+    for p in inspect.signature(factory).parameters.values():
+        annotation = p.annotation if isinstance(p.annotation, str) else p.annotation.__name__
+        # (with ``from __future__ import annotations`` every annotation is its source text)
+        if p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD and p.kind is not (
+            inspect.Parameter.KEYWORD_ONLY
+        ):
+            raise TypeError(f"workload {name!r}: parameter {p.name} must be a named parameter")
+        unknown = [t for t in annotation.split(" | ") if t not in _PARAMETER_TYPES]
+        if unknown:
+            raise TypeError(f"workload {name!r}: parameter {p.name} has unchecked types {unknown}")
+        params.append(WorkloadParameter(p.name, annotation, p.default is inspect.Parameter.empty))
+    return tuple(params)
+
+
+_PARAMETERS: dict[str, tuple[WorkloadParameter, ...]] = {}
+
+
 def register_workload(name: str) -> Callable[[Callable[..., Workload]], Callable[..., Workload]]:
-    """Register a workload factory under ``name``."""
+    """Register a workload factory under ``name``. Every parameter of the factory is a named one
+    whose annotation is made of checkable types (``int``, ``float``, ``str``, ``None``,
+    ``tuple[int, ...]``, ``Tokenizer``), so a bad value is refused before the factory runs."""
 
     def wrap(factory: Callable[..., Workload]) -> Callable[..., Workload]:
+        _PARAMETERS[name] = _declared_parameters(name, factory)
         WORKLOADS[name] = factory
         return factory
 
     return wrap
 
 
-def make_workload(name: str, **params: Any) -> Workload:
-    """Build the workload registered as ``name``; unknown names raise one clear ConfigError."""
+def workload_parameters(name: str) -> tuple[WorkloadParameter, ...]:
+    """The parameters the workload registered as ``name`` accepts, in its factory's order;
+    an unknown name raises one clear ConfigError.
+
+    >>> [str(p) for p in workload_parameters("mixed-classes")][-1]
+    'max_context_len (int | None)'
+    """
     try:
-        factory = WORKLOADS[name]
+        return _PARAMETERS[name]
     except KeyError:
         known = ", ".join(sorted(WORKLOADS))
         raise ConfigError(f"unknown workload {name!r}; known workloads: {known}") from None
-    return factory(**params)
+
+
+def check_workload_params(
+    name: str, params: Mapping[str, Any], *, complete: bool = True
+) -> dict[str, Any]:
+    """``params`` checked against the parameters of workload ``name`` (and converted: ints to
+    floats, lists to tuples where declared). An unknown name, a value of the wrong type and, with
+    ``complete``, a missing required parameter raise one ConfigError that lists every parameter
+    the workload accepts with its type.
+
+    >>> check_workload_params("synthetic-uniform", {"seed": 1, "vocab_size": 1024})
+    {'seed': 1, 'vocab_size': 1024}
+    """
+    declared = {p.name: p for p in workload_parameters(name)}
+    accepted = ", ".join(map(str, declared.values()))
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if key not in declared:
+            raise ConfigError(f"workload {name!r} has no parameter {key!r}; it accepts: {accepted}")
+        try:
+            out[key] = declared[key].check(value)
+        except TypeError as err:
+            raise ConfigError(f"workload {name!r}: {err}; it accepts: {accepted}") from None
+    missing = [str(p) for p in declared.values() if p.required and p.name not in out]
+    if complete and missing:
+        raise ConfigError(f"workload {name!r} needs {', '.join(missing)}; it accepts: {accepted}")
+    return out
+
+
+def make_workload(name: str, **params: Any) -> Workload:
+    """Build the workload registered as ``name``; an unknown name or a bad parameter raises one
+    clear ConfigError (:func:`check_workload_params`)."""
+    checked = check_workload_params(name, params)
+    return WORKLOADS[name](**checked)
 
 
 A1_VOCAB_SIZE = 100256
@@ -155,7 +291,7 @@ class SyntheticUniform:
     input_max: int = 512
     output_min: int = 64
     output_max: int = 256
-    name: str = "synthetic-uniform"
+    name: str = field(default="synthetic-uniform", init=False)
 
     def __post_init__(self) -> None:
         if self.vocab_size < 2:
@@ -884,7 +1020,7 @@ class LongContext:
     output_tokens: int = 256
     max_context_len: int | None = None
     temperature: float = 0.0
-    name: str = "long-context"
+    name: str = field(default="long-context", init=False)
 
     def __post_init__(self) -> None:
         if self.vocab_size < 2:
@@ -1198,10 +1334,12 @@ class ShareGPTConversation:
 
 
 @register_workload("file")
-def workload_from_file(path: str, **overrides: Any) -> Workload:
+def workload_from_file(
+    path: str, seed: int | None = None, vocab_size: int | None = None
+) -> Workload:
     """A custom workload from a YAML or JSON file (draft 4.3.1); see ``workload_file``.
 
-    ``overrides`` (``seed``, ``vocab_size``) beat the file's values.
+    ``seed`` and ``vocab_size``, when given, beat the file's values.
 
     Example::
 
@@ -1209,4 +1347,4 @@ def workload_from_file(path: str, **overrides: Any) -> Workload:
     """
     from otelbench.loadgen.workload_file import load_workload_file
 
-    return load_workload_file(path, **overrides)
+    return load_workload_file(path, seed=seed, vocab_size=vocab_size)

@@ -65,8 +65,7 @@ from otelbench.benchmark import (
 from otelbench.client import CompletionResult
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.lifecycle import Ends
-from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_run
-from otelbench.loadgen.workloads import make_workload
+from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, check_workload, execute_run
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
 from otelbench.query import RunData, extract_run_data, open_store
@@ -141,7 +140,7 @@ class ProcedureSession(Ends):
                 "--otlp-endpoint needs --store clickhouse://… (a ClickHouse server that collector "
                 "writes): the procedure reads its store while that collector runs"
             )
-        make_workload(base.workload, seed=base.seed, **base.workload_params)  # fail early
+        check_workload(base)
         if launch_vllm_cpu is None and not defer_sut:
             check_target_url(base.target)
         self.out_dir = out_dir

@@ -10,6 +10,15 @@ either store. The connections, store URLs and the checks on opening are the stor
 table → columns) and the ``chdb://``, ``clickhouse://`` and ``clickhouses://`` schemes of
 :func:`~otelbench.query.open_store`.
 
+**Both of the exporter's schemas.** The exporter creates ``otel_traces`` with ``Map`` attribute
+columns by default and with ``JSON`` ones in its json mode (``traces_json_table.sql``). Opening a
+store reads which one its table has (:func:`~otelbench.store.clickhouse.traces_schema`, from
+``system.columns``); on a JSON table every query reads ``_otel_traces_json.sql`` in place of
+``otel_traces`` (:func:`traces_relation`): the same rows with each attribute map rebuilt as the Map
+schema holds it, so one set of SQL serves both and the reports are the same
+(``tests/unit/query/test_clickhouse_json_schema.py``). A table of any other schema is refused on
+opening with one message naming the two.
+
 Heavy aggregations run in the database, without moving per-token arrays to Python: the ITL
 figures of the report, which pool every token interval of a run (a million offsets for 10,000
 requests of 100 tokens) — :func:`server_itl_summary` and :func:`client_itl_summary` (the
@@ -53,6 +62,7 @@ from otelbench.query.extract import (
     Dialect,
     QueryRunner,
     arrow_columns,
+    get_dialect,
     register_dialect,
     register_store_scheme,
 )
@@ -62,6 +72,7 @@ from otelbench.store.clickhouse import (
     ServerUrl,
     open_chdb_connection,
     open_server_connection,
+    traces_schema,
 )
 
 __all__ = [
@@ -72,6 +83,7 @@ __all__ = [
     "run_target_span_count",
     "server_itl_per_request",
     "server_itl_summary",
+    "traces_relation",
 ]
 
 _PARAM: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*):")
@@ -89,6 +101,32 @@ register_dialect(Dialect("clickhouse", _clickhouse_fetch, _PARAM))
 # ---------------------------------------------------------------------------------------------
 # Opening stores for queries
 # ---------------------------------------------------------------------------------------------
+_TRACES_RELATIONS: Final[Mapping[str, str | None]] = {"map": None, "json": "_otel_traces_json"}
+"""What the queries read for ``otel_traces``, by the table's schema
+(:data:`~otelbench.store.clickhouse.TRACES_SCHEMAS`): the table itself (the Map schema the SQL
+is written for), or the named SQL that presents the JSON schema's table as the Map one."""
+
+
+def traces_relation(schema: str) -> str | None:
+    """The SQL every query reads in place of ``otel_traces`` on a table of ``schema`` (a key of
+    :data:`~otelbench.store.clickhouse.TRACES_SCHEMAS`); None: the table itself. The dashboards
+    read it too (``otelbench dashboards push --traces-schema``).
+
+    >>> traces_relation("json").startswith("-- _otel_traces_json")
+    True
+    """
+    relation = _TRACES_RELATIONS[schema]
+    return None if relation is None else get_dialect("clickhouse").sql(relation)
+
+
+def _runner(connection: Any, database: str, source: str) -> QueryRunner:
+    """A runner on ``connection`` that reads ``otel_traces`` in the schema its table has."""
+    traces = traces_relation(traces_schema(connection, database, source) or "map")
+    return QueryRunner(
+        connection, "clickhouse", source=source, lock=threading.Lock(), traces=traces
+    )
+
+
 @contextmanager
 def open_chdb(
     path: str | os.PathLike[str], database: str = DEFAULT_DATABASE
@@ -100,7 +138,7 @@ def open_chdb(
     """
     source = ChdbUrl(Path(path), database).display()
     with open_chdb_connection(path, database) as connection:
-        yield QueryRunner(connection, "clickhouse", source=source, lock=threading.Lock())
+        yield _runner(connection, database, source)
 
 
 def _open_chdb_url(url: str) -> Any:
@@ -115,9 +153,9 @@ def open_clickhouse_server(url: str) -> Iterator[QueryRunner]:
     >>> with open_clickhouse_server("clickhouse://ch:8123/otel") as store:  # doctest: +SKIP
     ...     data = extract_run_data(store)
     """
-    source = ServerUrl.parse(url).display()
+    target = ServerUrl.parse(url)
     with open_server_connection(url) as connection:
-        yield QueryRunner(connection, "clickhouse", source=source, lock=threading.Lock())
+        yield _runner(connection, target.database, target.display())
 
 
 register_store_scheme("chdb", _open_chdb_url)

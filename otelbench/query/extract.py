@@ -83,6 +83,7 @@ __all__ = [
     "is_store_url",
     "list_runs",
     "open_store",
+    "read_traces_from",
     "register_dialect",
     "register_store_scheme",
 ]
@@ -195,6 +196,7 @@ _log = logging.getLogger("otelbench.query")
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _INCLUDE = re.compile(r"^[ \t]*-- @include (\w+)[ \t]*$", re.MULTILINE)
 _LINE_COMMENT = re.compile(r"--[^\n]*")
+_FROM_TRACES = re.compile(rf"\bFROM\s+{semconv.TABLE_TRACES}\b")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,11 +477,27 @@ register_dialect(Dialect("duckdb", _duckdb_fetch))
 # ---------------------------------------------------------------------------------------------
 # Opening a store and running named queries
 # ---------------------------------------------------------------------------------------------
+def read_traces_from(sql: str, relation: str) -> str:
+    """``sql`` reading ``relation`` (a subquery) wherever it reads ``FROM otel_traces``. The
+    relation goes in on one line without its comments, so that it stays whole wherever it lands,
+    in a comment too.
+
+    >>> read_traces_from("SELECT 1 FROM otel_traces AS t", "SELECT 1 AS x -- one\\nFROM t")
+    'SELECT 1 FROM (SELECT 1 AS x FROM t) AS t'
+    """
+    one_line = " ".join(_LINE_COMMENT.sub("", relation).split())
+    return _FROM_TRACES.sub(lambda _: f"FROM ({one_line})", sql)
+
+
 class QueryRunner:
     """Runs named queries of one dialect on one open connection.
 
     ``connection`` is the dialect's connection object (a ``duckdb.DuckDBPyConnection``);
     ``lock``, when given, is held around every query (a store shared with a writer thread).
+    ``traces``, when given, is a subquery every query reads in place of the ``otel_traces``
+    table (each ``FROM otel_traces`` of its SQL): how a store whose table has another schema of
+    the same columns is presented as the one the SQL reads (the ClickHouse exporter's JSON
+    schema, :mod:`otelbench.query.clickhouse`).
     """
 
     def __init__(
@@ -489,10 +507,12 @@ class QueryRunner:
         *,
         source: str = "",
         lock: AbstractContextManager[Any] | None = None,
+        traces: str | None = None,
     ) -> None:
         self.connection = connection
         self.dialect = get_dialect(dialect)
         self.source = source or f"<{dialect} connection>"
+        self.traces = traces
         self._lock: AbstractContextManager[Any] = lock if lock is not None else nullcontext()
 
     @classmethod
@@ -522,6 +542,8 @@ class QueryRunner:
         """Run the named query (``<sql_package>/sql/<dialect>/<query>.sql``) with ``values``
         bound; names come from :data:`NAME_PARAMETERS` and :data:`PATTERN_PARAMETERS`."""
         sql = self.dialect.sql(query, sql_package)
+        if self.traces is not None:
+            sql = read_traces_from(sql, self.traces)
         wanted = set(self.dialect.parameters.findall(_LINE_COMMENT.sub("", sql)))
         available = {**NAME_PARAMETERS, **PATTERN_PARAMETERS, **values}
         missing = wanted - available.keys()

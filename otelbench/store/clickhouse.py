@@ -35,6 +35,12 @@ also keeps ``otelbench_meta`` (``schema_version``, ``created_by``), as the DuckD
 the ClickHouse readers do not need it (an exporter-written database has none), but readers and
 this writer refuse a database whose meta says a newer otelbench wrote it (:func:`store_meta`).
 
+**Which schema.** The exporter creates ``otel_traces`` with ``Map`` attribute columns, or, in its
+json mode, ``JSON`` ones (:data:`TRACES_SCHEMAS`); :func:`traces_schema` tells them apart from
+``system.columns`` and refuses any other, and the query layer reads both. This writer creates the
+Map table; in a database whose ``otel_traces`` the json mode created it inserts into that table
+(its string values are JSON strings there, read back the same).
+
 **Metric points are not stored.** The exporter's ``otel_metrics_*`` tables are out of scope
 here: :meth:`ClickHouseSpanWriter.insert_metrics` stores nothing and returns 0; the receiver
 answers the exporter with ``partial_success`` (the points counted as rejected, with
@@ -64,8 +70,9 @@ Errors (translated once, here)::
     OtelbenchError
     ├── ConfigError            a malformed store URL, a missing driver
     └── StoreError             missing data directory, locked or unreachable store, failed query
-        └── NotAnOtelbenchStore  no otel_traces table / database / expected column, or a
-                                 database written by a newer otelbench
+        └── NotAnOtelbenchStore  no otel_traces table / database / expected column, attribute
+                                 columns of neither of the exporter's schemas, or a database
+                                 written by a newer otelbench
 """
 
 from __future__ import annotations
@@ -94,6 +101,7 @@ __all__ = [
     "META_TABLE",
     "METRICS_NOT_STORED",
     "SCHEMES",
+    "TRACES_SCHEMAS",
     "ChdbConnection",
     "ChdbUrl",
     "ClickHouseConnection",
@@ -109,6 +117,7 @@ __all__ = [
     "open_server_connection",
     "span_to_json",
     "store_meta",
+    "traces_schema",
 ]
 
 DEFAULT_DATABASE: Final = "otel"
@@ -451,6 +460,60 @@ def store_meta(connection: ClickHouseConnection, database: str, source: str) -> 
             "upgrade otelbench to read it"
         )
     return meta
+
+
+TRACES_SCHEMAS: Final[Mapping[str, str]] = {
+    "map": "Map(LowCardinality(String), String) attributes (the exporter's default, "
+    "traces_table.sql)",
+    "json": "JSON attributes (the exporter's json mode, traces_json_table.sql)",
+}
+"""The two ``otel_traces`` schemas the collector's ClickHouse exporter creates, by the type of
+the attribute columns; otelbench reads both (the query layer presents a JSON table as the Map
+one, :mod:`otelbench.query.clickhouse`)."""
+
+_ATTRIBUTE_COLUMNS: Final = (
+    "ResourceAttributes",
+    "SpanAttributes",
+    "Events.Attributes",
+    "Links.Attributes",
+)
+
+
+def _attribute_kind(column_type: str) -> str:
+    """``map`` or ``json`` for an attribute column's type (a Nested one's is an Array of it);
+    ``''`` for anything else."""
+    inner = column_type.removeprefix("Array(")
+    return "map" if inner.startswith("Map(") else "json" if inner.startswith("JSON") else ""
+
+
+def traces_schema(connection: ClickHouseConnection, database: str, source: str) -> str | None:
+    """Which of :data:`TRACES_SCHEMAS` ``database.otel_traces`` has, from ``system.columns``;
+    None when there is no such table (the queries then say so). A table whose attribute columns
+    are of neither schema raises :class:`~otelbench.errors.NotAnOtelbenchStore` naming both.
+
+    >>> traces_schema(ChdbConnection(session, "otel"), "otel", "chdb")  # doctest: +SKIP
+    'json'
+    """
+    table = connection.query_arrow(
+        "SELECT name, type FROM system.columns WHERE database = {db:String} AND "
+        "table = {t:String} AND name IN {names:Array(String)}",
+        {"db": _database(database, source), "t": semconv.TABLE_TRACES,
+         "names": list(_ATTRIBUTE_COLUMNS)},
+        source,
+    )  # fmt: skip
+    names, column_types = (table.column(i).to_pylist() for i in range(2))
+    types = {_text(n): _text(t) for n, t in zip(names, column_types, strict=True)}
+    if not types:
+        return None
+    kinds = {_attribute_kind(t) for t in types.values()}
+    if len(types) == len(_ATTRIBUTE_COLUMNS) and len(kinds) == 1 and "" not in kinds:
+        return kinds.pop()
+    found = ", ".join(f"{name} {types.get(name, '(missing)')}" for name in _ATTRIBUTE_COLUMNS)
+    supported = "; or ".join(TRACES_SCHEMAS.values())
+    raise NotAnOtelbenchStore(
+        f"{source}: {semconv.TABLE_TRACES} has {found}: not a schema of the collector's "
+        f"ClickHouse exporter; otelbench reads {semconv.TABLE_TRACES} with {supported}"
+    )
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,15 @@ REPO = Path(__file__).resolve().parents[2]
 def test_reports_from_chdb_equal_reports_from_duckdb(tmp_path: Path) -> None:
     """The same report.json, report.md and report.html, byte for byte, from the DuckDB store and
     from every other shape of it: copied into chdb, inserted as the collector's ClickHouse exporter
-    inserts rows, and an old store (kinds and statuses spelled as before August 2024) as a DuckDB
-    file and in chdb (``tests/fixtures/exporter_rows.py``)."""
+    inserts rows (in its Map schema and in its json mode's JSON schema), and an old store (kinds
+    and statuses spelled as before August 2024) as a DuckDB file and in chdb
+    (``tests/fixtures/exporter_rows.py``)."""
     duck = write_hook_scenario(tmp_path / "spans.duckdb")
     legacy = with_legacy_spellings(duck, tmp_path / "legacy.duckdb")
     stores: dict[str, Path | str] = {
         "chdb": load_chdb(duck),
         "exporter": load_chdb_as_exporter(duck),
+        "exporter-json": load_chdb_as_exporter(duck, json_schema=True),
         "legacy-duckdb": legacy,
         "legacy-chdb": load_chdb(legacy),
     }

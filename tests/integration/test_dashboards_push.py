@@ -183,6 +183,50 @@ def test_cli_push_without_datasources(grafana: FakeGrafana) -> None:
     ]
 
 
+def _raw_sql(value: Any) -> list[str]:
+    """Every ``rawSql`` string of a dashboard model."""
+    if isinstance(value, dict):
+        own = [value["rawSql"]] if isinstance(value.get("rawSql"), str) else []
+        return own + [sql for v in value.values() for sql in _raw_sql(v)]
+    return [sql for v in value for sql in _raw_sql(v)] if isinstance(value, list) else []
+
+
+def test_cli_push_for_the_exporters_json_schema(grafana: FakeGrafana) -> None:
+    """``--traces-schema json``: every ClickHouse query reads the JSON table through the query
+    layer's relation (the rows it gives: ``tests/unit/test_dashboards_sql.py``); the rest of
+    each dashboard is the committed JSON."""
+    grafana.existing.add(names.FOLDER_UID)
+    app = typer.Typer()
+    app.command("version")(lambda: None)
+    app.add_typer(dashboards_app, name="dashboards")
+    outcome = CliRunner().invoke(
+        app,
+        ["dashboards", "push", "--grafana", grafana.url, "--token", TOKEN,
+         "--dashboards-dir", str(JSON_DIR), "--no-datasources", "--traces-schema", "json"],
+    )  # fmt: skip
+    assert outcome.exit_code == 0, outcome.output
+    pushed = [body["dashboard"] for m, _, _, body in grafana.calls if m == "POST"]
+    committed = {
+        model["uid"]: model
+        for model in (json.loads(p.read_text(encoding="utf-8")) for p in JSON_DIR.glob("*.json"))
+    }
+    assert len(pushed) == len(committed) == 3
+    relation = "FROM (SELECT Timestamp, TraceId, SpanId, ParentSpanId, TraceState"
+    with_sql = 0
+    for model in pushed:
+        sqls = _raw_sql(model)
+        unread = [q for q in sqls if "FROM otel_traces" in q.replace("FROM otel_traces AS t", "")]
+        assert unread == [], model["uid"]  # no query reads the table itself
+        assert (_raw_sql(committed[model["uid"]]) != sqls) == bool(sqls)
+        with_sql += any(relation in sql for sql in sqls)
+        assert {k: v for k, v in model.items() if k not in ("panels", "templating", "id")} == {
+            k: v for k, v in committed[model["uid"]].items() if k not in ("panels", "templating")
+        }
+    assert with_sql == 2  # request anatomy and benchmark runs (serving overview: PromQL only)
+    with pytest.raises(ConfigError, match="--traces-schema 'jsonb' is not one of map: "):
+        PushConfig(grafana_url=grafana.url, token=TOKEN, traces_schema="jsonb")
+
+
 def test_refused_token_is_one_line_error() -> None:
     fake = FakeGrafana(existing=set(), fail_status=401)
     fake.thread.start()

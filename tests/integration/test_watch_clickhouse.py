@@ -222,13 +222,15 @@ def comparable(text: str) -> str:
 
 def test_chdb_windows_and_metrics_equal_duckdb(tmp_path: Path) -> None:
     """The DuckDB store against chdb stores of every shape (``tests/fixtures/exporter_rows.py``):
-    a copy of otelbench's rows, the rows as the collector's ClickHouse exporter inserts them, and
+    a copy of otelbench's rows, the rows as the collector's ClickHouse exporter inserts them (its
+    Map schema and its json mode's JSON schema), and
     an old store's rows (kinds and statuses spelled as before August 2024)."""
     base = 1_700_000_000 * S
     duck = write_traffic(tmp_path / "live.duckdb", base)
     shapes = {
         "copy": load_chdb(duck),
         "exporter": load_chdb_as_exporter(duck),
+        "exporter-json": load_chdb_as_exporter(duck, json_schema=True),
         "legacy": load_chdb(with_legacy_spellings(duck, tmp_path / "legacy.duckdb")),
     }
     by_tenant = WindowConfig(

@@ -20,6 +20,7 @@ import pytest
 from otelbench import semconv
 from otelbench.dashboards.macros import expand_clickhouse
 from otelbench.dashboards.names import DATASOURCE_CLICKHOUSE
+from otelbench.dashboards.push import for_traces_schema
 from otelbench.store.clickhouse import ChdbConnection
 from tests.fixtures.exporter_rows import with_legacy_spellings
 from tests.unit.query.clickhouse_store import chdb_session, load_chdb, load_chdb_as_exporter
@@ -126,12 +127,13 @@ def _write_spans(path: Path) -> Path:
     return path
 
 
-def _sql_queries() -> dict[str, str]:
-    """Every ClickHouse SQL of the committed dashboards: "<dashboard>/<panel title>" -> rawSql
-    (variables: "<dashboard>/$<name>")."""
+def _sql_queries(schema: str = "map") -> dict[str, str]:
+    """Every ClickHouse SQL of the committed dashboards, as ``otelbench dashboards push
+    --traces-schema SCHEMA`` pushes them: "<dashboard>/<panel title>" -> rawSql (variables:
+    "<dashboard>/$<name>")."""
     out: dict[str, str] = {}
     for path in sorted(JSON_DIR.glob("*.json")):
-        model = json.loads(path.read_text(encoding="utf-8"))
+        model = for_traces_schema(json.loads(path.read_text(encoding="utf-8")), schema)
         for panel in model["panels"]:
             for target in panel.get("targets", []):
                 if target["datasource"]["uid"] == DATASOURCE_CLICKHOUSE:
@@ -143,16 +145,17 @@ def _sql_queries() -> dict[str, str]:
 
 
 SQL = _sql_queries()
+SQL_JSON = _sql_queries("json")
 
 
-def _run_queries(url: str) -> dict[str, list[dict[str, Any]]]:
+def _run_queries(url: str, queries: dict[str, str] = SQL) -> dict[str, list[dict[str, Any]]]:
     """Every query's rows (as dicts) on the chdb store at ``url``."""
     database = url.rsplit("database=", 1)[1]
     results: dict[str, list[dict[str, Any]]] = {}
     with chdb_session() as session:
         connection = ChdbConnection(session, database)
         session.query(f"USE {database}", "CSV")
-        for key, raw in SQL.items():
+        for key, raw in queries.items():
             sql = expand_clickhouse(
                 raw,
                 from_ms=T0_MS - 3_600_000,
@@ -168,13 +171,15 @@ def _run_queries(url: str) -> dict[str, list[dict[str, Any]]]:
 def shapes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The spans as chdb stores of each shape: ``copy``, otelbench's rows copied from the DuckDB
     store; ``exporter``, inserted as the collector's ClickHouse exporter inserts them (its DDL and
-    values, ``tests/fixtures/exporter_rows.py``); ``legacy``, with the kind and status spellings
+    values, ``tests/fixtures/exporter_rows.py``); ``exporter-json``, as its json mode creates the
+    table and inserts them (typed attributes); ``legacy``, with the kind and status spellings
     written before August 2024 (``SPAN_KIND_SERVER``, ``STATUS_CODE_ERROR``)."""
     duck = _write_spans(tmp_path_factory.mktemp("dash") / "spans.duckdb")
     legacy = with_legacy_spellings(duck, duck.with_name("legacy.duckdb"))
     return {
         "copy": load_chdb(duck),
         "exporter": load_chdb_as_exporter(duck),
+        "exporter-json": load_chdb_as_exporter(duck, json_schema=True),
         "legacy": load_chdb(legacy),
     }
 
@@ -189,11 +194,18 @@ def test_every_query_returns_the_same_rows_from_each_shape_of_store(
     shapes: dict[str, str], chdb_rows: dict[str, list[dict[str, Any]]]
 ) -> None:
     """An old store (pre-August-2024 spellings) and otelbench's own rows give every panel the
-    rows the exporter's rows give (the slowest requests' status in the current spelling)."""
+    rows the exporter's rows give (the slowest requests' status in the current spelling), and so
+    does a table of the exporter's json mode, read as the pushed queries read it."""
     for shape in ("copy", "legacy"):
         rows = _run_queries(shapes[shape])
         for key in SQL:
             assert rows[key] == chdb_rows[key], (shape, key)
+    # the json mode's table, through the queries as push --traces-schema json sends them
+    assert SQL_JSON.keys() == SQL.keys()
+    assert all(SQL_JSON[key] != SQL[key] for key in SQL if "FROM otel_traces" in SQL[key])
+    rows = _run_queries(shapes["exporter-json"], SQL_JSON)
+    for key in SQL:
+        assert rows[key] == chdb_rows[key], ("exporter-json", key)
     assert {r["status"] for r in chdb_rows["request-anatomy/Slowest requests/A"]} == {
         semconv.STATUS_UNSET
     }

@@ -22,6 +22,7 @@ from otelbench.live.window import WindowConfig
 from otelbench.query import get_dialect, open_store
 from otelbench.store import SpanStore
 from tests.fixtures.exporter_rows import with_legacy_spellings
+from tests.fixtures.exposition import sample
 from tests.unit.query.spanstore import MS, T0_NS, SpanWriter, span, trace
 
 S = 1000 * MS
@@ -234,8 +235,12 @@ def test_watcher_refresh_exposes_each_source(store_path: Path) -> None:
     assert f'{semconv.METRIC_LIVE_REQUESTS}{{source="probe"}} 2.0' in text
     assert f'{semconv.METRIC_LIVE_REQUESTS}{{source="benchmark"}} 1.0' in text
     # live TTFT of the successful requests 0.1 and 0.2; probe 0.05 and 0.06
-    assert f'{semconv.METRIC_LIVE_TTFT}{{source="live",quantile="0.5"}} {0.15!r}' in text
-    assert f'{semconv.METRIC_LIVE_TTFT}{{source="probe",quantile="0.5"}} {0.055!r}' in text
+    assert sample(text, semconv.METRIC_LIVE_TTFT, source="live", quantile="0.5") == pytest.approx(
+        0.15
+    )
+    assert sample(text, semconv.METRIC_LIVE_TTFT, source="probe", quantile="0.5") == pytest.approx(
+        0.055
+    )
     assert f"{semconv.METRIC_LIVE_REFRESH_SPANS} 6.0" in text
     assert watcher.metrics_text() == text
 

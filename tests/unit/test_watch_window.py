@@ -1,4 +1,5 @@
-"""otelbench.live.window and .exposition on synthetic records: every number worked out by hand."""
+"""otelbench.live.window and .exposition on synthetic records: every number worked out by hand,
+the exposition read back with prometheus-client's parser."""
 
 from __future__ import annotations
 
@@ -7,14 +8,18 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics_core import Metric
 
 from otelbench import semconv
 from otelbench.errors import ConfigError
-from otelbench.live.exposition import render
+from otelbench.live.exposition import FAMILIES, WindowCollector, families
 from otelbench.live.options import parse_duration, parse_hostport
 from otelbench.live.query import LiveWindow
 from otelbench.live.window import WindowConfig, source_metrics, window_metrics
 from otelbench.query.records import ServerRequests
+from tests.fixtures.exposition import parse, sample, samples
 
 NAN = float("nan")
 T0 = 1_700_000_000_000_000_000
@@ -177,9 +182,10 @@ def test_an_empty_source_has_counts_but_no_percentiles() -> None:
     assert probe.ttft_s.p50 is None
     assert probe.fluid_rate is None
     assert probe.slo_attainment == {"ttft": None, "tpot": None, "all": None}
-    text = render(metrics.values(), CONFIG).text()
-    assert f'{semconv.METRIC_LIVE_REQUESTS}{{source="probe"}} 0.0' in text
-    assert 'source="probe",quantile' not in text  # undefined values are left out, never NaN
+    text = encode_text(families(metrics.values(), CONFIG))
+    assert sample(text, semconv.METRIC_LIVE_REQUESTS, source="probe") == 0.0
+    # undefined values are left out, never NaN
+    assert not [k for k in samples(text) if ("source", PROBE) in k[1] and "quantile" in dict(k[1])]
     assert "nan" not in text.lower()
 
 
@@ -195,38 +201,78 @@ def test_classes_beyond_the_limit_are_pooled() -> None:
     assert m.class_requests == {"(other)": 2, "a": 3, "b": 2}
 
 
-def test_exposition_lines() -> None:
+def encode_text(published: tuple[Metric, ...]) -> str:
+    """``published`` in the Prometheus text format, as ``/metrics`` serves it."""
+    registry = CollectorRegistry()
+    registry.register(WindowCollector(published))
+    return generate_latest(registry).decode()
+
+
+def test_exposition_samples() -> None:
     metrics = window_metrics(make_window(SCENARIO), CONFIG)
-    text = render(metrics.values(), CONFIG, {semconv.METRIC_LIVE_REFRESH_SPANS: 5}).text()
+    text = encode_text(families(metrics.values(), CONFIG, {semconv.METRIC_LIVE_REFRESH_SPANS: 5}))
     lines = text.splitlines()
-    assert f"# TYPE {semconv.METRIC_LIVE_TTFT} gauge" in lines
-    assert f'{semconv.METRIC_LIVE_TTFT}{{source="live",quantile="0.5"}} 0.2' in lines
-    assert f'{semconv.METRIC_LIVE_TTFT}{{source="probe",quantile="0.99"}} 0.01' in lines
-    assert f'{semconv.METRIC_LIVE_REQUESTS}{{source="live"}} 4.0' in lines
-    assert f'{semconv.METRIC_LIVE_ERRORS}{{source="live"}} 1.0' in lines
-    assert f'{semconv.METRIC_LIVE_SLO_ATTAINMENT}{{source="live",slo="all"}} 0.25' in lines
-    assert f'{semconv.METRIC_LIVE_CLASS_REQUESTS}{{source="live",class="(none)"}} 1.0' in lines
-    assert (
-        f'{semconv.METRIC_LIVE_FLUIDITY}{{source="live",decode_deadline_seconds="0.0625",'
-        f'quantile="0.5"}} {2 / 3!r}'
-    ) in lines
-    assert f'{semconv.METRIC_LIVE_SLO_TARGET}{{slo="ttft"}} 0.25' in lines
+    assert f"# TYPE {semconv.METRIC_LIVE_TTFT} summary" in lines
+    got = samples(text)
+    live, probe = (("source", LIVE),), (("source", PROBE),)
+
+    def at(name: str, *labels: tuple[str, str]) -> float:
+        return got[name, frozenset(labels)]
+
+    assert at(semconv.METRIC_LIVE_TTFT, *live, ("quantile", "0.5")) == 0.2
+    assert at(semconv.METRIC_LIVE_TTFT, *probe, ("quantile", "0.99")) == 0.01
+    assert at(semconv.METRIC_LIVE_REQUESTS, *live) == 4.0
+    assert at(semconv.METRIC_LIVE_ERRORS, *live) == 1.0
+    assert at(semconv.METRIC_LIVE_SLO_ATTAINMENT, *live, ("slo", "all")) == 0.25
+    assert at(semconv.METRIC_LIVE_CLASS_REQUESTS, *live, ("class", "(none)")) == 1.0
+    fluidity = (("decode_deadline_seconds", "0.0625"), ("quantile", "0.5"))
+    assert at(semconv.METRIC_LIVE_FLUIDITY, *live, *fluidity) == 2 / 3
+    assert at(semconv.METRIC_LIVE_SLO_TARGET, ("slo", "ttft")) == 0.25
+    assert at(semconv.METRIC_LIVE_WINDOW) == 10.0
+    assert at(semconv.METRIC_LIVE_REFRESH_SPANS) == 5.0
+    # the sample lines as the Prometheus text format writes them: labels sorted, Go floats
+    assert f'{semconv.METRIC_LIVE_TTFT}{{quantile="0.5",source="live"}} 0.2' in lines
     assert f"{semconv.METRIC_LIVE_WINDOW} 10.0" in lines
-    assert f"{semconv.METRIC_LIVE_REFRESH_SPANS} 5.0" in lines
-    # one HELP and TYPE per metric, every sample name documented in semconv
-    names = {line.split("{")[0].split(" ")[0] for line in lines if not line.startswith("#")}
+    # one HELP and TYPE per family, every sample name and label set as FAMILIES documents it
     documented = {v for k, v in vars(semconv).items() if k.startswith("METRIC_LIVE_")}
-    assert names <= documented
-    assert sum(line.startswith("# TYPE ") for line in lines) == len(names)
-    for line in lines:
-        if not line.startswith("#"):
-            assert math.isfinite(float(line.rsplit(" ", 1)[1]))
+    assert set(FAMILIES) == documented
+    for name, family in parse(text).items():
+        spec = FAMILIES[name]
+        assert (family.type, family.documentation) == (spec.kind, spec.help)
+        assert [f"# HELP {name} {spec.help}", f"# TYPE {name} {spec.kind}"] == [
+            line for line in lines if line.startswith(("# HELP", "# TYPE")) and f" {name} " in line
+        ]
+        for s in family.samples:
+            assert s.name == name
+            assert set(s.labels) == set(spec.labels), name
+            assert math.isfinite(s.value)
+
+
+def test_counters_keep_their_total_names_and_unset_values_are_left_out() -> None:
+    extra: dict[str, float | None] = {
+        semconv.METRIC_LIVE_REFRESH_ERRORS: 2,
+        semconv.METRIC_LIVE_RETENTION_DELETED: None,
+        semconv.METRIC_LIVE_STORE_BYTES: 4096,
+    }
+    text = encode_text(families((), CONFIG, extra))
+    assert f"# TYPE {semconv.METRIC_LIVE_REFRESH_ERRORS} counter" in text.splitlines()
+    assert sample(text, semconv.METRIC_LIVE_REFRESH_ERRORS) == 2.0
+    assert sample(text, semconv.METRIC_LIVE_STORE_BYTES) == 4096.0
+    assert semconv.METRIC_LIVE_RETENTION_DELETED not in text
+    assert semconv.METRIC_LIVE_REQUESTS not in text  # no source, no per-source family
+
+
+def test_a_sample_with_the_wrong_labels_is_refused() -> None:
+    with pytest.raises(KeyError, match="has the labels"):
+        families((), CONFIG, {semconv.METRIC_LIVE_REQUESTS: 1.0})
 
 
 def test_label_values_are_escaped() -> None:
-    reqs = [Req(LIVE, 0.1, [1000], cls='te"n\\ant\n1')]
-    text = render(window_metrics(make_window(reqs), CONFIG).values(), CONFIG).text()
+    cls = 'te"n\\ant\n1'
+    reqs = [Req(LIVE, 0.1, [1000], cls=cls)]
+    text = encode_text(families(window_metrics(make_window(reqs), CONFIG).values(), CONFIG))
     assert 'class="te\\"n\\\\ant\\n1"' in text
+    assert sample(text, semconv.METRIC_LIVE_CLASS_REQUESTS, source=LIVE, **{"class": cls}) == 1.0
 
 
 def test_durations_and_addresses() -> None:

@@ -5,7 +5,8 @@ process shares :func:`chdb_dir` (a temporary directory, removed at exit) and eac
 database in it. :func:`load_chdb` copies a DuckDB store's spans into a new database with
 :func:`otelbench.query.clickhouse.copy_duckdb_to_chdb` (the exporter's ``otel_traces`` DDL) and
 returns the store's ``chdb://`` URL; :func:`load_chdb_as_exporter` inserts them as the collector's
-ClickHouse exporter would have (``tests/fixtures/exporter_rows.py``). Any other test that uses chdb
+ClickHouse exporter would have (``tests/fixtures/exporter_rows.py``), in its Map schema or its
+JSON one. Any other test that uses chdb
 must use :func:`chdb_dir` too.
 """
 
@@ -27,6 +28,7 @@ from tests.fixtures.exporter_rows import (
     create_exporter_table,
     insert_like_exporter,
     request_from_store,
+    typed_request,
 )
 
 _DIR: list[Path] = []
@@ -55,17 +57,21 @@ def new_database() -> str:
     return f"t_{uuid.uuid4().hex[:16]}"
 
 
-def load_chdb_as_exporter(duckdb_path: Path) -> str:
+def load_chdb_as_exporter(duckdb_path: Path, *, json_schema: bool = False) -> str:
     """The DuckDB store's spans inserted into a new chdb database as the OTel Collector's
     ClickHouse exporter inserts them (its DDL for this engine, its values: current kind and status
     spellings whatever the DuckDB store holds; ``tests/fixtures/exporter_rows.py``); its
-    ``chdb://`` URL."""
+    ``chdb://`` URL. With ``json_schema``, as its json mode creates the table and inserts the
+    rows, from the spans with their attributes typed as a sender types them (``typed_request``).
+    """
     database = new_database()
     request = request_from_store(duckdb_path)
+    if json_schema:
+        request = typed_request(request)
     with chdb_session() as session:
         connection = ChdbConnection(session, database)
-        create_exporter_table(connection, database)
-        inserted = insert_like_exporter(connection, database, request)
+        create_exporter_table(connection, database, json_schema=json_schema)
+        inserted = insert_like_exporter(connection, database, request, json_schema=json_schema)
     assert inserted > 0
     return f"chdb://{chdb_dir()}?database={database}"
 

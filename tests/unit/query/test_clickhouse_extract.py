@@ -256,6 +256,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, st
 def spellings(stores: dict[str, tuple[Path, str]]) -> dict[str, dict[str, Path | str]]:
     """Each scenario in the other shapes a store may hold it: ``exporter``, chdb rows as the
     collector's ClickHouse exporter inserts them (current spellings, its DDL for this engine);
+    ``exporter-json``, as its json mode creates the table and inserts them (typed attributes);
     ``legacy-duckdb``, the DuckDB store with the pre-August-2024 spellings; ``legacy-chdb``, that
     copied into chdb."""
     out: dict[str, dict[str, Path | str]] = {}
@@ -263,6 +264,7 @@ def spellings(stores: dict[str, tuple[Path, str]]) -> dict[str, dict[str, Path |
         legacy = with_legacy_spellings(duck, duck.with_name("legacy.duckdb"))
         out[name] = {
             "exporter": load_chdb_as_exporter(duck),
+            "exporter-json": load_chdb_as_exporter(duck, json_schema=True),
             "legacy-duckdb": legacy,
             "legacy-chdb": load_chdb(legacy),
         }
