@@ -2,7 +2,8 @@
 
 The procedures' ``Params`` (and the command line's own option dataclasses) declare their fields
 with :func:`option`; :mod:`otelbench.cli.options` generates each command's options from them, so
-an option is declared once, beside the value it sets. Plain data: no typer here. A field declared
+an option is declared once, beside the value it sets. Plain data and the parsers of the values
+typer does not parse (:func:`key_values`, :func:`json_object`): no typer here. A field declared
 without :func:`option` is not on the command line (e.g. 5.3's ``fractions``).
 
 - ``name``: the option's name when it is not the field's (``level_duration`` → ``--level-duration``
@@ -25,10 +26,21 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["METADATA_KEY", "OptionMeta", "common", "nested", "option"]
+from otelbench.errors import ConfigError
+
+__all__ = [
+    "METADATA_KEY",
+    "OptionMeta",
+    "common",
+    "json_object",
+    "key_values",
+    "nested",
+    "option",
+]
 
 METADATA_KEY: Final = "otelbench.option"
 
@@ -65,3 +77,36 @@ def nested(factory: Callable[[], Any], *, help: Mapping[str, str]) -> Any:
 def common(default: Any) -> Any:
     """A field set from the command's common option of the same name (e.g. ``workload``)."""
     return dataclasses.field(default=default, metadata={METADATA_KEY: OptionMeta(common=True)})
+
+
+def key_values(items: list[str], option: str) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as a dict; VALUE as JSON when it parses, else the string.
+
+    >>> key_values(["n=3", "path=a.json"], "--workload-param")
+    {'n': 3, 'path': 'a.json'}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def json_object(text: str | None, option: str) -> dict[str, Any]:
+    """The JSON object an option gives (``{}`` when not given); anything else is a ConfigError.
+
+    >>> json_object('{"top_k": 5}', "--extra-body")
+    {'top_k': 5}
+    """
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{option} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{option} must be a JSON object")
+    return value

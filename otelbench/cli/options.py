@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -28,7 +27,7 @@ from typing import Annotated, Any, Final, Literal
 import typer
 
 from otelbench.errors import ConfigError
-from otelbench.options import METADATA_KEY, OptionMeta, option
+from otelbench.options import METADATA_KEY, OptionMeta, key_values, option
 from otelbench.sut.description import FLAGS, from_flags, sut_description
 
 __all__ = [
@@ -38,8 +37,6 @@ __all__ = [
     "dataclass_options",
     "declared_sut",
     "from_values",
-    "json_object",
-    "key_values",
     "make_command",
     "prompt_format",
     "workload_params",
@@ -241,24 +238,6 @@ def make_command(doc: str, options: Sequence[Opt], body: Callable[[dict[str, Any
     return command
 
 
-def key_values(items: list[str], option: str) -> dict[str, Any]:
-    """``KEY=VALUE`` strings as a dict; VALUE as JSON when it parses, else the string.
-
-    >>> key_values(["n=3", "path=a.json"], "--workload-param")
-    {'n': 3, 'path': 'a.json'}
-    """
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def workload_params(workload: str, items: list[str] | None, base: dict[str, Any]) -> dict[str, Any]:
     """``base`` (set by other options) updated with the ``--workload-param`` ``items``; a name the
     workload does not take or a mistyped value is a usage error (exit 2) listing what it takes."""
@@ -271,21 +250,6 @@ def workload_params(workload: str, items: list[str] | None, base: dict[str, Any]
     except ConfigError as err:
         raise typer.BadParameter(str(err), param_hint="'--workload-param'") from None
     return params
-
-
-def json_object(text: str | None, option: str) -> dict[str, Any]:
-    """The JSON object an option gives (``{}`` when not given); anything else is a ConfigError.
-
-    >>> json_object('{"top_k": 5}', "--extra-body")
-    {'top_k': 5}
-    """
-    try:
-        value = json.loads(text) if text else {}
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{option} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{option} must be a JSON object")
-    return value
 
 
 def declared_sut(c: CommonOptions) -> dict[str, Any]:

@@ -18,12 +18,11 @@ from otelbench.cli.options import (
     dataclass_options,
     declared_sut,
     from_values,
-    json_object,
     make_command,
     workload_params,
 )
 from otelbench.cli.options import prompt_format as parse_prompt_format
-from otelbench.options import option
+from otelbench.options import json_object, option
 
 __all__ = ["RunOptions", "run"]
 

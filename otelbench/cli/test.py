@@ -46,11 +46,10 @@ from otelbench.cli.options import (
     dataclass_options,
     declared_sut,
     from_values,
-    json_object,
     make_command,
     workload_params,
 )
-from otelbench.options import option
+from otelbench.options import json_object, option
 from otelbench.procedures import (
     CapacityProcedure,
     FairnessProcedure,
