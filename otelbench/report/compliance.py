@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Generic, Literal, TypeVar
 
 from otelbench import semconv
 from otelbench.draft import (
@@ -94,7 +94,6 @@ __all__ = [
     "VERDICT_NOT_COMPLIANT",
     "VERDICT_UNCONDITIONAL",
     "ProcedureFacts",
-    "ProcedureRequirement",
     "Requirement",
     "comparison_compliance",
     "compliance",
@@ -158,22 +157,24 @@ _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
 # compliance checks (draft 2): registered, in report order
 # ------------------------------------------------------------------------------------------
 
+_F = TypeVar("_F")
 Evaluate = Callable[[ReportFacts], tuple[Met, str]]
 
 
 @dataclass(frozen=True)
-class Requirement:
-    """One check of the draft: where it is, its level, what it asks, how it is checked, and the
-    normative statements (:mod:`otelbench.report.normative` ids) it judges."""
+class Requirement(Generic[_F]):
+    """One check of the draft: where it is, its level, what it asks, how it is checked (over one
+    run's :class:`ReportFacts`, or a whole test's :class:`ProcedureFacts`), and the normative
+    statements (:mod:`otelbench.report.normative` ids) it judges."""
 
     id: str
     section: str
     level: Level
     text: str
-    evaluate: Evaluate
+    evaluate: Callable[[_F], tuple[Met, str]]
     judges: tuple[str, ...] = ()
 
-    def check(self, facts: ReportFacts) -> Check:
+    def check(self, facts: _F) -> Check:
         met, evidence = self.evaluate(facts)
         return {
             "id": self.id,
@@ -186,18 +187,26 @@ class Requirement:
         }
 
 
-REQUIREMENTS: list[Requirement] = []
+def _registrar(
+    registry: list[Requirement[_F]],
+) -> Callable[..., Callable[[Callable[[_F], tuple[Met, str]]], Callable[[_F], tuple[Met, str]]]]:
+    """A decorator factory that appends each decorated check to ``registry``, in order."""
+
+    def requirement(
+        id: str, section: str, level: Level, text: str, *, judges: tuple[str, ...]
+    ) -> Callable[[Callable[[_F], tuple[Met, str]]], Callable[[_F], tuple[Met, str]]]:
+        def register(evaluate: Callable[[_F], tuple[Met, str]]) -> Callable[[_F], tuple[Met, str]]:
+            registry.append(Requirement(id, section, level, text, evaluate, judges))
+            return evaluate
+
+        return register
+
+    return requirement
+
+
+REQUIREMENTS: list[Requirement[ReportFacts]] = []
 """Every check, in the order the report lists them."""
-
-
-def _requirement(
-    id: str, section: str, level: Level, text: str, *, judges: tuple[str, ...]
-) -> Callable[[Evaluate], Evaluate]:
-    def register(evaluate: Evaluate) -> Evaluate:
-        REQUIREMENTS.append(Requirement(id, section, level, text, evaluate, judges))
-        return evaluate
-
-    return register
+_requirement = _registrar(REQUIREMENTS)
 
 
 @_requirement(
@@ -1032,7 +1041,7 @@ class _WorkloadRule:
     judges: tuple[str, ...]
     boundary: str | None = None
 
-    def requirement(self) -> Requirement:
+    def requirement(self) -> Requirement[ReportFacts]:
         names = " or ".join(STANDARD_WORKLOADS[s] for s in self.sections)
         where = f" for {self.boundary} benchmarking" if self.boundary else ""
         text = f"The workload {self.level} be {names}{where} (draft {self.section})."
@@ -1138,47 +1147,9 @@ class ProcedureFacts:
         return [lv for lv in found if isinstance(lv, Mapping)] if isinstance(found, list) else []
 
 
-EvaluateProcedure = Callable[[ProcedureFacts], tuple[Met, str]]
-
-
-@dataclass(frozen=True)
-class ProcedureRequirement:
-    """A check over a whole test (:class:`ProcedureFacts`), shaped like :class:`Requirement`."""
-
-    id: str
-    section: str
-    level: Level
-    text: str
-    evaluate: EvaluateProcedure
-    judges: tuple[str, ...]
-
-    def check(self, facts: ProcedureFacts) -> Check:
-        met, evidence = self.evaluate(facts)
-        return {
-            "id": self.id,
-            "section": self.section,
-            "level": self.level,
-            "requirement": self.text,
-            "met": met,
-            "evidence": evidence,
-            "judges": list(self.judges),
-        }
-
-
-PROCEDURE_REQUIREMENTS: list[ProcedureRequirement] = []
+PROCEDURE_REQUIREMENTS: list[Requirement[ProcedureFacts]] = []
 """The checks over a whole test, in the order the report lists them (after the run checks)."""
-
-
-def _procedure_requirement(
-    id: str, section: str, level: Level, text: str, *, judges: tuple[str, ...]
-) -> Callable[[EvaluateProcedure], EvaluateProcedure]:
-    def register(evaluate: EvaluateProcedure) -> EvaluateProcedure:
-        PROCEDURE_REQUIREMENTS.append(
-            ProcedureRequirement(id, section, level, text, evaluate, judges)
-        )
-        return evaluate
-
-    return register
+_procedure_requirement = _registrar(PROCEDURE_REQUIREMENTS)
 
 
 @_procedure_requirement(
