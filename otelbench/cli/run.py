@@ -157,6 +157,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         extra_body=body,
         timeout_s=c.timeout,
         tokenizer=c.tokenizer,
+        workers=c.workers,
         prompt_format=parse_prompt_format(r.prompt_format),
         warmup=warmup,
         sut=declared_sut(c.sut_boundary, c.sut_hardware, c.sut_software),

@@ -104,6 +104,10 @@ VERDICT_RULE: Final = (
 
 OPEN_LOOP_MODES: Final = frozenset({"poisson", "uniform", "bursty", "trace"})
 _PERCENTILES: Final = (("p50", "P50"), ("p90", "P90"), ("p95", "P95"), ("p99", "P99"))
+BUSY_WORKER_SHARE: Final = 0.5
+"""A worker busy this share of a core or more is loaded enough for its lateness to be its own."""
+CONTENDED_WAIT_SHARE: Final = 0.05
+"""A loop thread waiting for a core this share of the time or more: other processes held them."""
 _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
 """How the report's deviation for requests under 5.4.2's output-token minimum reads."""
 
@@ -173,7 +177,43 @@ def _client_clock(f: ReportFacts) -> str | None:
 def _timing_resolution(f: ReportFacts) -> tuple[Met, str]:
     if _client_clock(f) is None:
         return False, "the report does not declare the client clock (methodology.clock_domains)"
-    return True, "client times are integer µs offsets on the load generator's monotonic clock"
+    clock = "client times are integer µs offsets on the load generator's monotonic clock"
+    late, health = _loop_lateness(f)
+    return not late, f"{clock}; {health}" if health else clock
+
+
+def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
+    """Whether the load generator's event loops ran too late to time to 1 ms (loop lateness P99
+    over ``run.client_health``'s limit), with the evidence and what to do; (False, None) when
+    the run did not measure it."""
+    health = mapping(f.run.get("client_health"))
+    lateness = mapping(health.get("loop_lateness_ms"))
+    p99, limit = number(lateness.get("p99")), number(health.get("limit_ms"))
+    if p99 is None or limit is None:
+        return False, None
+    cpus = [mapping(mapping(w).get("cpu")) for w in health.get("workers") or []]
+    busiest = max((number(c.get("utilization")) or 0.0 for c in cpus), default=0.0)
+    waited = max((number(c.get("runqueue_wait_share")) or 0.0 for c in cpus), default=0.0)
+    evidence = (
+        f"event-loop lateness over {len(cpus)} worker(s): P50 "
+        f"{fmt(number(lateness.get('p50')), 3, 'ms')}, P99 {fmt(p99, 3, 'ms')}, max "
+        f"{fmt(number(lateness.get('max')), 3, 'ms')}; busiest worker's CPU {busiest:.0%} of a "
+        f"core, longest wait for a core {waited:.0%} of the time"
+    )
+    if p99 <= limit:
+        return False, f"{evidence} (P99 within {limit:g} ms)"
+    advice = []
+    if busiest >= BUSY_WORKER_SHARE:
+        advice.append(f"run more load-generator workers (e.g. --workers {2 * len(cpus)})")
+    if waited >= CONTENDED_WAIT_SHARE:
+        advice.append(
+            "other processes kept the load generator waiting for a core: quiet the host or "
+            "give the load generator cores of its own"
+        )
+    advice = advice or ["run more load-generator workers or a lighter load"]
+    return True, f"{evidence}: P99 over {limit:g} ms, chunk times were taken late; " + "; ".join(
+        advice
+    )
 
 
 @_requirement(

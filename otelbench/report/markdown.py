@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text
+from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text, mapping
 from otelbench.report.compliance import compliance
 from otelbench.report.configuration import CONFIGURATION_LABELS, configuration_summary
 
@@ -558,6 +558,46 @@ def _load_generator_section(run: Mapping[str, Any]) -> list[str]:
     return ["## Load generator (draft 4.2.5)", "", *_table(["Metric", "Value"], rows), ""]
 
 
+def _lateness(value: Any) -> str:
+    return fmt(value, 3, "ms")
+
+
+def _client_health_section(run: Mapping[str, Any]) -> list[str]:
+    h = run.get("client_health")
+    if not h:
+        return []
+    rows = [
+        [
+            str(w["worker"]),
+            _lateness(w["loop_lateness_ms"]["p50"]),
+            _lateness(w["loop_lateness_ms"]["p99"]),
+            _lateness(w["loop_lateness_ms"]["max"]),
+            fmt(w["cpu"]["utilization"], 2),
+            str(w["cpu"]["involuntary_context_switches"]),
+        ]
+        for w in h["workers"]
+    ]
+    total = h["loop_lateness_ms"]
+    rows.append(
+        ["all", _lateness(total["p50"]), _lateness(total["p99"]), _lateness(total["max"]), "", ""]
+    )
+    head = ["Worker", "Loop lateness P50", "P99", "Max", "CPU (cores)", "Involuntary switches"]
+    workers = mapping(run.get("load")).get("workers") or {}
+    note = (
+        f"{len(h['workers'])} load-generator worker(s) ({workers.get('chosen', 'n/a')}); "
+        f"timing holds to 1 ms while the lateness P99 is within {h['limit_ms']:g} ms. "
+        f"Method: {h['method']}."
+    )
+    return [
+        "## Load generator health (draft 4.2.1)",
+        "",
+        *_table(head, rows),
+        "",
+        note,
+        "",
+    ]
+
+
 def _client_telemetry_section(run: Mapping[str, Any]) -> list[str]:
     t = run.get("client_telemetry")
     if not t:
@@ -677,6 +717,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += _classes_section(metrics)
     lines += _guardrails_section(metrics)
     lines += _load_generator_section(run)
+    lines += _client_health_section(run)
     lines += _client_telemetry_section(run)
     lines += _methodology_section(report["methodology"])
     lines += _data_quality_section(report)
