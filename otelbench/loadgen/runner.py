@@ -172,6 +172,12 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
             raise ConfigError(f"--workers must be >= 1, got {self.workers}")
+        streams = self.load.concurrency
+        if self.workers is not None and streams is not None and self.workers > streams:
+            raise ConfigError(
+                f"--workers {self.workers} is more than the {streams} closed-loop streams to "
+                "share among them"
+            )
 
 
 @dataclass
@@ -413,11 +419,6 @@ def _workers(
             raise ConfigError(
                 "several load-generator workers export their own spans: this run has no "
                 "collector endpoint to give them"
-            )
-        if offsets_s is None and config.workers > (config.load.concurrency or 1):
-            raise ConfigError(
-                f"--workers {config.workers} is more than the {config.load.concurrency} "
-                "closed-loop streams to share among them"
             )
         return config.workers, "--workers"
     if export is None:

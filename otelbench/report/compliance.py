@@ -104,8 +104,6 @@ VERDICT_RULE: Final = (
 
 OPEN_LOOP_MODES: Final = frozenset({"poisson", "uniform", "bursty", "trace"})
 _PERCENTILES: Final = (("p50", "P50"), ("p90", "P90"), ("p95", "P95"), ("p99", "P99"))
-BUSY_WORKER_SHARE: Final = 0.5
-"""A worker busy this share of a core or more is loaded enough for its lateness to be its own."""
 CONTENDED_WAIT_SHARE: Final = 0.05
 """A loop thread waiting for a core this share of the time or more: other processes held them."""
 _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
@@ -202,15 +200,12 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
     )
     if p99 <= limit:
         return False, f"{evidence} (P99 within {limit:g} ms)"
-    advice = []
-    if busiest >= BUSY_WORKER_SHARE:
-        advice.append(f"run more load-generator workers (e.g. --workers {2 * len(cpus)})")
+    advice = [f"run more load-generator workers (e.g. --workers {2 * len(cpus)})"]
     if waited >= CONTENDED_WAIT_SHARE:
         advice.append(
             "other processes kept the load generator waiting for a core: quiet the host or "
             "give the load generator cores of its own"
         )
-    advice = advice or ["run more load-generator workers or a lighter load"]
     return True, f"{evidence}: P99 over {limit:g} ms, chunk times were taken late; " + "; ".join(
         advice
     )

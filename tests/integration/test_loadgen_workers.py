@@ -1,0 +1,204 @@
+"""Load-generator workers and the report's check of its own timing, end to end.
+
+Real parts only: ``run_benchmark`` in this process (and, with ``workers`` > 1, its worker
+processes), the embedded collector in its own process writing a DuckDB file, and the scripted SSE
+server (tests/fixtures/scripted_server.py) in a third.
+
+The overload is made deterministic: a result callback that burns 15 ms of this thread's CPU time
+(``time.thread_time_ns``, so it burns as much whatever the machine's speed or load) on the event
+loop that times the chunks. With one worker, that loop is this process's: every callback blocks
+it for at least 15 ms, about seven 2 ms timer ticks late by more than 1 ms each, for 24 requests
+over about a second, so the loop lateness P99 is far over 1 ms and the timing-resolution check
+(draft 4.2.1) must not be met. With two workers the callback runs in this process while the
+workers' loops time the chunks, unburdened.
+
+An unburdened loop can still run late on this shared 2-core machine when other processes hold
+both cores (its wake-ups wait on a run queue). So the unburdened runs are tried up to three
+times; one must meet the check, or else every attempt must show what made it late: no worker
+busy with its own load (under half a core) and the loop thread waiting for a core at least 0.5 %
+of the time (a lateness P99 over 1 ms at a 2 ms tick needs 1 % of the ticks stalled by more than
+1 ms, i.e. stalls of at least about 1 % of the time). The report's own evidence, checked.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from otelbench import semconv
+from otelbench.benchmark import run_benchmark, write_reports
+from otelbench.client import CompletionResult
+from otelbench.errors import ConfigError
+from otelbench.loadgen.runner import LoadSpec, RunConfig
+from otelbench.loadgen.warmup import WarmupSpec
+from tests.fixtures.scripted_server import ScriptedServer
+
+pytestmark = pytest.mark.integration
+
+BURN_NS = 15_000_000
+REQUESTS = 24
+ATTEMPTS = 3
+SCRIPT = {"n": 16, "ttft_ms": 5.0, "itl_ms": 5.0}
+
+
+def burn(_result: CompletionResult) -> None:
+    """15 ms of this thread's CPU time, on whichever loop calls it."""
+    end = time.thread_time_ns() + BURN_NS
+    while time.thread_time_ns() < end:
+        pass
+
+
+def config(url: str, workers: int, load: LoadSpec, tag: str) -> RunConfig:
+    return RunConfig(
+        target=url,
+        model="m",
+        load=load,
+        seed=5,
+        workload_params={"vocab_size": 1024},
+        extra_body={"script": {**SCRIPT, "tag": tag}},
+        warmup=WarmupSpec(cold_start=True),
+        workers=workers,
+    )
+
+
+def closed_loop() -> LoadSpec:
+    return LoadSpec(mode="closed_loop", requests=REQUESTS, concurrency=4)
+
+
+def run(
+    server: ScriptedServer, out: Path, workers: int, load: LoadSpec, on_result: Any = None
+) -> dict[str, Any]:
+    result = run_benchmark(
+        config(server.url, workers, load, out.name),
+        out,
+        on_result=on_result,
+        span_wait_s=0,
+    )
+    assert result.report is not None
+    assert result.report["run"]["requests"]["succeeded"] == load.requests
+    return result.report
+
+
+def timing(report: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in report["compliance"]["checks"] if c["id"] == "timing-resolution")
+
+
+def explained_by_other_processes(report: dict[str, Any]) -> bool:
+    cpus = [w["cpu"] for w in report["run"]["client_health"]["workers"]]
+    not_busy = all(c["utilization"] < 0.5 for c in cpus)
+    return not_busy and max(c["runqueue_wait_share"] for c in cpus) >= 0.005
+
+
+def met_or_explained(server: ScriptedServer, tmp: Path, workers: int, **kw: Any) -> list[str]:
+    """Up to three runs; returns their evidence. One is met, or each is explained."""
+    seen = []
+    for attempt in range(ATTEMPTS):
+        report = run(server, tmp / f"w{workers}-{attempt}", workers, closed_loop(), **kw)
+        check = timing(report)
+        seen.append(check["evidence"])
+        if check["met"]:
+            return seen
+        assert explained_by_other_processes(report), seen
+    return seen
+
+
+def client_spans(store: Path) -> list[dict[str, Any]]:
+    with duckdb.connect(str(store), read_only=True) as con:
+        rows = con.execute(
+            """SELECT "SpanAttributes" FROM otel_traces WHERE "SpanKind" = ?""",
+            [semconv.SPAN_KIND_CLIENT],
+        ).fetchall()
+    return [dict(r[0]) for r in rows]
+
+
+def test_an_overloaded_worker_fails_timing_resolution(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    report = run(scripted_server, tmp_path / "burnt", 1, closed_loop(), on_result=burn)
+    health = report["run"]["client_health"]
+    assert report["run"]["load"]["workers"] == {"count": 1, "chosen": "--workers"}
+    [worker] = health["workers"]
+    cpu = worker["cpu"]
+    assert cpu["user_s"] + cpu["system_s"] >= REQUESTS * BURN_NS / 1e9
+    assert health["loop_lateness_ms"]["p99"] > 5.0
+    assert health["loop_lateness_ms"]["max"] >= BURN_NS / 1e6 - 2.0
+    check = timing(report)
+    assert check["met"] is False
+    assert "P99 over 1 ms" in check["evidence"]
+    assert "--workers 2" in check["evidence"]
+    assert report["compliance"]["verdict"] == "not compliant"
+    md = (tmp_path / "burnt" / "report.md").read_text()
+    assert "## Load generator health (draft 4.2.1)" in md
+
+
+def test_the_same_load_unburdened_meets_it(scripted_server: ScriptedServer, tmp_path: Path) -> None:
+    print(met_or_explained(scripted_server, tmp_path, 1))
+
+
+def test_the_same_load_over_two_workers_meets_it(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """The burning callback runs in this process; the two workers' loops time the chunks."""
+    print(met_or_explained(scripted_server, tmp_path, 2, on_result=burn))
+
+
+def test_one_and_two_workers_send_on_the_same_schedule(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    load = LoadSpec(mode="poisson", requests=REQUESTS, rate=30.0)
+    sent: dict[int, dict[int, int]] = {}
+    for workers in (1, 2):
+        out = tmp_path / f"open-{workers}"
+        report = run(scripted_server, out, workers, load)
+        assert report["run"]["load"]["workers"]["count"] == workers
+        assert len(report["run"]["client_health"]["workers"]) == workers
+        spans = [
+            s
+            for s in client_spans(out / "spans.duckdb")
+            if s[semconv.REQUEST_PHASE] == semconv.PHASE_MEASURE
+        ]
+        assert len(spans) == REQUESTS
+        index = [int(s[semconv.REQUEST_INDEX]) for s in spans]
+        # request i is sent by worker i mod N
+        assert {int(s[semconv.LOADGEN_WORKER]) for s in spans} == set(range(workers))
+        assert all(
+            int(s[semconv.LOADGEN_WORKER]) == i % workers for s, i in zip(spans, index, strict=True)
+        )
+        sent[workers] = {
+            i: int(s[semconv.REQUEST_SCHEDULED_OFFSET_US])
+            for s, i in zip(spans, index, strict=True)
+        }
+        # the report is recomputed from the stored spans alone: the same health and workers
+        again = tmp_path / f"again-{workers}"
+        again.mkdir()
+        recomputed, _ = write_reports(again, out / "spans.duckdb")
+        assert recomputed["run"]["client_health"] == report["run"]["client_health"]
+        assert recomputed["run"]["load"] == report["run"]["load"]
+        assert (
+            json.loads((out / "report.json").read_text())["run"]["load"]["workers"]["count"]
+            == workers
+        )
+    assert sent[1] == sent[2]
+    assert sorted(sent[1]) == list(range(REQUESTS))
+    assert sorted(sent[1].values()) == list(sent[1].values())  # in index order, one schedule
+
+
+def test_closed_loop_streams_are_split_across_workers(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    load = LoadSpec(mode="closed_loop", requests=REQUESTS, concurrency=3)
+    run(scripted_server, tmp_path / "closed", 2, load)
+    spans = client_spans(tmp_path / "closed" / "spans.duckdb")
+    by_worker = [sum(int(s[semconv.LOADGEN_WORKER]) == w for s in spans) for w in (0, 1)]
+    assert by_worker == [16, 8]  # streams 0 and 2 on worker 0, stream 1 on worker 1
+
+
+def test_more_workers_than_closed_loop_streams_is_one_clear_error() -> None:
+    load = LoadSpec(mode="closed_loop", requests=4, concurrency=1)
+    with pytest.raises(ConfigError, match="more than the 1 closed-loop streams"):
+        config("http://127.0.0.1:9", 2, load, "x")
