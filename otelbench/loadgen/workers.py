@@ -24,7 +24,8 @@ reads CLOCK_MONOTONIC (``time.perf_counter_ns``), system-wide on Linux, so one `
 
 :func:`default_workers` picks the count when none is given: enough workers for the offered load
 at :data:`STREAMS_PER_WORKER` streams (closed loop) or :data:`CHUNKS_PER_WORKER_S` chunks/s
-(open loop: rate × mean output tokens) each, no more than the cores this process may use.
+(open loop: rate × mean output tokens) each, no more than the cores this process may use less
+one (left to the embedded collector's ingest and the calling process).
 
 Example::
 
@@ -107,7 +108,7 @@ def default_workers(
     (``offsets_s`` None) from its ``concurrency``, open loop from the chunk rate its ``items``
     offer at their send offsets."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cores = cores or 1
+    spare = max(1, (cores or 1) - 1)  # one core for the collector's ingest and this process
     if offsets_s is None:
         streams = concurrency or 1
         need = math.ceil(streams / STREAMS_PER_WORKER)
@@ -118,8 +119,8 @@ def default_workers(
         rate = chunks / span_s if span_s > 0 else 0.0
         need = max(1, math.ceil(rate / CHUNKS_PER_WORKER_S))
         why = f"{rate:,.0f} offered chunks/s at {CHUNKS_PER_WORKER_S:,.0f} per worker"
-    count = max(1, min(need, cores))
-    return count, f"default: {why}, at most the {cores} usable cores"
+    count = max(1, min(need, spare))
+    return count, f"default: {why}, at most {spare} (one core of {cores} left to the collector)"
 
 
 def _context() -> BaseContext:

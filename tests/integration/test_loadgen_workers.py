@@ -36,7 +36,7 @@ from otelbench.client import CompletionResult
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
 from otelbench.loadgen.warmup import WarmupSpec
-from tests.fixtures.scripted_server import ScriptedServer
+from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
 
 pytestmark = pytest.mark.integration
 
@@ -202,3 +202,30 @@ def test_more_workers_than_closed_loop_streams_is_one_clear_error() -> None:
     load = LoadSpec(mode="closed_loop", requests=4, concurrency=1)
     with pytest.raises(ConfigError, match="more than the 1 closed-loop streams"):
         config("http://127.0.0.1:9", 2, load, "x")
+
+
+def test_workers_against_a_two_process_ground_truth_server(tmp_path: Path) -> None:
+    """The scripted server as two SO_REUSEPORT processes: every request the two workers sent is
+    in one of their logs, with its chunks, and no chunk was timed before the server wrote it."""
+    load = LoadSpec(mode="closed_loop", requests=48, concurrency=16)
+    with ScriptedServer(processes=2) as server:
+        result = run_benchmark(
+            config(server.url, 2, load, "reuseport"), tmp_path / "rp", span_wait_s=0
+        )
+        assert result.outcome is not None
+        measured = [r for r in result.outcome.records if r.phase == semconv.PHASE_MEASURE]
+        log = {e["id"]: e for e in server.log(tag="reuseport")}
+        stats = server.stats()
+    assert len(measured) == 48
+    assert {r.worker for r in measured} == {0, 1}
+    assert len(stats["pids"]) == 2
+    assert stats["requests"] == 48
+    served_by = {rid.split("-")[1] for rid in log}
+    assert served_by == {str(pid) for pid in stats["pids"]}  # 16 connections, both processes
+    for record in measured:
+        res = record.result
+        assert res.ok
+        assert res.response_id is not None
+        errors = chunk_errors(res.submit_mono_ns, res.chunk_offsets_us, log[res.response_id])
+        assert len(errors.errors_ns) == SCRIPT["n"]
+        assert min(errors.errors_ns) >= -1000  # µs truncation aside, never before the write
