@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from otelbench import semconv, telemetry
 from otelbench.client import AsyncLLMClient
-from otelbench.errors import ConfigError, OtelbenchError
+from otelbench.errors import ConfigError, OtelbenchError, WorkerError
 from otelbench.loadgen.health import LoopMonitor, WorkerHealth
 from otelbench.loadgen.share import (
     RequestRecord,
@@ -71,7 +71,6 @@ __all__ = [
     "CHUNKS_PER_WORKER_S",
     "STREAMS_PER_WORKER",
     "ExportSpec",
-    "WorkerError",
     "WorkerPool",
     "default_workers",
 ]
@@ -86,10 +85,7 @@ START_MARGIN_NS: Final = 50_000_000
 receive it before its first send."""
 READY_TIMEOUT_S: Final = 120.0
 STOP_GRACE_S: Final = 30.0
-
-
-class WorkerError(OtelbenchError):
-    """A worker process failed to start or ended without reporting."""
+INTERRUPT_GRACE_S: Final = 5.0
 
 
 @dataclass(frozen=True)
@@ -178,28 +174,40 @@ class WorkerPool:
         self, on_record: Callable[[RequestRecord], None]
     ) -> tuple[int, list[WorkerHealth]]:
         """Wait for every worker, give them one ``t0``, pass each record to ``on_record`` as it
-        comes; returns ``t0`` and every worker's health once all are done (the run's spool
-        counts in :attr:`counts`). A worker that fails raises :class:`WorkerError` after the
-        others have finished."""
+        comes; returns ``t0`` and the health of every worker that finished (the span export
+        counts in :attr:`counts`, why any other failed in :attr:`failures`). Raises
+        :class:`~otelbench.errors.WorkerError` when none could run."""
         loop = asyncio.get_running_loop()
         for w in self._workers:
             w.ready, w.done = loop.create_future(), loop.create_future()
             loop.add_reader(w.conn.fileno(), self._receive, w, on_record)
         try:
-            await asyncio.wait_for(
-                asyncio.gather(*(w.ready for w in self._workers if w.ready)), READY_TIMEOUT_S
-            )
+            ready = asyncio.gather(*(w.ready for w in self._workers if w.ready))
+            try:
+                await asyncio.wait_for(ready, READY_TIMEOUT_S)
+            except TimeoutError:
+                raise WorkerError(
+                    f"the load-generator workers did not start within {READY_TIMEOUT_S:g} s"
+                ) from None
             t0 = time.perf_counter_ns() + START_MARGIN_NS
             for w in self._workers:
-                w.conn.send(t0)
+                if w.error is None:
+                    w.conn.send(t0)
             await asyncio.gather(*(w.done for w in self._workers if w.done))
         finally:
             for w in self._workers:
                 loop.remove_reader(w.conn.fileno())
-        failed = [f"worker {w.index}: {w.error}" for w in self._workers if w.error]
-        if failed:
-            raise WorkerError("; ".join(failed))
-        return t0, [w.health for w in self._workers if w.health is not None]
+        healths = [w.health for w in self._workers if w.health is not None]
+        if not healths:
+            raise WorkerError("; ".join(self.failures) or "no load-generator worker reported")
+        return t0, healths
+
+    @property
+    def failures(self) -> list[str]:
+        """Why each worker that did not finish its share failed, one line each."""
+        return [
+            f"load-generator worker {w.index} failed: {w.error}" for w in self._workers if w.error
+        ]
 
     @property
     def counts(self) -> dict[str, int]:
@@ -229,9 +237,11 @@ class WorkerPool:
             _resolve(w.done)
 
     def close(self) -> None:
-        """Stop the workers (at once if they are still running) and release their pipes."""
+        """Stop the workers and release their pipes: a worker still running (the run was
+        interrupted: Ctrl-C reaches it too) has :data:`INTERRUPT_GRACE_S` to flush its spans."""
         for w in self._workers:
-            w.process.join(timeout=STOP_GRACE_S if w.done and w.done.done() else 0)
+            finished = w.done is not None and w.done.done()
+            w.process.join(timeout=STOP_GRACE_S if finished else INTERRUPT_GRACE_S)
             if w.process.is_alive():
                 w.process.terminate()
                 w.process.join(timeout=STOP_GRACE_S)
@@ -254,7 +264,7 @@ def worker_main(plan: _Plan, conn: Connection) -> None:
         asyncio.run(_work(plan, conn))
     except KeyboardInterrupt:
         pass  # what was measured is reported by _work's finally
-    except (OtelbenchError, OSError) as exc:
+    except (OtelbenchError, OSError, EOFError) as exc:
         with contextlib.suppress(OSError):
             conn.send(("failed", str(exc)))
     finally:

@@ -22,8 +22,10 @@ of the time (a lateness P99 over 1 ms at a 2 ms tick needs 1 % of the ticks stal
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +35,8 @@ import pytest
 from otelbench import semconv
 from otelbench.benchmark import run_benchmark, write_reports
 from otelbench.client import CompletionResult
-from otelbench.errors import ConfigError
-from otelbench.loadgen.runner import LoadSpec, RunConfig
+from otelbench.errors import ConfigError, WorkerError
+from otelbench.loadgen.runner import ExportSpec, LoadSpec, RunConfig, execute_run
 from otelbench.loadgen.warmup import WarmupSpec
 from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
 
@@ -191,11 +193,23 @@ def test_one_and_two_workers_send_on_the_same_schedule(
 def test_closed_loop_streams_are_split_across_workers(
     scripted_server: ScriptedServer, tmp_path: Path
 ) -> None:
+    """With a warm-up: it runs in the calling process while the workers start."""
     load = LoadSpec(mode="closed_loop", requests=REQUESTS, concurrency=3)
-    run(scripted_server, tmp_path / "closed", 2, load)
+    cfg = replace(
+        config(scripted_server.url, 2, load, "closed"),
+        warmup=WarmupSpec(min_requests=6, min_output_tokens=0, probes=2),
+    )
+    result = run_benchmark(cfg, tmp_path / "closed", span_wait_s=0)
+    assert result.report is not None
+    assert result.report["run"]["warmup"]["requests"] >= 6
     spans = client_spans(tmp_path / "closed" / "spans.duckdb")
-    by_worker = [sum(int(s[semconv.LOADGEN_WORKER]) == w for s in spans) for w in (0, 1)]
+    measured = [s for s in spans if s[semconv.REQUEST_PHASE] == semconv.PHASE_MEASURE]
+    by_worker = [sum(int(s[semconv.LOADGEN_WORKER]) == w for s in measured) for w in (0, 1)]
     assert by_worker == [16, 8]  # streams 0 and 2 on worker 0, stream 1 on worker 1
+    # warm-up and probe requests: sent by the calling process (worker 0's index)
+    others = [s for s in spans if s[semconv.REQUEST_PHASE] != semconv.PHASE_MEASURE]
+    assert {s[semconv.REQUEST_PHASE] for s in others} == {semconv.PHASE_WARMUP, semconv.PHASE_PROBE}
+    assert result.report["run"]["requests"]["total"] == REQUESTS
 
 
 def test_more_workers_than_closed_loop_streams_is_one_clear_error() -> None:
@@ -229,3 +243,23 @@ def test_workers_against_a_two_process_ground_truth_server(tmp_path: Path) -> No
         errors = chunk_errors(res.submit_mono_ns, res.chunk_offsets_us, log[res.response_id])
         assert len(errors.errors_ns) == SCRIPT["n"]
         assert min(errors.errors_ns) >= -1000  # µs truncation aside, never before the write
+
+
+def test_workers_that_cannot_export_fail_the_run_with_one_line(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """Every worker finds its spool unusable (the spool directory is a file): nothing can be
+    measured, and the run says why in one line instead of a traceback."""
+    blocker = tmp_path / "spool"
+    blocker.write_text("not a directory")
+    load = LoadSpec(mode="poisson", requests=4, rate=10.0)
+    cfg = config(scripted_server.url, 2, load, "nospool")
+    export = ExportSpec("http://127.0.0.1:9", blocker)
+    with pytest.raises(WorkerError) as err:
+        asyncio.run(execute_run(cfg, export=export))
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.count("cannot spool spans in") == 2
+    assert "load-generator worker 0 failed" in message
+    assert "load-generator worker 1 failed" in message
+    assert scripted_server.log(tag="nospool") == []
