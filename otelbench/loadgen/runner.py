@@ -8,8 +8,17 @@ wake-up at each send time: :mod:`otelbench.loadgen.deadline`). The
 its span and summarised in the manifest; a large lag means the generator, not the server, was the
 bottleneck, and the run is flagged.
 
-Closed loop (draft 4.2.4): ``concurrency`` workers each send their next request as soon as the
+Closed loop (draft 4.2.4): ``concurrency`` streams each send their next request as soon as the
 previous one completes, until the request count is reached.
+
+Worker processes: the measured load is split into shares (:mod:`otelbench.loadgen.share`), one
+per load-generating process. With one (the default where the caller gives no collector endpoint
+to export to, ``export``), the share runs on this process's event loop; with more
+(``RunConfig.workers``, or :func:`otelbench.loadgen.workers.default_workers`' choice), in worker
+processes (:mod:`otelbench.loadgen.workers`) that keep the same schedule from one ``t0``. Each
+load-generating process measures its event loop's lateness and its CPU
+(:mod:`otelbench.loadgen.health`): the manifest's ``client_health``, which the report's
+timing-resolution check (draft 4.2.1) reads; ``load.workers`` says how many and why.
 
 Arrival processes (``poisson``, ``uniform``, ``bursty``, ``trace``) are registered in
 :mod:`otelbench.loadgen.arrivals`; their parameters go in ``LoadSpec.arrival_params`` and the
