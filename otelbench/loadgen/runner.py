@@ -406,6 +406,7 @@ async def execute_run(
             outcome.results = [r.result for r in sender.records if r.phase == semconv.PHASE_MEASURE]
         else:
             pool.close()
+            healths = healths or pool.healths
             manifest["deviations"].extend(pool.failures)
             for name, n in pool.counts.items():
                 if spool_stats is not None:

@@ -155,6 +155,7 @@ class WorkerPool:
         self.export = export
         self.start_method = ""
         self._workers: list[_Worker] = []
+        self._on_record: Callable[[RequestRecord], None] = lambda _record: None
 
     def start(self) -> None:
         """Start every worker process; they get ready while the caller goes on."""
@@ -178,9 +179,10 @@ class WorkerPool:
         counts in :attr:`counts`, why any other failed in :attr:`failures`). Raises
         :class:`~otelbench.errors.WorkerError` when none could run."""
         loop = asyncio.get_running_loop()
+        self._on_record = on_record
         for w in self._workers:
             w.ready, w.done = loop.create_future(), loop.create_future()
-            loop.add_reader(w.conn.fileno(), self._receive, w, on_record)
+            loop.add_reader(w.conn.fileno(), self._receive, w)
         try:
             ready = asyncio.gather(*(w.ready for w in self._workers if w.ready))
             try:
@@ -218,13 +220,15 @@ class WorkerPool:
                 total[name] = total.get(name, 0) + n
         return total
 
-    def _receive(self, w: _Worker, on_record: Callable[[RequestRecord], None]) -> None:
-        try:
-            kind, payload = w.conn.recv()
-        except (EOFError, OSError):
-            kind, payload = "failed", f"exited with code {w.process.exitcode} without reporting"
+    def _receive(self, w: _Worker) -> None:
+        """The reader callback of a worker's pipe: one message."""
+        self._take(w, *_recv(w))
+        if w.health is not None or w.error is not None:
+            asyncio.get_running_loop().remove_reader(w.conn.fileno())
+
+    def _take(self, w: _Worker, kind: str, payload: Any) -> None:
         if kind == "record":
-            on_record(payload)
+            self._on_record(payload)
         elif kind == "ready":
             _resolve(w.ready)
         else:
@@ -232,20 +236,39 @@ class WorkerPool:
                 w.health, w.counts = payload
             else:
                 w.error = str(payload)
-            asyncio.get_running_loop().remove_reader(w.conn.fileno())
             _resolve(w.ready)
             _resolve(w.done)
 
+    @property
+    def healths(self) -> list[WorkerHealth]:
+        """The health of every worker that has reported it."""
+        return [w.health for w in self._workers if w.health is not None]
+
     def close(self) -> None:
-        """Stop the workers and release their pipes: a worker still running (the run was
-        interrupted: Ctrl-C reaches it too) has :data:`INTERRUPT_GRACE_S` to flush its spans."""
+        """Stop the workers and release their pipes. A worker still running (the run was
+        interrupted: Ctrl-C reaches the workers too, and they stop, flush their spans and report)
+        has :data:`INTERRUPT_GRACE_S` to send what it has; its records and health are taken."""
+        deadline = time.monotonic() + INTERRUPT_GRACE_S
         for w in self._workers:
-            finished = w.done is not None and w.done.done()
-            w.process.join(timeout=STOP_GRACE_S if finished else INTERRUPT_GRACE_S)
+            while w.health is None and w.error is None and w.ready is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not w.conn.poll(left):
+                    break
+                self._take(w, *_recv(w))
+        for w in self._workers:
+            w.process.join(timeout=STOP_GRACE_S if w.health is not None else 0.1)
             if w.process.is_alive():
                 w.process.terminate()
                 w.process.join(timeout=STOP_GRACE_S)
             w.conn.close()
+
+
+def _recv(w: _Worker) -> tuple[str, Any]:
+    try:
+        kind, payload = w.conn.recv()
+    except (EOFError, OSError):
+        return "failed", f"exited with code {w.process.exitcode} without reporting"
+    return kind, payload
 
 
 def _resolve(future: asyncio.Future[None] | None) -> None:

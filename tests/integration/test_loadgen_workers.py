@@ -24,6 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -263,3 +267,45 @@ def test_workers_that_cannot_export_fail_the_run_with_one_line(
     assert "load-generator worker 0 failed" in message
     assert "load-generator worker 1 failed" in message
     assert scripted_server.log(tag="nospool") == []
+
+
+def test_ctrl_c_keeps_what_the_workers_measured(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """``otelbench run --workers 2`` interrupted as a terminal's Ctrl-C does (SIGINT to the
+    whole process group) once requests have been served: it exits 130 and reports every request
+    the workers finished, with their health."""
+    out = tmp_path / "interrupted"
+    cmd = [
+        sys.executable, "-m", "otelbench.cli", "run", "--target", scripted_server.url,
+        "--model", "m", "--requests", "400", "--rate", "20", "--vocab-size", "1024",
+        "--out", str(out), "--span-wait", "0", "--cold-start", "--workers", "2",
+        "--extra-body", json.dumps({"script": {**SCRIPT, "tag": "interrupted"}}),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(scripted_server.log(tag="interrupted")) < 10:
+            assert time.monotonic() < deadline, "no request reached the server"
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    report = json.loads((out / "report.json").read_text())
+    total = report["run"]["requests"]["total"]
+    assert 10 <= total < 400
+    assert [w["worker"] for w in report["run"]["client_health"]["workers"]] == [0, 1]
+    assert report["run"]["load"]["workers"]["count"] == 2
+    measured = [
+        s
+        for s in client_spans(out / "spans.duckdb")
+        if s[semconv.REQUEST_PHASE] == semconv.PHASE_MEASURE
+    ]
+    assert len(measured) == total
