@@ -20,7 +20,9 @@ measurement (report ``run.client_health``; the timing-resolution compliance chec
   (times the kernel took the core away), and, where Linux keeps scheduler statistics
   (``/proc/thread-self/schedstat``), how long the event loop's thread was ready to run but waited
   for a core (run-queue wait): lateness with a high run-queue wait and a low CPU share comes from
-  other processes holding the cores, not from the load generator's own work.
+  other processes holding the cores, not from the load generator's own work. On a virtual
+  machine the host may also take the CPUs away (steal, ``/proc/stat``): the share of the
+  machine's CPU time stolen over the measurement is recorded too.
 
 Clock domain: ``time.perf_counter_ns()`` (CLOCK_MONOTONIC, ns); summaries in ms.
 
@@ -59,6 +61,9 @@ PERIOD_NS: Final = 2_000_000
 """The lateness timer's period: 500 ticks/s, about 0.5 % of a core."""
 SCHEDSTAT: Final = Path("/proc/thread-self/schedstat")
 """The calling thread's CPU time, run-queue wait (ns) and time slices (Linux)."""
+PROC_STAT: Final = Path("/proc/stat")
+"""The machine's CPU time by state; the 8th field of its ``cpu`` line is steal (a VM's CPU time
+that the host gave to something else)."""
 LATENESS_LIMIT_MS: Final = 1.0
 """Draft 4.2.1: timing resolution of 1 ms or better; a loop lateness P99 above it fails it."""
 METHOD_TIMERFD: Final = (
@@ -66,7 +71,7 @@ METHOD_TIMERFD: Final = (
     "the event loop like a readable socket; lateness = when the waiting task ran − the deadline, "
     "every deadline passed while the loop was blocked counted with its own lateness; CPU from "
     "getrusage(RUSAGE_SELF) over the measurement, the loop thread's run-queue wait from "
-    "/proc/thread-self/schedstat"
+    "/proc/thread-self/schedstat, the host's steal from /proc/stat"
 )
 METHOD_SLEEP: Final = (
     "asyncio.sleep every 2 ms (no timerfd: lateness includes epoll's rounding up to 1 ms); "
@@ -87,6 +92,7 @@ class WorkerHealth:
     wall_s: float = 0.0
     involuntary_switches: int = 0
     runqueue_wait_s: float | None = None
+    host_steal_share: float | None = None
 
     def summary(self) -> dict[str, Any]:
         """This worker's entry of ``run.client_health.workers``."""
@@ -107,6 +113,7 @@ class WorkerHealth:
                     if self.runqueue_wait_s is not None and self.wall_s > 0
                     else None
                 ),
+                "host_steal_share": _round(self.host_steal_share),
             },
         }
 
@@ -122,6 +129,16 @@ def _runqueue_wait_ns() -> int | None:
         return int(SCHEDSTAT.read_bytes().split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _steal_ticks() -> tuple[int, int] | None:
+    """The machine's (steal, all) CPU time in clock ticks so far, summed over its CPUs
+    (``/proc/stat``); None where there is none."""
+    try:
+        fields = [int(x) for x in PROC_STAT.read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (fields[7], sum(fields)) if len(fields) == 8 else None
 
 
 def _percentiles(lateness_ns: list[int]) -> dict[str, float | int | None]:
@@ -162,11 +179,13 @@ class LoopMonitor:
         self._usage: resource.struct_rusage | None = None
         self._t0 = 0
         self._waited_ns: int | None = None
+        self._steal: tuple[int, int] | None = None
 
     def start(self) -> None:
         """Start sampling (from the loop's own thread)."""
         self._usage = resource.getrusage(resource.RUSAGE_SELF)
         self._waited_ns = _runqueue_wait_ns()
+        self._steal = _steal_ticks()
         self._t0 = time.perf_counter_ns()
         self._task = asyncio.get_running_loop().create_task(self._tick())
 
@@ -194,6 +213,7 @@ class LoopMonitor:
         """Stop sampling and return what was measured (the timer task ends at its next turn)."""
         end = resource.getrusage(resource.RUSAGE_SELF)
         waited_ns = _runqueue_wait_ns()
+        steal = _steal_ticks()
         wall_ns = time.perf_counter_ns() - self._t0
         if self._task is not None:
             self._task.cancel()
@@ -206,4 +226,6 @@ class LoopMonitor:
             self.health.wall_s = wall_ns / 1e9
         if waited_ns is not None and self._waited_ns is not None:
             self.health.runqueue_wait_s = (waited_ns - self._waited_ns) / 1e9
+        if steal is not None and self._steal is not None and steal[1] > self._steal[1]:
+            self.health.host_steal_share = (steal[0] - self._steal[0]) / (steal[1] - self._steal[1])
         return self.health

@@ -105,7 +105,8 @@ VERDICT_RULE: Final = (
 OPEN_LOOP_MODES: Final = frozenset({"poisson", "uniform", "bursty", "trace"})
 _PERCENTILES: Final = (("p50", "P50"), ("p90", "P90"), ("p95", "P95"), ("p99", "P99"))
 CONTENDED_WAIT_SHARE: Final = 0.05
-"""A loop thread waiting for a core this share of the time or more: other processes held them."""
+"""A loop thread waiting for a core this share of the time or more (or the host stealing this
+share of the CPU time): other processes held the cores."""
 _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
 """How the report's deviation for requests under 5.4.2's output-token minimum reads."""
 
@@ -192,16 +193,18 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
     cpus = [mapping(mapping(w).get("cpu")) for w in health.get("workers") or []]
     busiest = max((number(c.get("utilization")) or 0.0 for c in cpus), default=0.0)
     waited = max((number(c.get("runqueue_wait_share")) or 0.0 for c in cpus), default=0.0)
+    stolen = max((number(c.get("host_steal_share")) or 0.0 for c in cpus), default=0.0)
     evidence = (
         f"event-loop lateness over {len(cpus)} worker(s): P50 "
         f"{fmt(number(lateness.get('p50')), 3, 'ms')}, P99 {fmt(p99, 3, 'ms')}, max "
         f"{fmt(number(lateness.get('max')), 3, 'ms')}; busiest worker's CPU {busiest:.0%} of a "
         f"core, longest wait for a core {waited:.0%} of the time"
+        + (f", {stolen:.0%} of the CPU time taken by the host (steal)" if stolen >= 0.005 else "")
     )
     if p99 <= limit:
         return False, f"{evidence} (P99 within {limit:g} ms)"
     advice = [f"run more load-generator workers (e.g. --workers {2 * len(cpus)})"]
-    if waited >= CONTENDED_WAIT_SHARE:
+    if waited >= CONTENDED_WAIT_SHARE or stolen >= CONTENDED_WAIT_SHARE:
         advice.append(
             "other processes kept the load generator waiting for a core: quiet the host or "
             "give the load generator cores of its own"

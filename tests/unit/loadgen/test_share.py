@@ -118,4 +118,5 @@ def test_client_health_pools_the_workers_ticks() -> None:
         "involuntary_context_switches",
         "runqueue_wait_s",
         "runqueue_wait_share",
+        "host_steal_share",
     }

@@ -17,7 +17,9 @@ from otelbench.report.compliance import CONTENDED_WAIT_SHARE, VERDICT_NOT_COMPLI
 from tests.unit.report.test_compliance import checks_by_id, full_report
 
 
-def health(p99: float, *, utilization: float = 0.3, wait_share: float = 0.0) -> dict[str, Any]:
+def health(
+    p99: float, *, utilization: float = 0.3, wait_share: float = 0.0, steal: float = 0.0
+) -> dict[str, Any]:
     worker = {
         "worker": 0,
         "pid": 1,
@@ -30,6 +32,7 @@ def health(p99: float, *, utilization: float = 0.3, wait_share: float = 0.0) -> 
             "involuntary_context_switches": 3,
             "runqueue_wait_s": wait_share * 4.0,
             "runqueue_wait_share": wait_share,
+            "host_steal_share": steal,
         },
     }
     return {
@@ -64,6 +67,15 @@ def test_a_loop_kept_waiting_for_a_core_names_the_other_processes() -> None:
     check = timing(report)
     assert check["met"] is False
     assert "longest wait for a core 10% of the time" in check["evidence"]
+    assert "quiet the host" in check["evidence"]
+
+
+def test_a_host_that_steals_the_cpus_is_named() -> None:
+    report = full_report()
+    report["run"]["client_health"] = health(3.0, steal=0.08)
+    check = timing(report)
+    assert check["met"] is False
+    assert "8% of the CPU time taken by the host (steal)" in check["evidence"]
     assert "quiet the host" in check["evidence"]
 
 
