@@ -276,7 +276,7 @@ def test_ctrl_c_keeps_what_the_workers_measured(
 ) -> None:
     """``otelbench run --workers 2`` interrupted as a terminal's Ctrl-C does (SIGINT to the
     whole process group) once requests have been served: it exits 130 and reports every request
-    the workers finished, with their health."""
+    the workers finished (those still streaming are cancelled), with their health."""
     out = tmp_path / "interrupted"
     cmd = [
         sys.executable, "-m", "otelbench.cli", "run", "--target", scripted_server.url,
@@ -293,6 +293,7 @@ def test_ctrl_c_keeps_what_the_workers_measured(
             assert time.monotonic() < deadline, "no request reached the server"
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.2)
+        served = len(scripted_server.log(tag="interrupted"))
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -302,7 +303,8 @@ def test_ctrl_c_keeps_what_the_workers_measured(
     assert "Traceback" not in err
     report = json.loads((out / "report.json").read_text())
     total = report["run"]["requests"]["total"]
-    assert 10 <= total < 400
+    # every request served before the interrupt but the few still streaming (about 2 in flight)
+    assert served - 5 <= total < 400
     assert [w["worker"] for w in report["run"]["client_health"]["workers"]] == [0, 1]
     assert report["run"]["load"]["workers"]["count"] == 2
     measured = [
