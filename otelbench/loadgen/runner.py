@@ -181,12 +181,6 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
             raise ConfigError(f"--workers must be >= 1, got {self.workers}")
-        streams = self.load.concurrency
-        if self.workers is not None and streams is not None and self.workers > streams:
-            raise ConfigError(
-                f"--workers {self.workers} is more than the {streams} closed-loop streams to "
-                "share among them"
-            )
 
 
 @dataclass
@@ -431,6 +425,10 @@ def _workers(
                 "several load-generator workers export their own spans: this run has no "
                 "collector endpoint to give them"
             )
+        streams = config.load.concurrency
+        if offsets_s is None and streams is not None and config.workers > streams:
+            # a procedure's closed-loop levels start at a few streams: one worker per stream
+            return streams, f"--workers {config.workers}, at most one per closed-loop stream"
         return config.workers, "--workers"
     if export is None:
         return 1, "one process: this run's caller exports the spans itself"

@@ -40,7 +40,7 @@ import pytest
 from otelbench import semconv
 from otelbench.benchmark import run_benchmark, write_reports
 from otelbench.client import CompletionResult
-from otelbench.errors import ConfigError, WorkerError
+from otelbench.errors import WorkerError
 from otelbench.loadgen.runner import ExportSpec, LoadSpec, RunConfig, execute_run
 from otelbench.loadgen.warmup import WarmupSpec
 from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
@@ -218,10 +218,16 @@ def test_closed_loop_streams_are_split_across_workers(
     assert result.report["run"]["requests"]["total"] == REQUESTS
 
 
-def test_more_workers_than_closed_loop_streams_is_one_clear_error() -> None:
+def test_more_workers_than_closed_loop_streams_use_one_per_stream(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """A procedure's closed-loop levels start at one or two streams whatever --workers says."""
     load = LoadSpec(mode="closed_loop", requests=4, concurrency=1)
-    with pytest.raises(ConfigError, match="more than the 1 closed-loop streams"):
-        config("http://127.0.0.1:9", 2, load, "x")
+    report = run(scripted_server, tmp_path / "one-stream", 2, load)
+    assert report["run"]["load"]["workers"] == {
+        "count": 1,
+        "chosen": "--workers 2, at most one per closed-loop stream",
+    }
 
 
 def test_workers_against_a_two_process_ground_truth_server(tmp_path: Path) -> None:
@@ -313,3 +319,45 @@ def test_ctrl_c_keeps_what_the_workers_measured(
         if s[semconv.REQUEST_PHASE] == semconv.PHASE_MEASURE
     ]
     assert len(measured) == total
+
+
+def test_a_procedure_level_over_two_workers_exports_and_counts_every_span(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """``otelbench test ttft --workers 2``: the level's measured requests come from both
+    workers, its warm-up from the calling process, and the level's span export counts
+    (``client_telemetry.json``) add the workers' to the caller's: every client span stored."""
+    from otelbench.procedures import (
+        ProcedureSpec,
+        TtftParams,
+        TtftProcedure,
+        get_profile,
+        placeholder_load,
+        run_procedure,
+    )
+
+    base = replace(
+        config(scripted_server.url, 2, placeholder_load(), "proc-workers"),
+        warmup=WarmupSpec(min_requests=4, min_output_tokens=0, probes=2),
+    )
+    spec = ProcedureSpec(base=base, profile=get_profile("quick"), out_dir=tmp_path, span_wait_s=0.0)
+    result = run_procedure(
+        TtftProcedure(TtftParams(rate=20.0, requests=20)), spec, write=lambda _line: None
+    )
+    [level] = result.result["levels"]
+    stored = json.loads((tmp_path / level["report"]).read_text())
+    assert stored["run"]["load"]["workers"]["count"] == 2
+    assert len(stored["run"]["client_health"]["workers"]) == 2
+    assert stored["run"]["requests"]["total"] == 20
+    spans = client_spans(tmp_path / "spans.duckdb")
+    measured = [s for s in spans if s[semconv.REQUEST_PHASE] == semconv.PHASE_MEASURE]
+    assert {int(s[semconv.LOADGEN_WORKER]) for s in measured} == {0, 1}
+    telemetry = json.loads((tmp_path / "levels/01/client_telemetry.json").read_text())
+    with duckdb.connect(str(tmp_path / "spans.duckdb"), read_only=True) as con:
+        [(stored_spans,)] = con.execute(
+            """SELECT count(*) FROM otel_traces WHERE "ServiceName" = ?""",
+            [semconv.SERVICE_CLIENT],
+        ).fetchall()
+    assert stored_spans == len(spans) + 1  # the client spans and the run span
+    assert telemetry["spans_sent"] + telemetry["spans_replayed"] == stored_spans
+    assert telemetry["spans_dropped"] == 0
