@@ -24,6 +24,10 @@ measurement (report ``run.client_health``; the timing-resolution compliance chec
   machine the host may also take the CPUs away (steal, ``/proc/stat``): the share of the
   machine's CPU time stolen over the measurement is recorded too.
 
+* **Read delay**: how long each read's data waited in the kernel before the loop read it (the
+  read's time minus the kernel's receive time, :mod:`otelbench.client.readdelay`): the lateness
+  the chunks themselves met, where the timer's ticks sample it.
+
 Clock domain: ``time.perf_counter_ns()`` (CLOCK_MONOTONIC, ns); summaries in ms.
 
 Example::
@@ -41,12 +45,14 @@ import asyncio
 import os
 import resource
 import time
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
+from otelbench.client.readdelay import READ_DELAYS, DelayHistogram
 from otelbench.loadgen.deadline import DeadlineTimer
 
 __all__ = [
@@ -71,7 +77,8 @@ METHOD_TIMERFD: Final = (
     "the event loop like a readable socket; lateness = when the waiting task ran − the deadline, "
     "every deadline passed while the loop was blocked counted with its own lateness; CPU from "
     "getrusage(RUSAGE_SELF) over the measurement, the loop thread's run-queue wait from "
-    "/proc/thread-self/schedstat, the host's steal from /proc/stat"
+    "/proc/thread-self/schedstat, the host's steal from /proc/stat; read delay = a read's time "
+    "minus the kernel's receive time of its data (SO_TIMESTAMPNS)"
 )
 METHOD_SLEEP: Final = (
     "asyncio.sleep every 2 ms (no timerfd: lateness includes epoll's rounding up to 1 ms); "
@@ -86,7 +93,8 @@ class WorkerHealth:
     worker: int
     pid: int
     method: str
-    lateness_ns: list[int] = field(default_factory=list)
+    lateness_ns: array[int] = field(default_factory=lambda: array("q"))
+    read_delays: DelayHistogram = field(default_factory=DelayHistogram)
     user_s: float = 0.0
     system_s: float = 0.0
     wall_s: float = 0.0
@@ -101,6 +109,7 @@ class WorkerHealth:
             "worker": self.worker,
             "pid": self.pid,
             "loop_lateness_ms": _percentiles(self.lateness_ns),
+            "read_delay_ms": self.read_delays.summary_ms(),
             "cpu": {
                 "user_s": round(self.user_s, 6),
                 "system_s": round(self.system_s, 6),
@@ -141,10 +150,10 @@ def _steal_ticks() -> tuple[int, int] | None:
     return (fields[7], sum(fields)) if len(fields) == 8 else None
 
 
-def _percentiles(lateness_ns: list[int]) -> dict[str, float | int | None]:
+def _percentiles(lateness_ns: array[int]) -> dict[str, float | int | None]:
     if not lateness_ns:
         return {"count": 0, "p50": None, "p99": None, "max": None}
-    a = np.asarray(lateness_ns, dtype=np.float64) / 1e6
+    a = np.frombuffer(lateness_ns, dtype=np.int64).astype(np.float64) / 1e6
     return {
         "count": int(a.size),
         "p50": round(float(np.percentile(a, 50)), 4),
@@ -156,13 +165,18 @@ def _percentiles(lateness_ns: list[int]) -> dict[str, float | int | None]:
 def client_health(workers: list[WorkerHealth]) -> dict[str, Any]:
     """The report's ``run.client_health``: loop lateness over every worker's ticks together, and
     each worker's own lateness and CPU (docs/report-schema.md)."""
-    ticks = [t for w in workers for t in w.lateness_ns]
+    ticks = array("q")
+    reads = DelayHistogram()
+    for w in workers:
+        ticks.extend(w.lateness_ns)
+        reads.merge(w.read_delays)
     methods = sorted({w.method for w in workers})
     return {
         "method": "; ".join(methods),
         "period_ms": PERIOD_NS / 1e6,
         "limit_ms": LATENESS_LIMIT_MS,
         "loop_lateness_ms": _percentiles(ticks),
+        "read_delay_ms": reads.summary_ms(),
         "workers": [w.summary() for w in sorted(workers, key=lambda w: w.worker)],
     }
 
@@ -186,6 +200,7 @@ class LoopMonitor:
         self._usage = resource.getrusage(resource.RUSAGE_SELF)
         self._waited_ns = _runqueue_wait_ns()
         self._steal = _steal_ticks()
+        READ_DELAYS.start()
         self._t0 = time.perf_counter_ns()
         self._task = asyncio.get_running_loop().create_task(self._tick())
 
@@ -214,6 +229,7 @@ class LoopMonitor:
         end = resource.getrusage(resource.RUSAGE_SELF)
         waited_ns = _runqueue_wait_ns()
         steal = _steal_ticks()
+        self.health.read_delays = READ_DELAYS.stop()
         wall_ns = time.perf_counter_ns() - self._t0
         if self._task is not None:
             self._task.cancel()

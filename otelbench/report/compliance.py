@@ -200,6 +200,7 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
         f"{fmt(number(lateness.get('max')), 3, 'ms')}; busiest worker's CPU {busiest:.0%} of a "
         f"core, longest wait for a core {waited:.0%} of the time"
         + (f", {stolen:.0%} of the CPU time taken by the host (steal)" if stolen >= 0.005 else "")
+        + _read_delay(health)
     )
     if p99 <= limit:
         return False, f"{evidence} (P99 within {limit:g} ms)"
@@ -211,6 +212,16 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
         )
     return True, f"{evidence}: P99 over {limit:g} ms, chunk times were taken late; " + "; ".join(
         advice
+    )
+
+
+def _read_delay(health: Mapping[str, Any]) -> str:
+    reads = mapping(health.get("read_delay_ms"))
+    if not integer(reads.get("count")):
+        return ""
+    return (
+        f"; data waited in the kernel before being read P99 "
+        f"{fmt(number(reads.get('p99')), 3, 'ms')}, max {fmt(number(reads.get('max')), 3, 'ms')}"
     )
 
 

@@ -566,22 +566,27 @@ def _client_health_section(run: Mapping[str, Any]) -> list[str]:
     h = run.get("client_health")
     if not h:
         return []
-    rows = [
-        [
-            str(w["worker"]),
-            _lateness(w["loop_lateness_ms"]["p50"]),
-            _lateness(w["loop_lateness_ms"]["p99"]),
-            _lateness(w["loop_lateness_ms"]["max"]),
-            fmt(w["cpu"]["utilization"], 2),
-            str(w["cpu"]["involuntary_context_switches"]),
+
+    def row(
+        name: str, lateness: Mapping[str, Any], reads: Any, cpu: Mapping[str, Any]
+    ) -> list[str]:
+        return [
+            name,
+            _lateness(lateness["p50"]),
+            _lateness(lateness["p99"]),
+            _lateness(lateness["max"]),
+            _lateness(mapping(reads).get("p99")),
+            fmt(cpu.get("utilization"), 2) if cpu else "",
+            str(cpu["involuntary_context_switches"]) if cpu else "",
         ]
+
+    rows = [
+        row(str(w["worker"]), w["loop_lateness_ms"], w.get("read_delay_ms"), w["cpu"])
         for w in h["workers"]
     ]
-    total = h["loop_lateness_ms"]
-    rows.append(
-        ["all", _lateness(total["p50"]), _lateness(total["p99"]), _lateness(total["max"]), "", ""]
-    )
-    head = ["Worker", "Loop lateness P50", "P99", "Max", "CPU (cores)", "Involuntary switches"]
+    rows.append(row("all", h["loop_lateness_ms"], h.get("read_delay_ms"), {}))
+    head = ["Worker", "Loop lateness P50", "P99", "Max", "Read delay P99", "CPU (cores)"]
+    head.append("Involuntary switches")
     workers = mapping(run.get("load")).get("workers") or {}
     note = (
         f"{len(h['workers'])} load-generator worker(s) ({workers.get('chosen', 'n/a')}); "

@@ -164,7 +164,13 @@ def test_one_and_two_workers_send_on_the_same_schedule(
         out = tmp_path / f"open-{workers}"
         report = run(scripted_server, out, workers, load)
         assert report["run"]["load"]["workers"]["count"] == workers
-        assert len(report["run"]["client_health"]["workers"]) == workers
+        health = report["run"]["client_health"]
+        assert len(health["workers"]) == workers
+        # every worker's reads were stamped by the kernel, and their waits counted
+        assert all(w["read_delay_ms"]["count"] > 0 for w in health["workers"])
+        assert health["read_delay_ms"]["count"] == sum(
+            w["read_delay_ms"]["count"] for w in health["workers"]
+        )
         spans = [
             s
             for s in client_spans(out / "spans.duckdb")

@@ -109,6 +109,7 @@ def test_client_health_pools_the_workers_ticks() -> None:
     assert summary["loop_lateness_ms"]["max"] == pytest.approx(
         max(a.lateness_ns + b.lateness_ns) / 1e6, abs=1e-4
     )
+    assert summary["read_delay_ms"] == {"count": 0, "p50": None, "p99": None, "max": None}
     cpu = summary["workers"][0]["cpu"]
     assert set(cpu) == {
         "user_s",

@@ -36,6 +36,7 @@ def health(
         },
     }
     return {
+        "read_delay_ms": {"count": 900, "p50": 0.01, "p99": p99 / 2, "max": p99},
         "method": "timerfd",
         "period_ms": 2.0,
         "limit_ms": 1.0,
@@ -54,6 +55,7 @@ def test_a_late_loop_fails_timing_resolution_and_says_to_add_workers() -> None:
     check = timing(report)
     assert check["met"] is False
     assert "P99 14.400 ms" in check["evidence"]
+    assert "waited in the kernel before being read P99 7.200 ms, max 14.400 ms" in check["evidence"]
     assert "busiest worker's CPU 97% of a core" in check["evidence"]
     assert "P99 over 1 ms" in check["evidence"]
     assert "--workers 4" in check["evidence"]
