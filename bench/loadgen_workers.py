@@ -12,8 +12,9 @@ Per level (workers × streams), against the server's write times, per request:
 * TTFT error = the client's first-content time − the moment the server started writing that
   chunk (the strict side: the write counts against the client); P50 / P99 / max, ms;
 * chunk-gap error = |measured − actual| interval between consecutive content chunks; P99 / max;
-* the report's own view: ``run.client_health`` (loop lateness P50/P99/max over the workers, their
-  CPU) and whether the timing-resolution check (draft 4.2.1) would be met;
+* the report's own view: ``run.client_health`` (loop lateness P50/P99/max over the workers, how
+  long reads waited in the kernel, their CPU) and whether the timing-resolution check (draft
+  4.2.1) would be met;
 * chunks/s achieved, the workers' CPU-s, the server's CPU-s, the wall time;
 * start-up: from ``execute_run``'s call to its first send time (the measurement's start), and, once
   per worker count, from launching ``otelbench run`` to the server receiving its first request
@@ -129,6 +130,7 @@ def level(
         "chunk_gap_abs_error_ms": {"p99": _q(gap_ms, 99), "max": _q(gap_ms, 100)},
         "ttft_p99_within_1ms": ttft_p99 is not None and ttft_p99 <= LIMIT_MS,
         "loop_lateness_ms": health["loop_lateness_ms"],
+        "read_delay_ms": health["read_delay_ms"],
         "timing_resolution_met": health["loop_lateness_ms"]["p99"] <= health["limit_ms"],
         "worker_cpu_s": round(
             sum(w["cpu"]["user_s"] + w["cpu"]["system_s"] for w in health["workers"]), 3
