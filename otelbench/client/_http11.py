@@ -252,9 +252,9 @@ class _Connection:
                 if now - 1_000_000_000 < kernel <= now:
                     stamp = kernel
                     self.kernel_stamps += 1
-                    delays = READ_DELAYS.histogram
+                    delays = READ_DELAYS.pending
                     if delays is not None:
-                        delays.add(now - kernel)
+                        delays.append(now - kernel)
         self.segments.append((data, stamp))
         self.size += len(data)
         if self.size > _HIGH_WATER:

@@ -4,10 +4,11 @@ Every read of the client's HTTP/1.1 transport (:mod:`otelbench.client._http11`) 
 kernel's receive time of its data (``SO_TIMESTAMPNS``); the read's own time minus that is how
 long the data waited for the event loop: the delay between data becoming readable and being
 read. While :data:`READ_DELAYS` records (the load generator's health monitor,
-:mod:`otelbench.loadgen.health`, turns it on for the measurement), each read adds its delay to a
-log-linear histogram: O(1) per read, a fixed size however long the run (32 buckets per power of
-two, each within 3.1 % of its values). A read that coalesced several chunks reports the wait of
-the newest; the older ones waited longer.
+:mod:`otelbench.loadgen.health`, turns it on for the measurement), each read appends its delay
+to an array (one append per read), folded every second into a log-linear histogram of a fixed
+size however long the run (32 buckets per power of two, each within 3.1 % of its values).
+A read that coalesced several chunks reports the wait of the newest; the older ones waited
+longer.
 
 Clock domain: ``time.perf_counter_ns()`` (CLOCK_MONOTONIC, ns).
 
@@ -15,13 +16,19 @@ Example::
 
     READ_DELAYS.start()
     ...                                  # reads happen
+    READ_DELAYS.fold()                   # now and then, from the reading thread
     histogram = READ_DELAYS.stop()       # DelayHistogram
     histogram.summary_ms()               # {"count": …, "p50": …, "p99": …, "max": …}
 """
 
 from __future__ import annotations
 
+import math
+from array import array
 from typing import Final
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = ["READ_DELAYS", "DelayHistogram", "ReadDelays"]
 
@@ -38,28 +45,28 @@ class DelayHistogram:
     __slots__ = ("counts", "max_ns")
 
     def __init__(self) -> None:
-        self.counts = [0] * _SIZE
+        self.counts = np.zeros(_SIZE, dtype=np.int64)
         self.max_ns = 0
 
-    def add(self, ns: int) -> None:
-        """Count one delay (negative delays count as 0)."""
-        if ns < _SUB:
-            index = ns if ns > 0 else 0
-        else:
-            e = ns.bit_length() - _SUB_BITS - 1
-            index = min(_SUB * (e + 1) + (ns >> e) - _SUB, _SIZE - 1)
-        self.counts[index] += 1
-        if ns > self.max_ns:
-            self.max_ns = ns
+    def add(self, delays_ns: array[int] | npt.NDArray[np.int64]) -> None:
+        """Count delays (ns; negative ones count as 0)."""
+        v = np.maximum(np.asarray(delays_ns, dtype=np.int64), 0)
+        if v.size == 0:
+            return
+        # a value's bit length: frexp's exponent, exact for integers below 2**53
+        e = np.maximum(np.frexp(v.astype(np.float64))[1] - _SUB_BITS - 1, 0)
+        index = np.where(v < _SUB, v, _SUB * (e + 1) + (v >> e) - _SUB)
+        self.counts += np.bincount(np.minimum(index, _SIZE - 1), minlength=_SIZE)
+        self.max_ns = max(self.max_ns, int(v.max()))
 
     def merge(self, other: DelayHistogram) -> None:
         """Add ``other``'s counts to these."""
-        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        self.counts = self.counts + other.counts
         self.max_ns = max(self.max_ns, other.max_ns)
 
     @property
     def count(self) -> int:
-        return sum(self.counts)
+        return int(self.counts.sum())
 
     def percentile_ns(self, q: float) -> float | None:
         """The ``q``-th percentile (0–100): the middle of the bucket it falls in (exact below
@@ -67,13 +74,9 @@ class DelayHistogram:
         total = self.count
         if total == 0:
             return None
-        rank = max(1, -(-q * total // 100))
-        seen = 0
-        for index, n in enumerate(self.counts):
-            seen += n
-            if seen >= rank:
-                return min(_middle(index), float(self.max_ns))
-        return float(self.max_ns)
+        rank = max(1, math.ceil(q * total / 100))
+        index = int(np.searchsorted(np.cumsum(self.counts), rank))
+        return min(_middle(index), float(self.max_ns))
 
     def summary_ms(self) -> dict[str, float | int | None]:
         """``{count, p50, p99, max}``, the percentiles and the maximum in ms."""
@@ -95,20 +98,31 @@ def _middle(index: int) -> float:
 
 
 class ReadDelays:
-    """The process's read-delay recording: off until :meth:`start`, one histogram at a time."""
+    """The process's read-delay recording: off until :meth:`start`. A read appends its delay to
+    :attr:`pending` (one append: the hot path); :meth:`fold` moves them into the histogram, as
+    the recorder's owner calls it now and then (the health monitor: every second)."""
 
-    __slots__ = ("histogram",)
+    __slots__ = ("histogram", "pending")
 
     def __init__(self) -> None:
         self.histogram: DelayHistogram | None = None
+        self.pending: array[int] | None = None
 
     def start(self) -> None:
         """Record every read from now on, into a new histogram."""
         self.histogram = DelayHistogram()
+        self.pending = array("q")
+
+    def fold(self) -> None:
+        """Count the pending delays into the histogram (from the reading thread)."""
+        if self.histogram is not None and self.pending:
+            self.histogram.add(self.pending)
+            self.pending = array("q")
 
     def stop(self) -> DelayHistogram:
         """Stop recording; returns what was recorded (empty if nothing was)."""
-        histogram, self.histogram = self.histogram, None
+        self.fold()
+        histogram, self.histogram, self.pending = self.histogram, None, None
         return histogram if histogram is not None else DelayHistogram()
 
 

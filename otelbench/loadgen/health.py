@@ -70,6 +70,8 @@ SCHEDSTAT: Final = Path("/proc/thread-self/schedstat")
 PROC_STAT: Final = Path("/proc/stat")
 """The machine's CPU time by state; the 8th field of its ``cpu`` line is steal (a VM's CPU time
 that the host gave to something else)."""
+FOLD_TICKS: Final = 500
+"""Every this many ticks (a second) the reads' pending delays are folded into their histogram."""
 LATENESS_LIMIT_MS: Final = 1.0
 """Draft 4.2.1: timing resolution of 1 ms or better; a loop lateness P99 above it fails it."""
 METHOD_TIMERFD: Final = (
@@ -211,6 +213,7 @@ class LoopMonitor:
             self.health.method = METHOD_SLEEP
         samples = self.health.lateness_ns
         deadline = time.perf_counter_ns() + PERIOD_NS
+        next_fold = FOLD_TICKS
         try:
             while True:
                 if timer.precise:
@@ -221,6 +224,9 @@ class LoopMonitor:
                 while deadline <= now:
                     samples.append(now - deadline)
                     deadline += PERIOD_NS
+                if len(samples) >= next_fold:
+                    READ_DELAYS.fold()
+                    next_fold = len(samples) + FOLD_TICKS
         finally:
             timer.close()
 
