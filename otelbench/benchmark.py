@@ -53,7 +53,7 @@ from otelbench.client import CompletionResult
 from otelbench.collector.access import ENV_RECEIVER_TOKEN
 from otelbench.collector.receiver import STATS_PATH, STORE_ENV
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
-from otelbench.loadgen.runner import RunConfig, RunOutcome, check_workload, execute_run
+from otelbench.loadgen.runner import ExportSpec, RunConfig, RunOutcome, check_workload, execute_run
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
@@ -548,11 +548,9 @@ def run_benchmark(
                 manifest["store"] = store_display(store, out_dir)
             (out_dir / "run.json").write_text(json.dumps(manifest, indent=2) + "\n")
             spool_stats = SpoolStats()
+            spool = spool_dir if spool_dir is not None else out_dir / "spool"
             provider = telemetry.make_tracer_provider(
-                otlp_endpoint,
-                run_id=config.run_id,
-                spool_dir=spool_dir if spool_dir is not None else out_dir / "spool",
-                spool_stats=spool_stats,
+                otlp_endpoint, run_id=config.run_id, spool_dir=spool, spool_stats=spool_stats
             )
             warmup = config.warmup
             if warmup is not None and not warmup.cold_start:
@@ -565,7 +563,13 @@ def run_benchmark(
             started = time.monotonic()
             try:
                 result.outcome = asyncio.run(
-                    execute_run(config, tracer_provider=provider, on_result=on_result)
+                    execute_run(
+                        config,
+                        tracer_provider=provider,
+                        on_result=on_result,
+                        export=ExportSpec(otlp_endpoint, spool),
+                        spool_stats=spool_stats,
+                    )
                 )
             except KeyboardInterrupt:
                 result.interrupted = True
@@ -618,5 +622,6 @@ def config_json(config: RunConfig) -> dict[str, Any]:
         "ignore_eos": config.ignore_eos,
         "tokenizer": config.tokenizer,
         "warmup": dataclasses.asdict(config.warmup) if config.warmup is not None else None,
+        "workers": config.workers,
         "pid": os.getpid(),
     }

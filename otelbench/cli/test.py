@@ -143,6 +143,7 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
         extra_body=body,
         timeout_s=c.timeout,
         tokenizer=c.tokenizer,
+        workers=c.workers,
         warmup=warmup,
         sut=declared_sut(c),
     )

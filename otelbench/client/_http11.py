@@ -16,7 +16,8 @@ garbage collection). What remains: when the client falls more than one inter-chu
 behind on a connection, several packets are read at once (or were merged by the kernel while
 waiting), and all of them carry the time of the last one. The decoded body of the reads waiting
 at a wake-up is handed on as one block, with each read's end offset and time
-(``_Body.otelbench_received_marks``).
+(``_Body.otelbench_received_marks``). How long each read's data waited in the kernel (the read's
+time minus the kernel's) is counted while :data:`otelbench.client.readdelay.READ_DELAYS` records.
 
 Opening a connection does not leave the calling task when it need not: a new connection to an
 IP address is connected with a non-blocking ``connect`` and, when the kernel completed the
@@ -53,6 +54,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+
+from otelbench.client.readdelay import READ_DELAYS
 
 __all__ = ["AsyncHTTP11Transport"]
 
@@ -249,6 +252,9 @@ class _Connection:
                 if now - 1_000_000_000 < kernel <= now:
                     stamp = kernel
                     self.kernel_stamps += 1
+                    delays = READ_DELAYS.pending
+                    if delays is not None:
+                        delays.append(now - kernel)
         self.segments.append((data, stamp))
         self.size += len(data)
         if self.size > _HIGH_WATER:

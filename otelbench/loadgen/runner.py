@@ -8,8 +8,17 @@ wake-up at each send time: :mod:`otelbench.loadgen.deadline`). The
 its span and summarised in the manifest; a large lag means the generator, not the server, was the
 bottleneck, and the run is flagged.
 
-Closed loop (draft 4.2.4): ``concurrency`` workers each send their next request as soon as the
+Closed loop (draft 4.2.4): ``concurrency`` streams each send their next request as soon as the
 previous one completes, until the request count is reached.
+
+Worker processes: the measured load is split into shares (:mod:`otelbench.loadgen.share`), one
+per load-generating process. With one (the default where the caller gives no collector endpoint
+to export to, ``export``), the share runs on this process's event loop; with more
+(``RunConfig.workers``, or :func:`otelbench.loadgen.workers.default_workers`' choice), in worker
+processes (:mod:`otelbench.loadgen.workers`) that keep the same schedule from one ``t0``. Each
+load-generating process measures its event loop's lateness and its CPU
+(:mod:`otelbench.loadgen.health`): the manifest's ``client_health``, which the report's
+timing-resolution check (draft 4.2.1) reads; ``load.workers`` says how many and why.
 
 Arrival processes (``poisson``, ``uniform``, ``bursty``, ``trace``) are registered in
 :mod:`otelbench.loadgen.arrivals`; their parameters go in ``LoadSpec.arrival_params`` and the
@@ -31,11 +40,9 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import inspect
 import json
-import sys
 import time
 import uuid
 from collections import Counter
@@ -47,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from otelbench import __version__, semconv
-from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
+from otelbench.client import AsyncLLMClient, CompletionResult
 from otelbench.errors import ConfigError
 from otelbench.loadgen.arrivals import (
     ARRIVALS,
@@ -55,7 +62,15 @@ from otelbench.loadgen.arrivals import (
     arrival_parameters,
     arrival_schedule,
 )
-from otelbench.loadgen.deadline import DeadlineTimer
+from otelbench.loadgen.health import LoopMonitor, WorkerHealth, client_health
+from otelbench.loadgen.share import (
+    RequestRecord,
+    Sender,
+    Share,
+    measure_share,
+    split_load,
+    timing_process,
+)
 from otelbench.loadgen.tokenizers import Tokenizer, load_tokenizer
 from otelbench.loadgen.warmup import (
     DEFAULT_CONCURRENCY,
@@ -64,6 +79,7 @@ from otelbench.loadgen.warmup import (
     WarmupSpec,
     run_warmup,
 )
+from otelbench.loadgen.workers import ExportSpec, WorkerPool, default_workers
 from otelbench.loadgen.workloads import (
     A1_VOCAB_SIZE,
     WORKLOADS,
@@ -71,15 +87,23 @@ from otelbench.loadgen.workloads import (
     check_workload_params,
     make_workload,
 )
+from otelbench.spool import SpoolStats
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-__all__ = ["LoadSpec", "RequestRecord", "RunConfig", "RunOutcome", "check_workload", "execute_run"]
+__all__ = [
+    "ExportSpec",
+    "LoadSpec",
+    "RequestRecord",
+    "RunConfig",
+    "RunOutcome",
+    "check_workload",
+    "execute_run",
+]
 
 LoadMode = Literal["poisson", "uniform", "bursty", "trace", "closed_loop"]
 
-GIL_SWITCH_INTERVAL_S = 0.00025
 GENERATOR_BOTTLENECK_P99_LAG_MS = 10.0
 """A run whose P99 schedule lag exceeds this is flagged: the generator could not keep time."""
 
@@ -156,18 +180,14 @@ class RunConfig:
     """Draft 4.5 warm-up before measurement (:class:`WarmupSpec`); None (the default) runs
     none and the manifest lists that as a deviation; ``WarmupSpec(cold_start=True)`` declares a
     cold-start measurement (4.5.3)."""
+    workers: int | None = None
+    """Load-generating worker processes for the measured load
+    (:mod:`otelbench.loadgen.workers`); None: :func:`default_workers` chooses from the cores
+    and the load. More than one needs the collector endpoint (``execute_run``'s ``export``)."""
 
-
-@dataclass(frozen=True)
-class RequestRecord:
-    """One sent request as the runner saw it: which, in which phase, when, and its result."""
-
-    index: int
-    request_class: str
-    phase: str
-    scheduled_offset_us: int | None
-    schedule_lag_us: int | None
-    result: CompletionResult
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ConfigError(f"--workers must be >= 1, got {self.workers}")
 
 
 @dataclass
@@ -289,6 +309,8 @@ async def execute_run(
     *,
     tracer_provider: TracerProvider | None = None,
     on_result: Callable[[CompletionResult], None] | None = None,
+    export: ExportSpec | None = None,
+    spool_stats: SpoolStats | None = None,
 ) -> RunOutcome:
     """Run the load described by ``config``; returns every request's result.
 
@@ -296,6 +318,12 @@ async def execute_run(
     the manifest and is ended even when the run is cancelled, so a partial run is still reported.
     With ``config.warmup`` set, the warm-up (draft 4.5) runs first on the same client and its
     outcome is the manifest's ``warmup`` entry; ``on_result`` sees measured requests only.
+
+    With more than one worker (``config.workers``, or :func:`default_workers`' choice when it is
+    None and ``export`` is given) the measured load runs in worker processes
+    (:mod:`otelbench.loadgen.workers`) that export their spans as ``export`` says; their span
+    export counts are added to ``spool_stats``. Without ``export`` the run has one worker, this
+    process. Each worker's loop lateness and CPU are the manifest's ``client_health``.
     """
     from opentelemetry import trace
 
@@ -311,24 +339,34 @@ async def execute_run(
     workload = make_workload(config.workload, **params)
     items = workload.requests(config.load.requests)
     manifest = _manifest(config, workload.spec(), items, tokenizer)
-    # Measured prompts are decoded to text before the schedule starts, not on its clock, and
-    # looked up by the item's identity (``items`` keeps every one alive for the run; hashing a
-    # long id list per send would be on the clock). Warm-up and probe items, not measured, are
-    # decoded as they are sent.
-    texts: dict[int, str] = {}
-    if tokenizer is not None and config.prompt_format == "text":
-        texts = {id(item): tokenizer.decode(item.prompt_token_ids) for item in items}
 
     def prompt_of(item: WorkloadRequest) -> str | list[int]:
         if tokenizer is None or config.prompt_format != "text":
             return item.prompt_token_ids
-        text = texts.get(id(item))
-        return tokenizer.decode(item.prompt_token_ids) if text is None else text
+        return tokenizer.decode(item.prompt_token_ids)
+
+    # Measured prompts are decoded to text before the schedule starts, not on its clock.
+    # Warm-up and probe items, not measured, are decoded as they are sent.
+    prompts = [prompt_of(item) for item in items]
+    offsets_s = (
+        None
+        if config.load.mode == "closed_loop"
+        else [
+            float(x)
+            for x in arrival_schedule(
+                config.load.mode,
+                rate=config.load.rate,
+                n=len(items),
+                seed=config.seed,
+                params=config.load.arrival_params,
+            )
+        ]
+    )
+    workers, chosen = _workers(config, items, offsets_s, export)
+    shares = split_load(items, prompts, offsets_s, config.load.concurrency, workers)
+    manifest["load"]["workers"] = {"count": workers, "chosen": chosen}
 
     outcome = RunOutcome(config.run_id, manifest)
-    lags_us: list[int] = []
-    extra_body = {**config.extra_body, **({"ignore_eos": True} if config.ignore_eos else {})}
-
     tracer = trace.get_tracer(semconv.INSTRUMENTATION_SCOPE, __version__, tracer_provider)
     run_span = tracer.start_span(
         semconv.SPAN_RUN,
@@ -338,131 +376,145 @@ async def execute_run(
     client = AsyncLLMClient(
         config.target, tracer_provider=tracer_provider, timeout=config.timeout_s
     )
-    offsets_s = (
-        None
-        if config.load.mode == "closed_loop"
-        else arrival_schedule(
-            config.load.mode,
-            rate=config.load.rate,
-            n=len(items),
-            seed=config.seed,
-            params=config.load.arrival_params,
-        )
-    )
-    # The span exporter's thread encodes protobuf while streams arrive; with CPython's default
-    # 5 ms GIL switch interval it could hold the event loop off a chunk for that long. A 0.25 ms
-    # interval bounds that delay well under the draft's 1 ms resolution (4.2.1).
-    switch_interval = sys.getswitchinterval()
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    # A full garbage collection of a large heap takes tens of ms and stops every stream's timing;
-    # collect once now and freeze what exists, so only the run's own young objects are scanned.
-    gc.collect()
-    gc.freeze()
+    sender = Sender(config, client)
+    pool = None
+    if workers > 1:
+        assert export is not None
+        pool = WorkerPool(config, shares, export)
+        manifest["load"]["workers"]["start_method"] = "(not started)"
+    healths: list[WorkerHealth] = []
     t0 = time.perf_counter_ns()
-
-    async def request(
-        item: WorkloadRequest, phase: str, scheduled_ns: int | None = None
-    ) -> CompletionResult:
-        attributes: dict[str, str | int | float | bool] = {
-            semconv.RUN_ID: config.run_id,
-            semconv.WORKLOAD_NAME: config.workload,
-            semconv.REQUEST_INDEX: item.index,
-            semconv.REQUEST_CLASS: item.request_class,
-            semconv.REQUEST_PHASE: phase,
-        }
-        offset_us = lag_us = None
-        if scheduled_ns is not None:
-            lag_us = (time.perf_counter_ns() - scheduled_ns) // 1000
-            lags_us.append(lag_us)
-            offset_us = (scheduled_ns - t0) // 1000
-            attributes[semconv.REQUEST_SCHEDULED_OFFSET_US] = offset_us
-            attributes[semconv.REQUEST_SCHEDULE_LAG_US] = lag_us
-        req = CompletionRequest(
-            api=config.api,
-            model=config.model,
-            prompt=prompt_of(item),
-            max_tokens=item.max_tokens,
-            temperature=item.temperature,
-            extra_body=extra_body,
-            attributes=attributes,
-        )
-        result = await client.complete(req)
-        outcome.records.append(
-            RequestRecord(item.index, item.request_class, phase, offset_us, lag_us, result)
-        )
-        return result
-
-    async def send(item: WorkloadRequest, scheduled_ns: int | None) -> None:
-        result = await request(item, semconv.PHASE_MEASURE, scheduled_ns)
-        outcome.results.append(result)
-        if on_result is not None:
-            on_result(result)
-
     started_unix = time.time()
     try:
-        if config.warmup is not None:
-            warm_workload = make_workload(
-                config.workload, **{**params, "seed": config.seed + WARMUP_SEED_OFFSET}
-            )
-            outcome.warmup = await run_warmup(
-                config.warmup,
-                warm_workload,
-                request,
-                concurrency=config.load.concurrency or DEFAULT_CONCURRENCY,
-            )
-            manifest["warmup"] = outcome.warmup.to_manifest()
-            manifest["deviations"].extend(outcome.warmup.deviations)
-            # The warm-up's garbage is collected now, not during the measurement.
-            gc.unfreeze()
-            gc.collect()
-            gc.freeze()
-        started_unix = time.time()
-        t0 = time.perf_counter_ns()
-        if offsets_s is None:
-            queue = iter(items)
-
-            async def worker() -> None:
-                for item in queue:
-                    await send(item, None)
-
-            assert config.load.concurrency is not None
-            await asyncio.gather(*(worker() for _ in range(config.load.concurrency)))
-        else:
-            tasks: set[asyncio.Task[None]] = set()
-            timer = DeadlineTimer()
-            try:
-                for item, offset_s in zip(items, offsets_s, strict=True):
-                    scheduled_ns = t0 + int(offset_s * 1e9)
-                    await timer.sleep_until(scheduled_ns)
-                    task = asyncio.create_task(send(item, scheduled_ns))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-            finally:
-                timer.close()
-            if tasks:
-                await asyncio.gather(*tasks)
+        with timing_process():
+            if pool is not None:
+                pool.start()  # the workers start while this process warms the target up
+                manifest["load"]["workers"]["start_method"] = pool.start_method
+            if config.warmup is not None:
+                warm_workload = make_workload(
+                    config.workload, **{**params, "seed": config.seed + WARMUP_SEED_OFFSET}
+                )
+                outcome.warmup = await run_warmup(
+                    config.warmup,
+                    warm_workload,
+                    lambda item, phase: sender.send(item, prompt_of(item), phase),
+                    concurrency=config.load.concurrency or DEFAULT_CONCURRENCY,
+                )
+                manifest["warmup"] = outcome.warmup.to_manifest()
+                manifest["deviations"].extend(outcome.warmup.deviations)
+                # The warm-up's garbage is collected now, not during the measurement.
+                gc.unfreeze()
+                gc.collect()
+                gc.freeze()
+            started_unix = time.time()
+            t0 = time.perf_counter_ns()
+            if pool is None:
+                healths = [await _measure_here(sender, shares[0], t0, on_result)]
+            else:
+                t0, healths = await pool.measure(_collect(outcome, on_result))
     finally:
         finished_unix = time.time()
-        if config.warmup is not None and manifest["warmup"] is None:
-            manifest["warmup"] = {"mode": "warm", "interrupted": True}
-            manifest["deviations"].append("the run was interrupted during its warm-up")
-        lag = _lag_summary(lags_us)
-        manifest.update(
-            started_unix=started_unix,
-            finished_unix=finished_unix,
-            duration_s=(time.perf_counter_ns() - t0) / 1e9,
-            requests_sent=len(outcome.results),
-            schedule_lag=lag,
-        )
-        if lag["p99_ms"] is not None and lag["p99_ms"] > GENERATOR_BOTTLENECK_P99_LAG_MS:
-            manifest["deviations"].append(
-                f"load generator fell behind its schedule: P99 send lag {lag['p99_ms']:.1f} ms "
-                f"(> {GENERATOR_BOTTLENECK_P99_LAG_MS:g} ms); the generator, not the target, "
-                "may have limited the offered load (draft 4.2.5)"
-            )
+        outcome.records[:0] = sender.records
+        if pool is None:
+            outcome.results = [r.result for r in sender.records if r.phase == semconv.PHASE_MEASURE]
+        else:
+            pool.close()
+            healths = healths or pool.healths
+            manifest["deviations"].extend(pool.failures)
+            for name, n in pool.counts.items():
+                if spool_stats is not None:
+                    spool_stats.add(name, n)
+        _finish_manifest(config, outcome, healths, t0, started_unix, finished_unix)
         run_span.set_attribute(semconv.RUN_MANIFEST, json.dumps(manifest, sort_keys=True))
         run_span.end()
         await client.aclose()
-        sys.setswitchinterval(switch_interval)
-        gc.unfreeze()
     return outcome
+
+
+def _workers(
+    config: RunConfig,
+    items: list[WorkloadRequest],
+    offsets_s: list[float] | None,
+    export: ExportSpec | None,
+) -> tuple[int, str]:
+    """How many worker processes measure the run, and why."""
+    if config.workers is not None:
+        if config.workers > 1 and export is None:
+            raise ConfigError(
+                "several load-generator workers export their own spans: this run has no "
+                "collector endpoint to give them"
+            )
+        streams = config.load.concurrency
+        if offsets_s is None and streams is not None and config.workers > streams:
+            # a procedure's closed-loop levels start at a few streams: one worker per stream
+            return streams, f"--workers {config.workers}, at most one per closed-loop stream"
+        return config.workers, "--workers"
+    if export is None:
+        return 1, "one process: this run's caller exports the spans itself"
+    return default_workers(config.load.concurrency, items, offsets_s)
+
+
+async def _measure_here(
+    sender: Sender,
+    share: Share,
+    t0: int,
+    on_result: Callable[[CompletionResult], None] | None,
+) -> WorkerHealth:
+    """One worker: the measured load on this process's own loop, its health monitored."""
+    monitor = LoopMonitor(share.worker)
+    monitor.start()
+    try:
+        await measure_share(sender, share, t0, on_result)
+    finally:
+        health = monitor.stop()
+    return health
+
+
+def _collect(
+    outcome: RunOutcome, on_result: Callable[[CompletionResult], None] | None
+) -> Callable[[RequestRecord], None]:
+    """A worker's record, as it arrives, into the outcome (and to ``on_result`` if measured)."""
+
+    def take(record: RequestRecord) -> None:
+        outcome.records.append(record)
+        if record.phase == semconv.PHASE_MEASURE:
+            outcome.results.append(record.result)
+            if on_result is not None:
+                on_result(record.result)
+
+    return take
+
+
+def _finish_manifest(
+    config: RunConfig,
+    outcome: RunOutcome,
+    healths: list[WorkerHealth],
+    t0: int,
+    started_unix: float,
+    finished_unix: float,
+) -> None:
+    """The manifest's timing, schedule lag and client health, once the load has ended."""
+    manifest = outcome.manifest
+    if config.warmup is not None and manifest["warmup"] is None:
+        manifest["warmup"] = {"mode": "warm", "interrupted": True}
+        manifest["deviations"].append("the run was interrupted during its warm-up")
+    lags_us = [
+        r.schedule_lag_us
+        for r in outcome.records
+        if r.phase == semconv.PHASE_MEASURE and r.schedule_lag_us is not None
+    ]
+    lag = _lag_summary(lags_us)
+    manifest.update(
+        started_unix=started_unix,
+        finished_unix=finished_unix,
+        duration_s=(time.perf_counter_ns() - t0) / 1e9,
+        requests_sent=len(outcome.results),
+        schedule_lag=lag,
+        client_health=client_health(healths) if healths else None,
+    )
+    if lag["p99_ms"] is not None and lag["p99_ms"] > GENERATOR_BOTTLENECK_P99_LAG_MS:
+        manifest["deviations"].append(
+            f"load generator fell behind its schedule: P99 send lag {lag['p99_ms']:.1f} ms "
+            f"(> {GENERATOR_BOTTLENECK_P99_LAG_MS:g} ms); the generator, not the target, "
+            "may have limited the offered load (draft 4.2.5)"
+        )

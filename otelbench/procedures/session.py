@@ -65,7 +65,14 @@ from otelbench.benchmark import (
 from otelbench.client import CompletionResult
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.lifecycle import Ends
-from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, check_workload, execute_run
+from otelbench.loadgen.runner import (
+    ExportSpec,
+    LoadSpec,
+    RunConfig,
+    RunOutcome,
+    check_workload,
+    execute_run,
+)
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
 from otelbench.query import RunData, extract_run_data, open_store
@@ -351,7 +358,13 @@ class ProcedureSession(Ends):
         outcome: RunOutcome | None = None
         try:
             outcome = asyncio.run(
-                execute_run(config, tracer_provider=provider, on_result=self.on_result)
+                execute_run(
+                    config,
+                    tracer_provider=provider,
+                    on_result=self.on_result,
+                    export=ExportSpec(self.endpoint, self.out_dir / "spool"),
+                    spool_stats=spool_stats,
+                )
             )
         except KeyboardInterrupt:
             level.interrupted = self.interrupted = True

@@ -463,6 +463,7 @@ def _run_section(data: RunData, result: Outcomes) -> rt.RunSection:
         "seed": m.get("seed"),
         "tokenizer": m.get("tokenizer"),
         "load": m.get("load"),
+        "client_health": m.get("client_health"),
         "request_options": m.get("request_options"),
         "request_classes": m.get("request_classes"),
         "warmup": m.get("warmup"),

@@ -149,6 +149,9 @@ _WORKLOAD_SECTIONS: Final = {
 records no ``spec.draft_section``."""
 DRAFT_INPUT_BUCKETS: Final = ("0-256", "256-512", "512-1024", "1024-2048", "2048-4096", "4096+")
 """5.1.4.2's RECOMMENDED input-length buckets, as the report labels them."""
+CONTENDED_WAIT_SHARE: Final = 0.05
+"""A loop thread waiting for a core this share of the time or more (or the host stealing this
+share of the CPU time): other processes held the cores."""
 _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
 """How the report's deviation for requests under 5.4.2's output-token minimum reads."""
 
@@ -240,7 +243,53 @@ def _client_clock(f: ReportFacts) -> str | None:
 def _timing_resolution(f: ReportFacts) -> tuple[Met, str]:
     if _client_clock(f) is None:
         return False, "the report does not declare the client clock (methodology.clock_domains)"
-    return True, "client times are integer µs offsets on the load generator's monotonic clock"
+    clock = "client times are integer µs offsets on the load generator's monotonic clock"
+    late, health = _loop_lateness(f)
+    return not late, f"{clock}; {health}" if health else clock
+
+
+def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
+    """Whether the load generator's event loops ran too late to time to 1 ms (loop lateness P99
+    over ``run.client_health``'s limit), with the evidence and what to do; (False, None) when
+    the run did not measure it."""
+    health = mapping(f.run.get("client_health"))
+    lateness = mapping(health.get("loop_lateness_ms"))
+    p99, limit = number(lateness.get("p99")), number(health.get("limit_ms"))
+    if p99 is None or limit is None:
+        return False, None
+    cpus = [mapping(mapping(w).get("cpu")) for w in health.get("workers") or []]
+    busiest = max((number(c.get("utilization")) or 0.0 for c in cpus), default=0.0)
+    waited = max((number(c.get("runqueue_wait_share")) or 0.0 for c in cpus), default=0.0)
+    stolen = max((number(c.get("host_steal_share")) or 0.0 for c in cpus), default=0.0)
+    evidence = (
+        f"event-loop lateness over {len(cpus)} worker(s): P50 "
+        f"{fmt(number(lateness.get('p50')), 3, 'ms')}, P99 {fmt(p99, 3, 'ms')}, max "
+        f"{fmt(number(lateness.get('max')), 3, 'ms')}; busiest worker's CPU {busiest:.0%} of a "
+        f"core, longest wait for a core {waited:.0%} of the time"
+        + (f", {stolen:.0%} of the CPU time taken by the host (steal)" if stolen >= 0.005 else "")
+        + _read_delay(health)
+    )
+    if p99 <= limit:
+        return False, f"{evidence} (P99 within {limit:g} ms)"
+    advice = [f"run more load-generator workers (e.g. --workers {2 * len(cpus)})"]
+    if waited >= CONTENDED_WAIT_SHARE or stolen >= CONTENDED_WAIT_SHARE:
+        advice.append(
+            "other processes kept the load generator waiting for a core: quiet the host or "
+            "give the load generator cores of its own"
+        )
+    return True, f"{evidence}: P99 over {limit:g} ms, chunk times were taken late; " + "; ".join(
+        advice
+    )
+
+
+def _read_delay(health: Mapping[str, Any]) -> str:
+    reads = mapping(health.get("read_delay_ms"))
+    if not integer(reads.get("count")):
+        return ""
+    return (
+        f"; data waited in the kernel before being read P99 "
+        f"{fmt(number(reads.get('p99')), 3, 'ms')}, max {fmt(number(reads.get('max')), 3, 'ms')}"
+    )
 
 
 @_requirement(

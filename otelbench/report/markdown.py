@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text
+from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text, mapping
 from otelbench.report.compliance import compliance
 from otelbench.report.configuration import CONFIGURATION_LABELS, configuration_summary
 from otelbench.report.types import Report
@@ -559,6 +559,51 @@ def _load_generator_section(run: Mapping[str, Any]) -> list[str]:
     return ["## Load generator (draft 4.2.5)", "", *_table(["Metric", "Value"], rows), ""]
 
 
+def _lateness(value: Any) -> str:
+    return fmt(value, 3, "ms")
+
+
+def _client_health_section(run: Mapping[str, Any]) -> list[str]:
+    h = run.get("client_health")
+    if not h:
+        return []
+
+    def row(
+        name: str, lateness: Mapping[str, Any], reads: Any, cpu: Mapping[str, Any]
+    ) -> list[str]:
+        return [
+            name,
+            _lateness(lateness["p50"]),
+            _lateness(lateness["p99"]),
+            _lateness(lateness["max"]),
+            _lateness(mapping(reads).get("p99")),
+            fmt(cpu.get("utilization"), 2) if cpu else "",
+            str(cpu["involuntary_context_switches"]) if cpu else "",
+        ]
+
+    rows = [
+        row(str(w["worker"]), w["loop_lateness_ms"], w.get("read_delay_ms"), w["cpu"])
+        for w in h["workers"]
+    ]
+    rows.append(row("all", h["loop_lateness_ms"], h.get("read_delay_ms"), {}))
+    head = ["Worker", "Loop lateness P50", "P99", "Max", "Read delay P99", "CPU (cores)"]
+    head.append("Involuntary switches")
+    workers = mapping(run.get("load")).get("workers") or {}
+    note = (
+        f"{len(h['workers'])} load-generator worker(s) ({workers.get('chosen', 'n/a')}); "
+        f"timing holds to 1 ms while the lateness P99 is within {h['limit_ms']:g} ms. "
+        f"Method: {h['method']}."
+    )
+    return [
+        "## Load generator health (draft 4.2.1)",
+        "",
+        *_table(head, rows),
+        "",
+        note,
+        "",
+    ]
+
+
 def _client_telemetry_section(run: Mapping[str, Any]) -> list[str]:
     t = run.get("client_telemetry")
     if not t:
@@ -718,6 +763,7 @@ def render_markdown(report: Report) -> str:
     lines += _classes_section(metrics)
     lines += _guardrails_section(metrics)
     lines += _load_generator_section(run)
+    lines += _client_health_section(run)
     lines += _client_telemetry_section(run)
     lines += _methodology_section(report["methodology"])
     lines += _data_quality_section(report)

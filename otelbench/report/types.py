@@ -44,6 +44,7 @@ __all__ = [
     "Check",
     "ClassRow",
     "Classes",
+    "ClientHealth",
     "ClientMetrics",
     "ClockDomains",
     "ComplianceCounts",
@@ -59,6 +60,7 @@ __all__ = [
     "FluidityIndex",
     "GuardrailDisclosure",
     "Guardrails",
+    "HealthQuantiles",
     "HooksSource",
     "InputLengthBucket",
     "ItlMethod",
@@ -98,6 +100,8 @@ __all__ = [
     "WarmupInterrupted",
     "WarmupRound",
     "WarmupWarm",
+    "WorkerCpu",
+    "WorkerHealth",
 ]
 
 Summary = SummaryDict
@@ -295,6 +299,51 @@ class LoadGenerator(TypedDict):
     generator_bottleneck_flagged: bool
 
 
+class HealthQuantiles(TypedDict):
+    """``{count, p50, p99, max}`` of the load generator's loop lateness or read delay, ms
+    (section ``run``, ``client_health``)."""
+
+    count: int
+    p50: float | None
+    p99: float | None
+    max: float | None
+
+
+class WorkerCpu(TypedDict):
+    """A worker's ``cpu`` (section ``run``, ``client_health``)."""
+
+    user_s: float
+    system_s: float
+    wall_s: float
+    utilization: float | None
+    involuntary_context_switches: int
+    runqueue_wait_s: float | None
+    runqueue_wait_share: float | None
+    host_steal_share: float | None
+
+
+class WorkerHealth(TypedDict):
+    """An entry of ``run.client_health.workers`` (section ``run``, ``client_health``)."""
+
+    worker: int
+    pid: int
+    loop_lateness_ms: HealthQuantiles
+    read_delay_ms: HealthQuantiles
+    cpu: WorkerCpu
+
+
+class ClientHealth(TypedDict):
+    """``run.client_health``: the load generator's own timing health (section ``run``,
+    ``client_health``, draft 4.2.1)."""
+
+    method: str
+    period_ms: float
+    limit_ms: float
+    loop_lateness_ms: HealthQuantiles
+    read_delay_ms: HealthQuantiles
+    workers: list[WorkerHealth]
+
+
 class RunSection(TypedDict):
     """``run`` (section ``run``). ``client_telemetry`` (the spool's counters by name) is added by
     the commands that wrote the run (``otelbench run``, a procedure level), not by
@@ -308,6 +357,7 @@ class RunSection(TypedDict):
     seed: int | None
     tokenizer: Tokenizer | None
     load: dict[str, Any] | None
+    client_health: ClientHealth | None
     request_options: RequestOptions | None
     request_classes: dict[str, int] | None
     warmup: Warmup | None

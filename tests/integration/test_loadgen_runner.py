@@ -117,6 +117,11 @@ async def test_bursty_run_records_its_process_classes_and_phases(
             "distribution": "gamma",
             "gamma_shape": 0.25,
         },
+        # no collector endpoint to give worker processes: the run is measured here
+        "workers": {
+            "count": 1,
+            "chosen": "one process: this run's caller exports the spans itself",
+        },
     }
     assert manifest["request_classes"] == {"default": 30}
     assert manifest["requests_sent"] == 30

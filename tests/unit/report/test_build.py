@@ -106,6 +106,7 @@ def test_run_section(scenario_store: Path) -> None:
         "seed": 7,
         "tokenizer": MANIFEST["tokenizer"],
         "load": {"mode": "poisson", "rate": 2.0, "concurrency": None, "requests": 4},
+        "client_health": None,  # the scenario's manifest predates it
         "request_options": None,  # the scenario's manifest predates them
         "request_classes": {"default": 4},
         "warmup": None,

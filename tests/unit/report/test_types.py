@@ -159,6 +159,7 @@ TABLES: dict[tuple[str, int], Any] = {
     ("run", 0): rt.RunSection,
     ("run", 1): rt.ServerTiming,
     ("run", 2): rt.LoadGenerator,
+    ("run", 3): rt.ClientHealth,
     ("metrics.client", 0): rt.ClientMetrics,
     ("metrics.client", 1): rt.InputLengthBucket,
     ("metrics.client", 2): rt.Throughput,

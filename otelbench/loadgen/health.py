@@ -1,0 +1,253 @@
+"""The load generator's own health: how late its event loop runs, and how much CPU it uses.
+
+A client timestamp is only as good as the event loop that takes it: a chunk that arrives while the
+loop is busy (parsing other streams, exporting spans, garbage collection) or while the process
+waits for a core is stamped when the loop gets to it, not when it arrived. Draft 4.2.1 asks for
+1 ms timing resolution or better; a loop that runs more than 1 ms late breaks that whatever the
+clock's resolution. So every load-generating process measures its own lateness through the
+measurement (report ``run.client_health``; the timing-resolution compliance check reads it):
+
+* **Loop lateness**: a timer armed every :data:`PERIOD_NS` at absolute deadlines on
+  ``CLOCK_MONOTONIC`` (the timerfd of :class:`otelbench.loadgen.deadline.DeadlineTimer`, the same
+  wake-up path as a socket becoming readable: epoll → reader callback → the waiting task). The
+  lateness of a tick is when the waiting task runs minus the deadline. A tick missed because the
+  loop was blocked is not dropped: every deadline passed during the block is a sample with its
+  own lateness (the correction for coordinated omission), so a 20 ms stall weighs as ten 2 ms
+  ticks of 20, 18, … 2 ms, as it weighs on the chunks that arrived meanwhile.
+* **CPU**: ``resource.getrusage(RUSAGE_SELF)`` at the start and the end of the measurement (user
+  and system seconds of every thread of the process, the span exporter's included), the wall time
+  between, their ratio (1.0 = one core busy all the time), and the involuntary context switches
+  (times the kernel took the core away), and, where Linux keeps scheduler statistics
+  (``/proc/thread-self/schedstat``), how long the event loop's thread was ready to run but waited
+  for a core (run-queue wait): lateness with a high run-queue wait and a low CPU share comes from
+  other processes holding the cores, not from the load generator's own work. On a virtual
+  machine the host may also take the CPUs away (steal, ``/proc/stat``): the share of the
+  machine's CPU time stolen over the measurement is recorded too.
+
+* **Read delay**: how long each read's data waited in the kernel before the loop read it (the
+  read's time minus the kernel's receive time, :mod:`otelbench.client.readdelay`): the lateness
+  the chunks themselves met, where the timer's ticks sample it.
+
+Clock domain: ``time.perf_counter_ns()`` (CLOCK_MONOTONIC, ns); summaries in ms.
+
+Example::
+
+    monitor = LoopMonitor()
+    monitor.start()
+    ...  # the measurement, on the same event loop
+    health = monitor.stop()          # WorkerHealth
+    summary = client_health([health])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import time
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from otelbench.client.readdelay import READ_DELAYS, DelayHistogram
+from otelbench.loadgen.deadline import DeadlineTimer
+
+__all__ = [
+    "LATENESS_LIMIT_MS",
+    "PERIOD_NS",
+    "LoopMonitor",
+    "WorkerHealth",
+    "client_health",
+]
+
+PERIOD_NS: Final = 2_000_000
+"""The lateness timer's period: 500 ticks/s, about 0.5 % of a core."""
+SCHEDSTAT: Final = Path("/proc/thread-self/schedstat")
+"""The calling thread's CPU time, run-queue wait (ns) and time slices (Linux)."""
+PROC_STAT: Final = Path("/proc/stat")
+"""The machine's CPU time by state; the 8th field of its ``cpu`` line is steal (a VM's CPU time
+that the host gave to something else)."""
+FOLD_TICKS: Final = 500
+"""Every this many ticks (a second) the reads' pending delays are folded into their histogram."""
+LATENESS_LIMIT_MS: Final = 1.0
+"""Draft 4.2.1: timing resolution of 1 ms or better; a loop lateness P99 above it fails it."""
+METHOD_TIMERFD: Final = (
+    "a timerfd on CLOCK_MONOTONIC armed every 2 ms at absolute deadlines, its expiry served by "
+    "the event loop like a readable socket; lateness = when the waiting task ran − the deadline, "
+    "every deadline passed while the loop was blocked counted with its own lateness; CPU from "
+    "getrusage(RUSAGE_SELF) over the measurement, the loop thread's run-queue wait from "
+    "/proc/thread-self/schedstat, the host's steal from /proc/stat; read delay = a read's time "
+    "minus the kernel's receive time of its data (SO_TIMESTAMPNS)"
+)
+METHOD_SLEEP: Final = (
+    "asyncio.sleep every 2 ms (no timerfd: lateness includes epoll's rounding up to 1 ms); "
+    "CPU from getrusage(RUSAGE_SELF) over the measurement"
+)
+
+
+@dataclass
+class WorkerHealth:
+    """One load-generating process's measurement of itself (picklable: workers send it back)."""
+
+    worker: int
+    pid: int
+    method: str
+    lateness_ns: array[int] = field(default_factory=lambda: array("q"))
+    read_delays: DelayHistogram = field(default_factory=DelayHistogram)
+    user_s: float = 0.0
+    system_s: float = 0.0
+    wall_s: float = 0.0
+    involuntary_switches: int = 0
+    runqueue_wait_s: float | None = None
+    host_steal_share: float | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """This worker's entry of ``run.client_health.workers``."""
+        cpu_s = self.user_s + self.system_s
+        return {
+            "worker": self.worker,
+            "pid": self.pid,
+            "loop_lateness_ms": _percentiles(self.lateness_ns),
+            "read_delay_ms": self.read_delays.summary_ms(),
+            "cpu": {
+                "user_s": round(self.user_s, 6),
+                "system_s": round(self.system_s, 6),
+                "wall_s": round(self.wall_s, 6),
+                "utilization": round(cpu_s / self.wall_s, 4) if self.wall_s > 0 else None,
+                "involuntary_context_switches": self.involuntary_switches,
+                "runqueue_wait_s": _round(self.runqueue_wait_s),
+                "runqueue_wait_share": _round(
+                    self.runqueue_wait_s / self.wall_s
+                    if self.runqueue_wait_s is not None and self.wall_s > 0
+                    else None
+                ),
+                "host_steal_share": _round(self.host_steal_share),
+            },
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _runqueue_wait_ns() -> int | None:
+    """Nanoseconds this thread has waited on a run queue (ready, not running); None where the
+    kernel keeps no scheduler statistics."""
+    try:
+        return int(SCHEDSTAT.read_bytes().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _steal_ticks() -> tuple[int, int] | None:
+    """The machine's (steal, all) CPU time in clock ticks so far, summed over its CPUs
+    (``/proc/stat``); None where there is none."""
+    try:
+        fields = [int(x) for x in PROC_STAT.read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (fields[7], sum(fields)) if len(fields) == 8 else None
+
+
+def _percentiles(lateness_ns: array[int]) -> dict[str, float | int | None]:
+    if not lateness_ns:
+        return {"count": 0, "p50": None, "p99": None, "max": None}
+    a = np.frombuffer(lateness_ns, dtype=np.int64).astype(np.float64) / 1e6
+    return {
+        "count": int(a.size),
+        "p50": round(float(np.percentile(a, 50)), 4),
+        "p99": round(float(np.percentile(a, 99)), 4),
+        "max": round(float(a.max()), 4),
+    }
+
+
+def client_health(workers: list[WorkerHealth]) -> dict[str, Any]:
+    """The report's ``run.client_health``: loop lateness over every worker's ticks together, and
+    each worker's own lateness and CPU (docs/report-schema.md)."""
+    ticks = array("q")
+    reads = DelayHistogram()
+    for w in workers:
+        ticks.extend(w.lateness_ns)
+        reads.merge(w.read_delays)
+    methods = sorted({w.method for w in workers})
+    return {
+        "method": "; ".join(methods),
+        "period_ms": PERIOD_NS / 1e6,
+        "limit_ms": LATENESS_LIMIT_MS,
+        "loop_lateness_ms": _percentiles(ticks),
+        "read_delay_ms": reads.summary_ms(),
+        "workers": [w.summary() for w in sorted(workers, key=lambda w: w.worker)],
+    }
+
+
+class LoopMonitor:
+    """Samples the running event loop's lateness and the process's CPU until :meth:`stop`.
+
+    Create and start it inside the loop to watch; ``worker`` is the process's worker index.
+    """
+
+    def __init__(self, worker: int = 0) -> None:
+        self.health = WorkerHealth(worker, os.getpid(), METHOD_TIMERFD)
+        self._task: asyncio.Task[None] | None = None
+        self._usage: resource.struct_rusage | None = None
+        self._t0 = 0
+        self._waited_ns: int | None = None
+        self._steal: tuple[int, int] | None = None
+
+    def start(self) -> None:
+        """Start sampling (from the loop's own thread)."""
+        self._usage = resource.getrusage(resource.RUSAGE_SELF)
+        self._waited_ns = _runqueue_wait_ns()
+        self._steal = _steal_ticks()
+        READ_DELAYS.start()
+        self._t0 = time.perf_counter_ns()
+        self._task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        timer = DeadlineTimer()
+        if not timer.precise:
+            timer.close()
+            self.health.method = METHOD_SLEEP
+        samples = self.health.lateness_ns
+        deadline = time.perf_counter_ns() + PERIOD_NS
+        next_fold = FOLD_TICKS
+        try:
+            while True:
+                if timer.precise:
+                    await timer.sleep_until(deadline)
+                else:
+                    await asyncio.sleep(max(0, deadline - time.perf_counter_ns()) / 1e9)
+                now = time.perf_counter_ns()
+                while deadline <= now:
+                    samples.append(now - deadline)
+                    deadline += PERIOD_NS
+                if len(samples) >= next_fold:
+                    READ_DELAYS.fold()
+                    next_fold = len(samples) + FOLD_TICKS
+        finally:
+            timer.close()
+
+    def stop(self) -> WorkerHealth:
+        """Stop sampling and return what was measured (the timer task ends at its next turn)."""
+        end = resource.getrusage(resource.RUSAGE_SELF)
+        waited_ns = _runqueue_wait_ns()
+        steal = _steal_ticks()
+        self.health.read_delays = READ_DELAYS.stop()
+        wall_ns = time.perf_counter_ns() - self._t0
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        start = self._usage
+        if start is not None:
+            self.health.user_s = end.ru_utime - start.ru_utime
+            self.health.system_s = end.ru_stime - start.ru_stime
+            self.health.involuntary_switches = end.ru_nivcsw - start.ru_nivcsw
+            self.health.wall_s = wall_ns / 1e9
+        if waited_ns is not None and self._waited_ns is not None:
+            self.health.runqueue_wait_s = (waited_ns - self._waited_ns) / 1e9
+        if steal is not None and self._steal is not None and steal[1] > self._steal[1]:
+            self.health.host_steal_share = (steal[0] - self._steal[0]) / (steal[1] - self._steal[1])
+        return self.health

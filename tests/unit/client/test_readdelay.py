@@ -1,0 +1,70 @@
+"""The read-delay histogram (otelbench.client.readdelay): fixed size, percentiles within 3.1 %."""
+
+from __future__ import annotations
+
+import pickle
+from array import array
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otelbench.client.readdelay import READ_DELAYS, DelayHistogram
+
+delays = st.lists(st.integers(0, 10**12), min_size=1, max_size=400)
+
+
+@settings(deadline=None, max_examples=100)
+@given(values=delays, q=st.sampled_from([1.0, 50.0, 90.0, 99.0, 100.0]))
+def test_percentiles_are_within_the_bucket_width(values: list[int], q: float) -> None:
+    h = DelayHistogram()
+    h.add(array("q", values[: len(values) // 2]))
+    h.add(np.asarray(values[len(values) // 2 :], dtype=np.int64))
+    exact = float(np.percentile(values, q, method="inverted_cdf"))
+    got = h.percentile_ns(q)
+    assert got is not None
+    assert abs(got - exact) <= max(0.5, exact / 32)  # half a bucket: 1/64 of the value
+    assert h.count == len(values)
+    assert h.max_ns == max(values)
+
+
+@settings(deadline=None, max_examples=50)
+@given(a=delays, b=delays)
+def test_merged_histograms_count_both(a: list[int], b: list[int]) -> None:
+    ha, hb, both = DelayHistogram(), DelayHistogram(), DelayHistogram()
+    ha.add(array("q", a))
+    hb.add(array("q", b))
+    both.add(array("q", a + b))
+    ha.merge(hb)
+    assert ha.counts.tolist() == both.counts.tolist()
+    assert ha.max_ns == both.max_ns
+
+
+def test_summary_and_pickling() -> None:
+    h = DelayHistogram()
+    assert h.summary_ms() == {"count": 0, "p50": None, "p99": None, "max": None}
+    h.add(array("q", [-5, 10, 2_000_000, 10**15]))  # negative: 0; beyond 39 h: the last bucket
+    again = pickle.loads(pickle.dumps(h))
+    assert again.counts.tolist() == h.counts.tolist()
+    summary = again.summary_ms()
+    assert summary["count"] == 4
+    assert summary["max"] == 10**15 / 1e6
+    assert summary["p50"] == 0.0  # the bucket of 10 ns, exact below 32 ns
+
+
+def test_recording_is_off_until_started_and_folds_its_pending_reads() -> None:
+    assert READ_DELAYS.pending is None
+    assert READ_DELAYS.histogram is None
+    READ_DELAYS.start()
+    assert READ_DELAYS.pending is not None
+    READ_DELAYS.pending.extend([1500, 2500])
+    READ_DELAYS.fold()
+    assert READ_DELAYS.pending is not None
+    assert len(READ_DELAYS.pending) == 0
+    READ_DELAYS.pending.append(40_000)  # still pending when recording stops: counted too
+    recorded = READ_DELAYS.stop()
+    assert recorded.count == 3
+    assert recorded.max_ns == 40_000
+    assert READ_DELAYS.pending is None
+    assert READ_DELAYS.histogram is None
+    assert READ_DELAYS.stop().count == 0

@@ -1,0 +1,123 @@
+"""How a run's measured load is split over worker processes (otelbench.loadgen.share), and how
+a worker measures its own event loop's lateness and CPU (otelbench.loadgen.health)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otelbench.loadgen.health import LATENESS_LIMIT_MS, PERIOD_NS, LoopMonitor, client_health
+from otelbench.loadgen.share import split_load
+from otelbench.loadgen.workers import CHUNKS_PER_WORKER_S, STREAMS_PER_WORKER, default_workers
+from otelbench.loadgen.workloads import WorkloadRequest
+
+
+def items(n: int, max_tokens: int = 64) -> list[WorkloadRequest]:
+    return [WorkloadRequest(i, [i], max_tokens, 0.0) for i in range(n)]
+
+
+@settings(deadline=None, max_examples=60)
+@given(n=st.integers(1, 200), workers=st.integers(1, 8))
+def test_open_loop_keeps_every_request_and_send_time_whatever_the_workers(
+    n: int, workers: int
+) -> None:
+    reqs = items(n)
+    offsets = [i * 0.013 for i in range(n)]
+    shares = split_load(reqs, [r.prompt_token_ids for r in reqs], offsets, None, workers)
+    assert [s.worker for s in shares] == list(range(workers))
+    sent = {
+        item.index: (offset, prompt)
+        for s in shares
+        for item, offset, prompt in zip(s.items, s.offsets_s or [], s.prompts, strict=True)
+    }
+    assert sent == {i: (offsets[i], [i]) for i in range(n)}
+    for s in shares:
+        assert [item.index % workers for item in s.items] == [s.worker] * len(s)
+        assert s.offsets_s == sorted(s.offsets_s or [])
+        assert s.concurrency is None
+
+
+@settings(deadline=None, max_examples=60)
+@given(n=st.integers(1, 300), concurrency=st.integers(1, 64), workers=st.integers(1, 8))
+def test_closed_loop_splits_the_streams_and_the_requests_in_proportion(
+    n: int, concurrency: int, workers: int
+) -> None:
+    workers = min(workers, concurrency)
+    reqs = items(n)
+    shares = split_load(reqs, [r.prompt_token_ids for r in reqs], None, concurrency, workers)
+    assert sum(s.concurrency or 0 for s in shares) == concurrency
+    assert sorted(i.index for s in shares for i in s.items) == list(range(n))
+    for s in shares:
+        assert s.offsets_s is None
+        # stream k belongs to worker k mod N, request i to the worker of stream i mod C
+        assert s.concurrency == len(range(s.worker, concurrency, workers))
+        assert all((i.index % concurrency) % workers == s.worker for i in s.items)
+
+
+def test_default_workers_follow_the_load_up_to_the_cores() -> None:
+    count, why = default_workers(1, items(10), None)
+    assert count == 1
+    assert why.startswith("default: 1 closed-loop streams")
+    wanted = 3 * STREAMS_PER_WORKER
+    count, why = default_workers(wanted, items(10), None)
+    spare = max(1, len(os.sched_getaffinity(0)) - 1)
+    assert count == min(3, spare)
+    assert f"at most {spare} (one core of" in why
+    # open loop: 10 requests of 64 tokens over 0.1 s = 6,400 chunks/s offered
+    count, why = default_workers(None, items(11), [i * 0.01 for i in range(11)])
+    assert f"{CHUNKS_PER_WORKER_S:,.0f} per worker" in why
+    assert count == min(2, spare)
+
+
+async def _blocked_loop(block_s: float) -> LoopMonitor:
+    monitor = LoopMonitor(worker=3)
+    monitor.start()
+    await asyncio.sleep(0.05)
+    time.sleep(block_s)  # noqa: ASYNC251 - the loop cannot serve its timer meanwhile
+    await asyncio.sleep(0.05)
+    monitor.stop()
+    return monitor
+
+
+def test_a_blocked_loop_counts_every_deadline_it_missed() -> None:
+    monitor = asyncio.run(_blocked_loop(0.04))
+    health = monitor.health
+    assert health.worker == 3
+    # 40 ms blocked at a 2 ms period: about 20 deadlines passed during the block, each a sample
+    # with its own lateness (40, 38, … ms), not one sample of 40 ms
+    late = [t for t in health.lateness_ns if t >= 10_000_000]
+    assert len(late) >= (40_000_000 - 10_000_000) // PERIOD_NS - 1
+    assert max(health.lateness_ns) >= 40_000_000 - PERIOD_NS
+    assert health.wall_s >= 0.14
+    # time.sleep blocks the loop without using the CPU: less CPU than wall time
+    assert 0 <= health.user_s + health.system_s < health.wall_s
+
+
+def test_client_health_pools_the_workers_ticks() -> None:
+    a = asyncio.run(_blocked_loop(0.0)).health
+    b = asyncio.run(_blocked_loop(0.03)).health
+    summary = client_health([b, a])
+    assert summary["limit_ms"] == LATENESS_LIMIT_MS
+    assert summary["period_ms"] == PERIOD_NS / 1e6
+    assert [w["worker"] for w in summary["workers"]] == [3, 3]
+    assert summary["loop_lateness_ms"]["count"] == len(a.lateness_ns) + len(b.lateness_ns)
+    assert summary["loop_lateness_ms"]["max"] == pytest.approx(
+        max(a.lateness_ns + b.lateness_ns) / 1e6, abs=1e-4
+    )
+    assert summary["read_delay_ms"] == {"count": 0, "p50": None, "p99": None, "max": None}
+    cpu = summary["workers"][0]["cpu"]
+    assert set(cpu) == {
+        "user_s",
+        "system_s",
+        "wall_s",
+        "utilization",
+        "involuntary_context_switches",
+        "runqueue_wait_s",
+        "runqueue_wait_share",
+        "host_steal_share",
+    }
