@@ -4,7 +4,8 @@
   ``dashboards`` extra) and writes the JSON committed under ``dashboards/json``;
 * :mod:`otelbench.dashboards.push` provisions datasources, a folder and the dashboards through
   Grafana's HTTP API (grafana-client): ``otelbench dashboards push --grafana URL --token T``;
-* :mod:`otelbench.dashboards.names` holds the datasource UIDs and the vLLM metric names used.
+* :mod:`otelbench.dashboards.names` holds the datasource UIDs, and the vLLM and GenAI client
+  metric names used.
 
 Example::
 

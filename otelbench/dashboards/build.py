@@ -1,8 +1,13 @@
-"""The three Grafana dashboards, as code (grafana-foundation-sdk), and their JSON.
+"""The four Grafana dashboards, as code (grafana-foundation-sdk), and their JSON.
 
 * *Serving overview* (Prometheus): ``otelbench watch``'s window metrics (``otelbench_live_*``,
   names from :mod:`otelbench.semconv`) and vLLM's own ``vllm:*`` gauges and counters
   (:data:`otelbench.dashboards.names.VLLM_METRICS`).
+* *Application clients (GenAI)* (Prometheus): the GenAI client histograms an application
+  instrumented with :mod:`otelbench.client` exports (names:
+  :data:`otelbench.dashboards.names.GENAI_CLIENT_METRICS`): time to first chunk, time per output
+  chunk and operation duration percentiles per request model and server, operations, token usage
+  and errors per second.
 * *Request anatomy* (ClickHouse, the collector's ``otel_traces``): queue / prefill / decode /
   guardrail breakdown, guardrail filters, the slowest requests linking to their traces, and a
   per-token stall heatmap.
@@ -20,6 +25,9 @@ Regenerate the committed files (``dashboards/json/*.json`` and ``dashboards/prov
 
     from otelbench.dashboards.build import build_all
     dashboards = build_all()  # {"serving-overview": {...dashboard JSON...}, ...}
+
+Draft sections: TTFT 5.1.3.1 (the first-chunk time is its client-side, first-event variant),
+inter-chunk timing 4.6.3 Option A.
 """
 
 from __future__ import annotations
@@ -321,6 +329,157 @@ def serving_overview() -> gdash.Dashboard:
 
 
 # --------------------------------------------------------------------------------------------
+# Application clients (Prometheus, the GenAI client histograms)
+# --------------------------------------------------------------------------------------------
+MODEL: Final = names.prometheus_label(semconv.GEN_AI_REQUEST_MODEL)
+SERVER: Final = names.prometheus_label(semconv.SERVER_ADDRESS)
+TOKEN_TYPE: Final = names.prometheus_label(semconv.GEN_AI_TOKEN_TYPE)
+ERROR_TYPE: Final = names.prometheus_label(semconv.ERROR_TYPE)
+_REF_IDS: Final = "ABCDEFGH"
+
+
+def _app_sel(series: str, *matchers: str) -> str:
+    """``series{gen_ai_request_model=~"$model",server_address=~"$server",...}``."""
+    return series + "{" + ",".join((f'{MODEL}=~"$model"', f'{SERVER}=~"$server"', *matchers)) + "}"
+
+
+def _app_rate(series: str, *matchers: str) -> str:
+    return f"rate({_app_sel(series, *matchers)}[$__rate_interval])"
+
+
+def _app_quantiles(metric: names.GenAIClientMetric, quantiles: tuple[str, ...]) -> list[Any]:
+    """``histogram_quantile`` over the buckets' rates, per request model and server: one target
+    per quantile (Prometheus interpolates linearly inside the bucket the quantile falls in)."""
+    by = f"sum by (le, {MODEL}, {SERVER})"
+    return [
+        _prom(
+            f"histogram_quantile({q}, {by} ({_app_rate(metric.exposed + '_bucket')}))",
+            f"{{{{{MODEL}}}}} @ {{{{{SERVER}}}}} p{round(float(q) * 100)}",
+            ref_id,
+        )
+        for q, ref_id in zip(quantiles, _REF_IDS, strict=False)
+    ]
+
+
+def _label_variable(name: str, label: str, title: str) -> gdash.QueryVariable:
+    """A multi-value variable of the label's values on the duration histogram (every call)."""
+    return (
+        gdash.QueryVariable(name)
+        .label(title)
+        .datasource(PROMETHEUS)
+        .query(f"label_values({names.GENAI_OPERATION_DURATION.exposed}_count, {label})")
+        .refresh(mdash.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .multi(True)
+        .include_all(True)
+        .all_value(".*")
+    )
+
+
+def _latency_panel(
+    title: str, metric: names.GenAIClientMetric, quantiles: tuple[str, ...], what: str
+) -> timeseries.Panel:
+    panel = _timeseries(title, "s", f"{metric.name}: {what}").span(8)
+    for target in _app_quantiles(metric, quantiles):
+        panel = panel.with_target(target)
+    return panel
+
+
+def application_clients() -> gdash.Dashboard:
+    duration = names.GENAI_OPERATION_DURATION.exposed + "_count"
+    errors = _app_rate(duration, f'{ERROR_TYPE}!=""')
+    return (
+        gdash.Dashboard("otelbench: Application clients (GenAI)")
+        .uid("otelbench-application-clients")
+        .tags(["otelbench"])
+        .description(
+            "The GenAI client metrics of applications instrumented with otelbench.client "
+            "(openai_http_client), as Prometheus scrapes them from the application's "
+            "OpenTelemetry Prometheus exporter: latency percentiles from the histograms' "
+            "buckets, operations, tokens and errors per second."
+        )
+        .refresh("30s")
+        .time("now-1h", "now")
+        .timezone("browser")
+        .with_variable(_label_variable("model", MODEL, "Request model"))
+        .with_variable(_label_variable("server", SERVER, "Server address"))
+        .with_row(gdash.Row("Application clients (GenAI): latency"))
+        .with_panel(
+            _latency_panel(
+                "Time to first chunk",
+                names.GENAI_TIME_TO_FIRST_CHUNK,
+                ("0.5", "0.95", "0.99"),
+                "request sent -> first SSE event of a streamed response.",
+            )
+        )
+        .with_panel(
+            _latency_panel(
+                "Time per output chunk",
+                names.GENAI_TIME_PER_OUTPUT_CHUNK,
+                ("0.5", "0.99"),
+                "gap between consecutive output chunks of a streamed response.",
+            )
+        )
+        .with_panel(
+            _latency_panel(
+                "Operation duration",
+                names.GENAI_OPERATION_DURATION,
+                ("0.5", "0.99"),
+                "request sent -> end of the response; failed calls included.",
+            )
+        )
+        .with_row(gdash.Row("Application clients (GenAI): traffic, tokens, errors"))
+        .with_panel(
+            _timeseries(
+                "Operations and errors per second",
+                "reqps",
+                "Calls per request model and server; failed calls per error.type.",
+            )
+            .span(8)
+            .with_target(
+                _prom(
+                    f"sum by ({MODEL}, {SERVER}) ({_app_rate(duration)})",
+                    f"{{{{{MODEL}}}}} @ {{{{{SERVER}}}}} operations/s",
+                )
+            )
+            .with_target(
+                _prom(f"sum by ({ERROR_TYPE}) ({errors})", f"{{{{{ERROR_TYPE}}}}} errors/s", "B")
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Error ratio by error.type",
+                "percentunit",
+                "Failed calls of each error.type / all calls.",
+            )
+            .span(8)
+            .with_target(
+                _prom(
+                    f"sum by ({ERROR_TYPE}) ({errors}) / on() group_left() "
+                    f"sum({_app_rate(duration)})",
+                    f"{{{{{ERROR_TYPE}}}}}",
+                )
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Token usage per second",
+                "short",
+                f"{names.GENAI_TOKEN_USAGE.name} by gen_ai.token.type (input, output); "
+                "recorded when the server reports usage.",
+            )
+            .span(8)
+            .with_target(
+                _prom(
+                    f"sum by ({TOKEN_TYPE}) "
+                    f"({_app_rate(names.GENAI_TOKEN_USAGE.exposed + '_sum')})",
+                    f"{{{{{TOKEN_TYPE}}}}} tokens/s",
+                )
+            )
+        )
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # Request anatomy (ClickHouse)
 # --------------------------------------------------------------------------------------------
 def _trace_link() -> list[mdash.DynamicConfigValue]:
@@ -476,6 +635,7 @@ def benchmark_runs() -> gdash.Dashboard:
 
 DASHBOARDS: Final[dict[str, Callable[[], gdash.Dashboard]]] = {
     "serving-overview": serving_overview,
+    "application-clients": application_clients,
     "request-anatomy": request_anatomy,
     "benchmark-runs": benchmark_runs,
 }

@@ -1,13 +1,18 @@
-"""Datasource UIDs, dashboard UIDs and the vLLM metric names the dashboards read.
+"""Datasource UIDs, dashboard UIDs, and the vLLM and GenAI client metric names the dashboards read.
 
 ``otelbench_live_*`` names come from :mod:`otelbench.semconv` (``METRIC_LIVE_*``). vLLM's own
 ``/metrics`` names are not ours: :data:`VLLM_METRICS` lists each with the source that declares it,
 and ``tests/unit/test_dashboards.py`` checks every one against that source in the installed vLLM.
+The GenAI client histograms (:mod:`otelbench.client.metrics`, names from :mod:`otelbench.semconv`)
+reach Prometheus from the application under OpenTelemetry's Prometheus naming:
+:data:`GENAI_CLIENT_METRICS` derives each exposed name, and :func:`prometheus_label` each label.
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+from otelbench import semconv
 
 __all__ = [
     "DATASOURCE_CLICKHOUSE",
@@ -15,12 +20,19 @@ __all__ = [
     "DATASOURCE_TEMPO",
     "FOLDER_TITLE",
     "FOLDER_UID",
+    "GENAI_CLIENT_METRICS",
+    "GENAI_OPERATION_DURATION",
+    "GENAI_TIME_PER_OUTPUT_CHUNK",
+    "GENAI_TIME_TO_FIRST_CHUNK",
+    "GENAI_TOKEN_USAGE",
     "PLUGIN_CLICKHOUSE",
     "PLUGIN_PROMETHEUS",
     "PLUGIN_TEMPO",
     "VLLM_METRICS",
     "VLLM_METRICS_SOURCE",
+    "GenAIClientMetric",
     "VllmMetric",
+    "prometheus_label",
 ]
 
 DATASOURCE_PROMETHEUS: Final = "otelbench-prometheus"
@@ -67,3 +79,48 @@ VLLM_METRICS: Final = {
     )
 }
 """Every ``vllm:*`` series the dashboards query, keyed by its exposed name."""
+
+
+_UNIT_SUFFIXES: Final = {"s": "_seconds", "{token}": ""}
+"""OpenTelemetry's Prometheus naming of the units the GenAI client histograms use: seconds get
+``_seconds``; an annotation in braces (``{token}``) adds no suffix."""
+
+
+def prometheus_label(attribute: str) -> str:
+    """The Prometheus label of an OpenTelemetry attribute: ``gen_ai.request.model`` ->
+    ``gen_ai_request_model``."""
+    return attribute.replace(".", "_")
+
+
+class GenAIClientMetric:
+    """A GenAI client histogram as Prometheus holds it when the application exports it with
+    OpenTelemetry's Prometheus exporter (``PrometheusMetricReader``) or through a collector's
+    Prometheus exporter: the name's dots as underscores, then the unit's suffix; the series are
+    ``exposed`` + ``_bucket`` (label ``le``), ``_sum`` and ``_count``."""
+
+    __slots__ = ("exposed", "name", "unit")
+
+    def __init__(self, name: str, unit: str) -> None:
+        self.name = name
+        self.unit = unit
+        self.exposed = prometheus_label(name) + _UNIT_SUFFIXES[unit]
+
+
+GENAI_OPERATION_DURATION: Final = GenAIClientMetric(semconv.METRIC_CLIENT_OPERATION_DURATION, "s")
+GENAI_TOKEN_USAGE: Final = GenAIClientMetric(semconv.METRIC_CLIENT_TOKEN_USAGE, "{token}")
+GENAI_TIME_TO_FIRST_CHUNK: Final = GenAIClientMetric(semconv.METRIC_CLIENT_TIME_TO_FIRST_CHUNK, "s")
+GENAI_TIME_PER_OUTPUT_CHUNK: Final = GenAIClientMetric(
+    semconv.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK, "s"
+)
+GENAI_CLIENT_METRICS: Final = {
+    m.exposed: m
+    for m in (
+        GENAI_OPERATION_DURATION,
+        GENAI_TOKEN_USAGE,
+        GENAI_TIME_TO_FIRST_CHUNK,
+        GENAI_TIME_PER_OUTPUT_CHUNK,
+    )
+}
+"""Every GenAI client histogram the dashboards query, keyed by its exposed name (units as
+:mod:`otelbench.client.metrics` creates the instruments; ``tests/unit/test_dashboards.py`` checks
+the names against the real exporter)."""

@@ -116,6 +116,7 @@ def test_push_provisions_datasources_folder_and_dashboards(grafana: FakeGrafana)
         ("POST", "/api/dashboards/db"),
         ("POST", "/api/dashboards/db"),
         ("POST", "/api/dashboards/db"),
+        ("POST", "/api/dashboards/db"),
     ]
     bodies = [body for _, _, _, body in grafana.calls]
     prom, clickhouse, tempo = bodies[1], bodies[3], bodies[5]
@@ -138,6 +139,7 @@ def test_push_provisions_datasources_folder_and_dashboards(grafana: FakeGrafana)
     assert bodies[7] == {"title": "otelbench", "uid": "otelbench"}
     pushed = bodies[8:]
     assert [b["dashboard"]["uid"] for b in pushed] == [
+        "otelbench-application-clients",
         "otelbench-benchmark-runs",
         "otelbench-request-anatomy",
         "otelbench-serving-overview",
@@ -174,9 +176,10 @@ def test_cli_push_without_datasources(grafana: FakeGrafana) -> None:
          "--dashboards-dir", str(JSON_DIR), "--no-datasources"],
     )  # fmt: skip
     assert outcome.exit_code == 0, outcome.output
-    assert "pushed 3 dashboards" in outcome.output
+    assert "pushed 4 dashboards" in outcome.output
     assert [(m, p) for m, p, _, _ in grafana.calls] == [
         ("GET", "/api/folders/otelbench"),
+        ("POST", "/api/dashboards/db"),
         ("POST", "/api/dashboards/db"),
         ("POST", "/api/dashboards/db"),
         ("POST", "/api/dashboards/db"),
@@ -210,7 +213,7 @@ def test_cli_push_for_the_exporters_json_schema(grafana: FakeGrafana) -> None:
         model["uid"]: model
         for model in (json.loads(p.read_text(encoding="utf-8")) for p in JSON_DIR.glob("*.json"))
     }
-    assert len(pushed) == len(committed) == 3
+    assert len(pushed) == len(committed) == 4
     relation = "FROM (SELECT Timestamp, TraceId, SpanId, ParentSpanId, TraceState"
     with_sql = 0
     for model in pushed:

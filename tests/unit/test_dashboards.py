@@ -1,16 +1,22 @@
 """The dashboards as code: no drift between the builders and the committed files, every metric
-name known, the SQL placeholders and Grafana's substitutions as documented."""
+name known (the GenAI client names checked against the real OpenTelemetry Prometheus exporter),
+the SQL placeholders and Grafana's substitutions as documented."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 import yaml
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry, generate_latest
 
 from otelbench import semconv
+from otelbench.client.metrics import GenAIClientMetrics
 from otelbench.dashboards import build, names
 from otelbench.dashboards.macros import expand_clickhouse, expand_promql, expand_variables
 
@@ -41,10 +47,11 @@ def test_committed_files_have_no_drift_from_the_builders() -> None:
         assert committed[relative] == text, f"{relative} drifted: regenerate it"
 
 
-def test_three_dashboards_with_fixed_uids_and_datasources() -> None:
+def test_four_dashboards_with_fixed_uids_and_datasources() -> None:
     models = build.build_all()
     assert {stem: m["uid"] for stem, m in models.items()} == {
         "serving-overview": "otelbench-serving-overview",
+        "application-clients": "otelbench-application-clients",
         "request-anatomy": "otelbench-request-anatomy",
         "benchmark-runs": "otelbench-benchmark-runs",
     }
@@ -54,6 +61,7 @@ def test_three_dashboards_with_fixed_uids_and_datasources() -> None:
     }
     assert kinds == {
         "serving-overview": ["prometheus"],
+        "application-clients": ["prometheus"],
         "request-anatomy": ["grafana-clickhouse-datasource"],
         "benchmark-runs": ["grafana-clickhouse-datasource"],
     }
@@ -61,20 +69,28 @@ def test_three_dashboards_with_fixed_uids_and_datasources() -> None:
     assert types == {"row", "timeseries", "table", "heatmap", "xychart", "stat"}
 
 
-def test_every_metric_name_is_in_semconv_or_vllm() -> None:
+def test_every_metric_name_is_in_semconv_or_vllm_or_a_genai_client_histogram() -> None:
     used_live: set[str] = set()
     used_vllm: set[str] = set()
+    used_genai: set[str] = set()
     for _, target in _targets():
         expr = target.get("expr")
         if not isinstance(expr, str):
             continue
         live = set(re.findall(r"\botelbench_[a-z_]+", expr))
         vllm = set(re.findall(r"\bvllm:[a-z_]+", expr))
-        assert live or vllm, expr
+        # a histogram's series: the exposed name and _bucket, _sum or _count
+        genai = set(re.findall(r"\b(gen_ai_client_[a-z_]+?)_(?:bucket|sum|count)\b", expr))
+        assert live or vllm or genai, expr
+        assert len(re.findall(r"\bgen_ai_client_", expr)) == len(
+            re.findall(r"\bgen_ai_client_[a-z_]+?_(?:bucket|sum|count)\b", expr)
+        ), expr
         used_live |= live
         used_vllm |= vllm
+        used_genai |= genai
     assert used_live <= LIVE_METRICS, used_live - LIVE_METRICS
     assert used_vllm == set(names.VLLM_METRICS)
+    assert used_genai == set(names.GENAI_CLIENT_METRICS)
     # the overview shows most of the watcher's metrics
     assert len(used_live) == 19
 
@@ -137,3 +153,40 @@ def test_promql_expansion_and_unknown_names() -> None:
         expand_variables("$missing", {})
     with pytest.raises(KeyError, match="unexpanded Grafana macro"):
         expand_variables("$__range", {})
+
+
+@dataclass
+class _Finished:
+    """One finished streamed call, as ``transport.Measurement`` offers it to the metrics."""
+
+    streaming: bool = True
+    end_offset_us: int | None = 90_000
+    first_event_offset_us: int | None = 20_000
+    chunk_offsets_us: list[int] = field(default_factory=lambda: [25_000, 50_000])
+    input_tokens: int | None = 7
+    output_tokens: int | None = 2
+    response_model: str | None = "m"
+    error_type: str | None = None
+
+
+def test_genai_client_names_are_what_the_prometheus_exporter_exposes() -> None:
+    """otelbench's GenAI client instruments through OpenTelemetry's real Prometheus exporter: its
+    histogram families and labels are the names the dashboard queries."""
+    registry = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    request = {
+        semconv.GEN_AI_OPERATION_NAME: semconv.OPERATION_CHAT,
+        semconv.GEN_AI_REQUEST_MODEL: "m",
+        semconv.SERVER_ADDRESS: "127.0.0.1",
+    }
+    GenAIClientMetrics(provider).record(_Finished(), request)
+    GenAIClientMetrics(provider).record(_Finished(streaming=False, error_type="500"), request)
+    text = generate_latest(registry).decode()
+    histograms = set(re.findall(r"^# TYPE (gen_ai_client_\w+) histogram$", text, re.M))
+    assert histograms == set(names.GENAI_CLIENT_METRICS)
+    for metric in names.GENAI_CLIENT_METRICS.values():
+        assert f"{metric.exposed}_bucket{{" in text
+    labels = set(re.findall(r"[{,](\w+)=", text))
+    assert {build.MODEL, build.SERVER, build.TOKEN_TYPE, build.ERROR_TYPE, "le"} <= labels
+    assert 'error_type="500"' in text
+    provider.shutdown()
