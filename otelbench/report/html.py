@@ -49,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from otelbench.report.access import NA, dig, fmt, load_text, mapping, number
+from otelbench.report.configuration import CONFIGURATION_LABELS
 from otelbench.report.figures import (
     CURVE_SHAPE,
     FIGURES,
@@ -109,6 +110,10 @@ def _run_table(report: Mapping[str, Any]) -> str:
     return html_table(("", ""), rows, cls="kv")
 
 
+_LATENCY_COLUMNS: Final = ("min", "p50", "p90", "p95", "p99", "p99_9", "mean", "max")
+"""The summary statistics the latency table shows (5.1.5.2 asks for P99.9 and the minimum)."""
+
+
 def _latency_table(report: Mapping[str, Any]) -> str:
     client = dig(report, "metrics", "client")
     server = dig(report, "metrics", "server")
@@ -128,7 +133,7 @@ def _latency_table(report: Mapping[str, Any]) -> str:
                     label,
                     side,
                     str(s.get("count", NA)),
-                    *(fmt(s.get(p)) for p in ("p50", "p90", "p95", "p99", "mean", "max")),
+                    *(fmt(s.get(p)) for p in _LATENCY_COLUMNS),
                 )
             )
     diff = dig(server, "client_minus_server_ttft_ms")
@@ -138,12 +143,22 @@ def _latency_table(report: Mapping[str, Any]) -> str:
                 "TTFT client − server",
                 "both",
                 str(diff.get("count", NA)),
-                *(fmt(diff.get(p)) for p in ("p50", "p90", "p95", "p99", "mean", "max")),
+                *(fmt(diff.get(p)) for p in _LATENCY_COLUMNS),
             )
         )
     return html_table(
-        ("metric (ms)", "side", "count", "P50", "P90", "P95", "P99", "mean", "max"), rows
+        ("metric (ms)", "side", "count", "min", "P50", "P90", "P95", "P99", "P99.9", "mean", "max"),
+        rows,
     )
+
+
+def _configuration_table(report: Mapping[str, Any]) -> str:
+    """The configuration summary (draft 5.1.5.1), as report.md shows it."""
+    summary = mapping(report.get("configuration"))
+    if not summary:
+        return "<p>No configuration summary in this report.</p>"
+    rows = [(label, str(summary.get(key, NA))) for key, label in CONFIGURATION_LABELS.items()]
+    return html_table(("", ""), rows, cls="kv")
 
 
 def _methodology(report: Mapping[str, Any]) -> str:
@@ -312,6 +327,8 @@ def render_html(report: Report, plot_data: Mapping[str, Any] | None = None) -> s
             _verdict(report.get("compliance")),
             "<h2>Run</h2>",
             _run_table(report),
+            "<h2>Configuration (draft 5.1.5.1)</h2>",
+            _configuration_table(report),
             "<h2>Headline latencies: client vs server</h2>",
             _latency_table(report),
             "<h2>Plots</h2>",
