@@ -41,6 +41,7 @@ import numpy.typing as npt
 from otelbench.metrics.summary import percentile
 
 __all__ = [
+    "TAIL_EXPONENTIAL_BAND",
     "TTFT_INPUT_BUCKET_EDGES",
     "InputBucket",
     "InputBucketDict",
@@ -50,7 +51,9 @@ __all__ = [
     "group_last",
     "group_max",
     "group_std",
+    "tail_class",
     "tail_ratio",
+    "tail_spacing_ratio",
     "token_arrival_times",
     "tpot",
     "ttft_by_input_length",
@@ -256,6 +259,45 @@ def tail_ratio(p99: float | None, p50: float | None) -> float | None:
     if p99 is None or p50 is None or p50 == 0.0:
         return None
     return p99 / p50
+
+
+TAIL_EXPONENTIAL_BAND: Final = (0.8, 1.25)
+"""Spacing ratios (:func:`tail_class`) read as an exponential tail; below: light (a Gaussian tail
+gives 0.73), above: heavy (a log-normal with σ = 1 gives 1.8, a power law with index 3 gives 2.2).
+The ratio rests on P99.9: with the draft's 5,000 ITL samples, five samples lie above it, so the
+class is an indication and the ratio is reported beside it."""
+
+
+def tail_spacing_ratio(p90: float | None, p99: float | None, p99_9: float | None) -> float | None:
+    """``(P99.9 − P99) / (P99 − P90)``: how the tail's spacing grows per decade of probability.
+
+    Each decade of an exponential tail adds the same amount (``ln 10 / λ``), whatever its shift,
+    so the ratio is 1; a power-law (heavy) tail with index α gives about ``10^(1/α)`` > 1, and a
+    tail lighter than exponential (Gaussian-like, bounded) < 1. None when a percentile is absent
+    or ``P99 = P90``.
+
+    >>> round(tail_spacing_ratio(2.303, 4.605, 6.908), 3)  # exponential, λ = 1
+    1.0
+    """
+    if p90 is None or p99 is None or p99_9 is None or p99 <= p90:
+        return None
+    return (p99_9 - p99) / (p99 - p90)
+
+
+def tail_class(spacing_ratio: float | None) -> str | None:
+    """The draft's tail characterization (5.4.4.3: "exponential, heavy-tailed") from
+    :func:`tail_spacing_ratio`: ``light``, ``exponential`` (within :data:`TAIL_EXPONENTIAL_BAND`)
+    or ``heavy``; None without a ratio.
+
+    >>> tail_class(1.0), tail_class(3.2), tail_class(0.4)
+    ('exponential', 'heavy', 'light')
+    """
+    if spacing_ratio is None:
+        return None
+    low, high = TAIL_EXPONENTIAL_BAND
+    if spacing_ratio < low:
+        return "light"
+    return "exponential" if spacing_ratio <= high else "heavy"
 
 
 class InputBucketDict(TypedDict):

@@ -27,6 +27,7 @@ from typing import Any
 
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.metrics import tail_class, tail_spacing_ratio
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import ITL_FRACTIONS, fraction_levels, shared_option
@@ -110,10 +111,18 @@ def itl_level(report: Mapping[str, Any]) -> dict[str, Any]:
             "peak_locations_ms": shape.get("peak_locations_ms"),
             "tail_ratio": shape.get("p99_p50_ratio"),
         },
+        "tail": _tail(itl),
         "server_itl_ms": server.get("itl_ms"),
         "method": (report.get("methodology", {}).get("itl_method") or {}).get("name"),
     }
     return out
+
+
+def _tail(itl: Mapping[str, Any]) -> dict[str, Any]:
+    """The tail characterization of 5.4.4.3 ("exponential, heavy-tailed"): the spacing ratio of
+    :func:`otelbench.metrics.tail_spacing_ratio` and its class."""
+    ratio = tail_spacing_ratio(itl.get("p90"), itl.get("p99"), itl.get("p99_9"))
+    return {"spacing_ratio": ratio, "class": tail_class(ratio)}
 
 
 @register_procedure
@@ -143,8 +152,9 @@ class ItlProcedure(Procedure):
             "saturation_source": self.reference_source,
             "requests": self.requests,
             "minimum_output_tokens": DRAFT_ITL_MIN_OUTPUT_TOKENS,
-            "measurement_method": "chunk timing at the client (4.6.3 Option B); server-side "
-            "token timing (Option C) next to it when the target's engine-hook spans exist",
+            "measurement_method": "distributed timing at the client (4.6.3 Option B: a chunk's "
+            "arrival time is each of its tokens'); server-side token timing (Option C) next to "
+            "it when the target's engine-hook spans exist",
         }
 
     def run(self, session: ProcedureSession) -> None:
@@ -203,6 +213,13 @@ class ItlProcedure(Procedure):
             row("ITL Mean (ms)", lambda i: i["itl_ms"].get("mean")),
             row("ITL Std Dev (ms)", lambda i: i["itl_ms"].get("std")),
             row("P99/P50 Ratio", lambda i: i["p99_p50_ratio"]),
+            ["Tail (5.4.4.3)"]
+            + [
+                NA
+                if i["tail"]["class"] is None
+                else f"{i['tail']['class']} (spacing {i['tail']['spacing_ratio']:.2f})"
+                for i in itls
+            ],
             row("Jitter P50 (ms)", lambda i: (i["jitter_ms"] or {}).get("p50")),
             row("Jitter P95 (ms)", lambda i: (i["jitter_ms"] or {}).get("p95")),
             row("Jitter P99 (ms)", lambda i: (i["jitter_ms"] or {}).get("p99")),

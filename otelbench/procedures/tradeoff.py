@@ -279,8 +279,10 @@ class TradeoffProcedure(LevelSizes, Procedure):
                     fmt(lv.get("ttft_p95_ms"), 1),
                     fmt(lv.get("ttft_p99_ms"), 1),
                     fmt(lv.get("tpot_p50_ms"), 1),
+                    fmt(lv.get("tpot_p95_ms"), 1),
                     fmt(lv.get("tpot_p99_ms"), 1),
                     fmt(lv.get("e2e_p50_ms"), 1),
+                    fmt(lv.get("e2e_p95_ms"), 1),
                     fmt(lv.get("e2e_p99_ms"), 1),
                     pct(lv.get("success_rate")),
                     str(lv.get("queue_growth") or NA),
@@ -288,7 +290,8 @@ class TradeoffProcedure(LevelSizes, Procedure):
             )
         lines += table(
             ["Offered (r/s)", "Achieved (r/s)", "Achieved (tok/s)", "TTFT P50", "TTFT P95",
-             "TTFT P99", "TPOT P50", "TPOT P99", "E2E P50", "E2E P99", "Success", "Queue"],
+             "TTFT P99", "TPOT P50", "TPOT P95", "TPOT P99", "E2E P50", "E2E P95", "E2E P99",
+             "Success", "Queue"],
             rows,
         )  # fmt: skip
         lines += ["", "Latencies in ms.", ""]

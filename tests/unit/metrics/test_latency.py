@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,7 +22,9 @@ from otelbench.metrics import (
     group_max,
     group_std,
     summarize,
+    tail_class,
     tail_ratio,
+    tail_spacing_ratio,
     token_arrival_times,
     tpot,
     ttft_by_input_length,
@@ -221,3 +225,26 @@ def test_vectorised_group_statistics_match_per_request_loops(groups_: list[list[
             assert biggest[i] == max(g)
         else:
             assert math.isnan(biggest[i])
+
+
+@pytest.mark.parametrize(
+    ("sample", "expected"),
+    [
+        (lambda rng: 5.0 + rng.exponential(2.0, 200_000), "exponential"),  # shifted: still 1
+        (lambda rng: rng.pareto(1.5, 200_000), "heavy"),  # power law, α 1.5: about 10^(2/3)
+        (lambda rng: rng.normal(40.0, 3.0, 200_000), "light"),  # Gaussian: about 0.5
+        (lambda rng: rng.uniform(30.0, 50.0, 200_000), "light"),  # bounded
+    ],
+)
+def test_tail_class_from_the_spacing_of_the_tail_percentiles(
+    sample: Callable[[np.random.Generator], npt.NDArray[np.float64]], expected: str
+) -> None:
+    values = sample(np.random.default_rng(7))
+    p90, p99, p99_9 = (float(np.percentile(values, q)) for q in (90, 99, 99.9))
+    assert tail_class(tail_spacing_ratio(p90, p99, p99_9)) == expected
+
+
+def test_tail_spacing_ratio_is_undefined_without_a_spread() -> None:
+    assert tail_spacing_ratio(10.0, 10.0, 12.0) is None
+    assert tail_spacing_ratio(None, 10.0, 12.0) is None
+    assert tail_class(None) is None
