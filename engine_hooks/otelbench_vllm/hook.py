@@ -62,7 +62,13 @@ from opentelemetry.metrics import MeterProvider
 
 from otelbench_vllm import names
 from otelbench_vllm.metrics import HookMetrics
-from otelbench_vllm.spans import FinishedRequest, emit_spans, phase_durations, token_offsets_us
+from otelbench_vllm.spans import (
+    FinishedRequest,
+    emit_spans,
+    phase_durations,
+    span_count,
+    token_offsets_us,
+)
 
 __all__ = [
     "DEFAULT_EXPORT",
@@ -171,7 +177,8 @@ class HookStats:
         self.export_errors = 0
         self.hook_errors = 0
         self.spans_ended = 0
-        """Every span the hooks ended (server and child spans), i.e. handed to the processor."""
+        """Every span the hooks ended (server and child spans), counted in the API server as each
+        request finishes: handed to the span processor, or to the exporter process's queue."""
         # With a span spool (``OTELBENCH_SPOOL_DIR``), counted by ``otelbench.spool``:
         self.spans_sent = 0
         """Delivered to the collector at the first attempt."""
@@ -260,7 +267,7 @@ class _InProcess:
         self._stats = stats
 
     def submit(self, record: FinishedRequest) -> None:
-        self._stats.add("spans_ended", emit_spans(self._tracer, record))
+        emit_spans(self._tracer, record)
 
     def close(self, timeout: float = 10.0) -> bool:
         """Flush the provider's span processors (the SDK's; the API's provider has none)."""
@@ -496,6 +503,7 @@ class RequestHook:
         sink = self.sink
         if sink is None:
             sink = self.sink = EXPORT_SINKS[self.export](self)
+        self.stats.add("spans_ended", span_count(record))
         sink.submit(record)
         self.stats.add("requests_traced")
         queue_s, prefill_s, decode_s = phase_durations(record)

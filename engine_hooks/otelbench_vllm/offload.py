@@ -17,7 +17,7 @@ would re-import vLLM's ``__main__`` and torch in the child). The API server keep
   little-endian length, then the pickle) to the child's stdin. A child that reads slowly blocks
   this thread on the pipe, not the engine: the queue then fills and drops;
 - a daemon reader thread that reads the child's stdout: one JSON line per second with the
-  child's counts (:data:`CHILD_FIELDS`: spans ended, exported, failed, spool counts …), added to
+  child's counts (:data:`CHILD_FIELDS`: spans exported, failed, spool counts …), added to
   the API server's :class:`~otelbench_vllm.hook.HookStats` as differences, so that the
   ``otelbench_hook_spans_*`` metrics on vLLM's ``/metrics`` keep counting.
 
@@ -31,10 +31,11 @@ records it had not yet reported received plus those in the failed write are coun
 and it is started again, at most :data:`MAX_RESTARTS` times; after that every record is dropped
 and counted. At interpreter exit (``atexit``), :meth:`ExporterProcess.close` sends what is
 queued, closes the child's stdin and waits up to :data:`EXIT_WAIT_S` for the child to flush its
-batch span processor and exit. The child exits when its stdin closes, whoever closes it (the API
-server's exit, or its death), so it never outlives vLLM by more than its final export; it
-ignores SIGINT and SIGTERM, which reach it when a terminal or a service manager signals the whole
-process group, so that the API server's exit, not the signal, ends it after its last batch.
+batch span processor and exit (then kills it). The child exits when its stdin closes, whoever
+closes it (the API server's exit, or its death), so it never outlives vLLM by more than its final
+export; it ignores SIGINT and SIGTERM, which reach it when a terminal or a service manager
+signals the whole process group, so that the API server's exit, not the signal, ends it after
+its last batch.
 
 Time domains are untouched: the record carries the API server's monotonic→unix offset.
 
@@ -96,7 +97,6 @@ EXIT_WAIT_S = 10.0
 """How long the API server waits at exit for the exporter process to flush and exit."""
 
 CHILD_FIELDS: tuple[str, ...] = (
-    "spans_ended",
     "spans_exported",
     "spans_export_failed",
     "export_errors",
@@ -108,7 +108,10 @@ CHILD_FIELDS: tuple[str, ...] = (
     "spans_rejected",
     "records_torn",
 )
-"""The ``HookStats`` counts the exporter process keeps and reports (the API server adds them)."""
+"""The ``HookStats`` counts the exporter process keeps and reports (the API server adds them).
+``spans_ended`` is not one: the API server counts it as each request finishes, so that spans in
+the queue, the pipe or a dead child stay ``spans_unaccounted`` (ended, neither exported nor
+failed), as spans in or dropped from a batch processor's queue do in-process."""
 
 _HEADER = struct.Struct("<I")
 _MODULE = "otelbench_vllm.exporter"
@@ -335,26 +338,31 @@ class ExporterProcess:
     # ------------------------------------------------------------------ exit
     def close(self, timeout: float = EXIT_WAIT_S) -> bool:
         """Send what is queued, close the exporter process's stdin and wait for it to export
-        and exit, at most ``timeout`` s in all. True when it did; idempotent."""
+        and exit, at most ``timeout`` s in all; then it is killed (and what it had not
+        exported is lost). True when it exited by itself; idempotent."""
         deadline = time.monotonic() + timeout
         self._closing = True
         writer = self._writer
         if writer is not None:
             self._wake.set()
             writer.join(timeout=max(0.0, deadline - time.monotonic()))
+        child = self._child
+        if writer is not None and writer.is_alive() and child is not None:
+            child.proc.kill()  # it stopped reading: the writer is stuck on the full pipe
+            writer.join(timeout=1.0)
         left = len(self._queue)
         if left:
             self._queue.clear()
             self.stats.add("records_dropped", left)
         child = self._child
-        if child is None:
+        if child is None or child.finish(deadline - time.monotonic()):
             return True
-        if child.finish(deadline - time.monotonic()):
-            return True
+        child.proc.kill()
         _log.warning(
-            "otelbench hooks: the exporter process (pid %d) is still exporting after %.0f s; "
-            "it exits when done",
+            "otelbench hooks: the exporter process (pid %d) was still exporting after %.0f s "
+            "and was killed",
             child.proc.pid,
             timeout,
         )
+        child.finish(1.0)
         return False

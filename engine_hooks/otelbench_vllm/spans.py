@@ -21,7 +21,7 @@ This module depends on ``opentelemetry-api`` only.
 Example::
 
     record = FinishedRequest(...)          # RequestHook.on_finished packs it
-    ended = emit_spans(tracer, record)     # 1 server span + up to 3 phase spans
+    emit_spans(tracer, record)             # 1 server span + span_count(record) - 1 phases
 """
 
 from __future__ import annotations
@@ -36,7 +36,14 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from otelbench_vllm import names
 
-__all__ = ["FinishedRequest", "emit_spans", "phase_durations", "token_offsets_us", "unix_ns"]
+__all__ = [
+    "FinishedRequest",
+    "emit_spans",
+    "phase_durations",
+    "span_count",
+    "token_offsets_us",
+    "unix_ns",
+]
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 
@@ -150,10 +157,25 @@ def _add_preemption_events(span: trace.Span, rec: FinishedRequest) -> None:
             )
 
 
-def emit_spans(tracer: trace.Tracer, rec: FinishedRequest) -> int:
+def _phases(rec: FinishedRequest) -> list[tuple[str, float, float]]:
+    """(child span name, start, end) of each phase the request went through (monotonic s)."""
+    phases = (
+        (names.SPAN_HOOK_QUEUE, rec.queued_ts, rec.scheduled_ts),
+        (names.SPAN_HOOK_PREFILL, rec.scheduled_ts, rec.first_token_ts),
+        (names.SPAN_HOOK_DECODE, rec.first_token_ts, rec.last_token_ts),
+    )
+    return [(name, start, end) for name, start, end in phases if start and end]
+
+
+def span_count(rec: FinishedRequest) -> int:
+    """How many spans :func:`emit_spans` ends for ``rec``: the server span and its phases."""
+    return 1 + len(_phases(rec))
+
+
+def emit_spans(tracer: trace.Tracer, rec: FinishedRequest) -> None:
     """Build and end the request's server span (child of the client's span through the trace
-    headers), its queue / prefill / decode child spans and its preemption / resumption events;
-    return how many spans were ended."""
+    headers), its queue / prefill / decode child spans and its preemption / resumption
+    events."""
     off = rec.offset_ns
     arrival_ns = int(rec.arrival_time * 1e9)
     offsets = token_offsets_us(rec.token_timestamps(), arrival_ns, off)
@@ -169,17 +191,8 @@ def emit_spans(tracer: trace.Tracer, rec: FinishedRequest) -> int:
         start_time=arrival_ns,
     )
     _add_preemption_events(span, rec)
-    ended = 1
     in_span = trace.set_span_in_context(span)
-    phases = (
-        (names.SPAN_HOOK_QUEUE, rec.queued_ts, rec.scheduled_ts),
-        (names.SPAN_HOOK_PREFILL, rec.scheduled_ts, rec.first_token_ts),
-        (names.SPAN_HOOK_DECODE, rec.first_token_ts, rec.last_token_ts),
-    )
-    for name, start, end in phases:
-        if start and end:
-            child = tracer.start_span(name, context=in_span, start_time=unix_ns(start, off))
-            child.end(end_time=unix_ns(end, off))
-            ended += 1
+    for name, start, end in _phases(rec):
+        child = tracer.start_span(name, context=in_span, start_time=unix_ns(start, off))
+        child.end(end_time=unix_ns(end, off))
     span.end(end_time=end_ns)
-    return ended

@@ -139,6 +139,7 @@ def receiver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiv
         monkeypatch.setenv(
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"http://127.0.0.1:{rx.port}/v1/traces"
         )
+        monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
         monkeypatch.delenv(semconv.ENV_SPOOL_DIR, raising=False)
         monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
         yield rx
@@ -242,9 +243,9 @@ def test_a_full_queue_drops_and_counts_and_every_record_is_accounted_for(
         exporter.submit(record)  # faster than the writer drains (it waits 20 ms to batch)
     assert exporter.close(timeout=60.0)
     assert stats.records_dropped > 0
-    assert stats.spans_ended + stats.records_dropped == sent  # one span per such record
-    assert stats.spans_exported == stats.spans_ended
-    assert receiver.stats().spans_accepted == stats.spans_ended
+    assert stats.spans_exported + stats.records_dropped == sent  # one span per such record
+    assert stats.spans_export_failed == 0
+    assert receiver.stats().spans_accepted == stats.spans_exported
 
 
 def aborted_record(request_id: str = "cmpl-x") -> FinishedRequest:
@@ -256,9 +257,9 @@ def aborted_record(request_id: str = "cmpl-x") -> FinishedRequest:
 def test_a_killed_exporter_process_is_logged_once_counted_and_restarted(
     receiver: Receiver, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Ten records reach the first child; it is then stopped (SIGSTOP) so that five more sit
-    unread in its pipe, and killed: those five are counted as dropped, a second child takes
-    the next five. Killed again, with no restart left, the last five are dropped too."""
+    """Ten records are exported by the first child; it is then stopped (SIGSTOP) so that five
+    more sit unread in its pipe, and killed: those five are counted as dropped, a second child
+    takes the next five. Killed again, with no restart left, the last five are dropped too."""
     stats = HookStats()
     exporter = ExporterProcess(stats, ATTRS, max_restarts=1)
 
@@ -268,7 +269,7 @@ def test_a_killed_exporter_process_is_logged_once_counted_and_restarted(
 
     with caplog.at_level(logging.WARNING, logger="vllm.plugins.otelbench"):
         send(10)
-        assert wait_until(lambda: stats.spans_ended == 10)
+        assert wait_until(lambda: stats.spans_exported == 10)
         first = exporter.pid
         assert first is not None
         os.kill(first, signal.SIGSTOP)
@@ -276,7 +277,7 @@ def test_a_killed_exporter_process_is_logged_once_counted_and_restarted(
         assert wait_until(lambda: exporter.records_sent == 15)
         os.kill(first, signal.SIGKILL)
         send(5)
-        assert wait_until(lambda: stats.spans_ended == 15)
+        assert wait_until(lambda: stats.spans_exported == 15)
         second = exporter.pid
         assert second not in (None, first)
         assert (stats.records_dropped, stats.exporter_restarts) == (5, 1)
@@ -291,7 +292,7 @@ def test_a_killed_exporter_process_is_logged_once_counted_and_restarted(
     warnings = [r for r in caplog.records if "exporter process (pid" in r.getMessage()]
     assert len(warnings) == 1  # logged once
     assert any("no exporter process" in r.getMessage() for r in caplog.records)
-    assert stats.spans_ended == 15
+    assert stats.spans_exported == 15
     assert stats.exporter_restarts == 1
 
 
@@ -319,7 +320,7 @@ API_SERVER = textwrap.dedent(
         hook.on_finished(1.7e9 + 0.5, "abort", f"cmpl-{i}", 16, stats)
     print(json.dumps({"child": hook.sink.pid}), flush=True)
     if sys.argv[3] == "kill":
-        while hook.stats.spans_ended < n:  # the child has built every span
+        while hook.sink.records_sent < n:  # every record is in the pipe to the child
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGKILL)
     # else: a normal exit; atexit flushes
@@ -333,9 +334,10 @@ def test_the_exporter_process_flushes_and_exits_with_the_api_server(
 ) -> None:
     """A stand-in API server (a plain Python process with the hook) finishes 50 requests and
     exits normally (``atexit``: the queued records are sent and the child flushes its batch
-    processor before the parent is gone), or is SIGKILLed once the child has built every span
-    (the child sees its stdin end, flushes and exits on its own). The batch processor's delay
-    is the SDK's default 5 s, so the spans reach the receiver only through that flush."""
+    processor before the parent is gone), or is SIGKILLed once every record is in the pipe
+    (the child reads what is left in the pipe, sees its end, flushes and exits on its own).
+    The batch processor's delay is the SDK's default 5 s, so the spans reach the receiver only
+    through that flush."""
     done = subprocess.run(
         [sys.executable, "-c", API_SERVER, str(HOOKS_SRC), "50", how],
         capture_output=True, text=True, timeout=120, check=False,
@@ -350,3 +352,26 @@ def test_the_exporter_process_flushes_and_exits_with_the_api_server(
     else:
         assert wait_until(lambda: receiver.stats().spans_accepted == 50)
     assert "Traceback" not in done.stderr
+
+
+def test_an_exporter_process_that_stops_reading_is_killed_at_close(
+    receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A child that hangs (SIGSTOP) does not hold the API server's exit: ``close`` waits its
+    bound, kills it and says so; the five records it never read are lost."""
+    stats = HookStats()
+    exporter = ExporterProcess(stats, ATTRS)
+    for _ in range(10):
+        exporter.submit(aborted_record())
+    assert wait_until(lambda: stats.spans_exported == 10)
+    child = exporter.pid
+    assert child is not None
+    os.kill(child, signal.SIGSTOP)
+    for _ in range(5):
+        exporter.submit(aborted_record())
+    assert wait_until(lambda: exporter.records_sent == 15)
+    with caplog.at_level(logging.WARNING, logger="vllm.plugins.otelbench"):
+        assert exporter.close(timeout=2.0) is False
+    assert subprocess_gone(child)
+    assert "was killed" in caplog.text
+    assert stats.spans_exported == 10
