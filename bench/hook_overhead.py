@@ -21,12 +21,14 @@ serves ``--rounds`` rounds of ``--requests`` streamed requests (``--concurrency`
 three launches, rotating their order (on, off, absent; off, absent, on; ...), about 45 s of
 start-up each.
 
-Per request: TTFT as the client saw it, and decode rate = (output tokens − 1) / (last chunk −
-first chunk). Per round: aggregate output tokens/s over the round's wall time, and the CPU time
-(``/proc/PID/stat`` user + system) each vLLM process spent per 1,000 output tokens — the hooks
-run in the API server process, and its CPU per token is a far less noisy measure of what they
-cost than throughput on a shared machine. The table gives medians over requests (TTFT p50/p99,
-decode tok/s p50) and over rounds (aggregate tok/s, CPU), and each mode's ratio to
+After the warm-up, a launch with the hooks waits until their first spans are exported (the
+exporter process is up). Per request: TTFT as the client saw it, and decode rate = (output
+tokens − 1) / (last chunk − first chunk). Per round: aggregate output tokens/s over the round's
+wall time, and the CPU time (``/proc/PID/stat`` user + system) each vLLM process spent per 1,000
+output tokens — the hooks run in the API server process (and, by default, their exporter
+process: ``python`` in the JSON), and the API server's CPU per token is a far less noisy measure
+of what they cost than throughput on a shared machine. The table gives medians over requests
+(TTFT p50/p99, decode tok/s p50) and over rounds (aggregate tok/s, CPU), and each mode's ratio to
 ``absent``; the JSON also has the per-cycle ratio (each cycle's on and off medians over its
 absent median), whose spread shows how much of a difference is noise.
 Target: throughput with hooks ≥ 99 % of without. ``--modes on,absent`` compares just the two,
@@ -54,6 +56,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -121,6 +125,23 @@ MODE_ENV: dict[str, dict[str, str | None]] = {
 }
 
 
+EXPORTED = "otelbench_hook_spans_exported_total"
+
+
+def wait_hooks_exporting(base_url: str, timeout: float = 60.0) -> None:
+    """Wait until the warm-up's spans are exported (``EXPORTED`` > 0 on ``/metrics``): the hooks'
+    exporter process, started by the first finished request, is then up and past its imports,
+    whose CPU would otherwise land in the first measured round."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = httpx.get(f"{base_url}/metrics", timeout=10.0, trust_env=False).text
+        for line in text.splitlines():
+            if line.startswith(EXPORTED) and float(line.rsplit(" ", 1)[1]) > 0:
+                return
+        time.sleep(0.5)
+    raise RuntimeError(f"no span exported by the hooks within {timeout:.0f} s of the warm-up")
+
+
 def cpu_seconds(server: VllmCpuServer) -> dict[str, float]:
     """User + system CPU seconds so far of each process of the server, by role."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -149,6 +170,8 @@ def run_launch(
     server.start(timeout=300)
     try:
         asyncio.run(run_round(server.base_url, 16, args.concurrency, 32))  # warm-up
+        if mode in HOOKED:
+            wait_hooks_exporting(server.base_url)
         rounds = []
         for r in range(args.rounds):
             before = cpu_seconds(server)

@@ -2,9 +2,10 @@
 
 vLLM's API server is one Python process whose CPU (one GIL) bounds vLLM's throughput at high
 concurrency; building four spans per request, encoding them as OTLP protobuf and sending them over
-HTTP there cost it about 0.5 ms per 64-token request. With ``OTELBENCH_VLLM_EXPORT=process`` (the
-default) that work runs in a child process of the API server instead,
-``python -m otelbench_vllm.exporter`` (:mod:`otelbench_vllm.exporter`), started with
+HTTP there cost it about 0.3 ms of CPU per 64-token request on this project's 2-core VM
+(``bench/hook_hot_path.py``: +372 µs per request in-process, +57 µs with this process). With
+``OTELBENCH_VLLM_EXPORT=process`` (the default) that work runs in a child process of the API
+server instead, ``python -m otelbench_vllm.exporter`` (:mod:`otelbench_vllm.exporter`), started with
 ``subprocess.Popen`` and the API server's own interpreter (not ``multiprocessing``, whose spawn
 would re-import vLLM's ``__main__`` and torch in the child). The API server keeps only:
 
