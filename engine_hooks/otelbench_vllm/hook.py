@@ -18,9 +18,24 @@ Cost model:
   ``</think>``): one membership test of the step's new token ids until that token is seen, which
   records the index of the first output-phase token (``otelbench.server.output_phase_token``);
 - per preemption / resumption: one tuple or float appended;
-- per finished request: the span, its three child spans and events are built and handed to the
-  tracer provider (a batch span processor exports them from its own thread), and the request's
-  metrics are recorded (:mod:`otelbench_vllm.metrics`; one histogram record per inter-token gap).
+- per finished request: the request is packed into a :class:`~otelbench_vllm.spans.
+  FinishedRequest` (a tuple of its ids, trace headers, counts, timestamps and the token
+  timestamps as ``array('d')`` bytes) and handed to the export sink, and the request's metrics
+  are recorded (:mod:`otelbench_vllm.metrics`: seven histogram records).
+
+The export sink is chosen by ``OTELBENCH_VLLM_EXPORT`` (:data:`EXPORT_SINKS`):
+
+- ``process`` (the default): the record goes to a bounded queue, and the hooks' exporter process
+  (:mod:`otelbench_vllm.offload`) builds the spans and exports them: span building, protobuf
+  encoding and the HTTP transport leave vLLM's API server process, whose CPU (one GIL) is what
+  bounds vLLM's throughput at high concurrency. The API server's cost per finished request is
+  the packing, one deque append and its share of pickling the batch to a pipe;
+- ``inprocess``: the span, its three child spans and events are built in the API server and
+  handed to the tracer provider (a batch span processor encodes and exports them from its own
+  thread, in the same process). Also what a hook given a ``tracer_provider`` does.
+
+Both sinks build the spans with the same function from the same record
+(:func:`otelbench_vllm.spans.emit_spans`).
 
 The per-request state lives in an attribute of vLLM's ``RequestStateStats`` object, so it goes
 away with the request even when the request is aborted and never finishes through the stats.
@@ -34,29 +49,39 @@ Example (plain objects shaped like vLLM's)::
 
 from __future__ import annotations
 
+import array
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import SpanKind
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otelbench_vllm import names
 from otelbench_vllm.metrics import HookMetrics
+from otelbench_vllm.spans import (
+    FinishedRequest,
+    emit_spans,
+    phase_durations,
+    span_count,
+    token_offsets_us,
+)
 
 __all__ = [
+    "DEFAULT_EXPORT",
     "EVENT_PREEMPTED",
     "EVENT_QUEUED",
     "EVENT_SCHEDULED",
+    "EXPORT_SINKS",
     "STATE_ATTR",
+    "ExportSink",
     "HookStats",
     "RequestHook",
     "RequestTrace",
+    "export_mode_from_env",
     "mono_to_unix_offset_ns",
     "think_end_token_id_from_env",
     "token_offsets_us",
@@ -71,8 +96,6 @@ EVENT_PREEMPTED = 3
 
 STATE_ATTR = "_otelbench_trace"
 """Attribute of vLLM's ``RequestStateStats`` that holds the request's :class:`RequestTrace`."""
-
-_PROPAGATOR = TraceContextTextMapPropagator()
 
 
 def mono_to_unix_offset_ns() -> int:
@@ -98,16 +121,6 @@ def think_end_token_id_from_env() -> int | None:
             raw,
         )
         return None
-
-
-def token_offsets_us(token_ts: Sequence[float], arrival_unix_ns: int, offset_ns: int) -> list[int]:
-    """Microseconds from arrival (wall clock) to each token's step timestamp (monotonic seconds).
-
-    ``offset_ns`` is :func:`mono_to_unix_offset_ns`; tokens of one engine step share a timestamp
-    and therefore an offset.
-    """
-    base_us = (arrival_unix_ns - offset_ns) / 1e3
-    return [round(ts * 1e6 - base_us) for ts in token_ts]
 
 
 class RequestTrace:
@@ -164,7 +177,8 @@ class HookStats:
         self.export_errors = 0
         self.hook_errors = 0
         self.spans_ended = 0
-        """Every span the hooks ended (server and child spans), i.e. handed to the processor."""
+        """Every span the hooks ended (server and child spans), counted in the API server as each
+        request finishes: handed to the span processor, or to the exporter process's queue."""
         # With a span spool (``OTELBENCH_SPOOL_DIR``), counted by ``otelbench.spool``:
         self.spans_sent = 0
         """Delivered to the collector at the first attempt."""
@@ -178,6 +192,12 @@ class HookStats:
         """Refused by the collector for good (an HTTP 4xx other than 429)."""
         self.records_torn = 0
         """Records of a crashed process's spool that could not be read back."""
+        # With the exporter process (``OTELBENCH_VLLM_EXPORT=process``), counted in the API server:
+        self.records_dropped = 0
+        """Finished requests whose spans were never built: the queue to the exporter process was
+        full, or that process died (or could not be started) before building them."""
+        self.exporter_restarts = 0
+        """Times the exporter process was started again after it died."""
 
     def add(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -203,6 +223,8 @@ class HookStats:
             "spans_dropped": self.spans_dropped,
             "spans_rejected": self.spans_rejected,
             "records_torn": self.records_torn,
+            "records_dropped": self.records_dropped,
+            "exporter_restarts": self.exporter_restarts,
         }
 
 
@@ -223,8 +245,71 @@ def _hooks_version() -> str:
     return __version__
 
 
-def _unix_ns(mono_s: float, offset_ns: int) -> int:
-    return int(mono_s * 1e9) + offset_ns
+class ExportSink(Protocol):
+    """Where :meth:`RequestHook.on_finished` hands each finished request's record."""
+
+    def submit(self, record: FinishedRequest) -> None: ...
+
+    def close(self, timeout: float = ...) -> bool:
+        """Send what is pending and wait for its export (at most ``timeout`` s); True if done."""
+        ...
+
+
+class _InProcess:
+    """The ``inprocess`` sink: the spans are built in this process, on the calling thread, and
+    exported by ``provider``'s span processor."""
+
+    def __init__(
+        self, provider: trace.TracerProvider, tracer: trace.Tracer, stats: HookStats
+    ) -> None:
+        self._provider = provider
+        self._tracer = tracer
+        self._stats = stats
+
+    def submit(self, record: FinishedRequest) -> None:
+        emit_spans(self._tracer, record)
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Flush the provider's span processors (the SDK's; the API's provider has none)."""
+        flush = getattr(self._provider, "force_flush", None)
+        return bool(flush(int(timeout * 1000))) if flush is not None else True
+
+
+def _in_process_sink(hook: RequestHook) -> ExportSink:
+    return _InProcess(hook.tracer_provider(), hook.tracer(), hook.stats)
+
+
+def _process_sink(hook: RequestHook) -> ExportSink:
+    from otelbench_vllm.offload import ExporterProcess
+
+    return ExporterProcess(hook.stats, hook.resource_attributes)
+
+
+EXPORT_SINKS: dict[str, Callable[[RequestHook], ExportSink]] = {
+    "process": _process_sink,
+    "inprocess": _in_process_sink,
+}
+"""``OTELBENCH_VLLM_EXPORT`` value → the sink it selects (module docstring)."""
+
+DEFAULT_EXPORT = "process"
+
+
+def export_mode_from_env() -> str:
+    """``$OTELBENCH_VLLM_EXPORT`` (a key of :data:`EXPORT_SINKS`); :data:`DEFAULT_EXPORT` when
+    unset, and when it is not one of them (with a warning)."""
+    raw = os.environ.get(names.ENV_VLLM_EXPORT, "").strip().lower()
+    if not raw:
+        return DEFAULT_EXPORT
+    if raw not in EXPORT_SINKS:
+        _log.warning(
+            "otelbench hooks: %s=%r is none of %s; using %s",
+            names.ENV_VLLM_EXPORT,
+            raw,
+            ", ".join(EXPORT_SINKS),
+            DEFAULT_EXPORT,
+        )
+        return DEFAULT_EXPORT
+    return raw
 
 
 class RequestHook:
@@ -235,6 +320,10 @@ class RequestHook:
     process that never finishes a request never starts an export thread); ``meter_provider``
     likewise defaults to :func:`otelbench_vllm.export.make_meter_provider` (Prometheus on
     prometheus_client's default registry, plus OTLP/HTTP when a metrics endpoint is set).
+
+    ``export`` is the sink (:data:`EXPORT_SINKS`): by default ``inprocess`` when a
+    ``tracer_provider`` is given, else :func:`export_mode_from_env`. The sink is made on the
+    first finished request (:attr:`sink`).
     """
 
     def __init__(
@@ -245,7 +334,15 @@ class RequestHook:
         offset_ns: int | None = None,
         meter_provider: MeterProvider | None = None,
         think_end_token_id: int | None = None,
+        export: str | None = None,
     ) -> None:
+        if export is None:
+            export = "inprocess" if tracer_provider is not None else export_mode_from_env()
+        if export not in EXPORT_SINKS:
+            raise ValueError(f"export: one of {', '.join(EXPORT_SINKS)}, not {export!r}")
+        self.export = export
+        self.sink: ExportSink | None = None
+        """Made on the first finished request."""
         self.stats = stats if stats is not None else HookStats()
         self.think_end_token_id = think_end_token_id
         """A reasoning model's think-end token (module docstring); None: phases not marked."""
@@ -318,13 +415,18 @@ class RequestHook:
             state.on_event(event.type, event.timestamp)
 
     # ------------------------------------------------------------------ finish
-    def _get_tracer(self) -> trace.Tracer:
-        if self._tracer is None:
-            if self._provider is None:
-                from otelbench_vllm.export import make_tracer_provider
+    def tracer_provider(self) -> trace.TracerProvider:
+        """The ``inprocess`` sink's provider: the one given, else made on first use."""
+        if self._provider is None:
+            from otelbench_vllm.export import make_tracer_provider
 
-                self._provider = make_tracer_provider(self.stats, self.resource_attributes)
-            self._tracer = self._provider.get_tracer(names.INSTRUMENTATION_SCOPE_HOOKS)
+            self._provider = make_tracer_provider(self.stats, self.resource_attributes)
+        return self._provider
+
+    def tracer(self) -> trace.Tracer:
+        """The ``inprocess`` sink's tracer, on :meth:`tracer_provider`."""
+        if self._tracer is None:
+            self._tracer = self.tracer_provider().get_tracer(names.INSTRUMENTATION_SCOPE_HOOKS)
         return self._tracer
 
     def _get_metrics(self) -> HookMetrics:
@@ -336,6 +438,38 @@ class RequestHook:
             self._metrics = HookMetrics(self._meter_provider, self.stats)
         return self._metrics
 
+    def _record(
+        self,
+        iteration_timestamp: float,
+        finish_reason: object,
+        request_id: str | None,
+        num_prompt_tokens: int,
+        req_stats: Any,
+        num_cached_tokens: int,
+        state: RequestTrace,
+    ) -> FinishedRequest:
+        headers = state.trace_headers
+        return FinishedRequest(
+            iteration_timestamp,
+            str(finish_reason),
+            request_id,
+            num_prompt_tokens,
+            num_cached_tokens,
+            req_stats.arrival_time,
+            req_stats.queued_ts,
+            req_stats.scheduled_ts,
+            req_stats.first_token_ts,
+            req_stats.last_token_ts,
+            req_stats.first_token_latency,
+            state.engine_request_id,
+            dict(headers) if headers else None,
+            array.array("d", state.token_ts).tobytes(),
+            state.preemptions,
+            state.resumptions,
+            state.output_phase_token,
+            self.offset_ns,
+        )
+
     def on_finished(
         self,
         iteration_timestamp: float,
@@ -346,7 +480,8 @@ class RequestHook:
         num_cached_tokens: int = 0,
     ) -> None:
         """The request finished (``iteration_timestamp``: vLLM's wall-clock time of the step's
-        stats): emit its server span, child spans and events."""
+        stats): hand its record to the export sink, which emits its server span, child spans
+        and events, and record its metrics."""
         state: RequestTrace | None = req_stats.__dict__.pop(STATE_ATTR, None)
         if state is None:
             state = RequestTrace()
@@ -356,86 +491,34 @@ class RequestHook:
             and not self._warned_no_trace_headers
         ):
             self._warn_no_trace_headers()
-        tracer = self._get_tracer()
-        off = self.offset_ns
-        arrival_ns = int(req_stats.arrival_time * 1e9)
-        queued, scheduled = req_stats.queued_ts, req_stats.scheduled_ts
-        first, last = req_stats.first_token_ts, req_stats.last_token_ts
-        offsets = token_offsets_us(state.token_ts, arrival_ns, off)
-        end_ns = int(iteration_timestamp * 1e9)
-        if last:
-            end_ns = max(end_ns, _unix_ns(last, off))
-
-        attributes: dict[str, Any] = {
-            names.VLLM_REQUEST_ID: request_id or "",
-            names.VLLM_RESPONSE_FINISH_REASON: str(finish_reason),
-            names.VLLM_USAGE_PROMPT_TOKENS: num_prompt_tokens,
-            names.VLLM_USAGE_COMPLETION_TOKENS: len(offsets),
-            names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: num_cached_tokens,
-            names.VLLM_LATENCY_E2E: iteration_timestamp - req_stats.arrival_time,
-            names.SERVER_TOKEN_OFFSETS_US: offsets,
-            names.SERVER_PREEMPTIONS: len(state.preemptions),
-            names.SERVER_MONO_TO_UNIX_OFFSET_NS: off,
-        }
-        if state.engine_request_id:
-            attributes[names.SERVER_ENGINE_REQUEST_ID] = state.engine_request_id
-        if state.output_phase_token is not None:
-            attributes[names.SERVER_OUTPUT_PHASE_TOKEN] = state.output_phase_token
-        if first:
-            attributes[names.VLLM_LATENCY_TTFT] = req_stats.first_token_latency
-        queue_s = prefill_s = decode_s = None
-        if queued and scheduled:
-            queue_s = attributes[names.VLLM_LATENCY_QUEUE] = scheduled - queued
-        if scheduled and first:
-            prefill_s = attributes[names.VLLM_LATENCY_PREFILL] = first - scheduled
-            decode_s = attributes[names.VLLM_LATENCY_DECODE] = last - first
-            attributes[names.VLLM_LATENCY_INFERENCE] = last - scheduled
-
-        parent = _PROPAGATOR.extract(state.trace_headers) if state.trace_headers else None
-        span = tracer.start_span(
-            names.SPAN_HOOK_REQUEST,
-            context=parent,
-            kind=SpanKind.SERVER,
-            attributes=attributes,
-            start_time=arrival_ns,
+        record = self._record(
+            iteration_timestamp,
+            finish_reason,
+            request_id,
+            num_prompt_tokens,
+            req_stats,
+            num_cached_tokens,
+            state,
         )
-        for i, (ts, tokens) in enumerate(state.preemptions):
-            span.add_event(
-                names.EVENT_PREEMPTION,
-                {
-                    names.PREEMPTION_OUTPUT_TOKENS: tokens,
-                    names.PREEMPTION_KV_TOKENS_DISCARDED: num_prompt_tokens + tokens,
-                },
-                timestamp=_unix_ns(ts, off),
-            )
-            if i < len(state.resumptions):
-                resumed = state.resumptions[i]
-                span.add_event(
-                    names.EVENT_RESUMPTION,
-                    {names.PREEMPTION_STALL_US: round((resumed - ts) * 1e6)},
-                    timestamp=_unix_ns(resumed, off),
-                )
-        ended = 1
-        in_span = trace.set_span_in_context(span)
-        phases = (
-            (names.SPAN_HOOK_QUEUE, queued, scheduled),
-            (names.SPAN_HOOK_PREFILL, scheduled, first),
-            (names.SPAN_HOOK_DECODE, first, last),
-        )
-        for name, start, end in phases:
-            if start and end:
-                child = tracer.start_span(name, context=in_span, start_time=_unix_ns(start, off))
-                child.end(end_time=_unix_ns(end, off))
-                ended += 1
-        span.end(end_time=end_ns)
-        self.stats.add("spans_ended", ended)
+        sink = self.sink
+        if sink is None:
+            sink = self.sink = EXPORT_SINKS[self.export](self)
+        self.stats.add("spans_ended", span_count(record))
+        sink.submit(record)
         self.stats.add("requests_traced")
+        queue_s, prefill_s, decode_s = phase_durations(record)
         self._get_metrics().record_finished(
-            ttft=req_stats.first_token_latency if first else None,
-            e2e=iteration_timestamp - req_stats.arrival_time,
+            ttft=record.first_token_latency if record.first_token_ts else None,
+            e2e=iteration_timestamp - record.arrival_time,
             queue=queue_s,
             prefill=prefill_s,
             decode=decode_s,
             token_ts=state.token_ts,
             preemptions=len(state.preemptions),
         )
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Export what is pending (the exporter process: send it, let it flush and exit; at most
+        ``timeout`` s). True when done; the exporter process also does this at interpreter
+        exit."""
+        return self.sink.close(timeout) if self.sink is not None else True

@@ -1,18 +1,27 @@
 """The hooks' OpenTelemetry metrics: histograms and counters recorded once per finished request.
 
 Nothing here runs per token: :meth:`HookMetrics.record_finished` is called from
-:meth:`otelbench_vllm.hook.RequestHook.on_finished` with what the span is built from. The
-inter-token latency histogram gets the gaps between consecutive token steps of the request, at most
-:data:`MAX_ITL_RECORDS` of them (one ``Histogram.record`` each, about 10 µs with the SDK): a
-request with more gaps records an evenly strided subset of them (every k-th gap), so the cost at
-a finish is bounded and every request weighs the same in the ITL histogram, whatever its length
-(a per-request sample of its gaps, not a per-token one: say so beside any quantile read from it).
-With 64 records the whole finish (span and metrics) cost about 1.15 ms on this project's 2-core
-VM (``bench/hook_hot_path.py``), two thirds of it these records; 16 bring it to about half. Every
-gap of every request is on the span (``token_offsets_us``), and vLLM's own
-``vllm:inter_token_latency_seconds`` histogram counts every token. The hook's health (spans
-ended / exported / failed / unaccounted, and dropped by a full span spool) is read from
-:class:`HookStats` by observable instruments at collection time.
+:meth:`otelbench_vllm.hook.RequestHook.on_finished` with what the span is built from, in vLLM's
+API server process (the metrics are served on vLLM's own ``/metrics``, so they stay there when
+the spans go to the exporter process). That is seven ``Histogram.record`` calls per finished
+request (TTFT, TPOT, duration, queue, prefill, decode, preemptions), about 4 µs each with the SDK
+on this project's 2-core VM: most of what the hooks still cost the API server per request.
+
+The inter-token latency histogram is off by default (:data:`DEFAULT_ITL_RECORDS` = 0) and opt-in
+with ``OTELBENCH_VLLM_ITL_RECORDS=N``: it would cost one more ``Histogram.record`` per gap, so at
+most N per request, and at 16 it was two thirds of the metrics' cost per finished request, which
+is the API server's CPU and so vLLM's throughput where that process is the bottleneck. What it
+would show is already measured twice over: every gap of every request is on the server span
+(``otelbench.server.token_offsets_us``, from which otelbench's query layer computes ITL
+percentiles, draft 4.2.4), and vLLM's own ``vllm:inter_token_latency_seconds`` histogram on the
+same ``/metrics`` counts every token. With N set, a request with more than N gaps records an evenly
+strided subset of them (every k-th gap), so the cost at a finish is bounded and every request
+weighs the same in the histogram whatever its length (a per-request sample of its gaps, not a
+per-token one: say so beside any quantile read from it).
+
+The hook's health (spans ended / exported / failed / unaccounted, dropped by a full span spool,
+requests dropped before the exporter process) is read from :class:`HookStats` by observable
+instruments at collection time.
 
 This module depends on ``opentelemetry-api`` only; readers and exporters are wired in
 :mod:`otelbench_vllm.export`.
@@ -27,6 +36,8 @@ Example::
 from __future__ import annotations
 
 import itertools
+import logging
+import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -38,10 +49,41 @@ from otelbench_vllm import names
 if TYPE_CHECKING:
     from otelbench_vllm.hook import HookStats
 
-__all__ = ["DURATION_BUCKETS_S", "MAX_ITL_RECORDS", "PREEMPTION_BUCKETS", "HookMetrics"]
+__all__ = [
+    "DEFAULT_ITL_RECORDS",
+    "DURATION_BUCKETS_S",
+    "PREEMPTION_BUCKETS",
+    "HookMetrics",
+    "itl_records_from_env",
+]
 
-MAX_ITL_RECORDS = 16
-"""Inter-token gaps recorded per request at most (an evenly strided subset beyond that)."""
+_log = logging.getLogger("vllm.plugins.otelbench")
+
+DEFAULT_ITL_RECORDS = 0
+"""Inter-token gaps recorded per request at most when ``OTELBENCH_VLLM_ITL_RECORDS`` is unset:
+none (module docstring)."""
+
+
+def itl_records_from_env() -> int:
+    """``$OTELBENCH_VLLM_ITL_RECORDS`` as a count ≥ 0; :data:`DEFAULT_ITL_RECORDS` when unset or
+    not a count (with a warning)."""
+    raw = os.environ.get(names.ENV_VLLM_ITL_RECORDS, "").strip()
+    if not raw:
+        return DEFAULT_ITL_RECORDS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        _log.warning(
+            "otelbench hooks: %s=%r is not a count; recording %d inter-token gaps per request",
+            names.ENV_VLLM_ITL_RECORDS,
+            raw,
+            DEFAULT_ITL_RECORDS,
+        )
+        return DEFAULT_ITL_RECORDS
+    return value
+
 
 DURATION_BUCKETS_S: tuple[float, ...] = (
     0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075,
@@ -57,11 +99,18 @@ PREEMPTION_BUCKETS: tuple[float, ...] = (0, 1, 2, 3, 4, 5, 8, 10, 16, 32, 64)
 
 
 class HookMetrics:
-    """The instruments, created on one meter of ``meter_provider``."""
+    """The instruments, created on one meter of ``meter_provider``; ``itl_records``: inter-token
+    gaps recorded per request at most (None: :func:`itl_records_from_env`)."""
 
-    def __init__(self, meter_provider: metrics.MeterProvider, stats: HookStats) -> None:
+    def __init__(
+        self,
+        meter_provider: metrics.MeterProvider,
+        stats: HookStats,
+        itl_records: int | None = None,
+    ) -> None:
         meter = meter_provider.get_meter(names.INSTRUMENTATION_SCOPE_HOOKS)
         self._stats = stats
+        self.itl_records = itl_records if itl_records is not None else itl_records_from_env()
 
         def seconds(name: str, description: str) -> metrics.Histogram:
             return meter.create_histogram(
@@ -100,6 +149,12 @@ class HookMetrics:
             meter.create_observable_counter(
                 name, callbacks=[self._observe(field)], unit="{span}", description=description
             )
+        meter.create_observable_counter(
+            names.METRIC_HOOK_RECORDS_DROPPED,
+            callbacks=[self._observe("records_dropped")],
+            unit="{request}",
+            description="Finished requests dropped before the exporter process built their spans",
+        )
         meter.create_observable_up_down_counter(
             names.METRIC_HOOK_SPANS_UNACCOUNTED,
             callbacks=[self._observe("spans_unaccounted")],
@@ -138,16 +193,21 @@ class HookMetrics:
             self.decode.record(decode)
             if len(token_ts) > 1:
                 self.tpot.record(decode / (len(token_ts) - 1))
-        record_itl = self.itl.record
-        gaps = len(token_ts) - 1
-        if gaps <= MAX_ITL_RECORDS:
-            for earlier, later in itertools.pairwise(token_ts):
-                record_itl(later - earlier)
-        else:
-            step = gaps / MAX_ITL_RECORDS
-            for k in range(MAX_ITL_RECORDS):
-                i = int(k * step)
-                record_itl(token_ts[i + 1] - token_ts[i])
+        if self.itl_records:
+            self._record_itl(token_ts)
         self.request_preemptions.record(preemptions)
         if preemptions:
             self.preemptions.add(preemptions)
+
+    def _record_itl(self, token_ts: Sequence[float]) -> None:
+        record_itl = self.itl.record
+        most = self.itl_records
+        gaps = len(token_ts) - 1
+        if gaps <= most:
+            for earlier, later in itertools.pairwise(token_ts):
+                record_itl(later - earlier)
+        else:
+            step = gaps / most
+            for k in range(most):
+                i = int(k * step)
+                record_itl(token_ts[i + 1] - token_ts[i])

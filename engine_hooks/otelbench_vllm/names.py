@@ -48,6 +48,11 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tok
 ENV_VLLM_HOOKS: Final = "OTELBENCH_VLLM_HOOKS"
 ENV_VLLM_THINK_END_TOKEN_ID: Final = "OTELBENCH_VLLM_THINK_END_TOKEN_ID"
 """The id of the token that ends a reasoning model's think phase (e.g. ``</think>``)."""
+ENV_VLLM_EXPORT: Final = "OTELBENCH_VLLM_EXPORT"
+"""Where the engine hooks build and export their spans: ``process`` (default: the hooks' exporter
+process, off vLLM's API server) or ``inprocess`` (in the API server)."""
+ENV_VLLM_ITL_RECORDS: Final = "OTELBENCH_VLLM_ITL_RECORDS"
+"""Inter-token gaps the engine hooks record per request in their ITL histogram (default 0: off)."""
 ENV_SPOOL_DIR: Final = "OTELBENCH_SPOOL_DIR"
 """The span spool directory (``otelbench.spool``); unset: no spool, as before."""
 ENV_SPOOL_MAX_BYTES: Final = "OTELBENCH_SPOOL_MAX_BYTES"
@@ -80,5 +85,9 @@ METRIC_HOOK_SPANS_EXPORTED: Final = "otelbench.hook.spans.exported"
 METRIC_HOOK_SPANS_FAILED: Final = "otelbench.hook.spans.failed"
 METRIC_HOOK_SPANS_UNACCOUNTED: Final = "otelbench.hook.spans.unaccounted"
 METRIC_HOOK_SPANS_DROPPED: Final = "otelbench.hook.spans.dropped"
+METRIC_HOOK_RECORDS_DROPPED: Final = "otelbench.hook.records.dropped"
+"""Observable counter ({request}): finished requests whose spans were never built (the queue to
+the hooks' exporter process was full, or that process died). On Prometheus
+``otelbench_hook_records_dropped_total``."""
 PROMETHEUS_HOOK_INFO: Final = "otelbench_hook_info"
 """A prometheus_client gauge (not OpenTelemetry): the hooks' status on vLLM's ``/metrics``."""

@@ -95,6 +95,7 @@ def drive(
     steps: Sequence[tuple[float, int, list[SimpleNamespace]]],
     headers: dict[str, str] | None = None,
     prompt_tokens: int = 16,
+    request_id: str = "cmpl-1-0",
 ) -> SimpleNamespace:
     """Play steps (timestamp, new tokens, events) as vLLM's frontend does, then finish."""
     stats = request_stats()
@@ -115,7 +116,7 @@ def drive(
             stats.first_token_latency = t + 0.0002 - MONO0
             first = False
         stats.last_token_ts = t
-    hook.on_finished(steps[-1][0] + OFFSET_NS / 1e9 + 0.0003, "length", "cmpl-1-0", prompt_tokens,
+    hook.on_finished(steps[-1][0] + OFFSET_NS / 1e9 + 0.0003, "length", request_id, prompt_tokens,
                      stats, num_cached_tokens=4)  # fmt: skip
     return stats
 

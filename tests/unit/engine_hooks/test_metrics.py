@@ -13,7 +13,12 @@ from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricR
 from opentelemetry.sdk.trace import TracerProvider
 from otelbench_vllm.export import make_metric_readers
 from otelbench_vllm.hook import HookStats, RequestHook
-from otelbench_vllm.metrics import DURATION_BUCKETS_S, MAX_ITL_RECORDS, HookMetrics
+from otelbench_vllm.metrics import (
+    DEFAULT_ITL_RECORDS,
+    DURATION_BUCKETS_S,
+    HookMetrics,
+    itl_records_from_env,
+)
 
 from otelbench import semconv
 
@@ -36,7 +41,10 @@ def metric_reader() -> InMemoryMetricReader:
 
 
 @pytest.fixture
-def hook(metric_reader: InMemoryMetricReader) -> Iterator[RequestHook]:
+def hook(
+    metric_reader: InMemoryMetricReader, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[RequestHook]:
+    monkeypatch.setenv(semconv.ENV_VLLM_ITL_RECORDS, "16")  # opt in: every gap of these requests
     meters = MeterProvider(metric_readers=[metric_reader])
     yield RequestHook(tracer_provider=TracerProvider(), offset_ns=OFFSET_NS, meter_provider=meters)
     meters.shutdown()
@@ -152,11 +160,36 @@ def test_otlp_metric_reader_when_an_endpoint_is_set(monkeypatch: pytest.MonkeyPa
 
 def test_a_long_request_records_a_bounded_strided_subset_of_its_gaps() -> None:
     reader = InMemoryMetricReader()
-    metrics = HookMetrics(MeterProvider(metric_readers=[reader]), HookStats())
+    metrics = HookMetrics(MeterProvider(metric_readers=[reader]), HookStats(), itl_records=16)
     token_ts = [0.01 * i for i in range(1001)]  # 1000 gaps of 10 ms
     metrics.record_finished(
         ttft=0.1, e2e=10.0, queue=0.0, prefill=0.1, decode=10.0, token_ts=token_ts, preemptions=0
     )
     itl = collect(reader)[semconv.METRIC_HOOK_ITL]
-    assert itl.count == MAX_ITL_RECORDS
-    assert itl.sum == pytest.approx(0.01 * MAX_ITL_RECORDS)
+    assert itl.count == 16
+    assert itl.sum == pytest.approx(0.01 * 16)
+
+
+def test_by_default_no_inter_token_gap_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's own ITL histogram and the span's offsets have every gap; the hooks' histogram is
+    opt-in (``OTELBENCH_VLLM_ITL_RECORDS``), and its instrument then has no data point."""
+    monkeypatch.delenv(semconv.ENV_VLLM_ITL_RECORDS, raising=False)
+    reader = InMemoryMetricReader()
+    metrics = HookMetrics(MeterProvider(metric_readers=[reader]), HookStats())
+    assert metrics.itl_records == DEFAULT_ITL_RECORDS == 0
+    token_ts = [0.01 * i for i in range(65)]
+    metrics.record_finished(
+        ttft=0.1, e2e=1.0, queue=0.0, prefill=0.1, decode=0.64, token_ts=token_ts, preemptions=0
+    )
+    points = collect(reader)
+    assert semconv.METRIC_HOOK_ITL not in points
+    assert points[semconv.METRIC_SERVER_TPOT].count == 1
+
+
+@pytest.mark.parametrize(("value", "expected"), [("8", 8), (" 0 ", 0), ("-3", 0), ("many", 0)])
+def test_itl_records_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, value: str, expected: int
+) -> None:
+    monkeypatch.setenv(semconv.ENV_VLLM_ITL_RECORDS, value)
+    assert itl_records_from_env() == expected
+    assert ("is not a count" in caplog.text) is (value in ("-3", "many"))
