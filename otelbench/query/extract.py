@@ -769,6 +769,9 @@ def server_requests_from_columns(
     no_lists = ListColumn(np.empty(0, dtype=np.int64), np.zeros(n + 1, dtype=np.int64))
     offsets, n_offsets = _flatten_lists(cols.get("token_offsets_us", no_lists))
     stalls, n_stalls = _flatten_lists(cols.get("stall_us", no_lists))
+    preempted_at = (
+        _flatten_lists(cols["preemption_offset_us"]) if "preemption_offset_us" in cols else None
+    )
     names = (
         _str_required(cols["span_name"], "span_name")
         if "span_name" in cols
@@ -802,6 +805,8 @@ def server_requests_from_columns(
         stall_bounds=_bounds(n_stalls),
         stall_us=stalls,
         rejected_attributes=_rejections(cols["rejected_attributes"]),
+        preemption_bounds=None if preempted_at is None else _bounds(preempted_at[1]),
+        preemption_offset_us=None if preempted_at is None else preempted_at[0],
     )
 
 

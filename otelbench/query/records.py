@@ -54,7 +54,8 @@ def _check_lengths(record: Any, ragged: Mapping[str, tuple[str, ...]]) -> None:
     n = len(record)
     skip = {"rejected_attributes", *ragged, *(v for values in ragged.values() for v in values)}
     for f in fields(record):
-        if f.name not in skip and len(value := getattr(record, f.name)) != n:
+        value = getattr(record, f.name)
+        if f.name not in skip and value is not None and len(value) != n:
             raise ValueError(f"{name}.{f.name} has {len(value)} entries, not {n}")
     for bounds_name, value_names in ragged.items():
         bounds = getattr(record, bounds_name)
@@ -157,7 +158,11 @@ class ServerRequests:
       ``preemption_events``: its preemption span events; ``kv_tokens_discarded``: the sum of
       their ``otelbench.preemption.kv_tokens_discarded``;
     * ``stall_us`` grouped by ``stall_bounds``: each resumption event's
-      ``otelbench.preemption.stall_us``.
+      ``otelbench.preemption.stall_us``;
+    * ``preemption_offset_us`` grouped by ``preemption_bounds``: µs from the span's start (the
+      request's arrival in the engine) to each preemption event, the engine's own time of the
+      preemption (the hooks convert the engine core's monotonic step time to the span's clock);
+      both None where the records were built without event times.
     """
 
     trace_id: tuple[str, ...]
@@ -191,9 +196,16 @@ class ServerRequests:
     rejected_attributes: Mapping[str, int] = field(default_factory=dict)
     """Attribute name → values left unparsed (read as absent), over these spans and their
     events."""
+    preemption_bounds: I64 | None = None
+    preemption_offset_us: I64 | None = None
 
     def __post_init__(self) -> None:
-        _check_lengths(self, {"token_bounds": ("token_offset_us",), "stall_bounds": ("stall_us",)})
+        ragged = {"token_bounds": ("token_offset_us",), "stall_bounds": ("stall_us",)}
+        if (self.preemption_bounds is None) != (self.preemption_offset_us is None):
+            raise ValueError("preemption_bounds and preemption_offset_us go together")
+        if self.preemption_bounds is not None:
+            ragged["preemption_bounds"] = ("preemption_offset_us",)
+        _check_lengths(self, ragged)
 
     def __len__(self) -> int:
         return len(self.span_id)
@@ -213,6 +225,12 @@ class ServerRequests:
     def stalls(self, i: int) -> I64:
         """Span ``i``'s resumption stalls (µs from each preemption to its resumption)."""
         return _ragged(self.stall_bounds, self.stall_us, i)
+
+    def preemption_offsets(self, i: int) -> I64 | None:
+        """Span ``i``'s preemption times (µs since its start); None without event times."""
+        if self.preemption_bounds is None or self.preemption_offset_us is None:
+            return None
+        return _ragged(self.preemption_bounds, self.preemption_offset_us, i)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -669,10 +669,16 @@ def _preemption_timeline(fig: Figure, report: Mapping[str, Any], plots: Mapping[
             fig.note = "no engine-hook server span was joined (preemptions are not observed)"
         return
     pre = dig(p, "preempted")
-    ts, cum = _series(pre, "arrival_s"), _series(pre, "cumulative")
-    counts, stalls = _series(pre, "preemptions"), _series(pre, "stall_ms")
+    ts, cum, counts = (
+        _series(pre, "time_s"),
+        _series(pre, "cumulative"),
+        _series(pre, "preemptions"),
+    )
+    raw = dig(pre, "stall_ms")
+    stalls = [number(v) for v in raw] if isinstance(raw, list) else []  # None: never resumed
     window = number(p.get("window_s")) or (max(ts) if ts else 1.0)
     total = int(number(p.get("total")) or 0)
+    at_events = str(p.get("placement", "")).startswith("at each preemption event")
     chart = Chart(
         Axis.linear([0.0, window, *ts], "time (s since the first T_submit)"),
         Axis.linear([0.0, max(float(total), 1.0), *cum], "preemptions so far"),
@@ -689,9 +695,11 @@ def _preemption_timeline(fig: Figure, report: Mapping[str, Any], plots: Mapping[
             ts,
             cum,
             color=PALETTE[1],
-            label="preempted request (at its arrival)",
+            label="preemption (engine time)" if at_events else "preempted request (at its arrival)",
             tips=[
-                f"{int(k)} preemption(s), stalled {s:.1f} ms, arrived {t:.2f} s"
+                f"preempted at {t:.3f} s, stalled {fmt(s, 1, 'ms')}"
+                if at_events
+                else f"{int(k)} preemption(s), stalled {fmt(s, 1, 'ms')}, arrived {t:.2f} s"
                 for t, k, s in zip(ts, counts, stalls, strict=True)
             ],
             radius=3.5,
@@ -701,8 +709,13 @@ def _preemption_timeline(fig: Figure, report: Mapping[str, Any], plots: Mapping[
     fig.caption.append(
         f"{total} preemptions over {p.get('requests_observed')} observed requests"
         + (" — no preemption in this run." if total == 0 else ".")
-        + " Event times are not recorded: each preemption is placed at its request's arrival "
-        "in the engine (draft 5.8.4)."
+        + (
+            " Each preemption is placed at its time in the engine (the hooks' preemption "
+            "events; draft 5.8.4)."
+            if at_events
+            else " Event times are not recorded: each preemption is placed at its request's "
+            "arrival in the engine (draft 5.8.4)."
+        )
     )
     fig.svg = chart.render(fig.title)
 

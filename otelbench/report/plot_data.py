@@ -332,11 +332,13 @@ def _fluidity_plot(
 def _preemption_plot(
     data: RunData, origin_ns: int, window_s: float, max_points: int
 ) -> dict[str, Any] | None:
-    """Preempted requests at their arrival in the engine, and the running total.
+    """Preemptions over the run, and the running total (draft 5.8.4's timeline).
 
-    The records keep each span's preemption count and resumption stalls, not the events'
-    times, so a request's preemptions are placed at its server span's start (its arrival in
-    the engine). None when no joined server span is an engine-hook span (nothing observed).
+    Each preemption is placed at its engine time when the hooks' preemption span events carry
+    one for every preempted request (``ServerRequests.preemption_offset_us``; one point per
+    event, with the stall of the resumption that followed it); otherwise each preempted request
+    is placed at its arrival in the engine (its server span's start), with its count and total
+    stall. None when no joined server span is an engine-hook span (nothing observed).
     """
     s = data.server
     observed = (s.client_index >= 0) & server_is_hook(data)
@@ -344,34 +346,58 @@ def _preemption_plot(
         return None
     counts = np.where(np.isfinite(s.preemptions), s.preemptions, s.preemption_events)
     counts = np.nan_to_num(counts[observed])
-    arrival_s = (s.start_unix_ns[observed] - origin_ns) / 1e9
+    start_s = (s.start_unix_ns[observed] - origin_ns) / 1e9
     stalls = Ragged(s.stall_us.astype(np.float64), s.stall_bounds).select(observed)
-    stall_total_ms = np.zeros(len(stalls))
-    has_stalls = stalls.lengths() > 0
-    if np.any(has_stalls):  # integer µs: the sums are exact in any order
-        stall_total_ms[has_stalls] = (
-            np.add.reduceat(stalls.values, stalls.bounds[:-1][has_stalls]) / 1e3
-        )
+    rows = np.flatnonzero(observed)
     hit = counts > 0
-    order = np.argsort(arrival_s[hit], kind="stable")
-    t = arrival_s[hit][order]
-    k = counts[hit][order]
+    events = _preemption_events(data, rows[hit], start_s[hit], stalls.select(hit))
+    if events is not None:
+        t, stall_ms = events
+        k = np.ones(t.size)
+        placement = "at each preemption event's time in the engine (the hooks' span events)"
+    else:
+        t, k = start_s[hit], counts[hit]
+        stall_ms = np.array([float(g.sum()) / 1e3 for g in stalls.select(hit)])
+        placement = "at the preempted request's arrival in the engine (server span start)"
+    order = np.argsort(t, kind="stable")
+    t, k, stall_ms = t[order], k[order], stall_ms[order]
     idx = _even_indices(int(t.size), max_points)
     cumulative = np.cumsum(k)
-    end_s = max(window_s, float(arrival_s.max()) if arrival_s.size else 0.0)
+    end_s = max(window_s, float(start_s.max()) if start_s.size else 0.0, *t[-1:])
     return {
-        "placement": "at the preempted request's arrival in the engine (server span start)",
+        "placement": placement,
         "requests_observed": int(observed.sum()),
         "total": int(counts.sum()),
         "window_s": round(end_s, 6),
         "preempted": {
             "count": int(t.size),
-            "arrival_s": _rounded(t[idx], 6),
+            "time_s": _rounded(t[idx], 6),
             "preemptions": [int(v) for v in k[idx]],
-            "stall_ms": _rounded(stall_total_ms[hit][order][idx], 3),
+            "stall_ms": _rounded(stall_ms[idx], 3),
             "cumulative": [int(v) for v in cumulative[idx]],
         },
     }
+
+
+def _preemption_events(
+    data: RunData, rows: I64, start_s: F64, stalls: Ragged
+) -> tuple[F64, F64] | None:
+    """(time s, stall ms) of every preemption event of the server spans ``rows`` (each
+    starting at ``start_s``); None unless every one of them has its events' times. Event ``i``
+    of a span is followed by its resumption ``i`` (the hooks emit them in pairs; NaN stall
+    when the request finished without resuming)."""
+    s = data.server
+    times: list[float] = []
+    stall_ms: list[float] = []
+    for row, start, resumed in zip(rows, start_s, stalls, strict=True):
+        offsets = s.preemption_offsets(int(row))
+        if offsets is None or offsets.size == 0:
+            return None
+        times += (start + offsets / 1e6).tolist()
+        stall_ms += [
+            float(resumed[i]) / 1e3 if i < resumed.size else np.nan for i in range(offsets.size)
+        ]
+    return np.array(times), np.array(stall_ms)
 
 
 def _input_guardrail_window(data: RunData) -> dict[int, list[float]]:

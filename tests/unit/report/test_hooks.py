@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from otelbench import semconv
+from otelbench.query import extract_run_data, open_store
 from otelbench.report import build_report, render_json, render_markdown
+from otelbench.report.html import plot_data, render_html
 from tests.unit.query.spanstore import MS, T0_NS, SpanWriter, span, trace
 from tests.unit.report.test_markdown import section
 
@@ -149,6 +151,27 @@ def test_preemptions(hook_store: Path) -> None:
     stall = p["stall_ms"]
     assert (stall["count"], stall["min"], stall["p50"], stall["max"]) == (3, 5.0, 30.0, 60.0)
     assert stall["mean"] == pytest.approx(95 / 3)
+
+
+def test_preemption_timeline_places_each_preemption_at_its_engine_time(hook_store: Path) -> None:
+    """The hooks' preemption events carry the engine's time of each preemption: the timeline's
+    points are those times (spanstore: request 2 preempted 160 and 252 ms after its arrival in
+    the engine, resumed after 60 and 5 ms; request 3 at 20 ms, resumed after 30 ms)."""
+    with open_store(hook_store) as store:
+        data = extract_run_data(store)
+    origin_ns = int(data.client.submit_unix_ns.min())
+    p = plot_data(data)["preemptions"]
+    assert p["placement"].startswith("at each preemption event's time in the engine")
+    assert p["total"] == 3
+    pre = p["preempted"]
+    t2, t3 = T0_NS + 505 * MS, T0_NS + 1005 * MS
+    expected = [t2 + 160 * MS, t2 + 252 * MS, t3 + 20 * MS]
+    assert pre["time_s"] == [round((t - origin_ns) / 1e9, 6) for t in expected]
+    assert pre["stall_ms"] == [60.0, 5.0, 30.0]
+    assert pre["preemptions"] == [1, 1, 1]
+    assert pre["cumulative"] == [1, 2, 3]
+    page = render_html(build_report(hook_store), plot_data(data))
+    assert "placed at its time in the engine" in page
 
 
 def test_report_with_hooks_is_deterministic(hook_store: Path) -> None:

@@ -331,9 +331,10 @@ def test_plot_data_fluidity_matches_the_report(pd: dict[str, Any], report: dict[
 def test_plot_data_preemptions_by_hand(pd: dict[str, Any]) -> None:
     p = pd["preemptions"]
     assert (p["requests_observed"], p["total"]) == (4, 3)
+    assert p["placement"].startswith("at the preempted request's arrival")  # no event times
     pre = p["preempted"]
     assert pre["count"] == 2
-    assert pre["arrival_s"] == [1.005, 3.005]
+    assert pre["time_s"] == [1.005, 3.005]
     assert pre["preemptions"] == [2, 1]
     assert pre["cumulative"] == [2, 3]
     assert pre["stall_ms"] == [12.0, 11.0]

@@ -31,7 +31,8 @@ WITH server AS (
         s.SpanAttributes                            AS attrs,
         s.ResourceAttributes                        AS resource,
         s.`Events.Name`                             AS event_names,
-        s.`Events.Attributes`                       AS event_attrs
+        s.`Events.Attributes`                       AS event_attrs,
+        s.`Events.Timestamp`                        AS event_ts
     FROM otel_traces AS s
     WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
       AND s.SpanKind IN ({kind_server:String}, {kind_server_legacy:String})
@@ -85,6 +86,7 @@ joined AS (
         server.resource                             AS resource,
         server.event_names                          AS event_names,
         server.event_attrs                          AS event_attrs,
+        server.event_ts                             AS event_ts,
         p.SpanName = {span_gateway_request:String}  AS behind_gateway,
         p.SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
                                                     AS parent_is_client,

@@ -31,7 +31,7 @@ WITH server AS (
         s."SpanAttributes"                                AS attrs,
         s."ResourceAttributes"                            AS resource,
 -- @include _server_token_offsets
-        list_zip(s."Events.Name", s."Events.Attributes")  AS events
+        list_zip(s."Events.Name", s."Events.Attributes", s."Events.Timestamp")  AS events
     FROM otel_traces AS s
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
       AND s."SpanKind" IN ($kind_server, $kind_server_legacy)

@@ -1,6 +1,6 @@
 -- _server_span_columns: the server-span record's columns (query.records.ServerRequests),
 -- included by the server-span queries after their SELECT; they read a CTE row with ts,
--- duration, attrs, event_names, event_attrs, is_hook (see run_server_requests.sql).
+-- duration, attrs, event_names, event_attrs, event_ts, is_hook (see run_server_requests.sql).
 -- Attributes are parsed leniently, as in the DuckDB dialect: a value is converted only when it
 -- matches its pattern (re_int, re_number, re_int_array: query.extract.PATTERN_PARAMETERS, the
 -- same in both dialects, so both accept the same text); a present value that does not is read
@@ -74,6 +74,10 @@
             event_attrs, event_names
         )
     ), CAST([], 'Array(Int64)'))                                           AS stall_us,
+    if(is_hook, arrayMap(
+        t -> intDiv(toUnixTimestamp64Nano(t) - toUnixTimestamp64Nano(ts), 1000),
+        arrayFilter((t, n) -> n = {event_preemption:String}, event_ts, event_names)
+    ), CAST([], 'Array(Int64)'))                                           AS preemption_offset_us,
     arrayConcat(
         arrayFilter(a -> a != '', [
             if(mapContains(attrs, {attr_vllm_ttft:String})

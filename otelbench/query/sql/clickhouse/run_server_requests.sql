@@ -26,7 +26,8 @@ server AS (
         s.Duration                                  AS duration,
         s.SpanAttributes                            AS attrs,
         s.`Events.Name`                             AS event_names,
-        s.`Events.Attributes`                       AS event_attrs
+        s.`Events.Attributes`                       AS event_attrs,
+        s.`Events.Timestamp`                        AS event_ts
     FROM otel_traces AS s
     INNER JOIN chosen AS c
         ON s.TraceId = c.c_trace_id AND s.SpanId = c.c_span_id

@@ -1,6 +1,7 @@
 -- _server_span_columns: the server-span record's columns (query.records.ServerRequests),
 -- included by the server-span queries after their SELECT; they read a CTE row with ts,
--- duration, attrs, events, is_hook and token_offsets (see run_server_requests.sql).
+-- duration, attrs, events ([name, attributes, timestamp] per span event), is_hook and
+-- token_offsets (see run_server_requests.sql).
 -- Attributes are parsed leniently: a value is cast only when it matches its pattern
 -- ($re_int, $re_number, $re_int_array: query.extract.PATTERN_PARAMETERS, the same in both
 -- dialects); a present value that does not is read as absent and its attribute name is listed
@@ -53,6 +54,10 @@
                     AND regexp_matches(e[2][$attr_preemption_stall_us], $re_int)),
         lambda e: CAST(e[2][$attr_preemption_stall_us] AS BIGINT)
     ) ELSE []::BIGINT[] END                                            AS stall_us,
+    CASE WHEN is_hook THEN list_transform(
+        list_filter(events, lambda e: e[1] = $event_preemption),
+        lambda e: (epoch_ns(e[3]) - epoch_ns(ts)) // 1000
+    ) ELSE []::BIGINT[] END                                            AS preemption_offset_us,
     list_concat(
         list_filter([
             CASE WHEN NOT regexp_matches(attrs[$attr_vllm_ttft], $re_number)

@@ -50,7 +50,7 @@ server AS (
         s."Duration"                                      AS duration,
         s."SpanAttributes"                                AS attrs,
 -- @include _server_token_offsets
-        list_zip(s."Events.Name", s."Events.Attributes")  AS events
+        list_zip(s."Events.Name", s."Events.Attributes", s."Events.Timestamp")  AS events
     FROM otel_traces AS s
     JOIN chosen AS c ON c.row_id = s.rowid
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
