@@ -13,7 +13,7 @@ Registered workloads (``make_workload(name, **params)``)::
     sharegpt            A.3  conversations from a user-supplied ShareGPT JSON file + a tokenizer
     code-completion     A.4  10 repository contexts (512..1024), 80 % shared, Zipf s=1.5
     long-context        A.5  [document][question] at the target lengths, ``max_context_len`` cap
-    mixed-classes       5.6  short and long request classes, 80/20 by default
+    mixed-classes       5.6  short and long classes (80/20), A.2 log-normal lengths within each
     file                4.3  a custom workload from a YAML or JSON file (workload_file.py)
 
 Every workload but A.1 is a :class:`ParametricWorkload` or built like one: one
@@ -35,7 +35,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from otelbench.errors import ConfigError
 
@@ -460,6 +460,49 @@ class LogNormal:
             "mean_unclipped": round(math.exp(self.mu + self.sigma**2 / 2), 1),
             "unit": "tokens",
             "bounds": "clipped (floor and cap)",
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TruncatedLogNormal:
+    """``exp(N(mu, sigma))`` conditioned on ``min..max``: the log-normal's shape within a range
+    (inverse-CDF sampling between the range's quantiles, then rounded), not clipped to it.
+
+    Used where the draft asks for Synthetic-Skewed's log-normals (A.2) inside given length
+    ranges (5.6.2's request classes).
+    """
+
+    mu: float
+    sigma: float
+    min: int
+    max: int
+
+    def __post_init__(self) -> None:
+        if not self.sigma > 0:
+            raise ConfigError(f"sigma must be > 0, got {self.sigma}")
+        _check_bounds("truncated lognormal", self.min, self.max)
+
+    def _quantile(self, tokens: float) -> float:
+        return NormalDist().cdf((math.log(tokens) - self.mu) / self.sigma)
+
+    def sample(self, rng: random.Random) -> int:
+        lo, hi = (
+            self._quantile(self.min - 0.5 if self.min > 1 else 0.5),
+            self._quantile(self.max + 0.5),
+        )
+        u = min(max(rng.uniform(lo, hi), 1e-12), 1 - 1e-12)
+        x = math.exp(self.mu + self.sigma * NormalDist().inv_cdf(u))
+        return min(self.max, max(self.min, round(x)))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "distribution": "lognormal",
+            "mu": self.mu,
+            "sigma": self.sigma,
+            "min": self.min,
+            "max": self.max,
+            "unit": "tokens",
+            "bounds": "truncated (the log-normal conditioned on min..max)",
         }
 
 
@@ -941,15 +984,21 @@ def mixed_classes(
     vocab_size: int = A1_VOCAB_SIZE,
     short_ratio: float = 0.8,
     temperature: float = 0.0,
+    lengths: str = "skewed",
     max_context_len: int | None = None,
 ) -> ParametricWorkload:
     """Two request classes for scheduling fairness, draft 5.6.2 (80 % short, 20 % long).
 
-    ``short``: input U{64..256}, output U{32..128}; ``long``: input U{1024..4096}, output
-    U{256..1024}. Each request's class is drawn independently with the mix ratio and recorded
-    in :attr:`WorkloadRequest.request_class`. ``max_context_len`` fits both classes into a
-    smaller context window (a deviation the spec lists): each class's output is capped at a
-    quarter of the window and its input at the rest, so the long class stays the longer one.
+    ``short``: input 64..256, output 32..128 tokens; ``long``: input 1024..4096, output
+    256..1024. 5.6.2 REQUIRES Synthetic-Skewed and defines these classes: with ``lengths``
+    ``skewed`` (the default) each class draws its lengths from Synthetic-Skewed's log-normals
+    (A.2: input LN(5.5, 1.0), output LN(4.5, 1.2)) conditioned on the class's ranges
+    (:class:`TruncatedLogNormal`), and the spec names A.2; ``uniform`` draws them uniformly over
+    the ranges (a deviation from 5.6.2's workload). Each request's class is drawn independently
+    with the mix ratio and recorded in :attr:`WorkloadRequest.request_class`.
+    ``max_context_len`` fits both classes into a smaller context window (a deviation the spec
+    lists): each class's output is capped at a quarter of the window and its input at the rest,
+    so the long class stays the longer one.
 
     Example::
 
@@ -970,24 +1019,49 @@ def mixed_classes(
                 ranges[name] = fitted
                 deviations.append(
                     f"{name} class fitted to a {max_context_len}-token context window: input "
-                    f"U{{{fitted[0][0]}..{fitted[0][1]}}}, output U{{{fitted[1][0]}.."
-                    f"{fitted[1][1]}}} (5.6.2: input U{{{in_lo}..{in_hi}}}, output "
-                    f"U{{{out_lo}..{out_hi}}})"
+                    f"{fitted[0][0]}..{fitted[0][1]}, output {fitted[1][0]}..{fitted[1][1]} "
+                    f"tokens (5.6.2: input {in_lo}..{in_hi}, output {out_lo}..{out_hi})"
                 )
+    if lengths not in MIXED_CLASS_LENGTHS:
+        raise ConfigError(
+            f"lengths must be one of {', '.join(MIXED_CLASS_LENGTHS)}, got {lengths!r}"
+        )
+    if lengths == "uniform":
+        deviations.append(
+            "class lengths uniform over 5.6.2's ranges, not Synthetic-Skewed (4.3.2.2, A.2), "
+            "which 5.6.2 REQUIRES"
+        )
+
+    def length(mu_sigma: tuple[float, float], bounds: tuple[int, int]) -> LengthDistribution:
+        return Uniform(*bounds) if lengths == "uniform" else TruncatedLogNormal(*mu_sigma, *bounds)
+
     (s_in, s_out), (l_in, l_out) = ranges["short"], ranges["long"]
+    a2_in, a2_out = (5.5, 1.0), (4.5, 1.2)
     return ParametricWorkload(
         name="mixed-classes",
         seed=seed,
         vocab_size=vocab_size,
-        draft_section="5.6.2",
+        draft_section="A.2" if lengths == "skewed" else "5.6.2",
         classes=(
-            RequestClass("short", short_ratio, Uniform(*s_in), Uniform(*s_out), temperature),
-            RequestClass("long", 1.0 - short_ratio, Uniform(*l_in), Uniform(*l_out), temperature),
+            RequestClass(
+                "short", short_ratio, length(a2_in, s_in), length(a2_out, s_out), temperature
+            ),
+            RequestClass(
+                "long", 1.0 - short_ratio, length(a2_in, l_in), length(a2_out, l_out), temperature
+            ),
         ),
         content={"domain": "none (random token sequences)", "language": None},
-        notes=("class lengths are uniform over 5.6.2's ranges (the draft gives only ranges)",),
+        notes=(
+            "Synthetic-Skewed's log-normals (A.2) within each of 5.6.2's class ranges"
+            if lengths == "skewed"
+            else "class lengths are uniform over 5.6.2's ranges",
+        ),
         deviations=tuple(deviations),
     )
+
+
+MIXED_CLASS_LENGTHS: Final = ("skewed", "uniform")
+"""How ``mixed-classes`` draws lengths within its classes' ranges."""
 
 
 A5_TARGET_LENGTHS = (8192, 16384, 32768, 65536, 131072)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import statistics
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from otelbench.errors import ConfigError
 from otelbench.loadgen.tokenizers import HFTokenizer
@@ -16,6 +19,7 @@ from otelbench.loadgen.workloads import (
     WORKLOADS,
     LogNormal,
     QuantileMatched,
+    TruncatedLogNormal,
     make_workload,
 )
 from tests.unit.loadgen.test_tokenizers import build_tiny_tokenizer
@@ -375,3 +379,42 @@ def test_mixed_classes_fit_a_small_context_window_and_say_so() -> None:
     (deviation,) = wl.spec()["deviations"]
     assert deviation.startswith("long class fitted to a 512-token context window")
     assert make_workload("mixed-classes", seed=3, vocab_size=1024).spec()["deviations"] == []
+
+
+def test_mixed_classes_draw_synthetic_skeweds_lognormals_within_each_class() -> None:
+    """5.6.2 REQUIRES Synthetic-Skewed and defines the classes' ranges: by default each class's
+    lengths follow A.2's log-normals conditioned on its ranges. Within the short input range
+    64..256 that log-normal (median e^5.5 ≈ 245) rises towards the top, so the upper half of the
+    range holds most requests, unlike a uniform draw; the conditional median is exact."""
+    wl = make_workload("mixed-classes", seed=5, vocab_size=VOCAB)
+    spec = wl.spec()
+    assert spec["draft_section"] == "A.2"
+    assert spec["deviations"] == []
+    short = [len(r.prompt_token_ids) for r in wl.requests(4000) if r.request_class == "short"]
+    assert min(short) >= 64
+    assert max(short) <= 256
+    normal = statistics.NormalDist()
+    lo, hi = (normal.cdf((math.log(x) - 5.5) / 1.0) for x in (63.5, 256.5))
+    median = math.exp(5.5 + normal.inv_cdf((lo + hi) / 2))
+    assert statistics.median(short) == pytest.approx(median, abs=4)  # ≈ 179, not 160 (uniform)
+    uniform = make_workload("mixed-classes", seed=5, vocab_size=VOCAB, lengths="uniform")
+    (deviation,) = uniform.spec()["deviations"]
+    assert "not Synthetic-Skewed" in deviation
+    assert uniform.spec()["draft_section"] == "5.6.2"
+    with pytest.raises(ConfigError, match="lengths must be one of skewed, uniform"):
+        make_workload("mixed-classes", lengths="pareto")
+
+
+@given(
+    st.floats(3.0, 7.0),
+    st.floats(0.3, 2.0),
+    st.integers(1, 2000),
+    st.integers(0, 3000),
+    st.integers(0, 2**32),
+)
+def test_truncated_lognormal_stays_in_its_range(
+    mu: float, sigma: float, low: int, span: int, seed: int
+) -> None:
+    dist = TruncatedLogNormal(mu, sigma, low, low + span)
+    rng = random.Random(seed)
+    assert all(low <= dist.sample(rng) <= low + span for _ in range(50))
