@@ -68,7 +68,8 @@ class FairnessParams:
     of short requests, and the mixed run's ``requests``
     (None: enough for the draft's 500 requests of the smaller class, or the quick profile's
     ``min_level_requests``). ``isolated_rate`` None runs each class alone at its share of
-    ``rate``; else at that rate."""
+    ``rate``; else at that rate. ``saturation_rps``: the saturation throughput measured by 5.2
+    or 5.3, recorded so that the compliance check can judge ``rate`` against 5.6.2's 70–90 %."""
 
     rate: float = option(help="The mixed run's arrival rate, req/s.")
     short_ratio: float = option(DRAFT_MIX, help="Share of short requests (draft 0.8).")
@@ -78,11 +79,18 @@ class FairnessParams:
     isolated_rate: float | None = option(
         None, help="Each class alone at this rate (default: its share of --rate)."
     )
+    saturation_rps: float | None = option(
+        None,
+        help="The target's measured saturation throughput, req/s (5.2, 5.3), which 5.6.2's "
+        "70-90 % load is judged against.",
+    )
     arrival: str = shared_option("arrival")
 
     def __post_init__(self) -> None:
         if not self.rate > 0:
             raise ConfigError("5.6 needs --rate > 0 (the mixed run's arrival rate)")
+        if self.saturation_rps is not None and not self.saturation_rps > 0:
+            raise ConfigError("--saturation-rps must be > 0")
         if not 0.0 < self.short_ratio < 1.0:
             raise ConfigError("--short-ratio must be strictly between 0 and 1 (two classes)")
         if self.isolated_rate is not None and not self.isolated_rate > 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from otelbench.procedures import (
 )
 from otelbench.procedures.fairness import class_latency
 from otelbench.procedures.levels import run_data_from_outcome
+from otelbench.report.compliance import PROCEDURE_REQUIREMENTS, ProcedureFacts
 from tests.unit.procedures.test_levels import T0, S, result
 
 
@@ -148,3 +150,17 @@ def test_command_reaches_its_parameters(capsys: pytest.CaptureFixture[str], tmp_
     assert exit_info.value.code == 1
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "--short-ratio must be strictly between 0 and 1" in line
+
+
+@pytest.mark.parametrize(
+    ("rate", "saturation", "met"), [(4.0, 5.0, True), (2.0, 5.0, False), (4.0, None, False)]
+)
+def test_the_load_level_check_judges_the_declared_saturation(
+    rate: float, saturation: float | None, met: bool
+) -> None:
+    """5.6.2 RECOMMENDS 70–90 % of saturation: the procedure records the saturation the tester
+    measured (--saturation-rps), and the whole-test check compares the mixed rate with it."""
+    params = FairnessParams(rate=rate, saturation_rps=saturation)
+    facts = ProcedureFacts((), {"parameters": asdict(params)})
+    (check,) = [r for r in PROCEDURE_REQUIREMENTS if r.id == "fairness-load-level"]
+    assert check.check(facts)["met"] is met
