@@ -29,6 +29,8 @@ Usage::
     .venv/bin/python bench/client_cpu.py --streams 256 --repeats 5 --rounds 4
     .venv/bin/python bench/client_cpu.py --profile out/prof       # + a cProfile of one
                                                                  # otelbench run per level
+    .venv/bin/python bench/client_cpu.py --before /tmp/base       # + another checkout's otelbench
+                                                                 # (git archive HEAD~1 otelbench)
 """
 
 from __future__ import annotations
@@ -314,9 +316,11 @@ def level(
     summary = summarize(streams, clients, runs)
     if args.profile is not None:  # cProfile slows the run: not one of the measured repeats
         args.profile.mkdir(parents=True, exist_ok=True)
-        prof = args.profile / f"otelbench-{streams}.prof"
-        run_client("otelbench", server, streams, streams * args.rounds, None, prof)
-        summary["profile"] = str(prof)
+        summary["profiles"] = {}
+        for client in clients[1:]:
+            prof = args.profile / f"{client}-{streams}.prof"
+            run_client(client, server, streams, streams * args.rounds, code.get(client), prof)
+            summary["profiles"][client] = str(prof)
     return summary
 
 

