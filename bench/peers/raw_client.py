@@ -9,11 +9,12 @@ offset is kept; token counts come from the final ``usage`` event.
 Usage::
 
     python bench/peers/raw_client.py URL MODEL N OUT.jsonl (--concurrency C | --rate R)
-        [--max-tokens 64]
+        [--max-tokens 64] [--script JSON]
 
 ``--rate``: open loop, requests sent every 1/R s (constant spacing) on fresh connections
 as needed. One JSON line per request: ``id``, ``submit_ns``, ``ttft_us``, ``chunk_us``
-(content chunk offsets from submit), ``tokens``, ``ok``.
+(content chunk offsets from submit), ``tokens``, ``ok``. ``--script``: a ``script`` object for the
+scripted SSE server (tests/fixtures/scripted_server.py), sent in the request body.
 """
 
 from __future__ import annotations
@@ -80,16 +81,17 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     url = urllib.parse.urlsplit(args.url)
     host, port = url.hostname or "127.0.0.1", url.port or 80
     path = url.path.rstrip("/") + "/v1/completions"
-    body = json.dumps(
-        {
-            "model": args.model,
-            "prompt": "hello " * 8,
-            "max_tokens": args.max_tokens,
-            "stream": True,
-            "ignore_eos": True,
-            "stream_options": {"include_usage": True},
-        }
-    ).encode()
+    fields: dict[str, Any] = {
+        "model": args.model,
+        "prompt": "hello " * 8,
+        "max_tokens": args.max_tokens,
+        "stream": True,
+        "ignore_eos": True,
+        "stream_options": {"include_usage": True},
+    }
+    if getattr(args, "script", None):
+        fields["script"] = json.loads(args.script)
+    body = json.dumps(fields).encode()
     out: list[dict[str, Any]] = []
     idle: list[Conn] = []
 
@@ -131,6 +133,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--rate", type=float, default=0.0)
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--script", default="", help="a scripted-server script object (JSON)")
     args = ap.parse_args()
     recs = asyncio.run(main_async(args))
     Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in recs))

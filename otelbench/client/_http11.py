@@ -429,10 +429,13 @@ class _ChunkedDecoder:
                     raise ValueError(f"bad chunk size line {line[:40]!r}") from None
                 if size < 0:
                     raise ValueError("negative chunk size")
-                if size:
-                    self._remaining = size
-                else:
+                if not size:
                     self._trailer = True
+                elif data[pos + size : pos + size + 2] == b"\r\n":
+                    out.append(data[pos : pos + size])  # the whole chunk is here: one step
+                    pos += size + 2
+                else:
+                    self._remaining = size
         if pos < n:
             if self.done:
                 raise ValueError("bytes after the end of a chunked body")

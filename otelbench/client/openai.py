@@ -57,13 +57,22 @@ distribution) and Option B (a chunk's arrival time given to each of its tokens) 
 **Malformed data.** A ``data:`` event that is not JSON (and not ``[DONE]``), or a JSON error object
 (``{"error": ...}``, as vLLM sends mid-stream), is counted and makes the request fail with
 ``error.type = stream_error``; nothing here raises on bad input.
+
+**Cost per event.** A chunk of the usual shape (a ``choices`` list of objects, every field read of
+its usual type, at most 1,024 characters) is decoded by msgspec straight into the fields read:
+~1.2 µs, against ~4 µs for ``json.loads`` and walking its dicts. Any other payload takes the
+exact path, ``json.loads`` and :func:`_facts`, so it has the outcome described above; property
+tests hold the two paths to identical facts.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from otelbench import semconv
 
@@ -134,6 +143,7 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _facts(obj: Any, api: Api, message_key: str) -> Chunk:
+    """The facts of any decoded JSON value (the exact path: whatever the value's shape)."""
     if not isinstance(obj, dict):
         return Chunk(malformed=True, error="data is not a JSON object")
     chunk = Chunk()
@@ -173,17 +183,34 @@ def _facts(obj: Any, api: Api, message_key: str) -> Chunk:
     if api == API_CHAT:
         delta = choice.get(message_key)
         if isinstance(delta, dict):
-            # Reasoning models stream their thinking as ``reasoning_content`` (vLLM) or
-            # ``reasoning``: generated tokens too, so they count as text.
-            content = delta.get("content")
-            text = content or delta.get("reasoning_content") or delta.get("reasoning")
-            chunk.reasoning = bool(text) and not content
-            if not text and delta.get("role") is not None:
-                chunk.role_only = True
+            text = _chat_text(
+                chunk,
+                delta.get("content"),
+                delta.get("reasoning_content"),
+                delta.get("reasoning"),
+                delta.get("role"),
+            )
         else:
             text = None
     else:
         text = choice.get("text")
+    _text_facts(chunk, text)
+    return chunk
+
+
+def _chat_text(
+    chunk: Chunk, content: Any, reasoning_content: Any, reasoning: Any, role: Any
+) -> Any:
+    """A chat delta's text. Reasoning models stream their thinking as ``reasoning_content``
+    (vLLM) or ``reasoning``: generated tokens too, so they count as text."""
+    text = content or reasoning_content or reasoning
+    chunk.reasoning = bool(text) and not content
+    if not text and role is not None:
+        chunk.role_only = True
+    return text
+
+
+def _text_facts(chunk: Chunk, text: Any) -> None:
     if isinstance(text, str) and text:
         chunk.has_text = True
         chunk.is_content = not text.isspace()
@@ -191,6 +218,86 @@ def _facts(obj: Any, api: Api, message_key: str) -> Chunk:
             chunk.think_end = True
             after = text.rsplit(semconv.THINK_END_MARKER, 1)[1]
             chunk.output_after_marker = bool(after) and not after.isspace()
+
+
+# -- the typed fast path ---------------------------------------------------------------------------
+# The usual chunk, decoded by msgspec straight into the few fields read above, without building
+# the dicts of the whole object; anything it does not take as that shape goes the exact path.
+
+
+class _Details(msgspec.Struct, gc=False):
+    cached_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_tokens_details: _Details | None = None
+
+
+class _Delta(msgspec.Struct, gc=False):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    role: str | None = None
+
+
+class _Choice(msgspec.Struct, gc=False):
+    index: int = 0
+    finish_reason: str | None = None
+    text: str | None = None
+    delta: _Delta | None = None
+
+
+class _Event(msgspec.Struct, gc=False):
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+    choices: list[_Choice] | None = None
+
+
+_EVENT = msgspec.json.Decoder(_Event)
+_FAST_MAX_CHARS = min(1024, sys.get_int_max_str_digits() or 1024)
+"""Longer events take the exact path. So no event decoded by the fast path nests deeply enough
+to meet the recursion limit (msgspec's and the ``json`` module's differ by a few levels), or
+holds an integer longer than ``json`` accepts (``sys.get_int_max_str_digits()``, at least 640)."""
+
+
+def _fast_chunk(data: str, api: Api) -> Chunk | None:
+    """The facts of a chunk of the usual shape, equal to ``_facts(json.loads(data))``'s; None when
+    the data is not of that shape (a value of another type, no ``choices`` list, bad JSON …)."""
+    if len(data) > _FAST_MAX_CHARS:
+        return None
+    try:
+        ev = _EVENT.decode(data)
+    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+        return None
+    choices = ev.choices
+    if choices is None:
+        return None  # an error object, or no choices: the exact path says which
+    chunk = Chunk(response_id=ev.id, model=ev.model)
+    usage = ev.usage
+    if usage is not None:
+        chunk.prompt_tokens = usage.prompt_tokens
+        chunk.completion_tokens = usage.completion_tokens
+        if usage.prompt_tokens_details is not None:
+            chunk.cached_tokens = usage.prompt_tokens_details.cached_tokens
+    for choice in choices:
+        if choice.index == 0:
+            break
+    else:
+        return chunk
+    chunk.finish_reason = choice.finish_reason
+    if api == API_CHAT:
+        d = choice.delta
+        text = (
+            None
+            if d is None
+            else _chat_text(chunk, d.content, d.reasoning_content, d.reasoning, d.role)
+        )
+    else:
+        text = choice.text
+    _text_facts(chunk, text)
     return chunk
 
 
@@ -202,6 +309,12 @@ def parse_chunk(data: str, api: Api) -> Chunk:
     """
     if data == DONE:
         return Chunk(done=True)
+    fast = _fast_chunk(data, api)
+    return fast if fast is not None else _exact_chunk(data, api)
+
+
+def _exact_chunk(data: str, api: Api) -> Chunk:
+    """``parse_chunk`` of any payload but ``[DONE]``, through ``json`` and :func:`_facts`."""
     try:
         obj = json.loads(data)
     except ValueError:

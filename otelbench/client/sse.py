@@ -30,6 +30,8 @@ What the spec asks for and this parser does:
 Cost: each byte is scanned by C code a constant number of times (``bytes.find``/``split`` over the
 new read; an incomplete line is only appended to a buffer until its terminator arrives), and the
 Python-level work is per line, so the parser is O(1) amortised per byte however the stream is split.
+The usual read, one whole event of a single ``data:`` line, is recognised by two C-level tests and
+dispatched without splitting it into lines.
 """
 
 from __future__ import annotations
@@ -113,6 +115,17 @@ class SSEParser:
             if chunk[-1] == 0x0D:
                 self._pending_cr = True
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if (
+            self._started
+            and not self._buf
+            and not self._data
+            and chunk.startswith(b"data: ")
+            and chunk.find(b"\n") == len(chunk) - 2
+            and chunk[-1] == _LF
+        ):
+            # The usual read: exactly one event of one ``data:`` line, then the blank line.
+            self._data.append(chunk[6:-2])
+            return [self._dispatch(mono_ns)]
         last = chunk.rfind(b"\n")
         if last < 0:
             self._buf += chunk

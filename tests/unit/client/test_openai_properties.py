@@ -2,22 +2,28 @@
 wrongly typed fields, text that is not JSON — has a documented outcome. ``parse_chunk`` never
 raises (a malformed event is ``malformed`` with an ``error``), and the stream fold keeps its
 invariants: one token count per recorded chunk, none negative, and with the ``usage`` source
-their sum equals the reported output tokens."""
+their sum equals the reported output tokens. The typed fast path (msgspec) takes every chunk of
+the usual shape and gives exactly the facts of the exact path (``json`` and ``_facts``); any
+other payload it declines."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otelbench import semconv
 from otelbench.client.openai import (
+    _FAST_MAX_CHARS,
     API_CHAT,
     API_COMPLETIONS,
     Chunk,
     StreamAccumulator,
+    _exact_chunk,
+    _fast_chunk,
     parse_chunk,
     parse_response_body,
 )
@@ -102,3 +108,99 @@ def test_the_stream_fold_keeps_its_invariants(events: list[tuple[str, int]], api
     assert acc.chunks_total == len(events)
     error = acc.stream_error(0)
     assert error is None or isinstance(error, str)
+
+
+# -- the typed fast path (msgspec) against the exact path (json + _facts) ----------------------
+
+maybe_str = st.one_of(st.none(), st.text(max_size=6), st.sampled_from([" ", "\n\t", "a</think>"]))
+maybe_int = st.one_of(st.none(), st.integers(0, 2**64))
+_deltas = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": maybe_str,
+        "reasoning_content": maybe_str,
+        "reasoning": maybe_str,
+        "role": st.one_of(st.none(), st.just("assistant")),
+    },
+)
+_choices = st.fixed_dictionaries(
+    {},
+    optional={
+        "index": st.integers(0, 2),
+        "text": maybe_str,
+        "delta": _deltas,
+        "finish_reason": maybe_str,
+        "logprobs": st.none(),
+        "stop_reason": st.one_of(st.none(), st.integers(0, 5)),
+    },
+)
+_usages = st.fixed_dictionaries(
+    {},
+    optional={
+        "prompt_tokens": maybe_int,
+        "completion_tokens": maybe_int,
+        "total_tokens": maybe_int,
+        "prompt_tokens_details": st.one_of(
+            st.none(), st.fixed_dictionaries({}, optional={"cached_tokens": maybe_int})
+        ),
+    },
+)
+# chunks of the shape a server streams: every field the fast path reads of its usual type
+typed_chunks = st.fixed_dictionaries(
+    {"choices": st.lists(_choices, max_size=3)},
+    optional={
+        "id": st.text(max_size=12),
+        "object": st.sampled_from(["text_completion", "chat.completion.chunk"]),
+        "created": st.integers(0, 2**40),
+        "model": st.one_of(st.none(), st.text(max_size=12)),
+        "usage": st.one_of(st.none(), _usages),
+        "extra": json_values,
+    },
+)
+
+
+def _encode(obj: Any, compact: bool, ascii_only: bool) -> str:
+    separators = (",", ":") if compact else (", ", ": ")
+    return json.dumps(obj, separators=separators, ensure_ascii=ascii_only)
+
+
+@PROPS
+@given(obj=typed_chunks, api=apis, compact=st.booleans(), ascii_only=st.booleans())
+def test_the_fast_path_takes_usual_chunks_and_agrees_with_the_exact_path(
+    obj: dict[str, Any], api: Any, compact: bool, ascii_only: bool
+) -> None:
+    data = _encode(obj, compact, ascii_only)
+    fast = _fast_chunk(data, api)
+    if len(data) <= _FAST_MAX_CHARS:
+        assert fast is not None
+    if fast is not None:
+        assert fast == _exact_chunk(data, api)
+        assert fast == parse_chunk(data, api)
+
+
+@PROPS
+@given(data=payloads, api=apis)
+def test_the_fast_path_never_disagrees_with_the_exact_path(data: str, api: Any) -> None:
+    """Any payload (wrong types, other values, not JSON): the fast path declines it (None) or
+    gives exactly the exact path's facts."""
+    fast = _fast_chunk(data, api)
+    if fast is not None:
+        assert fast == _exact_chunk(data, api)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"choices":[{"index":0,"text":"a"}],"usage":{"completion_tokens":1.0}}',  # float
+        '{"choices":[{"index":0,"text":"a"}],"usage":{"completion_tokens":true}}',  # bool
+        '{"choices":[{"index":0,"text":"a"}],"x":' + "9" * 5000 + "}",  # json refuses the int
+        '{"choices":[{"index":0,"text":"a"}],"x":' + "[" * 995 + "]" * 995 + "}",  # deep
+        '{"choices":[{"index":0,"text":"a"}],"choices":{"index":0}}',  # duplicate key
+        '{"error":{"message":"boom"}}',
+        '{"choices":[{"index":0,"text":"a"}],"x":NaN}',
+        '{"choices":[{"index":0,"text":"\\ud800"}]}',  # a lone surrogate
+    ],
+)
+def test_unusual_payloads_have_the_exact_paths_outcome(data: str) -> None:
+    for api in (API_CHAT, API_COMPLETIONS):
+        assert parse_chunk(data, api) == _exact_chunk(data, api)
