@@ -464,7 +464,7 @@ class LogNormal:
 
 
 @dataclass(frozen=True, slots=True)
-class TruncatedLogNormal:
+class TruncatedLogNormal(LogNormal):
     """``exp(N(mu, sigma))`` conditioned on ``min..max``: the log-normal's shape within a range
     (inverse-CDF sampling between the range's quantiles, then rounded), not clipped to it.
 
@@ -472,36 +472,19 @@ class TruncatedLogNormal:
     ranges (5.6.2's request classes).
     """
 
-    mu: float
-    sigma: float
-    min: int
-    max: int
-
-    def __post_init__(self) -> None:
-        if not self.sigma > 0:
-            raise ConfigError(f"sigma must be > 0, got {self.sigma}")
-        _check_bounds("truncated lognormal", self.min, self.max)
-
     def _quantile(self, tokens: float) -> float:
         return NormalDist().cdf((math.log(tokens) - self.mu) / self.sigma)
 
     def sample(self, rng: random.Random) -> int:
-        lo, hi = (
-            self._quantile(self.min - 0.5 if self.min > 1 else 0.5),
-            self._quantile(self.max + 0.5),
-        )
+        lo = self._quantile(self.min - 0.5 if self.min > 1 else 0.5)
+        hi = self._quantile(self.max + 0.5)
         u = min(max(rng.uniform(lo, hi), 1e-12), 1 - 1e-12)
         x = math.exp(self.mu + self.sigma * NormalDist().inv_cdf(u))
         return min(self.max, max(self.min, round(x)))
 
     def describe(self) -> dict[str, Any]:
         return {
-            "distribution": "lognormal",
-            "mu": self.mu,
-            "sigma": self.sigma,
-            "min": self.min,
-            "max": self.max,
-            "unit": "tokens",
+            **LogNormal.describe(self),
             "bounds": "truncated (the log-normal conditioned on min..max)",
         }
 
