@@ -171,7 +171,12 @@ def run_launch(
     try:
         asyncio.run(run_round(server.base_url, 16, args.concurrency, 32))  # warm-up
         if mode in HOOKED:
-            wait_hooks_exporting(server.base_url)
+            try:
+                wait_hooks_exporting(server.base_url)
+            except RuntimeError as err:  # measured anyway; the log lines say why
+                log = (workdir / f"vllm-{i}-{mode}.log").read_text(errors="replace")
+                hooks = [line for line in log.splitlines() if "otelbench" in line][-5:]
+                print(f"  launch {i} {mode}: {err}; the hooks' last log lines:", *hooks, sep="\n")
         rounds = []
         for r in range(args.rounds):
             before = cpu_seconds(server)
