@@ -11,7 +11,8 @@ What these tests pin down, because otelbench's client and query layer rely on it
   client can count the tokens of a chunk that carries more than one.
 - A W3C ``traceparent`` on the request gives one ``llm_request`` SERVER span in that trace,
   parented to the sender's span, exported over OTLP/HTTP; its ``gen_ai.request.id`` is the
-  response id plus ``-<choice index>``.
+  response id plus ``-<choice index>``. (The session's server has otelbench's engine hooks on,
+  so the trace also holds their four spans, and nothing else.)
 
 The launcher's failure paths, which start no vLLM, are ``tests/integration/test_vllm_launcher.py``.
 """
@@ -39,6 +40,12 @@ if TYPE_CHECKING:
     from tests.vllm.conftest import SpanSink
 
 MODEL = "tiny"
+HOOK_SPANS = (
+    semconv.SPAN_HOOK_REQUEST,
+    semconv.SPAN_HOOK_QUEUE,
+    semconv.SPAN_HOOK_PREFILL,
+    semconv.SPAN_HOOK_DECODE,
+)
 PROMPT_IDS = list(range(10, 26))  # 16 token ids, all inside the tiny vocabulary (1024)
 
 
@@ -263,9 +270,12 @@ def test_traceparent_gives_an_llm_request_span_in_that_trace(
     response_id = response.json()["id"]
 
     # vLLM -> OTLP/HTTP protobuf -> otelbench's embedded receiver -> DuckDB span store
-    spans = otlp_receiver.wait_for_trace(trace_id, timeout=30.0)
-    assert len(spans) == 1, f"stored span names so far: {otlp_receiver.span_names()}"
-    span = spans[0]
+    spans = otlp_receiver.wait_for_trace(trace_id, count=1 + len(HOOK_SPANS), timeout=30.0)
+    names = sorted(s.name for s in spans)
+    assert names == sorted([semconv.SPAN_VLLM_REQUEST, *HOOK_SPANS]), (
+        f"stored span names so far: {otlp_receiver.span_names()}"
+    )
+    [span] = [s for s in spans if s.name == semconv.SPAN_VLLM_REQUEST]
     assert span.name == semconv.SPAN_VLLM_REQUEST
     assert span.parent_span_id == parent_id
     assert span.kind == semconv.SPAN_KIND_SERVER
