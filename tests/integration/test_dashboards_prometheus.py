@@ -8,7 +8,7 @@ Queries are read from ``dashboards/json/serving-overview.json`` and expanded as 
 two-value selection), ``$__rate_interval`` -> ``4s`` (four of this Prometheus's 1 s scrape
 intervals). Every ``otelbench_live_*`` query must return data. The ``vllm:*`` queries must be
 valid PromQL that Prometheus executes; no vLLM runs here, so they return no series: they return
-data in ``test_dashboards_vllm.py`` (marked ``vllm``), which scrapes a real vLLM.
+data in ``tests/vllm/test_dashboards_vllm.py`` (marked ``vllm``), which scrapes a real vLLM.
 """
 
 from __future__ import annotations

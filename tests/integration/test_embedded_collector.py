@@ -8,9 +8,12 @@ import resource
 from pathlib import Path
 
 import httpx
+import pytest
 
 from otelbench.benchmark import EmbeddedCollector
 from otelbench.sut import SUT_NICENESS
+
+pytestmark = pytest.mark.integration
 
 
 def test_the_embedded_collector_runs_at_the_servers_lower_priority(tmp_path: Path) -> None:

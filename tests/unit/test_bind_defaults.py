@@ -24,7 +24,7 @@ from otelbench.collector.receiver import Receiver, serve
 from otelbench.collector.rotel import RotelCollector
 from otelbench.guardrails.gateway import GatewayServer, serve_gateway
 from otelbench.live.options import DEFAULT_LISTEN, parse_hostport
-from otelbench.live.watch import WatchConfig, Watcher
+from otelbench.live.watch import Watcher
 from otelbench.sut.vllm_cpu import VllmCpuServer
 
 PACKAGE = Path(__file__).resolve().parents[2] / "otelbench"
@@ -78,18 +78,6 @@ def test_watch_listens_on_loopback_by_default() -> None:
     assert is_loopback(host)
     # the watcher's own receiver runs only when asked (--otlp HOST:PORT), at that address
     assert inspect.signature(watch_command).parameters["otlp"].default is None
-
-
-def test_the_receiver_socket_is_bound_to_loopback(tmp_path: Path) -> None:
-    with Receiver(tmp_path / "spans.duckdb", port=0) as receiver:
-        assert receiver._server is not None
-        assert receiver._server.socket.getsockname()[0] == "127.0.0.1"
-
-
-def test_the_watch_socket_is_bound_to_loopback(tmp_path: Path) -> None:
-    with Watcher(tmp_path / "absent.duckdb", WatchConfig()).start(port=0) as watcher:
-        assert watcher._server is not None
-        assert watcher._server.socket.getsockname()[0] == "127.0.0.1"
 
 
 def test_no_listener_is_left_out() -> None:

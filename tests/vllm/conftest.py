@@ -1,23 +1,45 @@
-"""Fixtures for tests against a real vLLM engine on CPU (``pytest -m vllm``).
+"""Fixtures for tests against a real vLLM engine on CPU (``pytest --vllm`` or ``pytest -m vllm``).
 
 - ``vllm_env`` (session; set up for every test marked ``vllm``): runs ``scripts/vllm/setup.sh``,
   which is idempotent and takes a fraction of a second once the venv and tiny model exist (about
   4 min from nothing). These tests never skip for a missing environment: setup is run, or the
   session fails with setup's own output.
 - ``otlp_receiver`` (session): otelbench's embedded OTLP/HTTP receiver
-  (``otelbench.collector.Receiver``) on a loopback port, writing a DuckDB span store that the
-  tests query while it runs.
-- ``vllm_server`` (session): ONE real vLLM for the whole session, its tracer pointed at
-  ``otlp_receiver``, exporting every 200 ms. Tests share it, so keep requests few and short.
-- ``hooks_server`` (session, once per release asked for by ``--vllm-versions``: ``hooks_version``):
-  a vLLM with otelbench's engine hooks enabled and a tiny KV cache (preemption on demand), also
-  tracing to ``otlp_receiver``; shared by test_engine_hooks.py and test_openai_sdk_vllm.py.
+  (``otelbench.collector.Receiver``) on a loopback port kept for the session, writing a DuckDB
+  span store that the tests query while it runs. ``otlp_receiver.lent()`` stops it and gives the
+  port to a test (a collector of its own there, or nothing: the collector is down), then starts
+  it again on the same port and store.
+- ``vllm_server`` (session): ONE real vLLM for the whole session, shared by every test that can
+  share it: the engine hooks enabled and vLLM's own tracer on, both exporting to
+  ``otlp_receiver`` every 200 ms; a 512-token window and a KV cache of 18 blocks of 32 tokens
+  (:data:`SHARED_KV_ARGS`: 576 tokens, so that concurrent long requests are preempted while short
+  ones fit side by side). Keep requests few and short; a test that reads the server's log reads
+  what was written since it began (:func:`log_since`).
 - ``vllm_measurements`` (session): a dict the tests fill with what they measured (start-up
   time, RSS, TTFT, tok/s); printed in the terminal summary.
+
+vLLM launches in one run of the tier (default ``--vllm-versions``), and why each is its own:
+
+- ``vllm_server``: 1;
+- ``test_engine_hooks.py``: 1 per extra release asked for (0.30.0 by default: another venv);
+- ``test_guardrails_vllm.py``: 1 (the guardrail middleware, and the hooks installed but not
+  enabled: the shared server has them on);
+- ``test_api_servers.py``: 1 (``--api-server-count 2``: the hooks' metrics then go to OTLP only,
+  and the shared server's are checked on its Prometheus ``/metrics``);
+- ``test_spool_vllm.py``: 1 (``OTELBENCH_SPOOL_DIR``: with a spool, failed exports are not lost,
+  which the shared server's collector-down test counts);
+- ``test_prefix_cache_vllm.py`` (5.7) and ``test_guardrail_overhead_vllm.py`` (5.10): 2 each, the
+  procedures restart the SUT per configuration by design (5.7.3), the fewest configurations each
+  compares;
+- ``test_procedures_vllm.py`` (5.3), ``test_procedures_vllm_pressure.py`` (5.8, fluidity) and
+  ``test_run_e2e.py`` (``otelbench run``): 1 each, the command launches vLLM (``--sut
+  vllm-cpu``) pointed at its own embedded collector, whose spans the tests check; a running
+  server's tracer cannot be pointed there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -32,10 +54,16 @@ import pytest
 from otelbench import semconv
 from otelbench.collector import Receiver
 from otelbench.sut import VllmCpuServer, VllmEnv
-from tests.conftest import hook_test_versions
+from otelbench.sut.process import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO / "scripts" / "vllm" / "setup.sh"
+SHARED_MAX_MODEL_LEN = 512
+SHARED_KV_ARGS = ("--block-size", "32", "--num-gpu-blocks-override", "18")
+"""The shared servers' KV cache: 18 blocks of 32 tokens (576 tokens, one 512-token request)."""
+SHARED_ENV = {"OTEL_BSP_SCHEDULE_DELAY": "200", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "5"}
+"""Spans exported every 200 ms; an export that cannot connect gives up within 5 s (the
+collector-down test counts the failures)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -130,6 +158,34 @@ class SpanSink:
     receiver: Receiver
     endpoint: str
 
+    @property
+    def port(self) -> int:
+        return int(self.endpoint.rsplit(":", 1)[1].split("/", 1)[0])
+
+    @contextlib.contextmanager
+    def lent(self) -> Iterator[int]:
+        """Stop the receiver and yield its port, free for a collector of the test's own (or for
+        nothing: the collector is down); start it again there, on the same store, afterwards."""
+        self.wait_quiet()
+        self.receiver.stop()
+        try:
+            yield self.port
+        finally:
+            self.receiver.start()
+
+    def wait_quiet(self, quiet_s: float = 1.0, timeout: float = 30.0) -> None:
+        """Return once no span has arrived for ``quiet_s`` (the servers' exporters, every 200 ms,
+        have sent what earlier tests caused), or at ``timeout``."""
+        deadline = time.monotonic() + timeout
+        count, since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            now = self.receiver.stats().spans_accepted
+            if now != count:
+                count, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                return
+            time.sleep(0.1)
+
     def spans(self, where: str = "true", params: Sequence[object] = ()) -> list[StoredSpan]:
         rows = self.receiver.store.execute(
             f"SELECT {_SPAN_COLUMNS} FROM {semconv.TABLE_TRACES} WHERE {where}", list(params)
@@ -174,33 +230,39 @@ class SpanSink:
 @pytest.fixture(scope="session")
 def otlp_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpanSink]:
     store = tmp_path_factory.mktemp("spans") / "vllm-spans.duckdb"
-    with Receiver(store, port=0) as receiver:
+    # a fixed port (not 0): the receiver restarts there after each loan
+    with Receiver(store, port=free_port("127.0.0.1")) as receiver:
         yield SpanSink(receiver, f"http://127.0.0.1:{receiver.port}/v1/traces")
         stats = receiver.stats()
     assert stats.rejected == {}, f"the receiver rejected requests: {stats.as_dict()}"
 
 
 # ----------------------------------------------------------------------------------------------
-# The one vLLM server of the session
+# The shared vLLM server of the session
 # ----------------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def vllm_server(
-    vllm_env: VllmEnv,
-    otlp_receiver: SpanSink,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[VllmCpuServer]:
-    """A real vLLM serving the tiny model as ``tiny``, tracing to ``otlp_receiver``."""
-    server = VllmCpuServer(
-        model_dir=vllm_env.model_dir,
-        venv=vllm_env.venv,
-        otlp_traces_endpoint=otlp_receiver.endpoint,
-        env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
-        log_path=tmp_path_factory.mktemp("vllm") / "vllm.log",
+def shared_vllm(env: VllmEnv, sink: SpanSink, log_path: Path) -> VllmCpuServer:
+    """A vLLM configured as ``vllm_server`` (module docstring) from ``env``'s release."""
+    return VllmCpuServer(
+        model_dir=env.model_dir,
+        venv=env.venv,
+        max_model_len=SHARED_MAX_MODEL_LEN,
+        extra_args=SHARED_KV_ARGS,
+        otlp_traces_endpoint=sink.endpoint,
+        hooks=True,
+        env=SHARED_ENV,
+        log_path=log_path,
     )
-    server.start(timeout=240)
+
+
+@contextlib.contextmanager
+def serving(server: VllmCpuServer) -> Iterator[VllmCpuServer]:
+    """Start ``server``, send it one short request, yield it; stop it and check nothing is left.
+
+    The first forward pass of a new shape is slow (oneDNN primitives are created then), and it
+    should not land in the tests' measurements. The start may take minutes on a busy shared
+    machine, and every test of the server waits for it: 600 s."""
+    server.start(timeout=600)
     try:
-        # One short request first: the first forward pass of a new shape is slow (oneDNN
-        # primitives are created then), and it should not land in the tests' measurements.
         with httpx.Client(base_url=server.base_url, timeout=60.0, trust_env=False) as client:
             warm_up = {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 4, "ignore_eos": True}
             client.post("/v1/completions", json=warm_up).raise_for_status()
@@ -211,56 +273,28 @@ def vllm_server(
         assert not leftovers, f"vLLM processes left after stop(): {leftovers}"
 
 
-# ----------------------------------------------------------------------------------------------
-# The hooks-enabled vLLM of the session, once per release asked for (--vllm-versions)
-# ----------------------------------------------------------------------------------------------
-HOOKS_MODEL = "tiny"
+def log_size(server: VllmCpuServer) -> int:
+    """How much of ``server``'s log is written so far (for :func:`log_since`)."""
+    assert server.log_path is not None
+    return Path(server.log_path).stat().st_size
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """The tests on ``hooks_server`` run once per release asked for (``--vllm-versions``)."""
-    if "hooks_version" in metafunc.fixturenames:
-        versions = hook_test_versions(metafunc.config)
-        metafunc.parametrize("hooks_version", versions, ids=versions, scope="session")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests on ``hooks_server`` run last (in their order), so that the last release's
-    server, which a session fixture keeps until the session ends, is not left running beside
-    the servers that other tests start."""
-    items.sort(key=lambda item: "hooks_server" in getattr(item, "fixturenames", ()))
+def log_since(server: VllmCpuServer, offset: int = 0) -> str:
+    """``server``'s log from byte ``offset`` on (a shared server's log holds every test's)."""
+    assert server.log_path is not None
+    with Path(server.log_path).open("rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
 
 
 @pytest.fixture(scope="session")
-def hooks_server(
-    hooks_version: str, otlp_receiver: SpanSink, tmp_path_factory: pytest.TempPathFactory
+def vllm_server(
+    vllm_env: VllmEnv,
+    otlp_receiver: SpanSink,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[VllmCpuServer]:
-    """vLLM ``hooks_version`` with the hooks enabled and a KV cache of 10 × 32 tokens
-    (preemption on demand); vLLM's own tracer is on (``--otlp-traces-endpoint``), without which
-    no release passes the client's ``traceparent`` to the engine."""
-    env = set_up_vllm(hooks_version)
-    server = VllmCpuServer(
-        model_dir=env.model_dir,
-        venv=env.venv,
-        max_model_len=256,
-        extra_args=("--block-size", "32", "--num-gpu-blocks-override", "10"),
-        otlp_traces_endpoint=otlp_receiver.endpoint,
-        hooks=True,
-        env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
-        log_path=tmp_path_factory.mktemp(f"vllm-hooks-{hooks_version}") / "vllm.log",
-    )
-    server.start(timeout=240)
-    try:
-        with httpx.Client(base_url=server.base_url, timeout=60.0, trust_env=False) as client:
-            warm_up = {
-                "model": HOOKS_MODEL,
-                "prompt": [5, 6, 7, 8],
-                "max_tokens": 4,
-                "ignore_eos": True,
-            }
-            client.post("/v1/completions", json=warm_up).raise_for_status()
+    """A real vLLM serving the tiny model as ``tiny``, the hooks and vLLM's tracer exporting to
+    ``otlp_receiver`` (module docstring)."""
+    log_path = tmp_path_factory.mktemp("vllm") / "vllm.log"
+    with serving(shared_vllm(vllm_env, otlp_receiver, log_path)) as server:
         yield server
-    finally:
-        server.stop()
-        leftovers = server.processes()
-        assert not leftovers, f"vLLM processes left after stop(): {leftovers}"

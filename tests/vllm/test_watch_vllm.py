@@ -1,10 +1,11 @@
 """``otelbench watch`` beside a real vLLM with the engine hooks: live requests and a probe stream.
 
-One short-lived vLLM of its own (the session's ``vllm_server`` has the hooks off), its hooks
-exporting to an embedded receiver that the watcher reads in the same process (as
-``otelbench watch --otlp`` runs). Live traffic is plain HTTP without ``traceparent`` (root server
-spans); the probe is :func:`otelbench.live.probe.run_probe` with the tag processor. The watcher's
-``/metrics`` must show both sources, each with its own request count and plausible values.
+The session's shared ``vllm_server`` (hooks on), its hooks exporting to an embedded receiver of
+this test's own, on the port the session's receiver lends it (``otlp_receiver.lent()``), which
+the watcher reads in the same process (as ``otelbench watch --otlp`` runs). Live traffic is plain
+HTTP without ``traceparent`` (root server spans); the probe is
+:func:`otelbench.live.probe.run_probe` with the tag processor. The watcher's ``/metrics`` must show
+both sources, each with its own request count and plausible values.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -23,8 +24,11 @@ from otelbench.collector import Receiver
 from otelbench.live.probe import ProbeConfig, ProbeTagger, run_probe
 from otelbench.live.watch import WatchConfig, Watcher
 from otelbench.live.window import WindowConfig
-from otelbench.sut import VllmCpuServer, VllmEnv
+from otelbench.sut import VllmCpuServer
 from otelbench.telemetry import make_tracer_provider, shutdown
+
+if TYPE_CHECKING:
+    from tests.vllm.conftest import SpanSink
 
 pytestmark = pytest.mark.vllm
 
@@ -69,71 +73,58 @@ async def live_traffic(base_url: str) -> None:
 
 
 def test_watch_shows_live_and_probe_traffic_of_a_real_vllm(
-    vllm_env: VllmEnv, tmp_path: Path, vllm_measurements: dict[str, Any]
+    vllm_server: VllmCpuServer,
+    otlp_receiver: SpanSink,
+    tmp_path: Path,
+    vllm_measurements: dict[str, Any],
 ) -> None:
-    with Receiver(tmp_path / "live.duckdb", port=0) as receiver:
-        endpoint = f"http://127.0.0.1:{receiver.port}/v1/traces"
-        server = VllmCpuServer(
-            model_dir=vllm_env.model_dir,
-            venv=vllm_env.venv,
-            max_model_len=256,
-            otlp_traces_endpoint=endpoint,
-            hooks=True,
-            env={"OTEL_BSP_SCHEDULE_DELAY": "200"},
-            log_path=tmp_path / "vllm.log",
-        )
-        server.start(timeout=240)
-        try:
-            # the first forward pass of a shape is slow: one warm-up request (live traffic too)
-            warm = {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 4, "ignore_eos": True}
-            httpx.post(
-                f"{server.base_url}/v1/completions", json=warm, timeout=60
-            ).raise_for_status()
-            window = WindowConfig(window_s=600.0, slo_ttft_s=5.0, slo_tpot_s=1.0)
-            watcher = Watcher(receiver.store, WatchConfig(window=window, interval_s=0.5))
-            with watcher.start("127.0.0.1", 0):
-                provider = make_tracer_provider(endpoint, service_name=semconv.SERVICE_PROBE)
-                provider.add_span_processor(ProbeTagger("canary"))
-                probe = ProbeConfig(
-                    target=server.base_url,
-                    model="tiny",
-                    rate=4.0,
-                    stream="canary",
-                    segment_s=1.0,
-                    duration_s=1.0,
-                    workload_params={
-                        "vocab_size": 1024,
-                        "input_min": 16,
-                        "input_max": 32,
-                        "output_min": 8,
-                        "output_max": 16,
-                    },
-                    ignore_eos=True,
+    server = vllm_server
+    with otlp_receiver.lent() as port, Receiver(tmp_path / "live.duckdb", port=port) as receiver:
+        endpoint = f"http://127.0.0.1:{port}/v1/traces"
+        # one short request first (live traffic too, as on a server just started)
+        warm = {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 4, "ignore_eos": True}
+        httpx.post(f"{server.base_url}/v1/completions", json=warm, timeout=60).raise_for_status()
+        window = WindowConfig(window_s=600.0, slo_ttft_s=5.0, slo_tpot_s=1.0)
+        watcher = Watcher(receiver.store, WatchConfig(window=window, interval_s=0.5))
+        with watcher.start("127.0.0.1", 0):
+            provider = make_tracer_provider(endpoint, service_name=semconv.SERVICE_PROBE)
+            provider.add_span_processor(ProbeTagger("canary"))
+            probe = ProbeConfig(
+                target=server.base_url,
+                model="tiny",
+                rate=4.0,
+                stream="canary",
+                segment_s=1.0,
+                duration_s=1.0,
+                workload_params={
+                    "vocab_size": 1024,
+                    "input_min": 16,
+                    "input_max": 32,
+                    "output_min": 8,
+                    "output_max": 16,
+                },
+                ignore_eos=True,
+            )
+
+            async def both() -> Any:
+                return await asyncio.gather(
+                    live_traffic(server.base_url), run_probe(probe, tracer_provider=provider)
                 )
 
-                async def both() -> Any:
-                    return await asyncio.gather(
-                        live_traffic(server.base_url), run_probe(probe, tracer_provider=provider)
-                    )
-
-                _, outcomes = asyncio.run(both())
-                assert shutdown(provider)
-                assert [len(o.results) for o in outcomes] == [PROBE_REQUESTS]
-                assert all(r.ok for r in outcomes[0].results)
-                deadline = time.monotonic() + 30
-                while True:
-                    text = httpx.get(f"http://127.0.0.1:{watcher.port}/metrics").text
-                    s = parse(text)
-                    live_n = s.get((semconv.METRIC_LIVE_REQUESTS, frozenset({("source", "live")})))
-                    probe_n = s.get(
-                        (semconv.METRIC_LIVE_REQUESTS, frozenset({("source", "probe")}))
-                    )
-                    if (live_n, probe_n) == (LIVE_REQUESTS + 1, PROBE_REQUESTS):
-                        break
-                    assert time.monotonic() < deadline, (live_n, probe_n, watcher.last_error)
-                    time.sleep(0.5)
-        finally:
-            server.stop()
+            _, outcomes = asyncio.run(both())
+            assert shutdown(provider)
+            assert [len(o.results) for o in outcomes] == [PROBE_REQUESTS]
+            assert all(r.ok for r in outcomes[0].results)
+            deadline = time.monotonic() + 30
+            while True:
+                text = httpx.get(f"http://127.0.0.1:{watcher.port}/metrics").text
+                s = parse(text)
+                live_n = s.get((semconv.METRIC_LIVE_REQUESTS, frozenset({("source", "live")})))
+                probe_n = s.get((semconv.METRIC_LIVE_REQUESTS, frozenset({("source", "probe")})))
+                if (live_n, probe_n) == (LIVE_REQUESTS + 1, PROBE_REQUESTS):
+                    break
+                assert time.monotonic() < deadline, (live_n, probe_n, watcher.last_error)
+                time.sleep(0.5)
 
     m = semconv
     for source in ("live", "probe"):

@@ -38,6 +38,8 @@ from otelbench.spool import (
     SpoolStats,
 )
 
+pytestmark = pytest.mark.integration
+
 
 def _free_port() -> int:
     with socket.socket() as s:

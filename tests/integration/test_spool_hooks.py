@@ -5,23 +5,31 @@ receiver once it listens."""
 from __future__ import annotations
 
 import socket
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from otelbench_vllm.export import (
+
+from otelbench import semconv
+from otelbench.collector import Receiver
+
+HOOKS_SRC = Path(__file__).resolve().parents[2] / "engine_hooks"
+if str(HOOKS_SRC) not in sys.path:  # the hooks' package, from the source tree
+    sys.path.insert(0, str(HOOKS_SRC))
+
+from otelbench_vllm.export import (  # noqa: E402 - importable once HOOKS_SRC is on sys.path
     SPOOL_SLOT_PREFIX,
     make_tracer_provider,
     metrics_destinations,
     prometheus_reader_available,
 )
-from otelbench_vllm.hook import HookStats
-from otelbench_vllm.metrics import HookMetrics
+from otelbench_vllm.hook import HookStats  # noqa: E402
+from otelbench_vllm.metrics import HookMetrics  # noqa: E402
 
-from otelbench import semconv
-from otelbench.collector import Receiver
+pytestmark = pytest.mark.integration
 
 
 def free_port() -> int:

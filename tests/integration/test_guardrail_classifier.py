@@ -22,6 +22,8 @@ from otelbench.guardrails.classifier import ClassifierFilter
 from otelbench.guardrails.config import parse_config
 from otelbench.guardrails.engine import Guardrails
 
+pytestmark = pytest.mark.integration
+
 
 class Handler(BaseHTTPRequestHandler):
     """``/v1/moderations``: flags texts containing "hate" (OpenAI shape, with scores);

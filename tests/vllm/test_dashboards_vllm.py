@@ -1,18 +1,19 @@
 """The *Serving overview*'s ``vllm:*`` queries against a real vLLM (CPU, tiny model) scraped by a
 real Prometheus, and the vLLM metric names against vLLM's own source.
 
-vLLM runs without the engine hooks (the ``otelbench_live_*`` queries are covered by
-``test_dashboards_prometheus.py``); two completions give its scheduler and KV-cache gauges and
-its preemption counter samples. Prometheus is ``test_watch_prometheus.py``'s fixture, reused: its
-``watch_process`` dependency is overridden here to hand it vLLM's port, whose ``/metrics`` it
-scrapes every second. ``$__rate_interval`` -> ``4s`` as in the other PromQL test.
+vLLM is the session's shared ``vllm_server`` (its engine hooks are on, which these queries do not
+read; the ``otelbench_live_*`` queries are covered by
+``tests/integration/test_dashboards_prometheus.py``); two completions give its scheduler and
+KV-cache gauges and its preemption counter samples. Prometheus is
+``tests/integration/test_watch_prometheus.py``'s fixture, reused: its ``watch_process``
+dependency is overridden here to hand it vLLM's port, whose ``/metrics`` it scrapes every
+second. ``$__rate_interval`` -> ``4s`` as in the other PromQL test.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -29,33 +30,18 @@ pytestmark = pytest.mark.vllm
 prometheus = watch_prom.prometheus
 
 
-def _vllm_env() -> VllmEnv:
-    env = VllmEnv.default()
-    assert not env.problems(), f"{env.problems()}: run scripts/vllm/setup.sh"
-    return env
-
-
 @pytest.fixture
-def watch_process(tmp_path: Path) -> Iterator[tuple[int, int, Path]]:
-    """A real vLLM in place of the watcher: (its port, unused, unused) for ``prometheus``."""
-    env = _vllm_env()
-    server = VllmCpuServer(
-        model_dir=env.model_dir, venv=env.venv, max_model_len=256, log_path=tmp_path / "vllm.log"
-    )
-    server.start(timeout=240)
-    try:
-        body = {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 4, "ignore_eos": True}
-        for _ in range(2):
-            answer = httpx.post(f"{server.base_url}/v1/completions", json=body, timeout=60)
-            assert answer.status_code == 200, answer.text
-        yield server.port, 0, tmp_path
-    finally:
-        server.stop()
+def watch_process(vllm_server: VllmCpuServer, tmp_path: Path) -> tuple[int, int, Path]:
+    """The shared vLLM in place of the watcher: (its port, unused, unused) for ``prometheus``."""
+    body = {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 4, "ignore_eos": True}
+    for _ in range(2):
+        answer = httpx.post(f"{vllm_server.base_url}/v1/completions", json=body, timeout=60)
+        assert answer.status_code == 200, answer.text
+    return vllm_server.port, 0, tmp_path
 
 
-def test_vllm_metric_names_are_declared_in_vllm() -> None:
-    env = _vllm_env()
-    (source,) = env.venv.glob(f"lib/python3*/site-packages/{VLLM_METRICS_SOURCE}")
+def test_vllm_metric_names_are_declared_in_vllm(vllm_env: VllmEnv) -> None:
+    (source,) = vllm_env.venv.glob(f"lib/python3*/site-packages/{VLLM_METRICS_SOURCE}")
     declared = dict(
         (name, kind)
         for kind, name in re.findall(
