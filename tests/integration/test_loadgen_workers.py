@@ -283,6 +283,13 @@ def test_workers_that_cannot_export_fail_the_run_with_one_line(
     assert scripted_server.log(tag="nospool") == []
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """SIGINT back to its default in the child, as a terminal starts a command: a pytest-xdist
+    worker ignores SIGINT, and an ignored SIGINT is inherited (Python then never raises
+    KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_keeps_what_the_workers_measured(
     scripted_server: ScriptedServer, tmp_path: Path
 ) -> None:
@@ -297,7 +304,12 @@ def test_ctrl_c_keeps_what_the_workers_measured(
         "--extra-body", json.dumps({"script": {**SCRIPT, "tag": "interrupted"}}),
     ]  # fmt: skip
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_sigint_as_in_a_terminal,
     )
     try:
         deadline = time.monotonic() + 120
