@@ -38,10 +38,12 @@ import os
 import platform
 import selectors
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -80,16 +82,19 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
+LISTEN_BACKLOG = 128
+"""Connections the embedded collector's socket holds before they are accepted: the exporters'
+while the collector starts (one per worker process and per target process at most)."""
 VLLM_SPAN_FLUSH_WAIT_S = 6.0
 """The longest wait for the target's spans after the load when the target is not launched by
 us: vLLM's batch span processor exports every 5 s (``OTEL_BSP_SCHEDULE_DELAY`` default). The wait
 ends as soon as one target span per request has arrived, and is skipped for a target that sent
 no span during a run longer than this (it is not traced)."""
 LAUNCHED_SPAN_FLUSH_WAIT_S = 3.0
+"""The same when otelbench launched vLLM itself with ``OTEL_BSP_SCHEDULE_DELAY=200``."""
 CLIENT_TELEMETRY_FILE = "client_telemetry.json"
 """The run directory's record of the load generator's span export counts (report
 ``run.client_telemetry``)."""
-"""The same when otelbench launched vLLM itself with ``OTEL_BSP_SCHEDULE_DELAY=200``."""
 
 
 class SpanWatch(abc.ABC):
@@ -188,6 +193,14 @@ class EmbeddedCollector(SpanWatch):
     """``python -m otelbench.collector`` as a child process, writing one store (a DuckDB file
     or a ClickHouse store URL).
 
+    This process binds the collector's listening socket and hands it to the child
+    (``--listen-fd``), so the endpoint is known before the child has imported anything: an
+    exporter's connection made meanwhile waits in the socket's backlog until the child accepts
+    it. :meth:`start` returns once the child serves, or at once with ``wait=False`` (``otelbench
+    run``: the load does not wait for the collector's start-up); a child that cannot start is
+    then :attr:`failure`, told to the :meth:`when_failed` callbacks, and its socket is closed
+    with it, so exports are refused and spool.
+
     Example::
 
         with EmbeddedCollector(Path("spans.duckdb")) as endpoint:
@@ -200,48 +213,100 @@ class EmbeddedCollector(SpanWatch):
         self.port = port
         self.endpoint = ""
         self.stats: dict[str, Any] = {}
+        self.failure: CollectorError | None = None
         self._proc: subprocess.Popen[str] | None = None
+        self._starting: threading.Thread | None = None
+        self._stopping = False
+        self._callbacks: list[Callable[[CollectorError], None]] = []
+        self._lock = threading.Lock()
 
-    def start(self, timeout_s: float = 30.0) -> str:
-        """Start the collector and return its OTLP/HTTP base endpoint once it is listening."""
+    def start(self, timeout_s: float = 30.0, *, wait: bool = True) -> str:
+        """Start the collector and return its OTLP/HTTP base endpoint: once it serves, or at
+        once with ``wait=False``. Raises :class:`~otelbench.errors.CollectorError` when the
+        address cannot be bound, or (waiting) when the child does not start."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        try:
+            listening = socket.create_server(
+                (self.host, self.port), family=family, backlog=LISTEN_BACKLOG
+            )
+        except OSError as err:
+            raise CollectorError(
+                f"cannot listen on {self.host}:{self.port}: {err.strerror or err}"
+            ) from err
+        port = listening.getsockname()[1]
         # the store travels in the environment: a ClickHouse URL's password stays out of `ps`
         # at the servers' lower priority: on a shared core the load generator's reads come first
         # and the collector catches up between them (exporters queue, then spool)
         cmd = ["nice", "-n", str(SUT_NICENESS), sys.executable, "-m", "otelbench.collector"]
-        cmd += ["--host", self.host, "--port", str(self.port)]
+        cmd += ["--listen-fd", str(listening.fileno())]
         env = {**os.environ, STORE_ENV: str(self.store_path)}
         # a loopback collector of our own run: an operator's receiver token in the environment
         # is for their collector, and this run's exporters would not send it
         env.pop(ENV_RECEIVER_TOKEN, None)
-        self._proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-            env=env,
-        )
+        with listening:  # the child holds its own copy; ours closes once it is handed over
+            self._proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+                env=env,
+                pass_fds=(listening.fileno(),),
+            )
         lower_session_priority(self._proc.pid, SUT_NICENESS)
-        assert self._proc.stdout is not None
+        self.endpoint = f"http://{self.host}:{port}"
+        if wait:
+            self._await_ready(timeout_s)
+            if self.failure is not None:
+                raise self.failure
+        else:
+            self._starting = threading.Thread(
+                target=self._await_ready, args=(timeout_s,), name="otelbench-collector-start"
+            )
+            self._starting.start()
+        return self.endpoint
+
+    def when_failed(self, callback: Callable[[CollectorError], None]) -> None:
+        """Call ``callback`` (from another thread) if the collector fails to start; at once
+        when it has failed already."""
+        with self._lock:
+            failure = self.failure
+            if failure is None:
+                self._callbacks.append(callback)
+        if failure is not None:
+            callback(failure)
+
+    def _await_ready(self, timeout_s: float) -> None:
+        """Read the child's ready line; on anything else, stop it and record why."""
+        proc = self._proc
+        assert proc is not None
+        assert proc.stdout is not None
         # a selector, not select.select(): that fails outright on a descriptor number past
         # 1023, which a long-lived process holding many (chdb keeps three per thread) reaches
         with selectors.DefaultSelector() as selector:
-            selector.register(self._proc.stdout, selectors.EVENT_READ)
+            selector.register(proc.stdout, selectors.EVENT_READ)
             ready = selector.select(timeout_s)
-        line = self._proc.stdout.readline() if ready else ""
+        line = proc.stdout.readline() if ready else ""
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
             event = {}
-        if event.get("event") != "ready":
-            self._proc.kill()
-            _, err = self._proc.communicate(timeout=10)
-            detail = (err or line).strip().splitlines()
-            raise CollectorError(
-                "the embedded collector did not start: " + (detail[-1] if detail else "no output")
-            )
-        self.endpoint = f"http://{event['host']}:{event['port']}"
-        return self.endpoint
+        if event.get("event") == "ready":
+            return
+        with self._lock:
+            if self._stopping:  # stop() ended it while it started: stop() reaps it
+                return
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+        detail = (err or line).strip().splitlines()
+        failure = CollectorError(
+            "the embedded collector did not start: " + (detail[-1] if detail else "no output")
+        )
+        with self._lock:
+            self.failure = failure
+            callbacks = [] if self._stopping else self._callbacks
+        for callback in callbacks:
+            callback(failure)
 
     def live_stats(self) -> dict[str, Any]:
         """The running collector's counters (``GET /otelbench/stats``); {} when unavailable."""
@@ -263,8 +328,15 @@ class EmbeddedCollector(SpanWatch):
         if self._proc is None:
             return self.stats
         proc, self._proc = self._proc, None
+        with self._lock:
+            self._stopping = True
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
+        if self._starting is not None:  # it ends: the ready line came, or EOF on our SIGTERM
+            self._starting.join()
+            self._starting = None
+        if self.failure is not None:  # the child is gone and its output read
+            return self.stats
         try:
             out, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -522,7 +594,7 @@ def run_benchmark(
         collector = EmbeddedCollector(store)
         watch = collector
         on_status(f"starting the embedded collector → {store_display(store)}")
-        otlp_endpoint = collector.start()
+        otlp_endpoint = collector.start(wait=False)  # the load need not wait for it
     elif is_server_store(store):
         watch = StoreSpanWatch(str(store))
         watch.target_spans(config.run_id)  # an unreachable store fails here, before the load
@@ -559,21 +631,32 @@ def run_benchmark(
                     f"{warmup.min_output_tokens} output tokens, probes before and after"
                 )
             on_status(f"run {config.run_id}: {config.load.requests} requests → {config.target}")
-            before = watch.target_spans(config.run_id) if watch is not None else 0
+            # a collector this run started counts from its own start, which may not be over
+            # (the load does not wait for it): nothing of the target's has reached it unless
+            # the target was launched beside it, and then it is long up
+            fresh = collector is not None and launch_vllm_cpu is None
+            before = watch.target_spans(config.run_id) if watch is not None and not fresh else 0
             started = time.monotonic()
             try:
                 result.outcome = asyncio.run(
-                    execute_run(
-                        config,
-                        tracer_provider=provider,
-                        on_result=on_result,
-                        export=ExportSpec(otlp_endpoint, spool),
-                        spool_stats=spool_stats,
+                    _unless_collector_fails(
+                        execute_run(
+                            config,
+                            tracer_provider=provider,
+                            on_result=on_result,
+                            export=ExportSpec(otlp_endpoint, spool),
+                            spool_stats=spool_stats,
+                        ),
+                        collector,
                     )
                 )
             except KeyboardInterrupt:
                 result.interrupted = True
                 on_status("interrupted: flushing and reporting what was measured")
+            except asyncio.CancelledError:
+                if collector is None or collector.failure is None:
+                    raise
+                on_status(f"{collector.failure}: the load stopped")
             finally:
                 telemetry.shutdown(provider)
                 result.client_telemetry = spool_stats.as_dict()
@@ -581,7 +664,7 @@ def run_benchmark(
                 if span_wait_s is not None:
                     flush_wait = span_wait_s
                 sent = len(result.outcome.results) if result.outcome else config.load.requests
-                if watch is not None and flush_wait > 0:
+                if watch is not None and flush_wait > 0 and not _failed(collector):
                     traced = watch.target_spans(config.run_id) > before
                     if traced or time.monotonic() - started < flush_wait:
                         on_status(f"waiting up to {flush_wait:g} s for the target's spans")
@@ -591,10 +674,38 @@ def run_benchmark(
             result.collector_stats = collector.stop()
         elif isinstance(watch, StoreSpanWatch):
             watch.close()
+    if collector is not None and collector.failure is not None:
+        spooled = (result.client_telemetry or {}).get("spans_spooled", 0)
+        raise CollectorError(
+            f"{collector.failure}; the run stopped ({spooled} of its spans are kept in the "
+            f"spool {spool_dir if spool_dir is not None else out_dir / 'spool'}: the next run "
+            "with that spool, or any exporter opening it, replays them)"
+        )
     if _readable(store, external=collector is None):
         assert store is not None
         result.report, result.report_md = write_reports(out_dir, store, config.run_id)
     return result
+
+
+async def _unless_collector_fails(
+    load: Coroutine[Any, Any, RunOutcome], collector: EmbeddedCollector | None
+) -> RunOutcome:
+    """Await the load, cancelled (as Ctrl-C cancels it) as soon as the embedded collector,
+    started without waiting, turns out not to start: nothing would store the run's spans."""
+    task = asyncio.ensure_future(load)
+    if collector is not None:
+        loop = asyncio.get_running_loop()
+
+        def cancel(_failure: CollectorError) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: the load is over
+                loop.call_soon_threadsafe(task.cancel)
+
+        collector.when_failed(cancel)
+    return await task
+
+
+def _failed(collector: EmbeddedCollector | None) -> bool:
+    return collector is not None and collector.failure is not None
 
 
 def _readable(store: Path | str | None, *, external: bool) -> bool:

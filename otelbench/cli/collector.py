@@ -6,8 +6,9 @@ collector standalone, one command line for both (:func:`module_main` is the seco
 ``clickhouse://[user[:password]@]host[:port][/database]`` (a server) — see
 :mod:`otelbench.store.clickhouse`. Access (``docs/security.md``), all off by default:
 ``--auth-token-file`` (or ``$OTELBENCH_RECEIVER_TOKEN``), ``--tls-cert``/``--tls-key``,
-``--rate-limit``/``--rate-burst``. ``--max-body-bytes``, ``--max-decompressed-bytes`` and
-``--log-level`` are accepted but not listed by ``--help`` (the options a parent process sets).
+``--rate-limit``/``--rate-burst``. ``--max-body-bytes``, ``--max-decompressed-bytes``,
+``--listen-fd`` and ``--log-level`` are accepted but not listed by ``--help`` (the options a
+parent process sets).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
@@ -104,6 +106,14 @@ def collector(
             hidden=True, help="Largest body accepted after decompression (default 64 MiB)."
         ),
     ] = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    listen_fd: Annotated[
+        int | None,
+        typer.Option(
+            hidden=True,
+            help="Serve on this inherited descriptor, a TCP socket bound and listening (the "
+            "parent's; --host and --port are then its address).",
+        ),
+    ] = None,
     log_level: Annotated[
         LogLevel,
         typer.Option(hidden=True, case_sensitive=False, help="stderr log level (default WARNING)."),
@@ -137,11 +147,13 @@ def collector(
             err=True,
         )
 
+    listening = _inherited_socket(listen_fd) if listen_fd is not None else None
     if not rotel:
         stats = serve(
             store,
             host=host,
             port=port,
+            listening=listening,
             on_ready=announce,
             auth_token=access.token,
             tls=access.tls,
@@ -150,6 +162,8 @@ def collector(
             max_decompressed_bytes=max_decompressed_bytes,
         )
     else:
+        if listening is not None:
+            raise ConfigError("--listen-fd is the receiver's own socket: not with --rotel")
         if access != Access():
             raise ConfigError(
                 "--rotel forwards to the receiver unauthenticated: configure access on rotel "
@@ -188,6 +202,20 @@ def collector(
                 "rejected": stats.rejected,
             }
         )
+
+
+def _inherited_socket(fd: int) -> socket.socket:
+    """The listening TCP socket at descriptor ``fd``; one clear error when it is not one."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as err:
+        raise ConfigError(f"--listen-fd {fd}: {err.strerror or err}") from err
+    if sock.type != socket.SOCK_STREAM or not sock.getsockopt(
+        socket.SOL_SOCKET, socket.SO_ACCEPTCONN
+    ):
+        sock.detach()
+        raise ConfigError(f"--listen-fd {fd} is not a listening TCP socket")
+    return sock
 
 
 def module_main(argv: Sequence[str] | None = None) -> int:

@@ -524,11 +524,19 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = False  # stop() joins the handler threads: in-flight batches finish
     block_on_close = True
 
-    def __init__(self, address: tuple[str, int], receiver: Receiver) -> None:
+    def __init__(
+        self, address: tuple[str, int], receiver: Receiver, listening: socket.socket | None = None
+    ) -> None:
         self.receiver = receiver
-        if ":" in address[0]:  # an IPv6 literal such as ::1
+        if listening is not None:
+            self.address_family = listening.family
+        elif ":" in address[0]:  # an IPv6 literal such as ::1
             self.address_family = socket.AF_INET6
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, bind_and_activate=listening is None)
+        if listening is not None:  # a socket bound and listening already (a parent's)
+            self.socket.close()
+            self.socket = listening
+            self.server_address = listening.getsockname()
         if receiver.tls is not None:  # the handshake happens in _Handler.setup
             self.socket = receiver.tls.wrap_socket(
                 self.socket, server_side=True, do_handshake_on_connect=False
@@ -567,7 +575,10 @@ class Receiver(Stops):
     :class:`~otelbench.store.SpanStore` or
     :class:`~otelbench.store.clickhouse.ClickHouseSpanWriter` (left open). ``port=0``
     picks a free port; read :attr:`port` after :meth:`start`. It binds ``127.0.0.1`` unless told
-    otherwise.
+    otherwise. ``listening``: a TCP socket already bound and listening (e.g. inherited from the
+    parent that started this process, which then knew the endpoint before the store was open
+    and its exporters' connections waited in the socket's backlog); ``host`` and ``port`` are
+    then that socket's. :meth:`stop` closes it.
 
     Access control (:mod:`otelbench.collector.access`, ``docs/security.md``), all off by default:
     ``auth_token`` makes every route, ``GET /otelbench/stats`` included, answer 401 unless the
@@ -596,14 +607,16 @@ class Receiver(Stops):
         auth_token: str | bytes | None = None,
         tls: ssl.SSLContext | None = None,
         rate_limit: RateLimit | None = None,
+        listening: socket.socket | None = None,
     ) -> None:
         if max_body_bytes <= 0 or max_decompressed_bytes <= 0:
             raise CollectorError("the receiver's size limits must be positive")
         if not 0 <= port <= 65535:
             raise CollectorError(f"port {port} is not a TCP port (0-65535; 0 picks a free one)")
         self._store_arg = store
-        self._host = host
-        self._requested_port = port
+        self._listening = listening
+        self._host = listening.getsockname()[0] if listening is not None else host
+        self._requested_port = listening.getsockname()[1] if listening is not None else port
         self.max_body_bytes = max_body_bytes
         self.max_decompressed_bytes = max(max_decompressed_bytes, max_body_bytes)
         self.socket_timeout = socket_timeout
@@ -638,7 +651,8 @@ class Receiver(Stops):
         else:
             self._store, self._owns_store = open_span_writer(self._store_arg), True
         try:
-            self._server = _Server((self._host, self._requested_port), self)
+            self._server = _Server((self._host, self._requested_port), self, self._listening)
+            self._listening = None  # closed with the server: a restart binds host:port anew
         except OSError as err:
             self._close_store()
             hint = " (is another collector running? use port 0 for a free port)"
@@ -769,6 +783,7 @@ def serve(
     auth_token: str | bytes | None = None,
     tls: ssl.SSLContext | None = None,
     rate_limit: RateLimit | None = None,
+    listening: socket.socket | None = None,
 ) -> ReceiverStats:
     """Run a receiver in the foreground until SIGINT or SIGTERM, then stop it gracefully.
 
@@ -776,7 +791,7 @@ def serve(
     ones on return). ``on_ready`` is called once the port is bound. ``front`` builds a context
     (e.g. a collector forwarding to this receiver: ``otelbench collector --rotel``) that is
     entered once the receiver listens and exited before it stops, so that what the front holds
-    is flushed into the store. ``auth_token``, ``tls`` and ``rate_limit`` are the
+    is flushed into the store. ``auth_token``, ``tls``, ``rate_limit`` and ``listening`` are the
     :class:`Receiver`'s. Returns the final counters.
 
     Example::
@@ -799,6 +814,7 @@ def serve(
             auth_token=auth_token,
             tls=tls,
             rate_limit=rate_limit,
+            listening=listening,
         )
         with receiver:
             with front(receiver) if front is not None else contextlib.nullcontext():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -167,3 +168,44 @@ def test_store_locked_by_a_running_collector_exits_2(
     assert err.count("\n") == 1
     assert "in use by another process" in err
     assert store.exists()
+
+
+def test_it_serves_on_a_listening_socket_handed_down_by_its_parent(tmp_path: Path) -> None:
+    """``--listen-fd``: the parent knows the endpoint before the child has started, and a
+    connection made before the child serves waits in the backlog and is then answered."""
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        port = listening.getsockname()[1]
+        early = socket.create_connection(("127.0.0.1", port))  # before the child exists
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "otelbench.collector", "--store", str(tmp_path / "s.duckdb"),
+             "--listen-fd", str(listening.fileno())],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            pass_fds=(listening.fileno(),),
+        )  # fmt: skip
+    try:
+        assert ready_line(proc)["port"] == port
+        with early:
+            early.sendall(b"GET /otelbench/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            status_line = early.recv(64).split(b"\r\n", 1)[0]
+        assert status_line.split()[1] == b"200", status_line
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("what", ["closed", "not listening"])
+def test_a_listen_fd_that_is_no_listening_socket_exits_2(tmp_path: Path, what: str) -> None:
+    with socket.socket() as unbound:
+        fd = unbound.fileno() if what == "not listening" else 1000
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "otelbench.collector", "--store", str(tmp_path / "s.duckdb"),
+             "--listen-fd", str(fd)],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            pass_fds=(unbound.fileno(),),
+        )  # fmt: skip
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"otelbench collector: --listen-fd {fd}")

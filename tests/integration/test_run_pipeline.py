@@ -241,6 +241,30 @@ def test_bad_input_is_one_line_and_non_zero(args: list[str], message: str, tmp_p
     assert "Traceback" not in proc.stderr
 
 
+def test_a_collector_that_cannot_start_stops_the_run_with_its_reason(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """The load does not wait for the embedded collector's start-up; when the collector then
+    fails (here its store is not a DuckDB file), the run stops early with the collector's own
+    reason and says where the spans it had exported are kept."""
+    store = tmp_path / "not-ours.duckdb"
+    store.write_bytes(b"this is not a duckdb file at all" * 100)
+    script = {"script": {"n": 2, "ttft_ms": 1, "itl_ms": 1, "tag": "pipeline-no-collector"}}
+    proc = otelbench(
+        "run", "--target", scripted_server.url, "--model", "m", "--requests", "400",
+        "--rate", "20", "--vocab-size", "1024", "--out", str(tmp_path / "out"),
+        "--store", str(store), "--extra-body", json.dumps(script), "--cold-start",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("otelbench: error: the embedded collector did not start: "), last
+    assert "not a DuckDB database" in last
+    assert f"spool {tmp_path / 'out' / 'spool'}" in last
+    assert "Traceback" not in proc.stderr
+    # the schedule (400 requests over 20 s) was cut short, not sent to no collector
+    assert len(scripted_server.log(tag="pipeline-no-collector")) < 400
+
+
 def test_usage_error_exits_2_without_a_traceback(tmp_path: Path) -> None:
     proc = otelbench("run", "--model", "m", "--out", str(tmp_path), "--target", "http://x")
     assert proc.returncode == 2, proc.stderr
