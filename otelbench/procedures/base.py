@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Final, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar, cast, get_args, get_origin
 
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
@@ -106,8 +106,12 @@ class ProcedureSpec:
     """An external collector writing ``store`` (a ClickHouse server); None: the embedded one."""
 
 
-class Procedure(abc.ABC):
-    """One draft test procedure (5.x); subclasses are registered with
+ParamsT = TypeVar("ParamsT")
+
+
+class Procedure(abc.ABC, Generic[ParamsT]):
+    """One draft test procedure (5.x) with its setup parameters ``params`` (a ``Params``
+    dataclass: ``class TtftProcedure(Procedure[TtftParams])``); subclasses are registered with
     :func:`register_procedure`."""
 
     name: ClassVar[str]
@@ -115,8 +119,18 @@ class Procedure(abc.ABC):
     title: ClassVar[str]
     compares_configurations: ClassVar[bool] = False
     """True: the session starts no SUT; :meth:`run` calls ``session.use_configuration``."""
+    params_type: ClassVar[type[Any]]
+    """The ``Params`` dataclass of ``Procedure[Params]``, whose fields are the options of
+    ``otelbench test NAME``."""
 
-    def __init__(self) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if get_origin(base) is Procedure:
+                cls.params_type = get_args(base)[0]
+
+    def __init__(self, params: ParamsT) -> None:
+        self.params = params
         self.spec: ProcedureSpec | None = None
         self.notes: list[str] = []
 
@@ -198,14 +212,20 @@ class LevelSizes:
         }
 
 
-P = TypeVar("P", bound=type[Procedure])
-PROCEDURES: Final[dict[str, type[Procedure]]] = {}
+P = TypeVar("P", bound=type[Procedure[Any]])
+PROCEDURES: Final[dict[str, type[Procedure[Any]]]] = {}
 
 
-def register_procedure(cls: P) -> P:
-    """Class decorator: register a procedure under its ``name``."""
-    PROCEDURES[cls.name] = cls
-    return cls
+def register_procedure(name: str, section: str, title: str) -> Callable[[P], P]:
+    """Class decorator: register a procedure under ``name`` (``otelbench test NAME``), with the
+    draft ``section`` it implements and the ``title`` of its report."""
+
+    def register(cls: P) -> P:
+        cls.name, cls.section, cls.title = name, section, title
+        PROCEDURES[name] = cls
+        return cls
+
+    return register
 
 
 @dataclass
@@ -348,7 +368,7 @@ def _level_reports(levels: list[Level]) -> list[tuple[str, Report]]:
 
 
 def run_procedure(
-    procedure: Procedure,
+    procedure: Procedure[Any],
     spec: ProcedureSpec,
     *,
     progress: ProcedureProgress | None = None,

@@ -396,17 +396,12 @@ class FluidityParams:
             raise ConfigError("the fluidity capacity search runs open-loop levels at a rate")
 
 
-@register_procedure
-class FluidityProcedure(LevelSizes, Procedure):
+@register_procedure("fluidity", "Etalon §4.2", "Fluidity Capacity Evaluation")
+class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
     """Etalon's capacity evaluation (module docstring)."""
 
-    name = "fluidity"
-    section = "Etalon §4.2"
-    title = "Fluidity Capacity Evaluation"
-
     def __init__(self, params: FluidityParams) -> None:
-        super().__init__()
-        self.params = params
+        super().__init__(params)
         self.search: MaxSearch | None = None
         self.bounds: dict[str, float] = {}
         self.prefill: PrefillDeadline | None = (

@@ -143,17 +143,12 @@ class ThroughputParams:
             raise ConfigError("the 5.2 rate search runs open-loop levels")
 
 
-@register_procedure
-class ThroughputProcedure(LevelSizes, Procedure):
+@register_procedure("throughput", "5.2", "Output Token Throughput")
+class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
     """Draft 5.2 (module docstring)."""
 
-    name = "throughput"
-    section = "5.2"
-    title = "Output Token Throughput"
-
     def __init__(self, params: ThroughputParams) -> None:
-        super().__init__()
-        self.params = params
+        super().__init__(params)
         self.search: MaxSearch | None = None
         self.bounds: dict[str, float] = {}
 

@@ -171,18 +171,12 @@ def curve_points(
     return out
 
 
-@register_procedure
-class TradeoffProcedure(LevelSizes, Procedure):
+@register_procedure("throughput-latency", "5.3", "Throughput-Latency Tradeoff")
+class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams]):
     """Draft 5.3 (module docstring)."""
 
-    name = "throughput-latency"
-    section = "5.3"
-    title = "Throughput-Latency Tradeoff"
-
-    def __init__(self, params: TradeoffParams) -> None:
-        super().__init__()
-        self.params = params
-        self.capacity_rps: float | None = None
+    capacity_rps: float | None = None
+    """The capacity estimate the sweep's rates are fractions of, once :meth:`run` has it."""
 
     def planned_levels(self) -> int | None:
         probe = 0 if self.params.capacity_rps is not None else 1
