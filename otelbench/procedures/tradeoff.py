@@ -269,15 +269,11 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams]):
                     fmt(lv.get("offered_rps"), 3),
                     fmt(lv.get("achieved_rps"), 3),
                     fmt(lv.get("output_tokens_per_s"), 1),
-                    fmt(lv.get("ttft_p50_ms"), 1),
-                    fmt(lv.get("ttft_p95_ms"), 1),
-                    fmt(lv.get("ttft_p99_ms"), 1),
-                    fmt(lv.get("tpot_p50_ms"), 1),
-                    fmt(lv.get("tpot_p95_ms"), 1),
-                    fmt(lv.get("tpot_p99_ms"), 1),
-                    fmt(lv.get("e2e_p50_ms"), 1),
-                    fmt(lv.get("e2e_p95_ms"), 1),
-                    fmt(lv.get("e2e_p99_ms"), 1),
+                    *(
+                        fmt(lv.get(f"{metric}_{q}_ms"), 1)
+                        for metric in ("ttft", "tpot", "e2e")
+                        for q in ("p50", "p95", "p99")
+                    ),
                     pct(lv.get("success_rate")),
                     str(lv.get("queue_growth") or NA),
                 ]
