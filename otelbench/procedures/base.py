@@ -68,6 +68,7 @@ __all__ = [
     "placeholder_load",
     "register_procedure",
     "run_procedure",
+    "search_entries",
 ]
 
 PROCEDURE_SCHEMA_VERSION: Final = 1
@@ -253,6 +254,29 @@ def level_entry(level: Level, **extra: Any) -> dict[str, Any]:
         **level.meta,
         **extra,
     }
+
+
+def search_entries(
+    levels: list[Level],
+    role: str,
+    verdict_of: Callable[[Level], dict[str, Any]],
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """The rows (:func:`level_entry`) of the levels a search ran (``meta["role"] == role``),
+    each with its ``verdict`` recomputed from the stored spans; a level whose verdict differs
+    from the live one the search went by (``meta["live_verdict"]``) gets a line in ``notes``."""
+    entries = []
+    for lv in levels:
+        if lv.meta.get("role") != role:
+            continue
+        verdict = verdict_of(lv)
+        if verdict["passed"] != lv.meta.get("live_verdict"):
+            notes.append(
+                f"level {lv.index}: the verdict from the stored spans ({verdict['passed']}) "
+                f"differs from the live one the search used ({lv.meta.get('live_verdict')})"
+            )
+        entries.append(level_entry(lv, verdict=verdict))
+    return entries
 
 
 def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, Any]:

@@ -47,7 +47,12 @@ from otelbench.draft import THROUGHPUT_RECOMMENDED_DURATION_S as RECOMMENDED_DUR
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.options import option
-from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
+from otelbench.procedures.base import (
+    LevelSizes,
+    Procedure,
+    register_procedure,
+    search_entries,
+)
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import (
     RATE_GROWTH,
@@ -252,21 +257,15 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
 
     def build(self, levels: list[Level]) -> dict[str, Any]:
         p = self.params
-        entries: list[dict[str, Any]] = []
         by_index = {lv.index: lv for lv in levels}
-        for lv in levels:
-            if lv.meta.get("role") != SEARCH_ROLE:
-                continue
+
+        def verdict_of(lv: Level) -> dict[str, Any]:
             ref_index = lv.meta.get("lower_load_level")
             ref = by_index.get(ref_index) if ref_index is not None else None
             p50 = (ref.row or {}).get("ttft_p50_ms") if ref is not None else None
-            verdict = throughput_verdict(lv.row or {}, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
-            if verdict["passed"] != lv.meta.get("live_verdict"):
-                self.notes.append(
-                    f"level {lv.index}: the verdict from the stored spans ({verdict['passed']}) "
-                    f"differs from the live one the search used ({lv.meta.get('live_verdict')})"
-                )
-            entries.append(level_entry(lv, verdict=verdict))
+            return throughput_verdict(lv.row or {}, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
+
+        entries = search_entries(levels, SEARCH_ROLE, verdict_of, self.notes)
         search = self.search
         best = search.best if search is not None else None
         best_entry = next(
@@ -289,16 +288,11 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
             self.notes.append(
                 f"the highest load of the range was sustainable: the maximum may lie above {bound}"
             )
-        if search is not None and search.non_monotone:
-            self.notes.append(
-                "the system was not monotone in rate: "
-                + ", ".join(
-                    f"{s.value:.3g} {'concurrent' if self.closed else 'req/s'} "
-                    f"{'passed' if s.passed else 'failed'}"
-                    for s in search.non_monotone
-                )
-                + " against the bracket so far (noise); the newest verdict was kept"
-            )
+        unstable = (
+            search.non_monotone_note("concurrent" if self.closed else "req/s") if search else None
+        )
+        if unstable is not None:
+            self.notes.append(unstable)
         if best_entry is not None and not (best_entry.get("steady_state") or {}).get("steady"):
             deviations.append(
                 "steady state (5.2.3.2) was not verified at the maximum sustainable level"
