@@ -15,9 +15,13 @@
 
 Per-request target errors never abort a run: the load generator records them on the request's
 span (``error.type``) and counts them; only errors that make the whole run impossible propagate.
+:func:`registered` looks a name up in a registry, an unknown one being one ConfigError.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeVar
 
 __all__ = [
     "CollectorError",
@@ -30,7 +34,10 @@ __all__ = [
     "TargetHTTPError",
     "TargetUnreachable",
     "WorkerError",
+    "registered",
 ]
+
+T = TypeVar("T")
 
 
 class OtelbenchError(Exception):
@@ -88,3 +95,19 @@ class CollectorError(OtelbenchError):
 
 class WorkerError(OtelbenchError):
     """No load-generator worker process could run its share (each one's reason, joined)."""
+
+
+def registered(registry: Mapping[str, T], name: str, what: str) -> T:
+    """``registry[name]``; an unknown ``name`` is one :class:`ConfigError` that lists the
+    registered names.
+
+    >>> registered({"quick": 1, "draft": 2}, "fast", "profile")
+    Traceback (most recent call last):
+    ...
+    otelbench.errors.ConfigError: unknown profile 'fast'; known: draft, quick
+    """
+    try:
+        return registry[name]
+    except KeyError:
+        known = ", ".join(sorted(registry))
+        raise ConfigError(f"unknown {what} {name!r}; known: {known}") from None

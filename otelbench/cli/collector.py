@@ -26,6 +26,7 @@ from typing import Annotated, Final
 
 import typer
 
+from otelbench.cli.options import TlsCert, TlsKey
 from otelbench.collector.access import ENV_RECEIVER_TOKEN, Access
 from otelbench.collector.receiver import (
     DEFAULT_MAX_BODY_BYTES,
@@ -85,10 +86,8 @@ def collector(
             "(default: $OTELBENCH_RECEIVER_TOKEN if set, else no authentication)."
         ),
     ] = None,
-    tls_cert: Annotated[
-        Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (and --tls-key).")
-    ] = None,
-    tls_key: Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")] = None,
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
     rate_limit: Annotated[
         float | None,
         typer.Option(help="Requests per second allowed per client IP (beyond: HTTP 429)."),

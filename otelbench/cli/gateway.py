@@ -21,6 +21,7 @@ from typing import Annotated
 import typer
 
 from otelbench import semconv
+from otelbench.cli.options import TlsCert, TlsKey
 from otelbench.errors import OtelbenchError
 
 __all__ = ["gateway"]
@@ -48,10 +49,8 @@ def gateway(
         Path | None,
         typer.Option(help="Read the API key from this file (overrides --api-key)."),
     ] = None,
-    tls_cert: Annotated[
-        Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (and --tls-key).")
-    ] = None,
-    tls_key: Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")] = None,
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
     max_body_bytes: Annotated[
         int | None,
         typer.Option(help="Largest request body accepted (default 16 MiB; beyond: HTTP 413)."),

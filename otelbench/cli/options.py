@@ -5,7 +5,8 @@ fields (their help, name and unit in :mod:`otelbench.options` metadata).
 (target, workload, request, warm-up, SUT and store); :func:`dataclass_options` lists the options of
 a dataclass's fields and :func:`make_command` builds a typer command function from such lists, its
 signature made with :class:`inspect.Parameter` and ``typer.Option``. Parsing helpers for option
-values (``KEY=VALUE`` lists, JSON objects) sit here too.
+values (``KEY=VALUE`` lists, JSON objects) sit here too, and the HTTPS options of the servers
+(``otelbench collector``, ``otelbench gateway``): :data:`TlsCert`, :data:`TlsKey`.
 
 Example::
 
@@ -34,6 +35,8 @@ __all__ = [
     "PROMPT_FORMATS",
     "CommonOptions",
     "Opt",
+    "TlsCert",
+    "TlsKey",
     "dataclass_options",
     "declared_sut",
     "from_values",
@@ -41,6 +44,13 @@ __all__ = [
     "prompt_format",
     "workload_params",
 ]
+
+TlsCert = Annotated[
+    Path | None, typer.Option(help="Serve HTTPS with this PEM certificate (and --tls-key).")
+]
+"""``--tls-cert`` of a server command."""
+TlsKey = Annotated[Path | None, typer.Option(help="The PEM private key of --tls-cert.")]
+"""``--tls-key`` of a server command."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,6 @@ on stderr. 5.7 and 5.10 run the target in several configurations and restart it 
 from __future__ import annotations
 
 import dataclasses
-import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -188,7 +187,7 @@ def _context_window(values: dict[str, Any]) -> None:
 
 def register(
     name: str,
-    procedure: Callable[[Any], Procedure],
+    procedure: type[Procedure[Any]],
     doc: str,
     *,
     workload: str = "synthetic-uniform",
@@ -196,7 +195,7 @@ def register(
 ) -> None:
     """Add ``otelbench test NAME``: the common options, ``procedure``'s ``Params`` fields, and
     for 5.7/5.10 ``--config``/``--launch``; ``prepare`` may adjust the values first."""
-    params_cls: Any = typing.get_type_hints(procedure.__init__)["params"]
+    params_cls = procedure.params_type
     common = dataclass_options(CommonOptions, defaults={"workload": workload})
     own = dataclass_options(params_cls)
     configs = []

@@ -39,7 +39,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import httpx
 from opentelemetry import trace
@@ -216,13 +216,23 @@ def _api_base(base_url: str) -> str:
     return str(url.copy_with(path=path))
 
 
-class _Common:
+TransportT = TypeVar("TransportT")
+
+
+class _Common(Generic[TransportT]):
+    """What both clients share: the constructor, the URLs, headers and timeouts, and how a
+    request is built and continuous usage learned; each client adds its instrumented
+    transport (:meth:`_instrumented`) and how it sends a request."""
+
     def __init__(
         self,
         base_url: str,
-        headers: Mapping[str, str] | None,
-        timeout: httpx.Timeout | float,
-        max_connections: int,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        max_connections: int = 1024,
+        headers: Mapping[str, str] | None = None,
+        provider_name: str = semconv.PROVIDER_OPENAI,
     ) -> None:
         base = _api_base(base_url)
         if max_connections < 1:
@@ -251,6 +261,13 @@ class _Common:
         self._timeout = t.as_dict()
         self._continuous_usage: bool | None = None
         """None: not known yet; True: accepted; False: rejected with HTTP 400 (see module doc)."""
+        self._transport = self._instrumented(tracer_provider, provider_name)
+
+    def _instrumented(
+        self, tracer_provider: trace.TracerProvider | None, provider_name: str
+    ) -> TransportT:
+        """The client's instrumented transport (over its connection pool)."""
+        raise NotImplementedError
 
     def _asks_continuous(self, req: CompletionRequest) -> bool:
         return (
@@ -290,7 +307,7 @@ class _Common:
             self._continuous_usage = False
 
 
-class AsyncLLMClient(_Common):
+class AsyncLLMClient(_Common[InstrumentedTransport]):
     """Async OpenAI-compatible client with one instrumented span per request.
 
     Requests go straight to an :class:`InstrumentedTransport` (no ``httpx.AsyncClient`` layer: no
@@ -307,19 +324,11 @@ class AsyncLLMClient(_Common):
                                                                         "content": "Hi"}]))
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-        max_connections: int = 1024,
-        headers: Mapping[str, str] | None = None,
-        provider_name: str = semconv.PROVIDER_OPENAI,
-    ) -> None:
-        super().__init__(base_url, headers, timeout, max_connections)
-        self._transport = InstrumentedTransport(
-            AsyncHTTP11Transport(max_connections=max_connections, verify=self._verify),
+    def _instrumented(
+        self, tracer_provider: trace.TracerProvider | None, provider_name: str
+    ) -> InstrumentedTransport:
+        return InstrumentedTransport(
+            AsyncHTTP11Transport(max_connections=self._max_connections, verify=self._verify),
             tracer_provider=tracer_provider,
             provider_name=provider_name,
         )
@@ -360,7 +369,7 @@ class AsyncLLMClient(_Common):
         await self.aclose()
 
 
-class LLMClient(_Common):
+class LLMClient(_Common[InstrumentedSyncTransport]):
     """The blocking twin of :class:`AsyncLLMClient` (thread-safe; one request per call).
 
     Example::
@@ -369,19 +378,11 @@ class LLMClient(_Common):
             result = client.complete(CompletionRequest(api="completions", model="m", prompt="Hi"))
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-        max_connections: int = 1024,
-        headers: Mapping[str, str] | None = None,
-        provider_name: str = semconv.PROVIDER_OPENAI,
-    ) -> None:
-        super().__init__(base_url, headers, timeout, max_connections)
+    def _instrumented(
+        self, tracer_provider: trace.TracerProvider | None, provider_name: str
+    ) -> InstrumentedSyncTransport:
         # httpx's own pool: fine for a few threads (for many, see otelbench.client._http11).
-        self._transport = InstrumentedSyncTransport(
+        return InstrumentedSyncTransport(
             httpx.HTTPTransport(limits=self._limits, verify=self._verify),
             tracer_provider=tracer_provider,
             provider_name=provider_name,

@@ -673,7 +673,7 @@ def provisioning_files() -> dict[str, str]:
     """Grafana's file-provisioning YAML, by path under ``dashboards/``: the three datasources
     (the same models ``otelbench dashboards push`` sends; ClickHouse's password from the
     ``CLICKHOUSE_PASSWORD`` environment variable of Grafana) and the dashboards provider."""
-    yaml: Any = importlib.import_module("yaml")  # no stubs; as otelbench.guardrails.config
+    yaml: Any = importlib.import_module("yaml")  # no stubs; as otelbench.documents
     datasources = datasource_models(
         prometheus_url="http://prometheus:9090",
         clickhouse_host="clickhouse",

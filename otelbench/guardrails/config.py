@@ -37,9 +37,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from otelbench import semconv
+from otelbench.documents import read_document
 from otelbench.errors import ConfigError
 from otelbench.guardrails.base import GuardrailFilter, Stage
 from otelbench.guardrails.registry import filter_class
@@ -266,32 +265,8 @@ def _parse(data: Any, sha256: str, source: str) -> GuardrailConfig:
 def load_config(path: str | os.PathLike[str]) -> GuardrailConfig:
     """Read and validate a YAML (``.yaml``/``.yml``) or JSON file."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read guardrail configuration {p}: {exc.strerror}") from None
-    digest = hashlib.sha256(raw).hexdigest()
-    text = raw.decode("utf-8", "replace")
-    if p.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"{p}: not valid JSON: {exc}") from None
-        except RecursionError:
-            raise ConfigError(f"{p}: not valid JSON: nested too deeply") from None
-    else:
-        # PyYAML has no inline types and types-PyYAML is not a dependency: import dynamically.
-        yaml = importlib.import_module("yaml")
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise ConfigError(f"{p}: not valid YAML{at}: {problem}") from None
-        except RecursionError:
-            raise ConfigError(f"{p}: not valid YAML: nested too deeply") from None
-    return parse_config(data, str(p), digest)
+    data, raw = read_document(p, "guardrail configuration")
+    return parse_config(data, str(p), hashlib.sha256(raw).hexdigest())
 
 
 def config_from_env(environ: Mapping[str, str] | None = None) -> GuardrailConfig:

@@ -377,26 +377,18 @@ class OutputSession:
             self._pending[index] = text[cut:]
             return text[:cut]
         # A redaction: release the head's own redaction if no match straddles the cut, i.e. if
-        # the whole text filters to (head filtered) + (tail filtered).
-        head = await self._pipeline(text[:cut], busy)
-        tail = await self._pipeline(text[cut:], busy)
-        if isinstance(head, _Blocked) or isinstance(tail, _Blocked):
-            self._pending.pop(index, None)
-            return BLOCKED
-        if head + tail == out:
-            self._pending[index] = text[cut:]
-            return head
-        # A match straddles the cut: move the cut back (at most one more window) to where no
-        # match straddles it; failing that, release only the text before the first change.
+        # the whole text filters to (head filtered) + (tail filtered). If one does, move the cut
+        # back (at most one more window) to where none straddles it; failing that, release only
+        # the text before the first change.
         first = next((i for i, (a, b) in enumerate(zip(text, out, strict=False)) if a != b), 0)
-        for back in range(cut - 1, max(first, cut - w) - 1, -1):
-            head = await self._pipeline(text[:back], busy)
-            tail = await self._pipeline(text[back:], busy)
+        for at in (cut, *range(cut - 1, max(first, cut - w) - 1, -1)):
+            head = await self._pipeline(text[:at], busy)
+            tail = await self._pipeline(text[at:], busy)
             if isinstance(head, _Blocked) or isinstance(tail, _Blocked):
                 self._pending.pop(index, None)
                 return BLOCKED
             if head + tail == out:
-                self._pending[index] = text[back:]
+                self._pending[index] = text[at:]
                 return head
         self._pending[index] = text[first:]
         return text[:first]

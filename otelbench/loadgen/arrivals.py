@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from otelbench.errors import ConfigError
+from otelbench.errors import ConfigError, registered
 
 __all__ = [
     "ARRIVALS",
@@ -251,12 +251,7 @@ def trace(
 
 
 def _known(name: str) -> _Info:
-    try:
-        return _INFO[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown arrival process {name!r}; known: {', '.join(sorted(ARRIVALS))}"
-        ) from None
+    return registered(_INFO, name, "arrival process")
 
 
 def arrival_needs_rate(name: str) -> bool:

@@ -42,12 +42,11 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import importlib
-import json
 import math
 from pathlib import Path
 from typing import Any
 
+from otelbench.documents import read_document
 from otelbench.errors import ConfigError
 from otelbench.loadgen.workloads import (
     A1_VOCAB_SIZE,
@@ -297,35 +296,7 @@ def load_workload_file(
     suffix = file.suffix.lower()
     if suffix not in (".yaml", ".yml", ".json"):
         raise ConfigError(f"{label}: unknown workload file type {suffix!r}; use .yaml, .yml, .json")
-    try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{label}: cannot read workload file: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{label}: not UTF-8 text") from None
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"{label}: not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            ) from None
-        except RecursionError:
-            raise ConfigError(f"{label}: not valid JSON: nested too deeply") from None
-    else:
-        # PyYAML has no inline types and types-PyYAML is not a dependency: import dynamically.
-        yaml = importlib.import_module("yaml")
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise ConfigError(f"{label}: not valid YAML: {at}{problem}") from None
-        except RecursionError:
-            raise ConfigError(f"{label}: not valid YAML: nested too deeply") from None
+    data, raw = read_document(file, "workload file", label)
     digest = hashlib.sha256(raw).hexdigest()
     try:
         return _build(data, file.stem, digest, label, seed, vocab_size)

@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Final, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar, cast, get_args, get_origin
 
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
@@ -68,6 +68,7 @@ __all__ = [
     "placeholder_load",
     "register_procedure",
     "run_procedure",
+    "search_entries",
 ]
 
 PROCEDURE_SCHEMA_VERSION: Final = 1
@@ -106,8 +107,12 @@ class ProcedureSpec:
     """An external collector writing ``store`` (a ClickHouse server); None: the embedded one."""
 
 
-class Procedure(abc.ABC):
-    """One draft test procedure (5.x); subclasses are registered with
+ParamsT = TypeVar("ParamsT")
+
+
+class Procedure(abc.ABC, Generic[ParamsT]):
+    """One draft test procedure (5.x) with its setup parameters ``params`` (a ``Params``
+    dataclass: ``class TtftProcedure(Procedure[TtftParams])``); subclasses are registered with
     :func:`register_procedure`."""
 
     name: ClassVar[str]
@@ -115,8 +120,18 @@ class Procedure(abc.ABC):
     title: ClassVar[str]
     compares_configurations: ClassVar[bool] = False
     """True: the session starts no SUT; :meth:`run` calls ``session.use_configuration``."""
+    params_type: ClassVar[type[Any]]
+    """The ``Params`` dataclass of ``Procedure[Params]``, whose fields are the options of
+    ``otelbench test NAME``."""
 
-    def __init__(self) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if get_origin(base) is Procedure:
+                cls.params_type = get_args(base)[0]
+
+    def __init__(self, params: ParamsT) -> None:
+        self.params = params
         self.spec: ProcedureSpec | None = None
         self.notes: list[str] = []
 
@@ -198,14 +213,20 @@ class LevelSizes:
         }
 
 
-P = TypeVar("P", bound=type[Procedure])
-PROCEDURES: Final[dict[str, type[Procedure]]] = {}
+P = TypeVar("P", bound=type[Procedure[Any]])
+PROCEDURES: Final[dict[str, type[Procedure[Any]]]] = {}
 
 
-def register_procedure(cls: P) -> P:
-    """Class decorator: register a procedure under its ``name``."""
-    PROCEDURES[cls.name] = cls
-    return cls
+def register_procedure(name: str, section: str, title: str) -> Callable[[P], P]:
+    """Class decorator: register a procedure under ``name`` (``otelbench test NAME``), with the
+    draft ``section`` it implements and the ``title`` of its report."""
+
+    def register(cls: P) -> P:
+        cls.name, cls.section, cls.title = name, section, title
+        PROCEDURES[name] = cls
+        return cls
+
+    return register
 
 
 @dataclass
@@ -233,6 +254,29 @@ def level_entry(level: Level, **extra: Any) -> dict[str, Any]:
         **level.meta,
         **extra,
     }
+
+
+def search_entries(
+    levels: list[Level],
+    role: str,
+    verdict_of: Callable[[Level], dict[str, Any]],
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """The rows (:func:`level_entry`) of the levels a search ran (``meta["role"] == role``),
+    each with its ``verdict`` recomputed from the stored spans; a level whose verdict differs
+    from the live one the search went by (``meta["live_verdict"]``) gets a line in ``notes``."""
+    entries = []
+    for lv in levels:
+        if lv.meta.get("role") != role:
+            continue
+        verdict = verdict_of(lv)
+        if verdict["passed"] != lv.meta.get("live_verdict"):
+            notes.append(
+                f"level {lv.index}: the verdict from the stored spans ({verdict['passed']}) "
+                f"differs from the live one the search used ({lv.meta.get('live_verdict')})"
+            )
+        entries.append(level_entry(lv, verdict=verdict))
+    return entries
 
 
 def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, Any]:
@@ -348,7 +392,7 @@ def _level_reports(levels: list[Level]) -> list[tuple[str, Report]]:
 
 
 def run_procedure(
-    procedure: Procedure,
+    procedure: Procedure[Any],
     spec: ProcedureSpec,
     *,
     progress: ProcedureProgress | None = None,

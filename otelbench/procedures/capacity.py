@@ -95,18 +95,12 @@ class CapacityParams:
             raise ConfigError("--slo-ttft-p99-ms must be > 0")
 
 
-@register_procedure
-class CapacityProcedure(Procedure):
+@register_procedure("capacity", "5.5", "Concurrent Request Capacity")
+class CapacityProcedure(Procedure[CapacityParams]):
     """Draft 5.5 (module docstring)."""
 
-    name = "capacity"
-    section = "5.5"
-    title = "Concurrent Request Capacity"
-
-    def __init__(self, params: CapacityParams) -> None:
-        super().__init__()
-        self.params = params
-        self.search: MaxSearch | None = None
+    search: MaxSearch | None = None
+    """The concurrency search, once :meth:`run` has started it."""
 
     @property
     def per_slot(self) -> int:

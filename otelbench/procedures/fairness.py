@@ -123,17 +123,9 @@ def _finite(values: F64) -> F64:
     return values[np.isfinite(values)]
 
 
-@register_procedure
-class FairnessProcedure(Procedure):
+@register_procedure("fairness", "5.6", "Scheduling Fairness")
+class FairnessProcedure(Procedure[FairnessParams]):
     """Draft 5.6 (module docstring)."""
-
-    name = "fairness"
-    section = "5.6"
-    title = "Scheduling Fairness"
-
-    def __init__(self, params: FairnessParams) -> None:
-        super().__init__()
-        self.params = params
 
     @property
     def requests(self) -> int:

@@ -94,7 +94,13 @@ from otelbench.metrics import (
     token_arrival_times,
 )
 from otelbench.options import option
-from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
+from otelbench.procedures.base import (
+    LevelSizes,
+    Procedure,
+    level_entry,
+    register_procedure,
+    search_entries,
+)
 from otelbench.procedures.planning import (
     RATE_GROWTH,
     MaxSearch,
@@ -396,17 +402,12 @@ class FluidityParams:
             raise ConfigError("the fluidity capacity search runs open-loop levels at a rate")
 
 
-@register_procedure
-class FluidityProcedure(LevelSizes, Procedure):
+@register_procedure("fluidity", "Etalon §4.2", "Fluidity Capacity Evaluation")
+class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
     """Etalon's capacity evaluation (module docstring)."""
 
-    name = "fluidity"
-    section = "Etalon §4.2"
-    title = "Fluidity Capacity Evaluation"
-
     def __init__(self, params: FluidityParams) -> None:
-        super().__init__()
-        self.params = params
+        super().__init__(params)
         self.search: MaxSearch | None = None
         self.bounds: dict[str, float] = {}
         self.prefill: PrefillDeadline | None = (
@@ -539,17 +540,7 @@ class FluidityProcedure(LevelSizes, Procedure):
 
     def build(self, levels: list[Level]) -> dict[str, Any]:
         p = self.params
-        entries: list[dict[str, Any]] = []
-        for lv in levels:
-            if lv.meta.get("role") != SEARCH_ROLE:
-                continue
-            verdict = self._verdict(lv.data)
-            if verdict["passed"] != lv.meta.get("live_verdict"):
-                self.notes.append(
-                    f"level {lv.index}: the verdict from the stored spans ({verdict['passed']}) "
-                    f"differs from the live one the search used ({lv.meta.get('live_verdict')})"
-                )
-            entries.append(level_entry(lv, verdict=verdict))
+        entries = search_entries(levels, SEARCH_ROLE, lambda lv: self._verdict(lv.data), self.notes)
         search = self.search
         best = search.best if search is not None else None
         best_entry = next(
@@ -566,15 +557,9 @@ class FluidityProcedure(LevelSizes, Procedure):
             self.notes.append(
                 "the highest rate of the range met the SLO: the capacity may lie above --max-rps"
             )
-        if search is not None and search.non_monotone:
-            self.notes.append(
-                "the system was not monotone in rate: "
-                + ", ".join(
-                    f"{s.value:.3g} req/s {'passed' if s.passed else 'failed'}"
-                    for s in search.non_monotone
-                )
-                + " against the bracket so far (noise); the newest verdict was kept"
-            )
+        unstable = search.non_monotone_note("req/s") if search is not None else None
+        if unstable is not None:
+            self.notes.append(unstable)
         if p.prefill_deadline_s != DEFAULT_PREFILL_DEADLINE_S:
             self.notes.append(
                 "each level's run report (levels/NN/report.json) has its own fluidity section "

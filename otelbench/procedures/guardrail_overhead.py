@@ -55,7 +55,6 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import json
 import shlex
 import sys
@@ -68,6 +67,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
+from otelbench.documents import read_document
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.effects import guardrail_overhead, percent_change
@@ -150,9 +150,8 @@ def _split_config(path: Path) -> dict[str, dict[str, Any]]:
     from otelbench.guardrails.config import load_config
 
     load_config(path)  # one clear error, naming the field, for a bad file
-    yaml = importlib.import_module("yaml")  # as otelbench.guardrails.config reads it
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    full = dict(raw)
+    raw, _ = read_document(path, "guardrail configuration")
+    full = dict(raw or {})
     inputs, outputs = list(full.get("input") or []), list(full.get("output") or [])
     if not inputs and not outputs:
         raise ConfigError(f"{path}: configures no filter; 5.10 compares filters against none")
@@ -220,18 +219,14 @@ def _ms(level: Level) -> tuple[F64, F64]:
     return ttft, e2e
 
 
-@register_procedure
-class GuardrailOverheadProcedure(LevelSizes, Procedure):
+@register_procedure("guardrail-overhead", "5.10", "Guardrail Overhead")
+class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams]):
     """Draft 5.10 (module docstring)."""
 
-    name = "guardrail-overhead"
-    section = "5.10"
-    title = "Guardrail Overhead"
     compares_configurations = True
 
     def __init__(self, params: GuardrailOverheadParams) -> None:
-        super().__init__()
-        self.params = params
+        super().__init__(params)
         self.configs: list[SutConfiguration] = []
         self.capacity_rps: float | None = params.capacity_rps
         self.capacity_source = "given (--capacity-rps)" if params.capacity_rps else None

@@ -125,17 +125,12 @@ def _tail(itl: Mapping[str, Any]) -> dict[str, Any]:
     return {"spacing_ratio": ratio, "class": tail_class(ratio)}
 
 
-@register_procedure
-class ItlProcedure(Procedure):
+@register_procedure("itl", "5.4", "Inter-Token Latency Distribution")
+class ItlProcedure(Procedure[ItlParams]):
     """Draft 5.4 (module docstring)."""
 
-    name = "itl"
-    section = "5.4"
-    title = "Inter-Token Latency Distribution"
-
     def __init__(self, params: ItlParams) -> None:
-        super().__init__()
-        self.params = params
+        super().__init__(params)
         self.reference_rps, self.reference_source = params.reference()
 
     @property

@@ -129,17 +129,12 @@ class LongContextParams:
         return self.max_context_len - self.output_tokens
 
 
-@register_procedure
-class LongContextProcedure(Procedure):
+@register_procedure("long-context", "5.9", "Long Context Scaling")
+class LongContextProcedure(Procedure[LongContextParams]):
     """Draft 5.9 (module docstring)."""
 
-    name = "long-context"
-    section = "5.9"
-    title = "Long Context Scaling"
-
     def __init__(self, params: LongContextParams) -> None:
-        super().__init__()
-        self.params = params
+        super().__init__(params)
         self.plan, self.plan_deviations = plan_lengths(params.lengths, params.input_cap)
 
     @property

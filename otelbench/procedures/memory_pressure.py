@@ -425,17 +425,12 @@ class MemoryPressureParams:
             raise ConfigError("--max-context-len must exceed --output-tokens")
 
 
-@register_procedure
-class MemoryPressureProcedure(Procedure):
+@register_procedure("memory-pressure", "5.8", "Memory Pressure Behavior")
+class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
     """Draft 5.8 (module docstring)."""
 
-    name = "memory-pressure"
-    section = "5.8"
-    title = "Memory Pressure Behavior"
-
     def __init__(self, params: MemoryPressureParams) -> None:
-        super().__init__()
-        self.params = params
+        super().__init__(params)
         self.capacity: CapacitySource | None = None
         self.search: CapacityProcedure | None = None
         self.plan: list[PressureLevel] = []

@@ -200,6 +200,19 @@ class MaxSearch:
             return self.best >= self.hi
         return self.first_fail - self.best <= self._tolerance()
 
+    def non_monotone_note(self, unit: str) -> str | None:
+        """The report's note on the verdicts that went against the bracket (each value followed
+        by ``unit``); None when there were none."""
+        if not self.non_monotone:
+            return None
+        steps = ", ".join(
+            f"{s.value:.3g} {unit} {'passed' if s.passed else 'failed'}" for s in self.non_monotone
+        )
+        return (
+            f"the system was not monotone in rate: {steps} against the bracket so far (noise); "
+            "the newest verdict was kept"
+        )
+
     # ------------------------------------------------------------------ protocol
     def record(self, value: float, passed: bool) -> None:
         """Learn that the system passed (or failed) at ``value``."""

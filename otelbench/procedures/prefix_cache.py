@@ -191,18 +191,14 @@ def _ms(values: F64) -> dict[str, float | None]:
     return {f"p{q}": (percentile(v, q) if v.size else None) for q in (50, 95, 99)}
 
 
-@register_procedure
-class PrefixCacheProcedure(Procedure):
+@register_procedure("prefix-cache", "5.7", "Prefix Cache Effectiveness")
+class PrefixCacheProcedure(Procedure[PrefixCacheParams]):
     """Draft 5.7 (module docstring)."""
 
-    name = "prefix-cache"
-    section = "5.7"
-    title = "Prefix Cache Effectiveness"
     compares_configurations = True
 
     def __init__(self, params: PrefixCacheParams) -> None:
-        super().__init__()
-        self.params = params
+        super().__init__(params)
         self.cache_reset: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ set-up

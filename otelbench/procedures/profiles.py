@@ -41,7 +41,7 @@ from otelbench.draft import ITL_MIN_REQUESTS as DRAFT_ITL_REQUESTS
 from otelbench.draft import LEVEL_MIN_DURATION_S as DRAFT_LEVEL_DURATION_S
 from otelbench.draft import P99_MIN_SAMPLES as DRAFT_TTFT_REQUESTS
 from otelbench.draft import SWEEP_MIN_LEVELS as DRAFT_MIN_SWEEP_LEVELS
-from otelbench.errors import ConfigError
+from otelbench.errors import registered
 from otelbench.loadgen.warmup import WarmupSpec
 
 __all__ = [
@@ -115,12 +115,7 @@ PROFILES: Final[dict[str, Profile]] = {p.name: p for p in (DRAFT, QUICK)}
 
 def get_profile(name: str) -> Profile:
     """The registered profile ``name``; an unknown name is one ConfigError listing the known."""
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown profile {name!r}; known: {', '.join(sorted(PROFILES))}"
-        ) from None
+    return registered(PROFILES, name, "profile")
 
 
 def shortfalls(

@@ -47,7 +47,12 @@ from otelbench.draft import THROUGHPUT_RECOMMENDED_DURATION_S as RECOMMENDED_DUR
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.options import option
-from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
+from otelbench.procedures.base import (
+    LevelSizes,
+    Procedure,
+    register_procedure,
+    search_entries,
+)
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import (
     RATE_GROWTH,
@@ -143,17 +148,12 @@ class ThroughputParams:
             raise ConfigError("the 5.2 rate search runs open-loop levels")
 
 
-@register_procedure
-class ThroughputProcedure(LevelSizes, Procedure):
+@register_procedure("throughput", "5.2", "Output Token Throughput")
+class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
     """Draft 5.2 (module docstring)."""
 
-    name = "throughput"
-    section = "5.2"
-    title = "Output Token Throughput"
-
     def __init__(self, params: ThroughputParams) -> None:
-        super().__init__()
-        self.params = params
+        super().__init__(params)
         self.search: MaxSearch | None = None
         self.bounds: dict[str, float] = {}
 
@@ -257,21 +257,15 @@ class ThroughputProcedure(LevelSizes, Procedure):
 
     def build(self, levels: list[Level]) -> dict[str, Any]:
         p = self.params
-        entries: list[dict[str, Any]] = []
         by_index = {lv.index: lv for lv in levels}
-        for lv in levels:
-            if lv.meta.get("role") != SEARCH_ROLE:
-                continue
+
+        def verdict_of(lv: Level) -> dict[str, Any]:
             ref_index = lv.meta.get("lower_load_level")
             ref = by_index.get(ref_index) if ref_index is not None else None
             p50 = (ref.row or {}).get("ttft_p50_ms") if ref is not None else None
-            verdict = throughput_verdict(lv.row or {}, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
-            if verdict["passed"] != lv.meta.get("live_verdict"):
-                self.notes.append(
-                    f"level {lv.index}: the verdict from the stored spans ({verdict['passed']}) "
-                    f"differs from the live one the search used ({lv.meta.get('live_verdict')})"
-                )
-            entries.append(level_entry(lv, verdict=verdict))
+            return throughput_verdict(lv.row or {}, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
+
+        entries = search_entries(levels, SEARCH_ROLE, verdict_of, self.notes)
         search = self.search
         best = search.best if search is not None else None
         best_entry = next(
@@ -294,16 +288,11 @@ class ThroughputProcedure(LevelSizes, Procedure):
             self.notes.append(
                 f"the highest load of the range was sustainable: the maximum may lie above {bound}"
             )
-        if search is not None and search.non_monotone:
-            self.notes.append(
-                "the system was not monotone in rate: "
-                + ", ".join(
-                    f"{s.value:.3g} {'concurrent' if self.closed else 'req/s'} "
-                    f"{'passed' if s.passed else 'failed'}"
-                    for s in search.non_monotone
-                )
-                + " against the bracket so far (noise); the newest verdict was kept"
-            )
+        unstable = (
+            search.non_monotone_note("concurrent" if self.closed else "req/s") if search else None
+        )
+        if unstable is not None:
+            self.notes.append(unstable)
         if best_entry is not None and not (best_entry.get("steady_state") or {}).get("steady"):
             deviations.append(
                 "steady state (5.2.3.2) was not verified at the maximum sustainable level"

@@ -171,18 +171,12 @@ def curve_points(
     return out
 
 
-@register_procedure
-class TradeoffProcedure(LevelSizes, Procedure):
+@register_procedure("throughput-latency", "5.3", "Throughput-Latency Tradeoff")
+class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams]):
     """Draft 5.3 (module docstring)."""
 
-    name = "throughput-latency"
-    section = "5.3"
-    title = "Throughput-Latency Tradeoff"
-
-    def __init__(self, params: TradeoffParams) -> None:
-        super().__init__()
-        self.params = params
-        self.capacity_rps: float | None = None
+    capacity_rps: float | None = None
+    """The capacity estimate the sweep's rates are fractions of, once :meth:`run` has it."""
 
     def planned_levels(self) -> int | None:
         probe = 0 if self.params.capacity_rps is not None else 1
@@ -275,15 +269,11 @@ class TradeoffProcedure(LevelSizes, Procedure):
                     fmt(lv.get("offered_rps"), 3),
                     fmt(lv.get("achieved_rps"), 3),
                     fmt(lv.get("output_tokens_per_s"), 1),
-                    fmt(lv.get("ttft_p50_ms"), 1),
-                    fmt(lv.get("ttft_p95_ms"), 1),
-                    fmt(lv.get("ttft_p99_ms"), 1),
-                    fmt(lv.get("tpot_p50_ms"), 1),
-                    fmt(lv.get("tpot_p95_ms"), 1),
-                    fmt(lv.get("tpot_p99_ms"), 1),
-                    fmt(lv.get("e2e_p50_ms"), 1),
-                    fmt(lv.get("e2e_p95_ms"), 1),
-                    fmt(lv.get("e2e_p99_ms"), 1),
+                    *(
+                        fmt(lv.get(f"{metric}_{q}_ms"), 1)
+                        for metric in ("ttft", "tpot", "e2e")
+                        for q in ("p50", "p95", "p99")
+                    ),
                     pct(lv.get("success_rate")),
                     str(lv.get("queue_growth") or NA),
                 ]

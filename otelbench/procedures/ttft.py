@@ -69,17 +69,9 @@ def ttft_distribution(ttft_ms: np.ndarray[Any, np.dtype[np.float64]]) -> dict[st
     }
 
 
-@register_procedure
-class TtftProcedure(Procedure):
+@register_procedure("ttft", "5.1", "Time to First Token")
+class TtftProcedure(Procedure[TtftParams]):
     """Draft 5.1 (module docstring)."""
-
-    name = "ttft"
-    section = "5.1"
-    title = "Time to First Token"
-
-    def __init__(self, params: TtftParams) -> None:
-        super().__init__()
-        self.params = params
 
     @property
     def requests(self) -> int:

@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
-from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError
+from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError, registered
 from otelbench.query.records import (
     ClientRequests,
     GuardrailSpans,
@@ -268,11 +268,7 @@ def register_dialect(dialect: Dialect) -> None:
 
 def get_dialect(name: str) -> Dialect:
     """The registered dialect called ``name``."""
-    try:
-        return _DIALECTS[name]
-    except KeyError:
-        known = ", ".join(sorted(_DIALECTS))
-        raise ConfigError(f"unknown SQL dialect {name!r}; known: {known}") from None
+    return registered(_DIALECTS, name, "SQL dialect")
 
 
 def _duckdb_fetch(connection: Any, sql: str, params: Mapping[str, object], source: str) -> Columns:

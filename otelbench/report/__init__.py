@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from otelbench.errors import ConfigError
+from otelbench.errors import registered
 from otelbench.report.build import SCHEMA_VERSION, build_report, render_json, report_from_data
 from otelbench.report.html import render_html
 from otelbench.report.markdown import render_markdown
@@ -43,10 +43,4 @@ RENDERERS: Final[Mapping[str, Callable[[Report], str]]] = {
 
 def render(report: Report, fmt: str) -> str:
     """The report in format ``fmt`` (a key of :data:`RENDERERS`)."""
-    try:
-        renderer = RENDERERS[fmt]
-    except KeyError:
-        raise ConfigError(
-            f"unknown report format {fmt!r}; known: {', '.join(sorted(RENDERERS))}"
-        ) from None
-    return renderer(report)
+    return registered(RENDERERS, fmt, "report format")(report)

@@ -50,11 +50,11 @@ Usage::
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from otelbench.documents import read_document
 from otelbench.errors import ConfigError
 
 __all__ = ["BOUNDARIES", "FIELDS", "FLAGS", "from_flags", "sut_description"]
@@ -197,17 +197,7 @@ def from_flags(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read(path: Path) -> Mapping[str, Any]:
-    # PyYAML has no inline types and types-PyYAML is not a dependency: import dynamically
-    yaml = importlib.import_module("yaml")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"--sut-config {path}: cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"--sut-config {path}: not UTF-8 text") from None
-    except yaml.YAMLError as exc:
-        where = " ".join(str(exc).split())  # PyYAML's message spans lines
-        raise ConfigError(f"--sut-config {path}: not valid YAML ({where})") from None
+    data, _ = read_document(path, "it", f"--sut-config {path}")
     if data is None:
         return {}
     if not isinstance(data, Mapping):

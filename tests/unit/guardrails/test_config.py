@@ -116,7 +116,7 @@ def test_json_and_empty_files(tmp_path: Path) -> None:
          "output[0].url: want an http:// or https:// URL"),
         ("version: 2", "version: only version 1 is known"),
         ("- a\n- b", "want a mapping at the top level, got list"),
-        ("input: [\n  {type: pii", "not valid YAML (line 2"),
+        ("input: [\n  {type: pii", "not valid YAML: line 2"),
     ],
 )  # fmt: skip
 def test_bad_file_one_error_naming_the_field(tmp_path: Path, text: str, message: str) -> None:

@@ -141,6 +141,19 @@ def test_non_monotone_verdicts_are_recorded_and_the_newest_wins() -> None:
     assert search.first_fail == 10
 
 
+def test_the_non_monotone_note_names_each_verdict_against_the_bracket() -> None:
+    search = MaxSearch(start=8, lo=1, hi=64, integer=True)
+    search.record(8, True)
+    assert search.non_monotone_note("concurrent") is None
+    search.record(16, False)
+    search.record(20, True)
+    search.record(6, False)
+    assert search.non_monotone_note("concurrent") == (
+        "the system was not monotone in rate: 20 concurrent passed, 6 concurrent failed against "
+        "the bracket so far (noise); the newest verdict was kept"
+    )
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [

@@ -23,7 +23,12 @@ from otelbench.procedures import (
     get_profile,
     placeholder_load,
 )
-from otelbench.procedures.base import _level_deviations, _lost_client_spans, level_entry
+from otelbench.procedures.base import (
+    _level_deviations,
+    _lost_client_spans,
+    level_entry,
+    search_entries,
+)
 from otelbench.procedures.capacity import capacity_verdict
 from otelbench.procedures.itl import saturation_from_sweep
 from otelbench.procedures.profiles import DRAFT, QUICK, shortfalls
@@ -83,6 +88,24 @@ def test_registry_names_the_procedures() -> None:
         "guardrail-overhead": "5.10",
         "fluidity": "Etalon §4.2",
     }
+
+
+def test_search_entries_recheck_each_search_level_and_note_a_changed_verdict() -> None:
+    """Only the search's levels; each verdict recomputed; a level whose stored verdict differs
+    from the live one gets one note naming both."""
+    levels = [
+        level(1, {"offered_rps": 1.0}, role="capacity-probe"),
+        level(2, {"offered_rps": 2.0}, role="rate-search", live_verdict=True),
+        level(3, {"offered_rps": 4.0}, role="rate-search", live_verdict=True),
+    ]
+    notes: list[str] = []
+    entries = search_entries(levels, "rate-search", lambda lv: {"passed": lv.index == 2}, notes)
+    assert [(e["index"], e["verdict"]["passed"]) for e in entries] == [(2, True), (3, False)]
+    assert entries[0] == level_entry(levels[1], verdict={"passed": True})
+    assert notes == [
+        "level 3: the verdict from the stored spans (False) differs from the live one the "
+        "search used (True)"
+    ]
 
 
 def test_curve_points_on_the_drafts_table_5() -> None:

@@ -524,7 +524,8 @@ def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
     sql_dir = files("otelbench.query") / "sql" / "duckdb"
     names = sorted(p.name for p in sql_dir.iterdir() if p.name.endswith(".sql"))
     assert names == [
-        "_server_span_columns.sql",  # fragments the server-span queries include
+        "_measured_client_filter.sql",  # fragments the queries include
+        "_server_span_columns.sql",
         "_server_token_offsets.sql",
         "client_requests.sql",
         "run_guardrail_spans.sql",

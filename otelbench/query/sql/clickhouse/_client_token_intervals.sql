@@ -29,10 +29,7 @@ per_request AS (
             arrayFilter((o, t) -> t > 0, offsets, tokens)                  AS offs,
             arrayFilter(t -> t > 0, tokens)                                AS toks
         FROM otel_traces
-        WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
-          AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
-          AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
-               OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
+        -- @include _measured_client_filter
           AND StatusCode NOT IN ({status_error:String}, {status_error_legacy:String})
           AND NOT mapContains(SpanAttributes, {attr_error_type:String})
     )

@@ -5,10 +5,7 @@
 client AS (
     SELECT TraceId AS trace_id, SpanId AS span_id
     FROM otel_traces
-    WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
-      AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
-      AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
-           OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
+    -- @include _measured_client_filter
 ),
 parents AS (
     SELECT trace_id AS p_trace_id, span_id AS p_span_id, span_id AS client_span_id FROM client

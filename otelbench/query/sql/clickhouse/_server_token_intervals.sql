@@ -12,12 +12,7 @@ server AS (
         if(match(s.SpanAttributes[{attr_server_token_offsets_us:String}], {re_int_array:String}),
            JSONExtract(s.SpanAttributes[{attr_server_token_offsets_us:String}], 'Array(Int64)'),
            CAST([], 'Array(Int64)'))                                               AS offsets
-    FROM otel_traces AS s
-    INNER JOIN chosen AS c
-        ON s.TraceId = c.c_trace_id AND s.SpanId = c.c_span_id
-       AND s.ParentSpanId = c.c_parent_id AND s.SpanName = c.c_span_name AND s.Timestamp = c.c_ts
-    WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
-      AND s.SpanKind IN ({kind_server:String}, {kind_server_legacy:String})
+    -- @include _chosen_server_rows
     LIMIT 1 BY c.c_trace_id, c.client_span_id
 ),
 per_request AS (

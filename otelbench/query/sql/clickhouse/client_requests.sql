@@ -32,10 +32,7 @@ WITH client AS (
            CAST([], 'Array(Int64)'))                              AS tokens_parsed,
         one_each OR tokens_ok AND length(tokens_parsed) = length(offsets) AS has_tokens
     FROM otel_traces
-    WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
-      AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
-      AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
-           OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
+    -- @include _measured_client_filter
 )
 SELECT
     trace_id,

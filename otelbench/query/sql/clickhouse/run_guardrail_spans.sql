@@ -10,10 +10,7 @@
 WITH client AS (
     SELECT TraceId AS trace_id, SpanId AS span_id
     FROM otel_traces
-    WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
-      AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
-      AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
-           OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
+    -- @include _measured_client_filter
 )
 SELECT
     f.TraceId                                                            AS trace_id,

@@ -28,12 +28,7 @@ server AS (
         s.`Events.Name`                             AS event_names,
         s.`Events.Attributes`                       AS event_attrs,
         s.`Events.Timestamp`                        AS event_ts
-    FROM otel_traces AS s
-    INNER JOIN chosen AS c
-        ON s.TraceId = c.c_trace_id AND s.SpanId = c.c_span_id
-       AND s.ParentSpanId = c.c_parent_id AND s.SpanName = c.c_span_name AND s.Timestamp = c.c_ts
-    WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
-      AND s.SpanKind IN ({kind_server:String}, {kind_server_legacy:String})
+    -- @include _chosen_server_rows
 )
 SELECT
 -- @include _server_span_columns

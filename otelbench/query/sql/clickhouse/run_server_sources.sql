@@ -15,10 +15,7 @@ WHERE SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
   AND TraceId IN (
       SELECT TraceId
       FROM otel_traces
-      WHERE SpanKind IN ({kind_client:String}, {kind_client_legacy:String})
-        AND SpanAttributes[{attr_run_id:String}] = {run_id:String}
-        AND (NOT mapContains(SpanAttributes, {attr_request_phase:String})
-             OR SpanAttributes[{attr_request_phase:String}] = {phase_measure:String})
+      -- @include _measured_client_filter
   )
 GROUP BY span_name, vllm_version, hooks_version, support
 ORDER BY span_name, vllm_version, hooks_version, support

@@ -26,9 +26,7 @@ WITH client AS (
              THEN from_json("SpanAttributes"[$attr_chunk_offsets_us], '["BIGINT"]')
         END                                                          AS chunk_offsets
     FROM otel_traces
-    WHERE "SpanKind" IN ($kind_client, $kind_client_legacy)
-      AND "SpanAttributes"[$attr_run_id] = $run_id
-      AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
+    -- @include _measured_client_filter
 ),
 ones AS (
     SELECT

@@ -11,9 +11,7 @@
 WITH client AS (
     SELECT "TraceId" AS trace_id, "SpanId" AS span_id
     FROM otel_traces
-    WHERE "SpanKind" IN ($kind_client, $kind_client_legacy)
-      AND "SpanAttributes"[$attr_run_id] = $run_id
-      AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
+    -- @include _measured_client_filter
 )
 SELECT
     f."TraceId"                                                       AS trace_id,

@@ -15,9 +15,7 @@
 WITH client AS (
     SELECT "TraceId" AS trace_id, "SpanId" AS span_id
     FROM otel_traces
-    WHERE "SpanKind" IN ($kind_client, $kind_client_legacy)
-      AND "SpanAttributes"[$attr_run_id] = $run_id
-      AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
+    -- @include _measured_client_filter
 ),
 parents AS (
     SELECT trace_id, span_id, span_id AS client_span_id FROM client

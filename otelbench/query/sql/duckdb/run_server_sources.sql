@@ -6,9 +6,7 @@
 WITH client AS (
     SELECT DISTINCT "TraceId" AS trace_id
     FROM otel_traces
-    WHERE "SpanKind" IN ($kind_client, $kind_client_legacy)
-      AND "SpanAttributes"[$attr_run_id] = $run_id
-      AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
+    -- @include _measured_client_filter
 )
 SELECT
     s."SpanName"                                                 AS span_name,

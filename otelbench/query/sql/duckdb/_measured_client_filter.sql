@@ -1,0 +1,7 @@
+-- _measured_client_filter: the WHERE clause that keeps run $run_id's measured client spans of
+-- otel_traces: warm-up and probe requests (draft 4.5; $attr_request_phase other than
+-- $phase_measure) are left out, and a span without the attribute (runs before warm-up existed)
+-- is measured. Included right after a `FROM otel_traces` by every query of a run's requests.
+WHERE "SpanKind" IN ($kind_client, $kind_client_legacy)
+  AND "SpanAttributes"[$attr_run_id] = $run_id
+  AND coalesce("SpanAttributes"[$attr_request_phase], $phase_measure) = $phase_measure
