@@ -45,6 +45,7 @@ ENDPOINTS: list[tuple[str, Callable[..., Any], str]] = [
 
 # the files that open a listening socket, and what in them does (all audited above)
 LISTENERS = {
+    "benchmark.py": "the run's receiver socket, bound here for its child collector",
     "collector/receiver.py": "ThreadingHTTPServer",
     "live/watch.py": "ThreadingHTTPServer",
     "guardrails/gateway.py": "uvicorn",

@@ -276,6 +276,8 @@ def test_a_killed_exporter_process_is_logged_once_counted_and_restarted(
         send(5)
         assert wait_until(lambda: exporter.records_sent == 15)
         os.kill(first, signal.SIGKILL)
+        # records written before the kill takes effect would sit in the dying child's pipe
+        assert wait_until(lambda: subprocess_gone(first))
         send(5)
         assert wait_until(lambda: stats.spans_exported == 15)
         second = exporter.pid
