@@ -45,6 +45,8 @@ from otelbench.metrics.fairness import (
 )
 from otelbench.metrics.fluidity import (
     DECODE_DEADLINE_PRESETS_S,
+    DEFAULT_SCHEDULING_SLACK_S,
+    MIN_PROFILE_REQUESTS_PER_LENGTH,
     FluidRate,
     PrefillFit,
     deadline_intervals,
@@ -52,7 +54,10 @@ from otelbench.metrics.fluidity import (
     fluid_token_generation_rate,
     fluidity_index,
     fluidity_indices,
+    isolated,
     prefill_deadlines,
+    profile_groups,
+    profiled_prefill_deadlines,
 )
 from otelbench.metrics.latency import (
     TTFT_INPUT_BUCKET_EDGES,
@@ -119,7 +124,9 @@ from otelbench.metrics.throughput import (
 
 __all__ = [
     "DECODE_DEADLINE_PRESETS_S",
+    "DEFAULT_SCHEDULING_SLACK_S",
     "ITL_SHAPE_PERCENTILES",
+    "MIN_PROFILE_REQUESTS_PER_LENGTH",
     "MIN_RUNS",
     "PERCENTILES",
     "PERCENTILE_METHOD",
@@ -170,6 +177,7 @@ __all__ = [
     "group_max",
     "group_std",
     "guardrail_overhead",
+    "isolated",
     "itl_shape",
     "jain_fairness_index",
     "latency_inflation",
@@ -181,6 +189,8 @@ __all__ = [
     "preemption_stats",
     "prefill_deadlines",
     "prefix_cache_effect",
+    "profile_groups",
+    "profiled_prefill_deadlines",
     "queue_growing",
     "reasoning_phases",
     "scheduling_fairness",

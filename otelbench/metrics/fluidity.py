@@ -21,7 +21,14 @@ Definitions:
   The index is ``(total - missed) / total``.
 * **Prefill deadline** (§4.1, "Picking the target latencies"): ``D_p(L) = prefill(L) + S`` where
   ``prefill(L)`` is a quadratic ``a + b·L + c·L²`` least-squares fit to prefill times profiled in
-  isolation (at least 10 requests per prompt length) and ``S`` is the scheduling slack.
+  isolation (at least 10 requests per prompt length) and ``S`` is the scheduling slack (500 ms,
+  Etalon's example for interactive applications). :func:`profiled_prefill_deadlines` uses the
+  fit within the profiled lengths only.
+* **Isolation** (§4.1: "profiling the request in isolation, in the absence of any other variables
+  like scheduling delays"): :func:`isolated` finds the requests of a run that were alone from their
+  arrival to their first token (no other request's span overlapped that window), and
+  :func:`profile_groups` whether their prompt lengths support a quadratic as Etalon's profile
+  does (3 groups of 10 requests with disjoint length ranges).
 * **Decode deadline presets** (§4.1): strict 25 ms (chat), medium 50 ms, relaxed 100 ms.
 * **Fluid token generation rate** (§4.2, §5): the smallest ``D_d`` such that at least
   ``request_fraction`` (0.99) of the requests reach a fluidity-index of at least
@@ -53,6 +60,8 @@ from otelbench.metrics.latency import Ragged
 
 __all__ = [
     "DECODE_DEADLINE_PRESETS_S",
+    "DEFAULT_SCHEDULING_SLACK_S",
+    "MIN_PROFILE_REQUESTS_PER_LENGTH",
     "FluidRate",
     "PrefillFit",
     "deadline_intervals",
@@ -60,7 +69,10 @@ __all__ = [
     "fluid_token_generation_rate",
     "fluidity_index",
     "fluidity_indices",
+    "isolated",
     "prefill_deadlines",
+    "profile_groups",
+    "profiled_prefill_deadlines",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -72,6 +84,10 @@ DECODE_DEADLINE_PRESETS_S: Final[Mapping[str, float]] = MappingProxyType(
 
 MIN_PROFILE_REQUESTS_PER_LENGTH: Final = 10
 """Etalon profiles each prompt length with 10 isolated requests (§4.1, "tunable")."""
+PROFILE_GROUPS: Final = 3
+"""A quadratic has 3 coefficients: Etalon's profile needs at least 3 prompt lengths (§4.1)."""
+DEFAULT_SCHEDULING_SLACK_S: Final = 0.5
+"""Etalon §4.1: "interactive applications might set a tight slack of 500ms"."""
 
 
 def fluidity_index(
@@ -366,6 +382,97 @@ def prefill_deadlines(
     if scheduling_slack_s < 0:
         raise ValueError("the scheduling slack must be >= 0")
     return fit.predict(prompt_tokens) + scheduling_slack_s
+
+
+def profiled_prefill_deadlines(
+    fit: PrefillFit, prompt_tokens: npt.ArrayLike, scheduling_slack_s: float
+) -> F64:
+    """:func:`prefill_deadlines` with the fit used within the profiled lengths only: a length
+    outside them takes the nearest profiled length's value (a quadratic fitted there says nothing
+    beyond them), an unknown one (NaN) the shortest's; a predicted prefill time below 0 counts
+    as 0, and ``D_p`` is at least 1 µs.
+
+    >>> fit = PrefillFit(0.01, 1e-4, 0.0, 1.0, 0.0, (100, 200, 300), 30, 10)
+    >>> profiled_prefill_deadlines(fit, [150, 900, float("nan")], 0.5).round(6).tolist()
+    [0.525, 0.54, 0.52]
+    """
+    if scheduling_slack_s < 0:
+        raise ValueError("the scheduling slack must be >= 0")
+    n = np.asarray(prompt_tokens, dtype=np.float64)
+    lo, hi = float(min(fit.lengths)), float(max(fit.lengths))
+    lengths = np.clip(np.where(np.isfinite(n), n, lo), lo, hi)
+    prefill = np.maximum(fit.predict(lengths), 0.0)
+    return np.maximum(prefill + scheduling_slack_s, 1e-6)
+
+
+def isolated(
+    start_ns: npt.ArrayLike, end_ns: npt.ArrayLike, first_token_ns: npt.ArrayLike
+) -> npt.NDArray[np.bool_]:
+    """Which requests were alone from their start to their first token (Etalon §4.1: a prefill
+    profiled "in isolation").
+
+    Request ``i`` occupies ``[start_ns[i], end_ns[i]]`` (arrival to its last byte or its end in
+    the engine: one clock for all of them); it is isolated when no other request's interval
+    touches ``[start_ns[i], first_token_ns[i]]`` (touching counts: the test is conservative). A
+    request with no first token (NaN) is not isolated, but its interval still counts against the
+    others. ``O(n log n)``.
+
+    >>> isolated([0, 10, 12, 40], [8, 30, 35, 50], [2, 11, 20, 45]).tolist()
+    [True, True, False, True]
+    """
+    start = np.asarray(start_ns, dtype=np.float64)
+    end = np.asarray(end_ns, dtype=np.float64)
+    first = np.asarray(first_token_ns, dtype=np.float64)
+    if not start.shape == end.shape == first.shape or start.ndim != 1:
+        raise ValueError("start, end and first-token times must be 1-D and the same shape")
+    if np.any(end < start):
+        raise ValueError("a request cannot end before it starts")
+    timed = np.isfinite(first) & (first >= start)
+    until = np.where(timed, first, start)
+    # touching [start_i, until_i]: those started by until_i less those ended before start_i
+    started = np.searchsorted(np.sort(start), until, side="right")
+    ended = np.searchsorted(np.sort(end), start, side="left")
+    alone: npt.NDArray[np.bool_] = timed & (started - ended == 1)  # itself only
+    return alone
+
+
+def profile_groups(
+    prompt_tokens: npt.ArrayLike, min_requests: int = MIN_PROFILE_REQUESTS_PER_LENGTH
+) -> npt.NDArray[np.int64] | None:
+    """Split profiled requests by prompt length into groups that stand for Etalon's profiled
+    lengths (§4.1): each group at least ``min_requests`` requests, no prompt length in two
+    groups, the groups' length ranges disjoint. Returns each request's group (0 = shortest, in
+    the input's order), or None when fewer than :data:`PROFILE_GROUPS` groups can be formed
+    (a quadratic needs 3 lengths). Greedy from the shortest, so a profile of ``k`` lengths with
+    ``min_requests`` requests each gives exactly those ``k`` groups; continuous lengths give
+    ranges. Requests of unknown length (NaN) belong to no group (-1).
+
+    >>> groups = profile_groups([300] * 12 + [100] * 10 + [200] * 10)
+    >>> groups.tolist() == [2] * 12 + [0] * 10 + [1] * 10
+    True
+    >>> profile_groups([100] * 10 + [200] * 9 + [300] * 12) is None
+    True
+    """
+    if min_requests < 1:
+        raise ValueError("min_requests must be >= 1")
+    length = np.asarray(prompt_tokens, dtype=np.float64)
+    known = np.flatnonzero(np.isfinite(length))
+    order = known[np.argsort(length[known], kind="stable")]
+    distinct, counts = np.unique(length[order], return_counts=True)
+    group_of_length = np.empty(distinct.size, dtype=np.int64)
+    group, size = 0, 0
+    for k, count in enumerate(counts.tolist()):
+        group_of_length[k] = group
+        size += count
+        if size >= min_requests:
+            group, size = group + 1, 0
+    if size:  # a short last group joins the one before it
+        group_of_length[group_of_length == group] = group - 1
+    if group < PROFILE_GROUPS:  # ``group`` groups reached ``min_requests``
+        return None
+    out = np.full(length.size, -1, dtype=np.int64)
+    out[order] = group_of_length[np.searchsorted(distinct, length[order])]
+    return out
 
 
 @dataclass(frozen=True, slots=True)

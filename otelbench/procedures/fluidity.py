@@ -35,7 +35,8 @@ noted; each length needs half its requests left), and ``S`` is the scheduling
 slack (``scheduling_slack_s``, default 500 ms, Etalon's example for interactive applications).
 A request's ``L`` is its prompt token count as the target reported it. With
 ``prefill_deadline_s`` set, ``D_p`` is that fixed value for every request instead (the run
-report's fluidity section uses a fixed 1 s), and the report lists it as a deviation. Either
+report's fluidity section profiles ``D_p(L)`` from a level's isolated requests where they allow,
+else uses a fixed 1 s), and the report lists it as a deviation. Either
 way, a first token well ahead of ``D_p`` banks slack that later tokens may spend (Algorithm 1
 carries it): a generous ``D_p`` raises every index and lowers the fluid rate's ``D_d``.
 
@@ -85,12 +86,14 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.loadgen.workloads import make_workload
 from otelbench.metrics import (
+    DEFAULT_SCHEDULING_SLACK_S,
     PrefillFit,
     Ragged,
     deadline_intervals,
     fit_prefill_time,
     fluid_token_generation_rate,
     fluidity_indices,
+    profiled_prefill_deadlines,
     token_arrival_times,
 )
 from otelbench.options import option
@@ -137,8 +140,6 @@ __all__ = [
 
 SEARCH_ROLE: Final = "fluidity-search"
 PROFILE_ROLE: Final = "prefill-profile"
-DEFAULT_SCHEDULING_SLACK_S: Final = 0.5
-"""Etalon §4.1: "interactive applications might set a tight slack of 500ms"."""
 ETALON_PROFILE_REQUESTS: Final = 10
 """Etalon §4.1: each prompt length is profiled with 10 isolated requests ("tunable")."""
 OUTLIER_FACTOR: Final = 3.0
@@ -169,18 +170,13 @@ class PrefillDeadline:
             raise ConfigError("a prefill deadline is fixed or fitted, one of the two")
 
     def seconds(self, prompt_tokens: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """``D_p`` per request. The fit is used within the profiled lengths only: a length
-        outside them takes the nearest profiled length's value (a quadratic through 3 lengths
-        says nothing beyond them), an unknown one (NaN) the shortest's; a predicted prefill
-        time below 0 counts as 0, and ``D_p`` is at least 1 µs."""
+        """``D_p`` per request; the fit within the profiled lengths only
+        (:func:`otelbench.metrics.profiled_prefill_deadlines`)."""
         n = np.asarray(prompt_tokens, dtype=np.float64)
         if self.fit is None:
             assert self.fixed_s is not None
             return np.full(n.shape, self.fixed_s)
-        lo, hi = float(min(self.fit.lengths)), float(max(self.fit.lengths))
-        lengths = np.clip(np.where(np.isfinite(n), n, lo), lo, hi)
-        prefill = np.maximum(self.fit.predict(lengths), 0.0)
-        return np.maximum(prefill + self.slack_s, 1e-6)
+        return profiled_prefill_deadlines(self.fit, n, self.slack_s)
 
 
 def _evaluate(
@@ -256,9 +252,9 @@ def fluidity_verdict(
 ) -> dict[str, Any]:
     """Whether a level meets the fluidity SLO (module docstring), with its figures.
 
-    ``prefill``: ``D_p`` (None: the run report's fixed 1 s). The verdict is on the client
-    timeline; ``server`` holds the engine hooks' (Option C) figures when the level's requests
-    have them, else None.
+    ``prefill``: ``D_p`` (None: a fixed 1 s, the run report's fallback). The verdict is on the
+    client timeline; ``server`` holds the engine hooks' (Option C) figures when the level's
+    requests have them, else None.
     """
     c = data.client
     prefill = prefill or PrefillDeadline(fixed_s=DEFAULT_PREFILL_DEADLINE_S)
@@ -563,7 +559,8 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
         if p.prefill_deadline_s != DEFAULT_PREFILL_DEADLINE_S:
             self.notes.append(
                 "each level's run report (levels/NN/report.json) has its own fluidity section "
-                f"with the report's fixed D_p of {1000 * DEFAULT_PREFILL_DEADLINE_S:g} ms; this "
+                "with its own D_p (profiled from that level's isolated requests where they "
+                f"allow, else a fixed {1000 * DEFAULT_PREFILL_DEADLINE_S:g} ms); this "
                 f"procedure's figures use D_p {self._dp_text()}"
             )
         best_verdict = (best_entry or {}).get("verdict") or {}

@@ -55,7 +55,6 @@ from otelbench.report.compliance import compliance
 from otelbench.report.configuration import configuration_summary
 from otelbench.report.guardrails import guardrails_section
 from otelbench.report.sections import (
-    DEFAULT_PREFILL_DEADLINE_S,
     classes_section,
     client_itl_ms,
     client_itl_shape,
@@ -66,6 +65,7 @@ from otelbench.report.sections import (
     derive_ahead,
     fluidity_deviations,
     fluidity_section,
+    input_tokens_of,
     load_generator_section,
     reasoning_section,
     server_is_hook,
@@ -155,12 +155,13 @@ def build_report(
     store: str | os.PathLike[str] | QueryRunner,
     run_id: str | None = None,
     *,
-    prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S,
+    prefill_deadline_s: float | None = None,
 ) -> rt.Report:
     """The report dict of run ``run_id`` (the latest run when None) in a span store.
 
     ``store`` is a store file's path (opened read-only) or an open :class:`QueryRunner`;
-    ``prefill_deadline_s`` is the fixed prefill deadline ``D_p`` of ``metrics.fluidity``.
+    ``prefill_deadline_s`` is a fixed prefill deadline ``D_p`` of ``metrics.fluidity`` (None:
+    Etalon's profiled ``D_p(L)`` where the run allows, else the fixed default 1 s).
 
     >>> report = build_report("otelbench.duckdb")  # doctest: +SKIP
     >>> report["metrics"]["client"]["ttft_ms"]["p99"]  # doctest: +SKIP
@@ -182,19 +183,20 @@ def render_json(report: rt.Report | Mapping[str, Any]) -> str:
     return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 
-def report_from_data(
-    data: RunData, *, prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S
-) -> rt.Report:
+def report_from_data(data: RunData, *, prefill_deadline_s: float | None = None) -> rt.Report:
     """The report dict from already extracted records (pure: no I/O).
 
-    ``prefill_deadline_s`` is the fixed prefill deadline ``D_p`` of ``metrics.fluidity``
-    (Etalon §4.1); it must be > 0.
+    ``prefill_deadline_s`` is a fixed prefill deadline ``D_p`` of ``metrics.fluidity`` (Etalon
+    §4.1), > 0; None: Etalon's ``D_p(L)`` profiled from the run's isolated requests where they
+    support a fit, else the fixed default (``otelbench.report.sections.prefill_deadline_of``).
 
     >>> report = report_from_data(data, prefill_deadline_s=0.5)  # doctest: +SKIP
     >>> report["metrics"]["fluidity"]["prefill_deadline"]["deadline_ms"]  # doctest: +SKIP
     500.0
     """
-    if not (np.isfinite(prefill_deadline_s) and prefill_deadline_s > 0):
+    if prefill_deadline_s is not None and not (
+        np.isfinite(prefill_deadline_s) and prefill_deadline_s > 0
+    ):
         raise ConfigError(
             f"the prefill deadline must be a positive number of seconds, got {prefill_deadline_s}"
         )
@@ -203,12 +205,7 @@ def report_from_data(
     ok = c.ok
     result = outcomes(ok, c.error_type)
 
-    # Per-request input tokens: the client's usage, else the server span's prompt tokens.
-    input_tokens = c.input_tokens.copy()
-    joined = data.server.client_index >= 0
-    server_rows = data.server.client_index[joined]
-    fill = np.isnan(input_tokens[server_rows])
-    input_tokens[server_rows[fill]] = data.server.prompt_tokens[joined][fill]
+    input_tokens = input_tokens_of(data)  # the client's usage, else the server's prompt tokens
 
     # Token timeline by Option B, ITL and time between chunks (successful requests only).
     all_tokens = client_token_arrivals_us(data)  # shared with the HTML plots (derived once)
@@ -227,6 +224,7 @@ def report_from_data(
 
     client_metrics: rt.ClientMetrics = {
         "ttft_ms": summary_of(ttft_ms[ok]),
+        "first_content_token": _first_content_token(c),
         "itl_ms": itl_summary.to_dict(),
         "tpot_ms": summary_of(tpot_ms),
         "e2e_ms": summary_of(end_offset_us[ok] / 1000.0),
@@ -326,6 +324,25 @@ def _tokens_per_chunk_summary(c: ClientRequests) -> rt.Summary:
         return Summary(chunks, k, 0.0, k, k, k, k, k, k, k).to_dict()
     tokens = Ragged(c.chunk_tokens.astype(np.float64), c.chunk_bounds).select(c.ok).values
     return summary_of(tokens)
+
+
+def _first_content_token(c: ClientRequests) -> rt.FirstContentToken:
+    """How the client's first-content detection (:data:`FIRST_TOKEN_DEFINITION`, draft 5.1.3.1)
+    applied to the successful requests with a TTFT: each client span records both the first
+    SSE event's offset and the first content token's (TTFT); a first event earlier than the
+    content is a non-content event the definition skipped, a later one contradicts it."""
+    timed = c.ok & np.isfinite(c.ttft_us)
+    first = c.first_event_offset_us[timed]
+    ttft = c.ttft_us[timed]
+    recorded = np.isfinite(first)
+    skipped = recorded & (first < ttft)
+    return {
+        "requests": int(timed.sum()),
+        "first_event_recorded": int(recorded.sum()),
+        "after_non_content_events": int(skipped.sum()),
+        "non_content_lead_ms": short_summary_of((ttft[skipped] - first[skipped]) / 1000.0),
+        "content_before_first_event": int(np.count_nonzero(recorded & (first > ttft))),
+    }
 
 
 def _server_metrics(

@@ -152,6 +152,9 @@ DRAFT_INPUT_BUCKETS: Final = ("0-256", "256-512", "512-1024", "1024-2048", "2048
 CONTENDED_WAIT_SHARE: Final = 0.05
 """A loop thread waiting for a core this share of the time or more (or the host stealing this
 share of the CPU time): other processes held the cores."""
+EXACT_CHUNK_TOKEN_SOURCES: Final = frozenset({semconv.CHUNK_TOKENS_FROM_USAGE})
+"""``methodology.itl_method.chunk_token_sources`` that count each chunk's tokens (the others,
+e.g. ``one_per_chunk``, assume them)."""
 _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
 """How the report's deviation for requests under 5.4.2's output-token minimum reads."""
 
@@ -620,23 +623,40 @@ def _warmup_verified(f: ReportFacts) -> tuple[Met, str]:
     judges=("chunking-declared",),
 )
 def _chunking(f: ReportFacts) -> tuple[Met, str]:
+    """Judged on what the run knows: every successful request's per-chunk token counts came
+    from the server's usage (exact), so it can say whether chunks carried one or several
+    tokens; counting each chunk as one token is an assumption, not a declaration."""
     itl = f.itl_method
     protocol, option = nonblank(itl.get("protocol")), nonblank(itl.get("option"))
     tpc = mapping(f.client.get("tokens_per_chunk"))
+    if not f.succeeded or not integer(tpc.get("count")):
+        return None, "no content chunk was received: no chunking to declare"
+    sources = {str(k): integer(v) or 0 for k, v in mapping(itl.get("chunk_token_sources")).items()}
+    requests = sum(sources.values())
+    counted = sum(n for source, n in sources.items() if source in EXACT_CHUNK_TOKEN_SOURCES)
     most = number(tpc.get("max"))
-    if not integer(tpc.get("count")):
-        chunks = "no content chunks"
-    elif itl.get("chunk_token_source") == "one_per_chunk":
-        chunks = "each chunk counted as one token (no per-chunk usage)"
-    elif most is not None and most > 1:
+    if most is not None and most > 1:
         chunks = f"multi-token chunks (up to {most:.0f} tokens per chunk)"
     else:
         chunks = "one token per chunk"
-    evidence = (
-        f"protocol {protocol or NOT_DECLARED}; {chunks}; multi-token chunks handled by "
-        f"Option {option or NOT_DECLARED}"
+    handling = f"multi-token chunks handled by Option {option or NOT_DECLARED}"
+    protocol_text = f"protocol {protocol or NOT_DECLARED}"
+    if not requests or counted < requests:
+        assumed = ", ".join(
+            f"{source} on {n}"
+            for source, n in sources.items()
+            if source not in EXACT_CHUNK_TOKEN_SOURCES
+        )
+        return False, (
+            f"{protocol_text}; per-chunk token counts known on {counted} of {requests} requests "
+            f"with content chunks (the rest: {assumed or 'no token count source recorded'}): "
+            "whether chunks carried one or several tokens is not known (the server's "
+            f"continuous usage statistics give it); {handling}"
+        )
+    return bool(protocol and option), (
+        f"{protocol_text}; {chunks}, counted from per-chunk usage on all {requests} requests "
+        f"with content chunks; {handling}"
     )
-    return bool(protocol and option), evidence
 
 
 @_requirement(
@@ -803,9 +823,41 @@ def _guardrail_disclosure(f: ReportFacts) -> tuple[Met, str]:
     judges=("first-token-definition",),
 )
 def _first_token(f: ReportFacts) -> tuple[Met, str]:
+    """Judged on whether the definition applied: every request with a TTFT has its first SSE
+    event recorded beside its first content token (``metrics.client.first_content_token``), so
+    the report shows which events TTFT skipped, and none has content before its first event."""
     if nonblank(f.methodology.get("first_token_definition")) is None:
         return False, "no first token definition (methodology.first_token_definition)"
-    return True, "TTFT is the time to the first content token (methodology.first_token_definition)"
+    fc = mapping(f.client.get("first_content_token"))
+    requests = integer(fc.get("requests"))
+    if requests is None:
+        return False, (
+            "the first token definition is declared, but the report has no evidence that the "
+            "run applied it (metrics.client.first_content_token)"
+        )
+    if not requests:
+        return None, "no request received a content token"
+    recorded = integer(fc.get("first_event_recorded")) or 0
+    contradicted = integer(fc.get("content_before_first_event")) or 0
+    if recorded < requests or contradicted:
+        return False, (
+            f"of {requests} requests with a TTFT, {requests - recorded} lack the first SSE "
+            f"event's offset and {contradicted} have content before their first event: the "
+            "spans do not show that TTFT is the time to the first content token"
+        )
+    skipped = integer(fc.get("after_non_content_events")) or 0
+    lead = mapping(fc.get("non_content_lead_ms"))
+    noted = (
+        f"{skipped} of them began with non-content events (role-only, empty or whitespace "
+        f"deltas) that TTFT skipped, P50 {fmt(number(lead.get('p50')), 2, 'ms')} before the "
+        "content"
+        if skipped
+        else "none began with non-content events"
+    )
+    return True, (
+        f"TTFT is the time to the first content token; {requests} requests with the first "
+        f"event and the first content token recorded: {noted}"
+    )
 
 
 @_requirement(

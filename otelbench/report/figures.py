@@ -566,6 +566,13 @@ def throughput_latency(fig: Figure, report: Mapping[str, Any], plots: Mapping[st
     fig.svg = chart.render(fig.title)
 
 
+def _prefill_deadline_text(fixed_ms: Any) -> str:
+    """The fluidity plot's ``D_p``: the fixed value, or Etalon's profiled ``D_p(L)``."""
+    if number(fixed_ms) is None:
+        return "D_p(L) = prefill(L) + S, profiled from the run's isolated requests"
+    return f"D_p {fmt(fixed_ms, 0)} ms"
+
+
 def _fluidity_cdf(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
     section = dig(report, "metrics", "fluidity")
     fluid = dig(plots, "fluidity")
@@ -584,7 +591,7 @@ def _fluidity_cdf(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, An
         if drawn:
             fig.caption.append(
                 f"Etalon §4.1 fluidity-index per request ({dig(fluid, 'source')} timeline, "
-                f"D_p {fmt(dig(fluid, 'prefill_deadline_ms'), 0)} ms)."
+                f"{_prefill_deadline_text(dig(fluid, 'prefill_deadline_ms'))})."
             )
             first = dig(rows[0], "cdf")
             fig.caption += _sampling(first, len(_series(first)), _CDF_SAMPLING)

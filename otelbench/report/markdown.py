@@ -419,6 +419,21 @@ def _reasoning_section(client: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _prefill_deadline(d: Mapping[str, Any]) -> str:
+    """``metrics.fluidity.prefill_deadline`` in words: the fixed value, or the profiled fit."""
+    if d["kind"] == "fixed":
+        return f"D_p = {_ms(d['deadline_ms'])} (fixed)"
+    fit, dp = d["fit"], d["deadline_range_ms"]
+    return (
+        f"D_p(L) = prefill(L) + {_ms(d['scheduling_slack_ms'])} (profiled, Etalon §4.1): "
+        f"prefill(L) = {fit['a_ms']:.4g} + {fit['b_ms_per_token']:.4g}·L + "
+        f"{fit['c_ms_per_token2']:.4g}·L² ms, r² {fmt(fit['r_squared'], 3)}, from "
+        f"{fit['requests']} isolated requests of {fit['min_tokens']}–{fit['max_tokens']} "
+        f"prompt tokens ({d['source'].split(':')[0]} timeline); D_p {_ms(dp['min'])} to "
+        f"{_ms(dp['max'])}, median {_ms(dp['p50'])}"
+    )
+
+
 def _fluidity_section(metrics: Mapping[str, Any]) -> list[str]:
     f = metrics.get("fluidity")
     if not f:
@@ -451,7 +466,7 @@ def _fluidity_section(metrics: Mapping[str, Any]) -> list[str]:
         "",
         f"Token timeline: {f['source']} ({f['requests']} requests, "
         f"{f['requests_left_out']} successful requests left out); prefill deadline "
-        f"D_p = {_ms(f['prefill_deadline']['deadline_ms'])} ({f['prefill_deadline']['kind']}).",
+        f"{_prefill_deadline(f['prefill_deadline'])}.",
         "",
         *_table(
             ["Preset", "D_d", "Requests", "P1", "P5", "P50", "Mean", f"Requests {share}"], rows

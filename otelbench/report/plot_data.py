@@ -31,12 +31,12 @@ from otelbench.metrics import (
 from otelbench.metrics.summary import AnyOrderStatistics, type7_interpolate, type7_ranks
 from otelbench.query import RunData
 from otelbench.report.sections import (
-    DEFAULT_PREFILL_DEADLINE_S,
     MIN_FLUIDITY,
     client_itl_order,
     client_jitter_us,
     fluidity_indices_of,
     fluidity_intervals,
+    prefill_deadline_of,
     server_is_hook,
     server_itl_order,
     server_jitter_us,
@@ -221,7 +221,7 @@ def plot_data(
     *,
     max_requests_waterfall: int = 12,
     seed: int = 0,
-    prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S,
+    prefill_deadline_s: float | None = None,
     max_points: int = MAX_POINTS,
 ) -> dict[str, Any]:
     """Compact per-request arrays for the HTML report's plots (pure: no I/O, deterministic).
@@ -231,7 +231,8 @@ def plot_data(
     waterfall holds at most ``max_requests_waterfall`` requests sampled with
     ``numpy.random.default_rng(seed)``. JSON-able: numbers, strings, lists, dicts, None for an
     undefined number. Times on the run's axis are seconds since the run's first T_submit
-    (client wall clock); ``prefill_deadline_s`` must match the report's ``D_p``. The same
+    (client wall clock); ``prefill_deadline_s`` must match the report's (None: the profiled or
+    default ``D_p`` the report chooses too). The same
     populations as the report: client latencies over successful requests, server ones over
     joined server spans.
 
@@ -305,18 +306,20 @@ def plot_data(
 
 
 def _fluidity_plot(
-    data: RunData, prefill_deadline_s: float, max_points: int
+    data: RunData, prefill_deadline_s: float | None, max_points: int
 ) -> dict[str, Any] | None:
     """Per-request fluidity-indices per decode-deadline preset, on ``metrics.fluidity``'s
-    timeline and population (:func:`otelbench.report.sections.fluidity_section`)."""
-    if not prefill_deadline_s > 0:
+    timeline and population (:func:`otelbench.report.sections.fluidity_section`);
+    ``prefill_deadline_ms`` is the fixed ``D_p``, or None for a profiled ``D_p(L)``."""
+    if prefill_deadline_s is not None and not prefill_deadline_s > 0:
         raise ValueError("the prefill deadline must be > 0 s")
     times, source, _ = fluidity_intervals(data)
     if len(times) == 0:
         return None
+    deadline = prefill_deadline_of(data, prefill_deadline_s).section
     return {
         "source": source,
-        "prefill_deadline_ms": prefill_deadline_s * 1000.0,
+        "prefill_deadline_ms": deadline["deadline_ms"] if deadline["kind"] == "fixed" else None,
         "min_fluidity": MIN_FLUIDITY,
         "deadlines": [
             {

@@ -27,6 +27,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
 import numpy as np
@@ -37,7 +38,9 @@ from otelbench.draft import FLUIDITY_MIN_INDEX as MIN_FLUIDITY
 from otelbench.draft import FLUIDITY_REQUEST_FRACTION as FLUID_RATE_REQUEST_FRACTION
 from otelbench.metrics import (
     DECODE_DEADLINE_PRESETS_S,
+    DEFAULT_SCHEDULING_SLACK_S,
     ITL_SHAPE_PERCENTILES,
+    MIN_PROFILE_REQUESTS_PER_LENGTH,
     PERCENTILES,
     STARVATION_FACTOR,
     AnyOrderStatistics,
@@ -48,12 +51,16 @@ from otelbench.metrics import (
     Summary,
     consecutive_intervals,
     deadline_intervals,
+    fit_prefill_time,
     fluid_token_generation_rate,
     fluidity_indices,
     group_std,
+    isolated,
     itl_shape,
     jain_fairness_index,
     percentile,
+    profile_groups,
+    profiled_prefill_deadlines,
     reasoning_phases,
     starvation_rate,
     summarize,
@@ -69,6 +76,7 @@ __all__ = [
     "GENERATOR_BOTTLENECK_DEVIATION",
     "ITL_PERCENTILES",
     "MIN_FLUIDITY",
+    "PrefillDeadlineChoice",
     "classes_section",
     "client_itl_order",
     "client_itl_shape",
@@ -86,8 +94,10 @@ __all__ = [
     "fluidity_intervals",
     "fluidity_section",
     "fluidity_token_times",
+    "input_tokens_of",
     "itl_shape_section",
     "load_generator_section",
+    "prefill_deadline_of",
     "reasoning_section",
     "server_itl_order",
     "server_itl_summary",
@@ -139,6 +149,51 @@ PREFILL_DEADLINE_DESCRIPTION: Final = (
     "a procedure test with an isolated prefill profile fits one (otelbench.metrics."
     "fit_prefill_time, prefill_deadlines). A first token ahead of D_p banks slack that later "
     "tokens may spend, so a generous D_p raises the index and lowers the fluid rate's D_d"
+)
+PROFILED_DEADLINE_DESCRIPTION: Final = (
+    "Etalon's D_p(L) = prefill(L) + S (§4.1, Algorithm 1 line 2): prefill(L) = a + b·L + c·L² "
+    "fitted by least squares to the first-token times of this run's requests that were alone "
+    "from arrival to first token (isolation), S the scheduling slack. The fit is used within "
+    "the profiled prompt lengths only: a prompt outside them takes the nearest profiled "
+    "length's D_p, one of unknown length the shortest's. A first token ahead of D_p banks "
+    "slack that later tokens may spend (Algorithm 1 carries it)"
+)
+PROFILE_SOURCES: Final[dict[TimelineSource, str]] = {
+    "server": (
+        "server: each isolated request's first token offset on the engine hooks' span "
+        "(otelbench.server.token_offsets_us[0]: arrival in the engine → the engine step of its "
+        "first token, the first interval of this section's timeline) against its prompt "
+        "tokens (gen_ai.usage.prompt_tokens)"
+    ),
+    "client": (
+        "client: each isolated request's TTFT (T_submit → first content token, the first "
+        "interval of this section's timeline: network, API server and engine together) "
+        "against its input tokens"
+    ),
+}
+"""What the profiled ``D_p``'s prefill times are, per timeline (``prefill_deadline.source``)."""
+PROFILE_ISOLATION: Final[dict[TimelineSource, str]] = {
+    "server": (
+        "a request is isolated when no other server span of this run (queued, prefilling or "
+        "decoding; failed or not) overlapped its arrival → first token window on the server's "
+        "clock (touching counts); preempted requests and prefix-cache hits (cache read "
+        "tokens > 0) are left out. Only this run's requests are visible: traffic from outside "
+        "the run, and a request whose server span is missing, are not"
+    ),
+    "client": (
+        "a request is isolated when no other request of this run was in flight at the load "
+        "generator (T_submit → last byte) during its T_submit → first token window (touching "
+        "counts), the load generator's clock. Only this run's requests are visible: traffic "
+        "from outside the run is not; prefix-cache hits are not visible on the client and stay "
+        "in"
+    ),
+}
+"""How ``prefill_deadline.isolation`` approximates Etalon's profile "in isolation" (§4.1)."""
+PROFILE_GROUPING: Final = (
+    f"the isolated requests, sorted by prompt length, split into groups of at least "
+    f"{MIN_PROFILE_REQUESTS_PER_LENGTH} requests with disjoint length ranges (Etalon profiles "
+    f"each prompt length with {MIN_PROFILE_REQUESTS_PER_LENGTH} isolated requests); a profile "
+    "needs 3 groups, as a quadratic needs 3 lengths, else D_p is the fixed default"
 )
 REASONING_POPULATION: Final = (
     "successful requests with a think phase (otelbench.client.think_phase set). Requests "
@@ -313,14 +368,19 @@ def fluidity_intervals(data: RunData) -> tuple[Ragged, TimelineSource, Ragged]:
     return derived(data, "fluidity_intervals", compute)
 
 
-def fluidity_indices_of(data: RunData, prefill_deadline_s: float, decode_deadline_s: float) -> F64:
+def fluidity_indices_of(
+    data: RunData, prefill_deadline_s: float | None, decode_deadline_s: float
+) -> F64:
     """The fluidity-index of every request of :func:`fluidity_intervals` (Etalon §4.1) at a
-    fixed prefill deadline and a decode deadline."""
+    decode deadline, with the prefill deadline :func:`prefill_deadline_of` gives for
+    ``prefill_deadline_s`` (a fixed one, or None: profiled where the run allows)."""
     intervals = fluidity_intervals(data)[2]
     return derived(
         data,
         ("fluidity_indices", prefill_deadline_s, decode_deadline_s),
-        lambda: fluidity_indices(intervals, prefill_deadline_s, decode_deadline_s),
+        lambda: fluidity_indices(
+            intervals, prefill_deadline_of(data, prefill_deadline_s).seconds, decode_deadline_s
+        ),
     )
 
 
@@ -353,7 +413,7 @@ def client_itl_shape(data: RunData) -> rt.ItlShape:
     )
 
 
-def derive_ahead(data: RunData, prefill_deadline_s: float) -> None:
+def derive_ahead(data: RunData, prefill_deadline_s: float | None) -> None:
     """Derive the report's per-token arrays of ``data`` and what it reads of them in two threads
     before it is built, as four tasks: the fluidity timeline (:func:`fluidity_intervals`) and
     the engine's ITL (:func:`server_itl_summary`) at once, then the client's ITL
@@ -404,15 +464,27 @@ def derive_ahead(data: RunData, prefill_deadline_s: float) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def server_token_times(data: RunData) -> Ragged | None:
-    """Option C token times (seconds since arrival) of the successful requests that have them."""
+def _server_fluidity_rows(data: RunData) -> npt.NDArray[np.bool_]:
+    """The server spans of the fluidity timeline: joined engine-hook spans with token offsets
+    of successful requests."""
     s = data.server
     joined = s.client_index >= 0
     keep = joined & server_is_hook(data) & (np.diff(s.token_bounds) > 0)
     keep[joined] &= data.client.ok[s.client_index[joined]]
+    return keep
+
+
+def _client_fluidity_rows(data: RunData) -> npt.NDArray[np.bool_]:
+    """The client requests of the client timeline: successful ones with a content token."""
+    return data.client.ok & (client_token_arrivals_us(data).lengths() > 0)
+
+
+def server_token_times(data: RunData) -> Ragged | None:
+    """Option C token times (seconds since arrival) of the successful requests that have them."""
+    keep = _server_fluidity_rows(data)
     if not np.any(keep):
         return None
-    times = Ragged(server_token_offsets_us(data).values / 1e6, s.token_bounds)
+    times = Ragged(server_token_offsets_us(data).values / 1e6, data.server.token_bounds)
     return times.select(keep)
 
 
@@ -427,9 +499,206 @@ def fluidity_token_times(data: RunData) -> tuple[Ragged, TimelineSource]:
 
 def client_token_times(data: RunData) -> Ragged:
     """Option B token times (seconds since T_submit) of the successful requests with a token."""
-    tokens = client_token_arrivals_us(data).select(data.client.ok)
-    tokens = tokens.select(tokens.lengths() > 0)
+    tokens = client_token_arrivals_us(data).select(_client_fluidity_rows(data))
     return Ragged(tokens.values / 1e6, tokens.bounds)
+
+
+def input_tokens_of(data: RunData) -> F64:
+    """Each client request's input tokens: the client's usage, else its server span's prompt
+    tokens (NaN where neither has them)."""
+
+    def compute() -> F64:
+        out = data.client.input_tokens.copy()
+        s = data.server
+        joined = s.client_index >= 0
+        rows = s.client_index[joined]
+        fill = np.isnan(out[rows])
+        out[rows[fill]] = s.prompt_tokens[joined][fill]
+        return out
+
+    return derived(data, "input_tokens", compute)
+
+
+@dataclass(frozen=True, slots=True)
+class _Occupancy:
+    """Every request of one side of the wire as an interval on that side's clock (ns since the
+    earliest start), which of them the fluidity timeline evaluates (``rows``, in its order),
+    those requests' prompt lengths, and why some are no prefill profile point."""
+
+    start_ns: F64
+    end_ns: F64
+    rows: npt.NDArray[np.bool_]
+    prompt_tokens: F64
+    left_out: dict[str, npt.NDArray[np.bool_]]
+
+
+def _relative_ns(start: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> tuple[F64, F64]:
+    """Epoch-ns intervals as float ns since the earliest start (exact below 2^53 ns)."""
+    origin = int(start.min()) if start.size else 0
+    return (start - origin).astype(np.float64), (end - origin).astype(np.float64)
+
+
+def _server_occupancy(data: RunData) -> _Occupancy:
+    s = data.server
+    rows = _server_fluidity_rows(data)
+    start, end = _relative_ns(s.start_unix_ns, s.start_unix_ns + s.duration_ns)
+    return _Occupancy(
+        start,
+        end,
+        rows,
+        s.prompt_tokens[rows],
+        {
+            "preempted": np.nan_to_num(s.preemptions[rows]) > 0,
+            "prefix_cache_hit": np.nan_to_num(s.cache_read_tokens[rows]) > 0,
+        },
+    )
+
+
+def _client_occupancy(data: RunData) -> _Occupancy:
+    c = data.client
+    rows = _client_fluidity_rows(data)
+    start, end = _relative_ns(c.submit_unix_ns, c.end_unix_ns())
+    return _Occupancy(start, end, rows, input_tokens_of(data)[rows], {})
+
+
+_OCCUPANCY: Final[dict[TimelineSource, Callable[[RunData], _Occupancy]]] = {
+    "server": _server_occupancy,
+    "client": _client_occupancy,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillDeadlineChoice:
+    """The prefill deadline of ``metrics.fluidity``: ``seconds`` (one ``D_p`` per request of
+    :func:`fluidity_intervals`, or one for all) and the report's ``prefill_deadline``."""
+
+    seconds: F64 | float
+    section: rt.PrefillDeadline
+
+
+def _fixed_deadline(prefill_deadline_s: float) -> PrefillDeadlineChoice:
+    return PrefillDeadlineChoice(
+        prefill_deadline_s,
+        {
+            "kind": "fixed",
+            "deadline_ms": prefill_deadline_s * 1000.0,
+            "description": PREFILL_DEADLINE_DESCRIPTION,
+        },
+    )
+
+
+def prefill_deadline_of(data: RunData, prefill_deadline_s: float | None) -> PrefillDeadlineChoice:
+    """``D_p`` of the fluidity section (Etalon §4.1): ``prefill_deadline_s`` for every request
+    when given; else Etalon's profiled ``D_p(L) = prefill(L) + S`` from the run's isolated
+    requests (:func:`profiled_deadline`) where they support a fit, else the fixed
+    :data:`DEFAULT_PREFILL_DEADLINE_S`. Derived once per run and argument."""
+
+    def compute() -> PrefillDeadlineChoice:
+        if prefill_deadline_s is not None:
+            return _fixed_deadline(prefill_deadline_s)
+        found = profiled_deadline(data)
+        return found if found is not None else _fixed_deadline(DEFAULT_PREFILL_DEADLINE_S)
+
+    return derived(data, ("prefill_deadline", prefill_deadline_s), compute)
+
+
+@dataclass(frozen=True, slots=True)
+class _ProfilePoints:
+    """The evaluated requests of the fluidity timeline (in its order): their first interval
+    ``t0_s`` and prompt length, which were alone from arrival to first token, and why some of
+    those are no fit point (``left_out``: a flag per request and reason)."""
+
+    source: TimelineSource
+    t0_s: F64
+    length: F64
+    alone: npt.NDArray[np.bool_]
+    left_out: dict[str, npt.NDArray[np.bool_]]
+
+    def points(self) -> npt.NDArray[np.bool_]:
+        """The fit points: alone and not left out."""
+        keep = self.alone.copy()
+        for flags in self.left_out.values():
+            keep &= ~flags
+        return keep
+
+
+def _profile_points(data: RunData) -> _ProfilePoints | None:
+    """:class:`_ProfilePoints` of the fluidity timeline (:data:`PROFILE_ISOLATION`); None when
+    no request is evaluated."""
+    times, source, intervals = fluidity_intervals(data)
+    if len(times) == 0:
+        return None
+    occupancy = _OCCUPANCY[source](data)
+    t0_s = intervals.values[intervals.bounds[:-1]]  # every evaluated request has a token
+    first_ns = np.full(occupancy.start_ns.size, np.nan)
+    first_ns[occupancy.rows] = occupancy.start_ns[occupancy.rows] + t0_s * 1e9
+    alone = isolated(occupancy.start_ns, occupancy.end_ns, first_ns)[occupancy.rows]
+    length = occupancy.prompt_tokens
+    left_out = {"unknown_prompt_length": alone & ~np.isfinite(length)}
+    left_out |= {reason: alone & flags for reason, flags in occupancy.left_out.items()}
+    return _ProfilePoints(source, t0_s, length, alone, left_out)
+
+
+def profiled_deadline(
+    data: RunData, scheduling_slack_s: float = DEFAULT_SCHEDULING_SLACK_S
+) -> PrefillDeadlineChoice | None:
+    """Etalon's ``D_p(L) = prefill(L) + S`` (§4.1) profiled from the run itself: the first
+    interval of the fluidity timeline of every request that was alone from its arrival to its
+    first token (:data:`PROFILE_ISOLATION`, :func:`otelbench.metrics.isolated`), fitted against
+    its prompt length (:func:`otelbench.metrics.fit_prefill_time`) when the isolated requests
+    form 3 length groups of 10 (:data:`PROFILE_GROUPING`); None otherwise."""
+    found = _profile_points(data)
+    if found is None:
+        return None
+    points = found.points()
+    length, t0_s = found.length[points], found.t0_s[points]
+    groups = profile_groups(length)
+    if groups is None:
+        return None
+    fit = fit_prefill_time(length, t0_s, min_requests_per_length=1)
+    seconds = profiled_prefill_deadlines(fit, found.length, scheduling_slack_s)
+    lo, hi = min(fit.lengths), max(fit.lengths)
+    inside = (found.length >= lo) & (found.length <= hi)
+    profiled: rt.ProfiledPrefillDeadline = {
+        "kind": "profiled",
+        "description": PROFILED_DEADLINE_DESCRIPTION,
+        "source": PROFILE_SOURCES[found.source],
+        "isolation": PROFILE_ISOLATION[found.source],
+        "grouping": PROFILE_GROUPING,
+        "scheduling_slack_ms": scheduling_slack_s * 1000.0,
+        "isolated_requests": int(found.alone.sum()),
+        "left_out": {reason: int(flags.sum()) for reason, flags in found.left_out.items()},
+        "fit": {
+            "a_ms": fit.a * 1000.0,
+            "b_ms_per_token": fit.b * 1000.0,
+            "c_ms_per_token2": fit.c * 1000.0,
+            "r_squared": fit.r_squared,
+            "residual_std_ms": fit.residual_std_s * 1000.0,
+            "requests": fit.requests,
+            "min_tokens": int(lo),
+            "max_tokens": int(hi),
+        },
+        "groups": [
+            _profile_group(length[groups == g], t0_s[groups == g]) for g in range(groups.max() + 1)
+        ],
+        "deadline_range_ms": {
+            "min": float(seconds.min()) * 1000.0,
+            "p50": float(np.median(seconds)) * 1000.0,
+            "max": float(seconds.max()) * 1000.0,
+        },
+        "requests_outside_range": int(np.count_nonzero(~inside)),
+    }
+    return PrefillDeadlineChoice(seconds, profiled)
+
+
+def _profile_group(length: F64, t0_s: F64) -> rt.ProfileGroup:
+    """One length group of the profile: its length range, size and median first interval."""
+    return {
+        "min_tokens": int(length.min()),
+        "max_tokens": int(length.max()),
+        "requests": int(length.size),
+        "prefill_p50_ms": float(np.median(t0_s)) * 1000.0,
+    }
 
 
 def fluidity_distribution(fi: F64, min_fluidity: float) -> rt.FluidityIndex:
@@ -448,13 +717,14 @@ def fluidity_distribution(fi: F64, min_fluidity: float) -> rt.FluidityIndex:
 
 def fluid_rate_of(
     data: RunData,
-    prefill_deadline_s: float,
+    prefill_deadline_s: float | None,
     min_fluidity: float = MIN_FLUIDITY,
     request_fraction: float = FLUID_RATE_REQUEST_FRACTION,
 ) -> FluidRate | None:
-    """The fluid token generation rate (Etalon §4.2) of :func:`fluidity_intervals`, its search
-    started from the fluidity-indices at the decode-deadline presets, which decide many
-    requests (:func:`fluidity_indices_of`, derived too)."""
+    """The fluid token generation rate (Etalon §4.2) of :func:`fluidity_intervals` with the
+    prefill deadline of :func:`prefill_deadline_of`, its search started from the
+    fluidity-indices at the decode-deadline presets, which decide many requests
+    (:func:`fluidity_indices_of`, derived too)."""
 
     def compute() -> FluidRate | None:
         evaluated = {
@@ -463,7 +733,7 @@ def fluid_rate_of(
         }
         return fluid_token_generation_rate(
             fluidity_intervals(data)[2],
-            prefill_deadline_s,
+            prefill_deadline_of(data, prefill_deadline_s).seconds,
             min_fluidity=min_fluidity,
             request_fraction=request_fraction,
             precision_s=FLUID_RATE_PRECISION_S,
@@ -477,7 +747,7 @@ def fluid_rate_of(
 def fluidity_section(
     data: RunData,
     *,
-    prefill_deadline_s: float = DEFAULT_PREFILL_DEADLINE_S,
+    prefill_deadline_s: float | None = None,
     min_fluidity: float = MIN_FLUIDITY,
     request_fraction: float = FLUID_RATE_REQUEST_FRACTION,
 ) -> rt.Fluidity | None:
@@ -487,13 +757,15 @@ def fluidity_section(
     (:func:`otelbench.metrics.fluid_token_generation_rate`), over the successful requests. The
     timeline is the engine hooks' per-token offsets (Option C) when any successful request has
     them — only those requests are then evaluated — else the client's chunk arrivals with Option
-    B. ``D_p`` is ``prefill_deadline_s`` for every request (:data:`PREFILL_DEADLINE_DESCRIPTION`).
-    None when no successful request has a token.
+    B. ``D_p`` is ``prefill_deadline_s`` for every request (:data:`PREFILL_DEADLINE_DESCRIPTION`)
+    when given; else Etalon's ``D_p(L)`` profiled from the run's isolated requests where they
+    support a fit (:func:`profiled_deadline`), else the fixed :data:`DEFAULT_PREFILL_DEADLINE_S`
+    (:func:`prefill_deadline_of`). None when no successful request has a token.
 
     >>> fluidity_section(data)["deadlines"][0]["decode_deadline_ms"]  # doctest: +SKIP
     25.0
     """
-    if not prefill_deadline_s > 0:
+    if prefill_deadline_s is not None and not prefill_deadline_s > 0:
         raise ValueError("the prefill deadline must be > 0 s")
     times, source, _ = fluidity_intervals(data)
     if len(times) == 0:
@@ -515,11 +787,7 @@ def fluidity_section(
         "chunk_handling": SERVER_CHUNK_HANDLING if source == "server" else CLIENT_CHUNK_HANDLING,
         "requests": len(times),
         "requests_left_out": int(data.client.ok.sum()) - len(times),
-        "prefill_deadline": {
-            "kind": "fixed",
-            "deadline_ms": prefill_deadline_s * 1000.0,
-            "description": PREFILL_DEADLINE_DESCRIPTION,
-        },
+        "prefill_deadline": prefill_deadline_of(data, prefill_deadline_s).section,
         "min_fluidity": min_fluidity,
         "request_fraction": request_fraction,
         "deadlines": deadlines,
@@ -536,8 +804,9 @@ def fluidity_section(
 
 
 def fluidity_deviations(fluidity: rt.Fluidity | None, tpot_p50_ms: float | None) -> list[str]:
-    """What the fluidity figures cannot claim (Etalon §4.1, §4.2): a fixed ``D_p``, and a fluid
-    token rate above the decode rate measured on the same timeline (``tpot_p50_ms``: the
+    """What the fluidity figures cannot claim (Etalon §4.1, §4.2): a fixed ``D_p``, a profiled
+    one applied to prompt lengths outside its profile, and a fluid token rate above the decode
+    rate measured on the same timeline (``tpot_p50_ms``: the
     median TPOT of the fluidity section's source), which only the slack a generous ``D_p``
     leaves can produce."""
     if fluidity is None:
@@ -551,6 +820,14 @@ def fluidity_deviations(fluidity: rt.Fluidity | None, tpot_p50_ms: float | None)
             "a scheduling slack and calls a static one impractical: the slack a generous D_p "
             "leaves absorbs decode stalls, so the fluidity indices and the fluid token rate may "
             "be optimistic (`otelbench test fluidity` profiles D_p)"
+        )
+    elif deadline["requests_outside_range"]:
+        fit = deadline["fit"]
+        out.append(
+            f"{deadline['requests_outside_range']} of the fluidity section's requests had prompt "
+            f"lengths outside the profiled {fit['min_tokens']}–{fit['max_tokens']} tokens: their "
+            "profiled D_p is the nearest profiled length's, not a fit's extrapolation (Etalon "
+            "§4.1 profiles the lengths the workload uses)"
         )
     rate = fluidity["fluid_token_generation_rate"]
     if rate is not None and tpot_p50_ms and rate["tokens_per_s"] > 1000.0 / tpot_p50_ms:

@@ -52,9 +52,12 @@ __all__ = [
     "ComponentShares",
     "Configuration",
     "DataQuality",
+    "DeadlineRange",
     "DeadlineRow",
     "FilterRow",
     "FilterStats",
+    "FirstContentToken",
+    "FixedPrefillDeadline",
     "FluidRate",
     "Fluidity",
     "FluidityIndex",
@@ -72,8 +75,11 @@ __all__ = [
     "Metrics",
     "Preemptions",
     "PrefillDeadline",
+    "PrefillFitSection",
     "ProbeDefinition",
     "ProbeSet",
+    "ProfileGroup",
+    "ProfiledPrefillDeadline",
     "Reasoning",
     "ReasoningRequests",
     "Refusals",
@@ -432,10 +438,21 @@ class Reasoning(TypedDict):
     output_itl_ms: Summary
 
 
+class FirstContentToken(TypedDict):
+    """``metrics.client.first_content_token`` (section ``metrics.client``; draft 5.1.3.1)."""
+
+    requests: int
+    first_event_recorded: int
+    after_non_content_events: int
+    non_content_lead_ms: ShortSummary
+    content_before_first_event: int
+
+
 class ClientMetrics(TypedDict):
     """``metrics.client`` (section ``metrics.client``)."""
 
     ttft_ms: Summary
+    first_content_token: FirstContentToken
     itl_ms: Summary
     tpot_ms: Summary
     e2e_ms: Summary
@@ -517,12 +534,65 @@ class ServerMetrics(TypedDict):
 # ------------------------------------------------------------------------------------------
 
 
-class PrefillDeadline(TypedDict):
-    """``metrics.fluidity.prefill_deadline`` (section ``metrics.fluidity``)."""
+class FixedPrefillDeadline(TypedDict):
+    """``metrics.fluidity.prefill_deadline`` of kind ``fixed`` (section ``metrics.fluidity``)."""
 
     kind: Literal["fixed"]
     deadline_ms: float
     description: str
+
+
+class PrefillFitSection(TypedDict):
+    """``metrics.fluidity.prefill_deadline.fit`` (section ``metrics.fluidity``)."""
+
+    a_ms: float
+    b_ms_per_token: float
+    c_ms_per_token2: float
+    r_squared: float
+    residual_std_ms: float
+    requests: int
+    min_tokens: int
+    max_tokens: int
+
+
+class ProfileGroup(TypedDict):
+    """A row of ``metrics.fluidity.prefill_deadline.groups`` (section ``metrics.fluidity``)."""
+
+    min_tokens: int
+    max_tokens: int
+    requests: int
+    prefill_p50_ms: float
+
+
+class DeadlineRange(TypedDict):
+    """``metrics.fluidity.prefill_deadline.deadline_range_ms`` of a profiled ``D_p`` (section
+    ``metrics.fluidity``)."""
+
+    min: float
+    p50: float
+    max: float
+
+
+class ProfiledPrefillDeadline(TypedDict):
+    """``metrics.fluidity.prefill_deadline`` of kind ``profiled`` (section
+    ``metrics.fluidity``)."""
+
+    kind: Literal["profiled"]
+    description: str
+    source: str
+    isolation: str
+    grouping: str
+    scheduling_slack_ms: float
+    isolated_requests: int
+    left_out: dict[str, int]
+    fit: PrefillFitSection
+    groups: list[ProfileGroup]
+    deadline_range_ms: DeadlineRange
+    requests_outside_range: int
+
+
+PrefillDeadline = FixedPrefillDeadline | ProfiledPrefillDeadline
+"""``metrics.fluidity.prefill_deadline``: a fixed ``D_p`` or Etalon's profiled ``D_p(L)``."""
 
 
 class FluidityIndex(TypedDict):

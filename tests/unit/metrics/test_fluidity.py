@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otelbench.errors import ConfigError
@@ -23,8 +23,11 @@ from otelbench.metrics import (
     fluid_token_generation_rate,
     fluidity_index,
     fluidity_indices,
+    isolated,
     percentile,
     prefill_deadlines,
+    profile_groups,
+    profiled_prefill_deadlines,
     summarize,
 )
 
@@ -226,6 +229,89 @@ def test_prefill_fit_predicts_exact_quadratics(a: float, b: float, c: float, ls:
 def test_prefill_fit_predict_is_the_polynomial() -> None:
     fit = PrefillFit(1.0, 2.0, 3.0, 1.0, 0.0, (1, 2, 3), 30, 10)
     assert fit.predict([0, 1, 2]).tolist() == [1.0, 6.0, 17.0]
+
+
+def test_profiled_deadlines_use_the_fit_within_the_profiled_lengths_only() -> None:
+    # prefill(L) = 10 ms + 0.1 ms/token · L over lengths 100..300: inside, the fit; outside and
+    # unknown, the nearest profiled length's (100 for NaN, the shortest); slack 0.5 s
+    fit = PrefillFit(0.01, 1e-4, 0.0, 1.0, 0.0, (100, 200, 300), 30, 10)
+    got = profiled_prefill_deadlines(fit, [150, 50, 900, float("nan")], 0.5)
+    assert got.tolist() == pytest.approx([0.525, 0.52, 0.54, 0.52])
+    # a fit predicting a negative prefill counts it as 0; D_p is at least 1 µs
+    falling = PrefillFit(-1.0, 0.0, 0.0, 1.0, 0.0, (1, 2, 3), 30, 10)
+    assert profiled_prefill_deadlines(falling, [2], 0.0).tolist() == [1e-6]
+    with pytest.raises(ValueError, match="slack"):
+        profiled_prefill_deadlines(fit, [150], -0.1)
+
+
+# --- isolation and profile groups (Etalon §4.1: "profiling the request in isolation") -----------
+def test_isolated_by_hand() -> None:
+    # windows start → first token: r0 [0, 2] alone; r1 [10, 11] alone (r2 arrives at 12, after
+    # r1's first token); r2 [12, 20] while r1 (until 30) is in flight; r3 [40, 45] alone; r4
+    # starts exactly when r3 ends (touching counts: not alone), r3's window ends before r4.
+    start = [0, 10, 12, 40, 50]
+    end = [8, 30, 35, 50, 60]
+    first = [2, 11, 20, 45, 55]
+    assert isolated(start, end, first).tolist() == [True, True, False, True, False]
+    # no first token (NaN): never isolated, but its interval still counts against the others
+    assert isolated([0, 5], [100, 6], [float("nan"), 6]).tolist() == [False, False]
+    # two identical requests hide each other
+    assert isolated([0, 0], [5, 5], [1, 1]).tolist() == [False, False]
+    with pytest.raises(ValueError, match="same shape"):
+        isolated([0], [1, 2], [0])
+    with pytest.raises(ValueError, match="end before"):
+        isolated([5], [1], [5])
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 1000), st.integers(0, 100), st.integers(0, 100)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_isolated_matches_the_pairwise_definition(rows: list[tuple[int, int, int]]) -> None:
+    start = [s for s, _, _ in rows]
+    first = [s + min(f, d) for s, d, f in rows]
+    end = [s + d for s, d, _ in rows]
+    expected = [
+        not any(start[j] <= first[i] and end[j] >= start[i] for j in range(len(rows)) if j != i)
+        for i in range(len(rows))
+    ]
+    assert isolated(start, end, first).tolist() == expected
+
+
+def test_profile_groups_are_etalons_lengths_or_ranges_of_ten() -> None:
+    # Etalon's profile: 3 lengths of 10 requests each are exactly the 3 groups, whatever the
+    # order of the requests
+    lengths = [300] * 10 + [100] * 10 + [200] * 10
+    groups = profile_groups(lengths)
+    assert groups is not None
+    assert groups.tolist() == [2] * 10 + [0] * 10 + [1] * 10
+    # continuous lengths: groups of ten from the shortest; a short last group joins the one
+    # before; unknown lengths belong to none
+    groups = profile_groups([*range(1, 36), float("nan")])
+    assert groups is not None
+    assert groups.tolist() == [0] * 10 + [1] * 10 + [2] * 15 + [-1]
+    # a length never splits across groups: 12 requests of length 5 make one group
+    groups = profile_groups([5] * 12 + [6] * 10 + [7] * 10)
+    assert groups is not None
+    assert sorted(set(groups.tolist())) == [0, 1, 2]
+    assert groups[:12].tolist() == [0] * 12
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        [100] * 10 + [200] * 9 + [300] * 12,  # one length profiled 9 times
+        [100] * 40,  # one length
+        [100] * 20 + [200] * 20,  # two lengths
+        list(range(29)),  # 29 requests
+    ],
+)
+def test_profile_groups_refuse_a_profile_a_quadratic_cannot_stand_on(lengths: list[int]) -> None:
+    assert profile_groups(lengths) is None
 
 
 # --- fluid token generation rate ---------------------------------------------------------------

@@ -226,7 +226,9 @@ def test_build_and_render(tmp_path: Path) -> None:
     )
     assert devs[1].startswith("D_p is fixed at 20 ms for every request, not Etalon's D_p(L)")
     assert devs[2].startswith("level(s) 1 (4), 2 (4) had fewer than the 100 requests")
-    assert any("fixed D_p of 1000 ms" in n for n in proc.notes)
+    assert any(
+        "else a fixed 1000 ms); this procedure's figures use D_p 20 ms" in n for n in proc.notes
+    )
     doc = {
         "title": proc.title, "draft_section": proc.section, "procedure": proc.name,
         "profile": "quick", "duration_s": 1.0, "store": "spans.duckdb", "configuration": {},

@@ -55,6 +55,7 @@ def test_top_level_shape(scenario_store: Path) -> None:
     client = report["metrics"]["client"]
     assert list(client) == [
         "ttft_ms",
+        "first_content_token",
         "itl_ms",
         "tpot_ms",
         "e2e_ms",

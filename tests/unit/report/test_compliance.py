@@ -228,6 +228,13 @@ def full_report() -> dict[str, Any]:
         "metrics": {
             "client": {
                 "ttft_ms": _summary(n, 100.0),
+                "first_content_token": {
+                    "requests": n,
+                    "first_event_recorded": n,
+                    "after_non_content_events": n,
+                    "non_content_lead_ms": {"count": n, "p50": 0.4, "p95": 0.9, "p99": 1.5},
+                    "content_before_first_event": 0,
+                },
                 "itl_ms": _summary(1_590_000, 20.0),
                 "tokens_per_chunk": _summary(1_600_000, 1.0) | {"max": 1.0},
                 "itl_per_request": {
@@ -253,6 +260,7 @@ def full_report() -> dict[str, Any]:
                 "name": "distributed timing (draft 4.6.3 Option B)",
                 "protocol": "HTTP/1.1 Server-Sent Events (OpenAI-compatible streaming)",
                 "chunk_token_source": "usage",
+                "chunk_token_sources": {"usage": n},
                 "server_option": "C",
             },
             "first_token_definition": "time to the first content token (draft 5.1.3.1)",
@@ -408,7 +416,14 @@ def test_evidence_quotes_the_facts() -> None:
     )
     assert checks["chunking-declared"]["evidence"] == (
         "protocol HTTP/1.1 Server-Sent Events (OpenAI-compatible streaming); one token per "
-        "chunk; multi-token chunks handled by Option B"
+        "chunk, counted from per-chunk usage on all 10000 requests with content chunks; "
+        "multi-token chunks handled by Option B"
+    )
+    assert checks["first-token-definition"]["evidence"] == (
+        "TTFT is the time to the first content token; 10000 requests with the first event and "
+        "the first content token recorded: 10000 of them began with non-content events "
+        "(role-only, empty or whitespace deltas) that TTFT skipped, P50 0.40 ms before the "
+        "content"
     )
     assert checks["itl-method"]["evidence"] == (
         "client ITL by Option B: distributed timing (draft 4.6.3 Option B); server ITL by Option C"

@@ -106,7 +106,11 @@ RUN_CASES: dict[str, tuple[Callable[[], Report], Mutate, Mutate]] = {
     "special-tokens": (full_report, keep, drop("run.tokenizer.bos_eos")),
     "warmup": (full_report, keep, put("run.warmup.requests", 20)),
     "warmup-verified": (full_report, keep, put("run.warmup.stabilized", False)),
-    "chunking-declared": (full_report, keep, drop("methodology.itl_method.option")),
+    "chunking-declared": (
+        full_report,
+        keep,
+        put("methodology.itl_method.chunk_token_sources", {"usage": 9_000, "one_per_chunk": 1_000}),
+    ),
     "itl-method": (full_report, keep, put("methodology.itl_method.option", "D")),
     "itl-option-c": (full_report, keep, drop("metrics.server.itl_ms")),
     "clock-sync": (full_report, keep, REMOTE),
@@ -124,7 +128,7 @@ RUN_CASES: dict[str, tuple[Callable[[], Report], Mutate, Mutate]] = {
     "network-rtt": (full_report, both(REMOTE, put("run.sut.network_rtt_ms", 0.3)), REMOTE),
     "guardrail-disclosure": (full_report, keep, drop("run.sut.boundary")),
     "first-token-definition": (
-        full_report, keep, drop("methodology.first_token_definition")
+        full_report, keep, put("metrics.client.first_content_token.first_event_recorded", 9_990)
     ),
     "ttft-percentiles": (full_report, keep, drop("metrics.client.ttft_ms.p99_9")),
     "sample-count-stated": (full_report, keep, drop("metrics.client.ttft_ms.count")),

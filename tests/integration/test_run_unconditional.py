@@ -1,0 +1,140 @@
+"""`otelbench run --target` at the draft's sizes for TTFT (5.1) against a well-behaved server is
+"unconditionally compliant"; the same run with one requirement broken is not, and names it.
+
+Which test and boundary: a run report judges 5.1 and 5.4. 5.4 RECOMMENDS several load levels
+(5.4.2), which one run cannot have (``otelbench test itl`` runs them), and the Model Engine
+boundary RECOMMENDS gRPC (4.6.1) where otelbench streams SSE: so the one verdict a single run can
+carry to "unconditionally compliant" is 5.1's at the Application Gateway boundary, which
+RECOMMENDS SSE (4.6.1) and the Conversation workload (4.3.2.3). The sizes are the draft's, not
+scaled down: 10,000 requests (5.1.2.1: P99.9 needs 10,000 samples, and the report gives P99.9,
+5.1.4.1), Poisson arrivals (5.1.2.2), a warm-up of 100 requests and 10,000 output tokens with its
+stabilization probes (4.5). That is 50 s of load per run at 200 requests/s (two runs: about two
+minutes on a quiet machine), so this lives in the integration tier, alone (no other test's load
+on the cores).
+
+4.2.1's 1 ms timing and 4.2.5's schedule lag are judged from the load generator's own measured
+health, which other processes can break whatever the run does (this machine is shared: with
+other people's vLLM tests running, the loop waited for a core 12–26 % of the time, its
+lateness P99 reached 29–77 ms, and the gateway fell behind the 200 requests/s: TTFT P50 17–34 s,
+95–110 s per run). Where those statements are unmet, the report's own evidence must show that
+cause (as in tests/integration/test_loadgen_workers.py) and the verdict is then "not compliant";
+every other statement of 5.1 must be met either way, and no statement depends on the latencies.
+
+Real parts only: the CLI in a child process with its embedded collector; the Application Gateway
+is ``otelbench gateway`` with a blocklist input filter (its default configuration) in front of
+the scripted SSE server (tests/fixtures/scripted_server.py), which plays a fixed fast schedule
+(2 chunks of 50 tokens, continuous usage statistics) whatever the request asks. The SUT
+description declares what otelbench cannot see; its guardrail comparative run is the tester's
+declaration (draft 4.8.2 statements are judged as declared).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelbench.draft import P99_9_MIN_SAMPLES, WARMUP_MIN_OUTPUT_TOKENS, WARMUP_MIN_REQUESTS
+from otelbench.guardrails.gateway import GatewayServer
+from tests.fixtures.cli import otelbench
+from tests.fixtures.scripted_server import ScriptedServer
+from tests.integration.test_loadgen_workers import explained_by_other_processes
+from tests.integration.test_run_compliance import LOAD_DEPENDENT
+
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # the load generator's timing to 1 ms
+
+GUARDRAILS = """\
+input:
+  - type: blocklist
+    name: banned
+    keywords: [forbidden]
+"""
+SUT = """\
+boundary: Application Gateway
+hardware: 2-core CPU, no accelerator
+software: otelbench gateway in front of the scripted SSE server
+model_version: m@1
+quantization: none
+prefix_caching: disabled
+guardrails:
+  input_filter: otelbench blocklist (banned)
+  output_filter: none
+  default_configuration: true
+  comparative_run: otelbench test guardrail-overhead, out/5.10/procedure.json
+"""
+SCRIPT = {"n": 2, "tokens": [50], "ttft_ms": 1.0, "itl_ms": 1.0, "tag": "unconditional"}
+"""100 output tokens per request in 2 chunks: the warm-up's 100 requests reach 10,000 output
+tokens, and the gateway relays few events."""
+RATE = 200.0
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
+    config = tmp_path_factory.mktemp("gateway") / "guardrails.yaml"
+    config.write_text(GUARDRAILS, encoding="utf-8")
+    with ScriptedServer() as server, GatewayServer(server.url, config=config) as gw:
+        yield gw
+
+
+def run(gateway: GatewayServer, out: Path, *extra: str) -> dict[str, Any]:
+    sut = out.parent / f"{out.name}-sut.yaml"
+    sut.write_text(SUT, encoding="utf-8")
+    proc = otelbench(
+        "run", "--target", gateway.base_url, "--model", "m", "--workload", "conversation",
+        "--requests", str(P99_9_MIN_SAMPLES), "--rate", str(RATE), "--seed", "3",
+        "--tokenizer", "cl100k_base", "--extra-body", json.dumps({"script": SCRIPT}),
+        "--span-wait", "0", "--sut-config", str(sut), "--out", str(out), *extra,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    return report
+
+
+def ttft_verdict(report: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = next(t for t in report["compliance"]["tests"] if t["test"] == "5.1")
+    return found
+
+
+def unmet(verdict: dict[str, Any]) -> dict[str, str]:
+    return {s["id"]: s["evidence"] for s in verdict["statements"] if s["met"] is False}
+
+
+def timing_held_or_explained(report: dict[str, Any], unmet: dict[str, str]) -> set[str]:
+    """The unmet statements beyond the load generator's timing (4.2.1, 4.2.5). Those two are
+    judged from the run's own measured timing health, which other processes on this shared
+    2-core machine can break whatever the run does: where they are unmet, the report's own
+    evidence must show it (the loop waited for a core, or the host stole it, while the worker
+    was not busy with its own load), as in tests/integration/test_loadgen_workers.py."""
+    if unmet.keys() & LOAD_DEPENDENT:
+        assert explained_by_other_processes(report), unmet
+    return set(unmet) - LOAD_DEPENDENT
+
+
+def test_a_complete_run_is_unconditionally_compliant_and_one_broken_requirement_is_named(
+    gateway: GatewayServer, tmp_path: Path
+) -> None:
+    report = run(gateway, tmp_path / "poisson")
+    assert report["run"]["requests"]["succeeded"] == P99_9_MIN_SAMPLES
+    warmup = report["run"]["warmup"]
+    assert warmup["requests"] >= WARMUP_MIN_REQUESTS
+    assert warmup["output_tokens"] >= WARMUP_MIN_OUTPUT_TOKENS
+    verdict = ttft_verdict(report)
+    found = unmet(verdict)
+    assert timing_held_or_explained(report, found) == set()
+    expected = "not compliant" if found else "unconditionally compliant"
+    assert verdict["verdict"] == expected
+    checks = {c["id"]: c for c in report["compliance"]["checks"]}
+    assert checks["chunking-declared"]["met"] is True
+    assert checks["first-token-definition"]["met"] is True
+    assert checks["guardrails-production"]["met"] is True
+
+    # the same run with uniform arrivals: 5.1.2.2 REQUIRES Poisson
+    broken_report = run(gateway, tmp_path / "uniform", "--arrival", "uniform")
+    broken = ttft_verdict(broken_report)
+    assert broken["verdict"] == "not compliant"
+    assert timing_held_or_explained(broken_report, unmet(broken)) == {"ttft-poisson"}
+    assert "open-loop arrivals: uniform" in unmet(broken)["ttft-poisson"]
