@@ -5,19 +5,20 @@ Used by the load generator's telemetry (:mod:`otelbench.telemetry`) and by the v
 library and the OpenTelemetry SDK and OTLP proto encoder only — what the vLLM environment has.
 
 **Flow.** :meth:`SpoolingSpanExporter.export` runs in the batch span processor's thread (never on
-the request path: the engine and the load generator only append a finished span to the
-processor's queue). It encodes the batch once into the ``ExportTraceServiceRequest`` protobuf
-bytes and POSTs them to the collector, one attempt (gzip or deflate when ``compression``, or
-``OTEL_EXPORTER_OTLP_COMPRESSION``, asks: each attempt compresses the same bytes). When that
-fails in a way worth retrying (connection refused or reset, timeout, HTTP 429 or 5xx) the same
-bytes are appended to the spool and the batch counts as spooled. While the spool holds
-anything, new batches go straight to the spool (one order, oldest first, and no per-batch
-timeout against a collector known to be down). A replay thread sends the spool's records
-oldest first, backing off from :data:`RETRY_INITIAL_S` to :data:`RETRY_MAX_S` while the
-collector does not answer; a record is acknowledged by a 2xx answer (the embedded receiver
-answers 200 only after the batch is committed to the store). Any other 4xx means the collector
-will never take that batch: its spans are counted as rejected and it is not retried. Both
-threads are the exporter's own; nothing else touches disk.
+the request path: the engine and the load generator only append a finished span to the processor's
+queue). It encodes the batch once into the ``ExportTraceServiceRequest`` protobuf bytes
+(:func:`encode_batch`: the SDK encoder's bytes, written directly, ~4.5x faster for the load
+generator's spans with their per-chunk arrays) and POSTs them to the collector, one attempt (gzip
+or deflate when ``compression``, or ``OTEL_EXPORTER_OTLP_COMPRESSION``, asks: each attempt
+compresses the same bytes). When that fails in a way worth retrying (connection refused or reset,
+timeout, HTTP 429 or 5xx) the same bytes are appended to the spool and the batch counts as spooled.
+While the spool holds anything, new batches go straight to the spool (one order, oldest first, and
+no per-batch timeout against a collector known to be down). A replay thread sends the spool's
+records oldest first, backing off from :data:`RETRY_INITIAL_S` to :data:`RETRY_MAX_S` while the
+collector does not answer; a record is acknowledged by a 2xx answer (the embedded receiver answers
+200 only after the batch is committed to the store). Any other 4xx means the collector will never
+take that batch: its spans are counted as rejected and it is not retried. Both threads are the
+exporter's own; nothing else touches disk.
 
 This replaces the OTLP exporter's own retry loop rather than sitting behind it: the SDK exporter's
 public API takes spans, never bytes, and a replayed record is bytes; one sender for both paths
