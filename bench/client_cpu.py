@@ -251,6 +251,14 @@ def summarize(streams: int, clients: list[str], runs: list[dict[str, Any]]) -> d
     for r in runs:
         by_rep.setdefault(r["repeat"], {})[r["client"]] = r["cpu_s_per_1k_chunks"]
     ours = [c for c in clients if c != "raw"]
+    before: dict[str, Any] = {}
+    if "before" in clients:  # this checkout against the other, paired within each repeat
+        before = {
+            "otelbench_over_before": round(cpu["otelbench"] / cpu["before"], 3),
+            "otelbench_over_before_per_repeat": [
+                round(rep["otelbench"] / rep["before"], 3) for rep in by_rep.values()
+            ],
+        }
     return {
         "streams": streams,
         "chunks_per_run": {c: _median(runs, c, "chunks") for c in clients},
@@ -267,6 +275,7 @@ def summarize(streams: int, clients: list[str], runs: list[dict[str, Any]]) -> d
             c: round(_median(runs, c, "measurement_cpu_s_per_1k_chunks"), 4) for c in ours
         },
         "ttft_error_ms_p99": {c: _median(runs, c, "ttft_error_ms", "p99") for c in clients},
+        **before,
         "meets_goal": cpu["otelbench"] / cpu["raw"] <= GOAL_RATIO,
         "runs": runs,
     }

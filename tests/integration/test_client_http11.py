@@ -101,6 +101,34 @@ async def test_close_delimited_and_chunked_bodies() -> None:
     assert accepted == [0, 1]  # the close-delimited response could not leave a reusable connection
 
 
+async def test_bodies_larger_than_one_read_arrive_whole() -> None:
+    """Bodies many times one ``recvmsg`` (64 KiB) and past the 1 MiB high-water mark, sent at
+    once: Content-Length and chunked framing, byte for byte, and the connection is reused."""
+    body = bytes(range(256)) * (5 * 1024 * 1024 // 256 + 7)  # 5 MiB and a bit
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        await read_request(r)
+        w.write(ok(body))
+        await read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for i in range(0, len(body), 300_000):
+            part = body[i : i + 300_000]
+            w.write(b"%x\r\n%s\r\n" % (len(part), part))
+        w.write(b"0\r\n\r\n")
+        await w.drain()
+        await r.read()
+
+    async with (
+        raw_server(handler) as (url, accepted),
+        httpx.AsyncClient(transport=AsyncHTTP11Transport()) as client,
+    ):
+        framed = await client.get(url)
+        chunked = await client.get(url)
+    assert framed.content == body
+    assert chunked.content == body
+    assert accepted == [0]
+
+
 async def test_stale_idle_connection_is_retried_on_a_new_one() -> None:
     async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
         await read_request(r)
