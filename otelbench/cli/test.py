@@ -24,11 +24,12 @@ Every command takes ``--out DIR --model NAME`` and ``--target URL`` or ``--sut v
 (launched once for all levels; ``--vllm-arg`` adds a ``vllm serve`` argument), ``--profile
 draft|quick``, the workload options of ``otelbench run`` and its ``--store`` (a DuckDB file,
 ``chdb:///dir`` or ``clickhouse://…``) and ``--otlp-endpoint`` (an external collector writing
-``--store clickhouse://…``). It writes ``DIR/procedure.json``, ``DIR/procedure.md``,
-``DIR/procedure.html``, ``DIR/spans.duckdb`` (or the ``--store``) and each level's run report
-(JSON, Markdown, HTML) under ``DIR/levels/NN/``, prints ``procedure.md`` and shows its progress
-on stderr. 5.7 and 5.10 run the target in several configurations and restart it between them
-(:mod:`otelbench.procedures.configurations`).
+``--store clickhouse://…``) or ``--collector-port PORT`` (the embedded collector listens there,
+where a running ``--target``'s tracer already exports). It writes ``DIR/procedure.json``,
+``DIR/procedure.md``, ``DIR/procedure.html``, ``DIR/spans.duckdb`` (or the ``--store``) and each
+level's run report (JSON, Markdown, HTML) under ``DIR/levels/NN/``, prints ``procedure.md`` and
+shows its progress on stderr. 5.7 and 5.10 run the target in several configurations and restart
+it between them (:mod:`otelbench.procedures.configurations`).
 """
 
 from __future__ import annotations
@@ -88,6 +89,12 @@ class ProcedureOptions:
         "--vllm-arg=--num-gpu-blocks-override --vllm-arg=64.",
     )
     gpus: int = option(0, help="Accelerators of the SUT (tokens per GPU-second).")
+    collector_port: int = option(
+        0,
+        help="The embedded collector's loopback port (default: a free one): the port a running "
+        "--target's tracer exports to (`vllm serve --otlp-traces-endpoint "
+        "http://127.0.0.1:PORT/v1/traces`), so that its spans join the levels.",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,6 +169,7 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
         configurations=configurations,
         store=c.store,
         otlp_endpoint=c.otlp_endpoint,
+        collector_port=p.collector_port,
     )
 
 

@@ -105,6 +105,8 @@ class ProcedureSpec:
     """The span store (default ``out_dir/spans.duckdb``): a DuckDB file or a ClickHouse URL."""
     otlp_endpoint: str | None = None
     """An external collector writing ``store`` (a ClickHouse server); None: the embedded one."""
+    collector_port: int = 0
+    """The embedded collector's loopback port; 0: a free one."""
 
 
 ParamsT = TypeVar("ParamsT")
@@ -415,6 +417,7 @@ def run_procedure(
         defer_sut=procedure.compares_configurations,
         store=spec.store,
         otlp_endpoint=spec.otlp_endpoint,
+        collector_port=spec.collector_port,
     )
     interrupted = False
     failure: OtelbenchError | None = None

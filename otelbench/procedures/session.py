@@ -3,8 +3,10 @@
 ::
 
     ProcedureSession.__enter__   embedded collector → OUT/spans.duckdb (or the --store: a DuckDB
-                                 file, chdb:///dir, clickhouse://…); vLLM launched (optional)
-                                 with its tracer pointed at that collector; preflight
+                                 file, chdb:///dir, clickhouse://…) on a free loopback port (or
+                                 --collector-port: where a running target's tracer exports);
+                                 vLLM launched (optional) with its tracer pointed at that
+                                 collector; preflight
     run_level() × N              one run per level (its own run id, OUT/levels/NN/run.json):
                                  execute_run → flush spans → wait for the target's spans →
                                  live report from the records in memory (levels.py); the
@@ -137,15 +139,22 @@ class ProcedureSession(Ends):
         defer_sut: bool = False,
         store: Path | str | None = None,
         otlp_endpoint: str | None = None,
+        collector_port: int = 0,
     ) -> None:
         """``defer_sut``: start no SUT and check no target on entry; the procedure calls
         :meth:`use_configuration` before its first level (5.7, 5.10). ``store``: the span store
         (default ``out_dir/spans.duckdb``); ``otlp_endpoint``: an external collector writing
-        ``store``, which must then be a ClickHouse server URL (module docstring)."""
+        ``store``, which must then be a ClickHouse server URL (module docstring);
+        ``collector_port``: the embedded collector's loopback port (0: a free one), e.g. the one
+        a running target's tracer already exports to."""
         if otlp_endpoint is not None and not is_server_store(store):
             raise ConfigError(
                 "--otlp-endpoint needs --store clickhouse://… (a ClickHouse server that collector "
                 "writes): the procedure reads its store while that collector runs"
+            )
+        if otlp_endpoint is not None and collector_port:
+            raise ConfigError(
+                "--collector-port is the embedded collector's port: not with --otlp-endpoint"
             )
         check_workload(base)
         if launch_vllm_cpu is None and not defer_sut:
@@ -161,6 +170,7 @@ class ProcedureSession(Ends):
             store = out_dir / "spans.duckdb"
         self.store: Path | str = store if is_store_url(store) else Path(store)
         self.otlp_endpoint = otlp_endpoint
+        self.collector_port = collector_port
         self.levels: list[Level] = []
         self.target_info: dict[str, Any] = {}
         self.collector_stats: dict[str, Any] = {}
@@ -194,7 +204,7 @@ class ProcedureSession(Ends):
             self._watch.target_spans(self.base.run_id)  # an unreachable store fails here, first
             endpoint = self.otlp_endpoint
         else:
-            self._collector = EmbeddedCollector(self.store)
+            self._collector = EmbeddedCollector(self.store, port=self.collector_port)
             self._watch = self._collector
             self.on_status(f"starting the embedded collector → {self.store_display}")
             endpoint = self._collector.start()

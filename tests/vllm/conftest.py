@@ -13,35 +13,47 @@
   share it: the engine hooks enabled and vLLM's own tracer on, both exporting to
   ``otlp_receiver`` every 200 ms; a 512-token window and a KV cache of 18 blocks of 32 tokens
   (:data:`SHARED_KV_ARGS`: 576 tokens, so that concurrent long requests are preempted while short
-  ones fit side by side). Keep requests few and short; a test that reads the server's log reads
-  what was written since it began (:func:`log_since`).
+  ones fit side by side); otelbench's guardrail middleware in its API server, whose filters name
+  only ``tiny-guarded`` and ``tiny-raw`` (:data:`GUARDRAILS_CONFIG`: the same model under names of
+  its own), so that requests to ``tiny`` pass it untouched. Keep requests few and short; a test
+  that reads the server's log reads what was written since it began (:func:`log_since`). A
+  procedure that needs the engine's spans in its own store runs against it with its embedded
+  collector on the port ``otlp_receiver`` lends (``--collector-port``).
 - ``vllm_measurements`` (session): a dict the tests fill with what they measured (start-up
-  time, RSS, TTFT, tok/s); printed in the terminal summary.
+  time, RSS, TTFT, tok/s); printed in the terminal summary, with the number of vLLM launches the
+  session made (:class:`LaunchCounter`: counted from the processes, those of the ``otelbench``
+  commands the tests run included) and the test file each began in.
 
-vLLM launches in one run of the tier (default ``--vllm-versions``), and why each is its own:
+vLLM launches in one run of the tier (default ``--vllm-versions``: 9), and why each is its own:
 
-- ``vllm_server``: 1;
-- ``test_engine_hooks.py``: 1 per extra release asked for (0.30.0 by default: another venv);
-- ``test_guardrails_vllm.py``: 1 (the guardrail middleware, and the hooks installed but not
-  enabled: the shared server has them on);
+- ``vllm_server``: 1. On it, besides the tests of the server itself: the engine hooks
+  (``test_engine_hooks.py``, the default release), the guardrail middleware
+  (``test_guardrails_vllm.py``), the OpenAI SDK, ``otelbench watch`` and the dashboards, and the
+  procedures 5.1–5.6, 5.8, 5.9 and fluidity (``test_procedures_vllm*.py``);
+- ``test_engine_hooks.py``: 1 per extra release asked for (0.30.0 by default: another venv; CI
+  runs the default release and at least one older one). The hooks installed but not enabled are
+  checked without a launch (vLLM's plugin loader in the venv);
 - ``test_api_servers.py``: 1 (``--api-server-count 2``: the hooks' metrics then go to OTLP only,
-  and the shared server's are checked on its Prometheus ``/metrics``);
-- ``test_spool_vllm.py``: 1 (``OTELBENCH_SPOOL_DIR``: with a spool, failed exports are not lost,
-  which the shared server's collector-down test counts);
+  which the shared server's tests read on its Prometheus ``/metrics``);
+- ``test_spool_vllm.py``: 1 (``OTELBENCH_SPOOL_DIR``: with a spool a failed export is spooled
+  and replayed, while the shared server runs without one, as ``otelbench run --sut vllm-cpu``
+  launches it, and its collector-down test proves that path counts every span it loses);
 - ``test_prefix_cache_vllm.py`` (5.7) and ``test_guardrail_overhead_vllm.py`` (5.10): 2 each, the
-  procedures restart the SUT per configuration by design (5.7.3), the fewest configurations each
-  compares;
-- ``test_procedures_vllm.py`` (5.3), ``test_procedures_vllm_pressure.py`` (5.8, fluidity) and
-  ``test_run_e2e.py`` (``otelbench run``): 1 each, the command launches vLLM (``--sut
-  vllm-cpu``) pointed at its own embedded collector, whose spans the tests check; a running
-  server's tracer cannot be pointed there.
+  procedures restart the SUT per configuration by design (5.7.3: each configuration starts
+  cold; 5.10: the baseline without the middleware, then with the procedure's own guardrails),
+  the fewest configurations each compares;
+- ``test_run_e2e.py``: 1, ``otelbench run --sut vllm-cpu``, the README's main job: the command
+  launches vLLM pointed at its own embedded collector, which is what it proves.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
+import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -55,6 +67,7 @@ from otelbench import semconv
 from otelbench.collector import Receiver
 from otelbench.sut import VllmCpuServer, VllmEnv
 from otelbench.sut.process import free_port
+from otelbench.sut.vllm_cpu import CLI_NAME
 
 REPO = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO / "scripts" / "vllm" / "setup.sh"
@@ -64,6 +77,30 @@ SHARED_KV_ARGS = ("--block-size", "32", "--num-gpu-blocks-override", "18")
 SHARED_ENV = {"OTEL_BSP_SCHEDULE_DELAY": "200", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "5"}
 """Spans exported every 200 ms; an export that cannot connect gives up within 5 s (the
 collector-down test counts the failures)."""
+SHARED_MODEL = "tiny"
+GUARDED_MODEL = "tiny-guarded"
+"""The shared server's model under a name of its own, for which the guardrail middleware runs
+an input blocklist and a redacting output filter (:data:`GUARDRAILS_CONFIG`)."""
+RAW_MODEL = "tiny-raw"
+"""The same model, for which the middleware runs the input blocklist only."""
+GUARDED_MODELS = (GUARDED_MODEL, RAW_MODEL)
+GUARDRAIL_MIDDLEWARE = "otelbench.guardrails.middleware.GuardrailMiddleware"
+GUARDRAILS_CONFIG = f"""
+input:
+  - type: blocklist
+    name: banned
+    keywords: [forbidden]
+    models: [{GUARDED_MODEL}, {RAW_MODEL}]
+output:
+  - type: blocklist
+    name: letters
+    action: redact
+    patterns: ['[A-Za-z]']
+    replacement: '*'
+    models: [{GUARDED_MODEL}]
+"""
+"""The shared server's guardrails (``$OTELBENCH_GUARDRAILS_CONFIG``): no filter names
+``tiny``, so every other test's requests pass the middleware untouched."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -79,10 +116,94 @@ def vllm_measurements() -> dict[str, Any]:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _MEASUREMENTS:
+    if _MEASUREMENTS or _LAUNCHES.launches:
         terminalreporter.section("vLLM on CPU: measured in this session")
         for key, value in _MEASUREMENTS.items():
             terminalreporter.line(f"{key}: {json.dumps(value)}")
+        terminalreporter.line(_LAUNCHES.summary())
+
+
+# ----------------------------------------------------------------------------------------------
+# vLLM launches of the session, counted from the processes (those of `otelbench` commands that
+# the tests run included)
+# ----------------------------------------------------------------------------------------------
+_CLI = f"/{CLI_NAME}".encode()
+"""How ``VllmCpuServer``'s command names vLLM's command line (``PYTHON CLI serve …``)."""
+
+
+def _proc_table() -> dict[int, tuple[int, int, bool]]:
+    """pid → (parent pid, start time in clock ticks since boot, runs ``CLI serve``)."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            argv = Path(entry.path, "cmdline").read_bytes().split(b"\0")
+            fields = stat[stat.rindex(")") + 2 :].split()
+            ppid, started = int(fields[1]), int(fields[19])
+        except (OSError, ValueError, IndexError):  # gone meanwhile (a half-read file)
+            continue
+        serve = len(argv) > 2 and argv[1].endswith(_CLI) and argv[2] == b"serve"
+        table[int(entry.name)] = (ppid, started, serve)
+    return table
+
+
+class LaunchCounter:
+    """Polls ``/proc`` twice a second for ``vllm serve`` processes (:data:`_CLI`) descended
+    from this pytest process whose parent is not one (a forked worker shares the command line),
+    and notes each, once, with the test that was running (a launch lives tens of seconds)."""
+
+    def __init__(self) -> None:
+        self.launches: dict[tuple[int, int], str] = {}
+        self.current = "(session set-up)"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._poll, name="vllm-launches", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.scan()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            self.scan()
+
+    def scan(self) -> None:
+        table = _proc_table()
+        me = os.getpid()
+        for pid, (ppid, started, serve) in table.items():
+            if not serve or table.get(ppid, (0, 0, False))[2]:
+                continue
+            ancestor = ppid
+            while ancestor not in (0, 1, me) and ancestor in table:
+                ancestor = table[ancestor][0]
+            if ancestor == me:
+                self.launches.setdefault((pid, started), self.current)
+
+    def summary(self) -> str:
+        by_file = collections.Counter(node.split("::", 1)[0] for node in self.launches.values())
+        where = ", ".join(f"{name} {n}" for name, n in sorted(by_file.items()))
+        return f"vLLM launches: {len(self.launches)} ({where})"
+
+
+_LAUNCHES = LaunchCounter()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _count_vllm_launches() -> Iterator[None]:
+    _LAUNCHES.start()
+    yield
+    _LAUNCHES.stop()
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    _LAUNCHES.current = nodeid
 
 
 # ----------------------------------------------------------------------------------------------
@@ -240,16 +361,27 @@ def otlp_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpanSink
 # ----------------------------------------------------------------------------------------------
 # The shared vLLM server of the session
 # ----------------------------------------------------------------------------------------------
-def shared_vllm(env: VllmEnv, sink: SpanSink, log_path: Path) -> VllmCpuServer:
-    """A vLLM configured as ``vllm_server`` (module docstring) from ``env``'s release."""
+def shared_vllm(
+    env: VllmEnv, sink: SpanSink, log_path: Path, guardrails: Path | None = None
+) -> VllmCpuServer:
+    """A vLLM configured as ``vllm_server`` (module docstring) from ``env``'s release; with
+    ``guardrails`` (a configuration file), running the guardrail middleware too and serving the
+    model under :data:`GUARDED_MODELS`' names as well."""
+    extra_args: tuple[str, ...] = SHARED_KV_ARGS
+    environment = dict(SHARED_ENV)
+    if guardrails is not None:
+        extra_args += ("--middleware", GUARDRAIL_MIDDLEWARE)
+        extra_args += ("--served-model-name", SHARED_MODEL, *GUARDED_MODELS)
+        environment[semconv.ENV_GUARDRAILS_CONFIG] = str(guardrails)
     return VllmCpuServer(
         model_dir=env.model_dir,
         venv=env.venv,
+        served_model_name=SHARED_MODEL,
         max_model_len=SHARED_MAX_MODEL_LEN,
-        extra_args=SHARED_KV_ARGS,
+        extra_args=extra_args,
         otlp_traces_endpoint=sink.endpoint,
         hooks=True,
-        env=SHARED_ENV,
+        env=environment,
         log_path=log_path,
     )
 
@@ -294,7 +426,11 @@ def vllm_server(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[VllmCpuServer]:
     """A real vLLM serving the tiny model as ``tiny``, the hooks and vLLM's tracer exporting to
-    ``otlp_receiver`` (module docstring)."""
-    log_path = tmp_path_factory.mktemp("vllm") / "vllm.log"
-    with serving(shared_vllm(vllm_env, otlp_receiver, log_path)) as server:
-        yield server
+    ``otlp_receiver``, the guardrail middleware acting on :data:`GUARDED_MODELS` only (module
+    docstring)."""
+    workdir = tmp_path_factory.mktemp("vllm")
+    guardrails = workdir / "guardrails.yaml"
+    guardrails.write_text(GUARDRAILS_CONFIG)
+    server = shared_vllm(vllm_env, otlp_receiver, workdir / "vllm.log", guardrails)
+    with serving(server) as started:
+        yield started

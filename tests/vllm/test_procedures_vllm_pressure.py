@@ -1,31 +1,32 @@
 """5.8 Memory Pressure and Etalon's fluidity capacity evaluation for real, on the tiny vLLM on CPU.
 
-Each test launches its own vLLM through the procedure (``launch_vllm_cpu``: engine hooks on,
-tracing to the procedure's embedded collector) and runs the quick profile.
+Both run the quick profile against the session's shared vLLM (``vllm_server``: engine hooks on,
+a KV cache of 18 blocks of 32 tokens, ``SHARED_KV_ARGS``, a 512-token window): the session's
+receiver lends its port (``otlp_receiver.lent()``) to the procedure's own embedded collector
+(``ProcedureSpec.collector_port``), so the engine's spans join the procedure's levels.
 
-* 5.8: a KV cache of 18 blocks of 32 tokens (``--block-size 32 --num-gpu-blocks-override 18``,
-  576 tokens) and a 256-token context window. The default Long Context workload fills the window:
-  128 input + 128 output tokens = 8 blocks a request, so 2 requests fit side by side and a third
-  does not. vLLM admits a request when its prompt's blocks are free (4 here), so 3 requests run
-  together and grow until one is preempted. With the capacity given as 2, the levels are 2
-  (100 %) and 3 (110 %, 125 % and 150 % merged: integer concurrency). Checked: every request
-  completes at the base level, preemptions really happen at 3 (preemption rate > 0), each
-  preemption discards the prompt plus the output so far (128 … 255 tokens), and the report says
-  so.
-* Fluidity: the Synthetic-Uniform workload shortened (32–64 tokens in, 16–32 out); Etalon's
-  prefill profile (10 isolated requests at each of 3 prompt lengths, quadratic fit, plus a
-  scheduling slack of 50 ms: the tiny model's prefill takes milliseconds, and Etalon's 500 ms
-  example would bank so much slack that every later token meets its deadline), a closed-loop
-  probe, then the rate search at Etalon's 25 ms / 0.9 / 99 %. Checked: the fit, the search, each
-  level's fluid token rate from the client timeline and, the hooks being on, the engine's
-  (Option C) figures too.
+* 5.8: the KV cache of 576 tokens, and a 256-token context window given to the procedure
+  (``max_context_len``). The default Long Context workload fills that window: 128 input + 128
+  output tokens = 8 blocks a request, so 2 requests fit side by side and a third does not. vLLM
+  admits a request when its prompt's blocks are free (4 here), so 3 requests run together and
+  grow until one is preempted. With the capacity given as 2, the levels are 2 (100 %) and 3
+  (110 %, 125 % and 150 % merged: integer concurrency). Checked: every request completes at the
+  base level, preemptions really happen at 3 (preemption rate > 0), each preemption discards the
+  prompt plus the output so far (128 … 255 tokens), and the report says so.
+* Fluidity: the Synthetic-Uniform workload shortened (32–64 tokens in, 16–32 out: 3 blocks at
+  most, so 6 requests fit the cache side by side); Etalon's prefill profile (10 isolated requests
+  at each of 3 prompt lengths, quadratic fit, plus a scheduling slack of 50 ms: the tiny model's
+  prefill takes milliseconds, and Etalon's 500 ms example would bank so much slack that every
+  later token meets its deadline), a closed-loop probe, then the rate search at Etalon's 25 ms /
+  0.9 / 99 %. Checked: the fit, the search, each level's fluid token rate from the client
+  timeline and, the hooks being on, the engine's (Option C) figures too.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -35,20 +36,30 @@ from otelbench.procedures import (
     FluidityProcedure,
     MemoryPressureParams,
     MemoryPressureProcedure,
+    Procedure,
+    ProcedureResult,
     ProcedureSpec,
     get_profile,
     placeholder_load,
     run_procedure,
 )
+from otelbench.sut import VllmCpuServer
+from tests.vllm.conftest import SHARED_KV_ARGS
+
+if TYPE_CHECKING:
+    from tests.vllm.conftest import SpanSink
 
 pytestmark = pytest.mark.vllm
 
 QUICK = get_profile("quick")
 
 
-def quick_spec(out: Path, launch: dict[str, Any], **base: Any) -> ProcedureSpec:
+def run_quick(
+    procedure: Procedure, server: VllmCpuServer, sink: SpanSink, out: Path, **base: Any
+) -> ProcedureResult:
+    """Run ``procedure``'s quick profile against ``server``, its collector on ``sink``'s port."""
     config = RunConfig(
-        target="",
+        target=server.base_url,
         model="tiny",
         load=placeholder_load(),
         seed=11,
@@ -56,32 +67,31 @@ def quick_spec(out: Path, launch: dict[str, Any], **base: Any) -> ProcedureSpec:
         warmup=QUICK.warmup,
         **base,
     )
-    return ProcedureSpec(
-        base=config,
-        profile=QUICK,
-        out_dir=out,
-        launch_vllm_cpu={"served_model_name": "tiny", **launch},
-    )
+    with sink.lent() as port:
+        spec = ProcedureSpec(base=config, profile=QUICK, out_dir=out, collector_port=port)
+        return run_procedure(procedure, spec, write=lambda _line: None)
 
 
 def test_memory_pressure_preempts_above_the_capacity_of_a_tiny_kv_cache(
-    tmp_path: Path, vllm_measurements: dict[str, Any]
+    vllm_server: VllmCpuServer,
+    otlp_receiver: SpanSink,
+    tmp_path: Path,
+    vllm_measurements: dict[str, Any],
 ) -> None:
-    launch = {
-        "max_model_len": 256,
-        "extra_args": ("--block-size", "32", "--num-gpu-blocks-override", "18"),
-    }
-    spec = quick_spec(tmp_path / "5.8", launch, workload_params={"vocab_size": 1024})
+    assert SHARED_KV_ARGS == ("--block-size", "32", "--num-gpu-blocks-override", "18")
+    params = MemoryPressureParams(capacity=2, output_tokens=128, max_context_len=256)
     started = time.monotonic()
-    result = run_procedure(
-        MemoryPressureProcedure(MemoryPressureParams(capacity=2, output_tokens=128)),
-        spec,
-        write=lambda _line: None,
+    result = run_quick(
+        MemoryPressureProcedure(params),
+        vllm_server,
+        otlp_receiver,
+        tmp_path / "5.8",
+        workload_params={"vocab_size": 1024},
     )
     elapsed = time.monotonic() - started
     r = result.result
     assert r["workload"]["max_context_len"] == 256
-    assert r["workload"]["max_context_len_source"] == "the launched vLLM's max_model_len"
+    assert r["workload"]["max_context_len_source"] == "given"
     assert r["workload"]["input_tokens"] == [128]
     base, over = r["levels"]
     assert (base["concurrency"], over["concurrency"]) == (2, 3)
@@ -127,16 +137,20 @@ def test_memory_pressure_preempts_above_the_capacity_of_a_tiny_kv_cache(
 
 
 def test_fluidity_capacity_search_on_the_tiny_model(
-    tmp_path: Path, vllm_measurements: dict[str, Any]
+    vllm_server: VllmCpuServer,
+    otlp_receiver: SpanSink,
+    tmp_path: Path,
+    vllm_measurements: dict[str, Any],
 ) -> None:
     params = {"vocab_size": 1024, "input_min": 32, "input_max": 64,
               "output_min": 16, "output_max": 32}  # fmt: skip
-    spec = quick_spec(tmp_path / "fluidity", {"max_model_len": 512}, workload_params=params)
     started = time.monotonic()
-    result = run_procedure(
+    result = run_quick(
         FluidityProcedure(FluidityParams(min_level_requests=8, scheduling_slack_s=0.05)),
-        spec,
-        write=lambda _line: None,
+        vllm_server,
+        otlp_receiver,
+        tmp_path / "fluidity",
+        workload_params=params,
     )
     elapsed = time.monotonic() - started
     r = result.result

@@ -2,12 +2,12 @@
 
 Each runs through the command line (``otelbench test NAME --target URL``) against the session's
 ONE vLLM (``vllm_server``: the tiny model, a 512-token window), so no procedure pays for a launch
-of its own; 5.3, 5.7, 5.8, 5.10 and the fluidity search launch theirs elsewhere (tests/vllm).
-That vLLM traces to the session's receiver, not to the procedures' own collectors, so these
-reports hold client-side timing only; the engine's side is checked where the procedures launch
-vLLM with the hooks. Sizes are the smallest that still exercise each procedure's logic. Checked:
-every procedure exits 0, writes procedure.json / .md / .html, and its section's results are
-there and plausible (counts exact, latencies positive, searches recorded).
+of its own. That vLLM traces to the session's receiver, not to these procedures' own collectors,
+so these reports hold client-side timing only; the engine's side is checked where a procedure's
+collector takes the receiver's port (5.3, 5.8, fluidity: ``--collector-port``) or the procedure
+launches vLLM with the hooks (5.7, 5.10). Sizes are the smallest that still exercise each
+procedure's logic. Checked: every procedure exits 0, writes procedure.json / .md / .html, and its
+section's results are there and plausible (counts exact, latencies positive, searches recorded).
 """
 
 from __future__ import annotations
