@@ -658,7 +658,8 @@ def run_benchmark(
                     raise
                 on_status(f"{collector.failure}: the load stopped")
             finally:
-                telemetry.shutdown(provider)
+                # a collector that never started will not take the spool: do not wait for it
+                telemetry.shutdown(provider, 2_000 if _failed(collector) else 30_000)
                 result.client_telemetry = spool_stats.as_dict()
                 record_client_telemetry(out_dir, config.run_id, result.client_telemetry)
                 if span_wait_s is not None:
