@@ -278,7 +278,7 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
     if waited >= CONTENDED_WAIT_SHARE or stolen >= CONTENDED_WAIT_SHARE:
         advice.append(
             "other processes kept the load generator waiting for a core: quiet the host or "
-            "give the load generator cores of its own"
+            "give the load generator cores of its own (--loadgen-cpus)"
         )
     return True, f"{evidence}: P99 over {limit:g} ms, chunk times were taken late; " + "; ".join(
         advice
