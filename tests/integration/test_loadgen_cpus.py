@@ -4,8 +4,9 @@ the embedded collector on the others, as the report reads them back (otelbench.l
 Real parts only: the CLI in a child process with its embedded collector (and, with ``--workers
 2``, its worker processes) against the scripted SSE server (tests/fixtures/scripted_server.py).
 The CPUs are this machine's: the first allowed one (and the first two) for the load generator,
-the others for the rest; on a 2-CPU machine ``--workers 2`` over both leaves none, which the
-report must say, the collector then running unpinned.
+the others for the rest; a procedure (``otelbench test ttft``) takes the last one. On a 2-CPU
+machine ``--workers 2`` over both leaves none, which the report must say, the collector then
+running unpinned.
 """
 
 from __future__ import annotations
@@ -81,3 +82,23 @@ def test_two_workers_each_on_its_own_cpu(scripted_server: ScriptedServer, tmp_pa
         assert not any("--loadgen-cpus" in n for n in notes)
     else:
         assert "leaves no other CPU this process may use" in " ".join(notes)
+
+
+def test_a_procedure_pins_its_levels_too(scripted_server: ScriptedServer, tmp_path: Path) -> None:
+    load = ALLOWED[-1]
+    rest = ALLOWED[:-1]
+    script = {"script": {"name": "fixed", "ttft_ms": 5.0, "n": 4, "tag": "cpus-proc"}}
+    proc = otelbench(
+        "test", "ttft", "--target", scripted_server.url, "--model", "m", "--profile", "quick",
+        "--rate", "30", "--requests", "12", "--vocab-size", "1024", "--span-wait", "0",
+        "--extra-body", json.dumps(script), "--warmup-requests", "4", "--out", str(tmp_path),
+        "--loadgen-cpus", str(load),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "levels" / "01" / "report.json").read_text())
+    assert report["run"]["load"]["workers"]["cpus"] == {
+        "loadgen": [load],
+        "others": rest or None,
+        "processes": {"collector": rest or ALLOWED},
+    }
+    assert [w["cpus"] for w in report["run"]["client_health"]["workers"]] == [[load]]
