@@ -202,16 +202,30 @@ def move_process(cpus: Iterable[int]) -> None:
         done |= todo
 
 
+def _masks() -> dict[int, set[int]]:
+    """Each thread's CPUs, by thread id."""
+    found: dict[int, set[int]] = {}
+    for tid in _threads():
+        with contextlib.suppress(ProcessLookupError):
+            found[tid] = os.sched_getaffinity(tid)
+    return found
+
+
 @contextlib.contextmanager
 def pin_process(cpus: Iterable[int]) -> Iterator[None]:
-    """Every thread of this process on ``cpus`` inside the block; back on the calling thread's
-    previous CPUs after."""
-    before = os.sched_getaffinity(0)
+    """Every thread of this process on ``cpus`` inside the block; after, each thread back on
+    its own previous CPUs (one started inside: on the calling thread's)."""
+    before = _masks()
+    own = os.sched_getaffinity(0)
     move_process(cpus)
     try:
         yield
     finally:
-        move_process(before)
+        move_process(own)
+        for tid, mask in before.items():
+            if mask != own:
+                with contextlib.suppress(ProcessLookupError):
+                    os.sched_setaffinity(tid, mask)
 
 
 @contextlib.contextmanager

@@ -422,15 +422,13 @@ async def execute_run(
                 gc.unfreeze()
                 gc.collect()
                 gc.freeze()
-            if pool is None:
-                with _pinned_here(plan):
-                    started_unix = time.time()
-                    t0 = time.perf_counter_ns()
-                    healths = [await _measure_here(sender, shares[0], t0, on_result, plan)]
-            else:
+            with _pinned_here(plan if pool is None else None):
                 started_unix = time.time()
                 t0 = time.perf_counter_ns()
-                t0, healths = await pool.measure(_collect(outcome, on_result))
+                if pool is None:
+                    healths = [await _measure_here(sender, shares[0], t0, on_result, plan)]
+                else:
+                    t0, healths = await pool.measure(_collect(outcome, on_result))
     finally:
         finished_unix = time.time()
         outcome.records[:0] = sender.records

@@ -148,6 +148,17 @@ def test_pinning_moves_every_thread_and_puts_them_back(idle_thread: threading.Th
     assert os.sched_getaffinity(tid) == before
 
 
+def test_a_thread_on_cpus_of_its_own_gets_them_back(idle_thread: threading.Thread) -> None:
+    tid = idle_thread.native_id
+    assert tid is not None
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(tid, {ALLOWED[0]})
+    with pin_process([ALLOWED[-1]]):
+        assert os.sched_getaffinity(tid) == {ALLOWED[-1]}
+    assert os.sched_getaffinity(tid) == {ALLOWED[0]}
+    assert os.sched_getaffinity(0) == before
+
+
 def test_away_from_moves_this_process_to_the_rest_and_a_child_inherits_it() -> None:
     before = os.sched_getaffinity(0)
     plan = CpuPlan.of([ALLOWED[0]])
