@@ -119,7 +119,7 @@ class CommonOptions:
     loadgen_cpus: str | None = option(
         None,
         help="CPUs of the load generator's own, e.g. 0, 0-3 or 0,2,4-7: each measuring "
-        "process on one of them; the collector, a launched SUT and the rest of otelbench on "
+        "event loop on one of them; the collector, a launched SUT and the rest of otelbench on "
         "the other CPUs (the report reads both back).",
     )
     max_model_len: int = option(1024, help="With --sut vllm-cpu.")

@@ -57,7 +57,7 @@ import numpy as np
 from otelbench import __version__, semconv
 from otelbench.client import AsyncLLMClient, CompletionResult
 from otelbench.errors import ConfigError
-from otelbench.loadgen.affinity import CpuPlan, pin_process, read_back
+from otelbench.loadgen.affinity import CpuPlan, pin_thread, read_back
 from otelbench.loadgen.arrivals import (
     ARRIVALS,
     arrival_needs_rate,
@@ -187,7 +187,7 @@ class RunConfig:
     (:mod:`otelbench.loadgen.workers`); None: :func:`default_workers` chooses from the cores
     and the load. More than one needs the collector endpoint (``execute_run``'s ``export``)."""
     loadgen_cpus: CpuPlan | None = None
-    """``--loadgen-cpus``: the CPUs the measuring processes run on, one each, and the rest for
+    """``--loadgen-cpus``: the CPUs the measuring event loops run on, one each, and the rest for
     everything else the run starts (:mod:`otelbench.loadgen.affinity`; checked when made, while
     this process may still use every CPU). None: nothing is pinned."""
 
@@ -332,8 +332,8 @@ async def execute_run(
     export counts are added to ``spool_stats``. Without ``export`` the run has one worker, this
     process. Each worker's loop lateness and CPU are the manifest's ``client_health``.
 
-    With ``config.loadgen_cpus`` the measuring processes run on those CPUs, one each
-    (:mod:`otelbench.loadgen.affinity`; this process, when it measures, for the measurement
+    With ``config.loadgen_cpus`` the measuring event loops run on those CPUs, one each
+    (:mod:`otelbench.loadgen.affinity`; this thread, when it measures, for the measurement
     only), and ``load.workers.cpus`` records the plan and the CPUs of the ``neighbours`` (name →
     pid: the processes the caller started for the run, e.g. the collector) as read back now.
     """
@@ -474,8 +474,9 @@ def _workers(
 
 
 def _pinned_here(plan: CpuPlan | None) -> contextlib.AbstractContextManager[None]:
-    """With ``--loadgen-cpus``: this process (every thread) on worker 0's CPU while it measures."""
-    return contextlib.nullcontext() if plan is None else pin_process(plan.cpus_of(0))
+    """With ``--loadgen-cpus``: this thread, the event loop's, on worker 0's CPU while it
+    measures (the span exporter's thread stays on the other CPUs)."""
+    return contextlib.nullcontext() if plan is None else pin_thread(plan.cpus_of(0))
 
 
 async def _measure_here(

@@ -26,8 +26,9 @@ reads CLOCK_MONOTONIC (``time.perf_counter_ns``), system-wide on Linux, so one `
 at :data:`STREAMS_PER_WORKER` streams (closed loop) or :data:`CHUNKS_PER_WORKER_S` chunks/s
 (open loop: rate × mean output tokens) each, no more than the cores this process may use less
 one (left to the embedded collector's ingest and the calling process), or than the CPUs of
-``--loadgen-cpus`` when they are given: worker K then runs on the K-th of them (round-robin,
-:mod:`otelbench.loadgen.affinity`), pinning itself at its start.
+``--loadgen-cpus`` when they are given: worker K's event loop then runs on the K-th of them
+(round-robin) and its other threads on the CPUs left (:mod:`otelbench.loadgen.affinity`), as the
+worker sets them at its start.
 
 Example::
 
@@ -144,11 +145,12 @@ class _Plan:
     config: SendConfig
     share: Share
     export: ExportSpec
-    cpus: tuple[int, ...] | None
-    """The CPUs the worker takes at its start (a forkserver child inherits the server's mask,
-    which may be an earlier run's): its ``--loadgen-cpus`` CPU, else the caller's own."""
-    pinned: bool
-    """``--loadgen-cpus`` was given: the worker reports the CPUs it read back."""
+    loop_cpus: tuple[int, ...] | None
+    """``--loadgen-cpus``: the CPU of the worker's event loop (its main thread); None: none."""
+    other_cpus: tuple[int, ...] | None
+    """The CPUs the worker takes at its start, for every thread but its loop's (a forkserver
+    child inherits the server's mask, which may be an earlier run's): the rest of
+    ``--loadgen-cpus`` where some is left, else the caller's own."""
 
 
 @dataclass
@@ -185,13 +187,13 @@ class WorkerPool:
         """Start every worker process; they get ready while the caller goes on."""
         ctx = _context()
         self.start_method = ctx.get_start_method()
-        caller = read_back()
+        others = tuple(read_back() or ())
+        if self.cpus is not None and self.cpus.rest:
+            others = self.cpus.rest
         for share in self.shares:
             parent, child = ctx.Pipe()
-            cpus = caller if self.cpus is None else self.cpus.cpus_of(share.worker)
-            plan = _Plan(
-                self.config, share, self.export, tuple(cpus or ()) or None, self.cpus is not None
-            )
+            loop = None if self.cpus is None else self.cpus.cpus_of(share.worker)
+            plan = _Plan(self.config, share, self.export, loop, others or None)
             process = ctx.Process(  # type: ignore[attr-defined]
                 target=worker_main, args=(plan, child), daemon=True
             )
@@ -324,8 +326,8 @@ def worker_main(plan: _Plan, conn: Connection) -> None:
 
 async def _work(plan: _Plan, conn: Connection) -> None:
     config, share, export = plan.config, plan.share, plan.export
-    if plan.cpus is not None:  # before the exporter's thread starts: it inherits the mask
-        move_process(plan.cpus)
+    if plan.other_cpus is not None:  # before the exporter's thread starts: it inherits them
+        move_process(plan.other_cpus)
     stats = SpoolStats()
     spool = None if export.spool_dir is None else export.spool_dir / f"worker-{share.worker}"
     try:
@@ -343,13 +345,15 @@ async def _work(plan: _Plan, conn: Connection) -> None:
     sender = Sender(
         config, client, worker=share.worker, on_record=lambda r: conn.send(("record", r))
     )
+    if plan.loop_cpus is not None:  # this thread, the event loop's, on its CPU from now on
+        os.sched_setaffinity(0, plan.loop_cpus)
     monitor = LoopMonitor(share.worker)
     health = monitor.health
     try:
         with timing_process():
             conn.send(("ready", None))
             t0 = conn.recv()
-            if plan.pinned:
+            if plan.loop_cpus is not None:
                 health.cpus = read_back()
             monitor.start()
             try:

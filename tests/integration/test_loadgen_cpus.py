@@ -1,4 +1,4 @@
-"""``otelbench run --loadgen-cpus``, end to end: the measuring processes ran on the CPUs asked,
+"""``otelbench run --loadgen-cpus``, end to end: the measuring event loops ran on the CPUs asked,
 the embedded collector on the others, as the report reads them back (otelbench.loadgen.affinity).
 
 Real parts only: the CLI in a child process with its embedded collector (and, with ``--workers

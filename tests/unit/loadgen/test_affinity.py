@@ -16,7 +16,14 @@ from collections.abc import Iterator
 import pytest
 
 from otelbench.errors import ConfigError
-from otelbench.loadgen.affinity import CpuPlan, away_from, cpu_plan, parse_cpus, pin_process
+from otelbench.loadgen.affinity import (
+    CpuPlan,
+    away_from,
+    cpu_plan,
+    parse_cpus,
+    pin_process,
+    pin_thread,
+)
 from otelbench.loadgen.health import WorkerHealth
 from otelbench.loadgen.workers import default_workers
 from otelbench.loadgen.workloads import make_workload
@@ -146,6 +153,16 @@ def test_pinning_moves_every_thread_and_puts_them_back(idle_thread: threading.Th
     assert born == [{cpu}]  # a thread made inside inherits its creator's mask
     assert os.sched_getaffinity(0) == before
     assert os.sched_getaffinity(tid) == before
+
+
+def test_pinning_a_thread_leaves_the_others(idle_thread: threading.Thread) -> None:
+    tid = idle_thread.native_id
+    assert tid is not None
+    before = os.sched_getaffinity(0)
+    with pin_thread([ALLOWED[-1]]):
+        assert os.sched_getaffinity(0) == {ALLOWED[-1]}
+        assert os.sched_getaffinity(tid) == before
+    assert os.sched_getaffinity(0) == before
 
 
 def test_a_thread_on_cpus_of_its_own_gets_them_back(idle_thread: threading.Thread) -> None:
