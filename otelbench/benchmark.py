@@ -55,6 +55,7 @@ from otelbench.client import CompletionResult
 from otelbench.collector.access import ENV_RECEIVER_TOKEN
 from otelbench.collector.receiver import STATS_PATH, STORE_ENV
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
+from otelbench.loadgen.affinity import away_from
 from otelbench.loadgen.runner import ExportSpec, RunConfig, RunOutcome, check_workload, execute_run
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
@@ -265,6 +266,11 @@ class EmbeddedCollector(SpanWatch):
             )
             self._starting.start()
         return self.endpoint
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs (None before :meth:`start` and after stop)."""
+        return self._proc.pid if self._proc is not None else None
 
     def when_failed(self, callback: Callable[[CollectorError], None]) -> None:
         """Call ``callback`` (from another thread) if the collector fails to start; at once
@@ -582,7 +588,37 @@ def run_benchmark(
     ``store``: where the spans go — without ``otlp_endpoint``, what the embedded collector
     writes (default ``out_dir/spans.duckdb``); with it, the store the external collector writes
     (reported from only when it can be read: a DuckDB file once that collector has stopped, a
-    ClickHouse server at once; a chdb directory stays with that collector)."""
+    ClickHouse server at once; a chdb directory stays with that collector).
+
+    With ``config.loadgen_cpus`` (:mod:`otelbench.loadgen.affinity`) this process runs on the
+    other CPUs from before it starts the collector and vLLM (they inherit them) until the
+    reports are written; the measurement itself runs on the load generator's."""
+    with away_from(config.loadgen_cpus):
+        return _run_benchmark(
+            config,
+            out_dir,
+            otlp_endpoint=otlp_endpoint,
+            store=store,
+            launch_vllm_cpu=launch_vllm_cpu,
+            on_result=on_result,
+            on_status=on_status,
+            span_wait_s=span_wait_s,
+            spool_dir=spool_dir,
+        )
+
+
+def _run_benchmark(
+    config: RunConfig,
+    out_dir: Path,
+    *,
+    otlp_endpoint: str | None,
+    store: Path | str | None,
+    launch_vllm_cpu: dict[str, Any] | None,
+    on_result: Callable[[CompletionResult], None] | None,
+    on_status: Callable[[str], None],
+    span_wait_s: float | None,
+    spool_dir: Path | None,
+) -> BenchmarkResult:
     check_workload(config)
     if launch_vllm_cpu is None:
         check_target_url(config.target)
@@ -602,6 +638,7 @@ def run_benchmark(
     try:
         with contextlib.ExitStack() as stack:
             flush_wait = VLLM_SPAN_FLUSH_WAIT_S
+            neighbours = {"collector": collector.pid if collector is not None else None}
             if launch_vllm_cpu is not None:
                 on_status("starting vLLM on CPU (about 30–60 s)")
                 server = stack.enter_context(
@@ -611,6 +648,7 @@ def run_benchmark(
                 tokenizer = config.tokenizer or str(server.vllm_env.model_dir)
                 config = replace(config, target=server.base_url, tokenizer=tokenizer)
                 flush_wait = LAUNCHED_SPAN_FLUSH_WAIT_S
+                neighbours["sut"] = server.pid
             info = preflight(config.target, config.model)
             config = replace(
                 config, sut=describe_sut(config, info, launched=launch_vllm_cpu is not None)
@@ -646,6 +684,7 @@ def run_benchmark(
                             on_result=on_result,
                             export=ExportSpec(otlp_endpoint, spool),
                             spool_stats=spool_stats,
+                            neighbours=neighbours,
                         ),
                         collector,
                     )
@@ -735,5 +774,6 @@ def config_json(config: RunConfig) -> dict[str, Any]:
         "tokenizer": config.tokenizer,
         "warmup": dataclasses.asdict(config.warmup) if config.warmup is not None else None,
         "workers": config.workers,
+        "loadgen_cpus": list(config.loadgen_cpus.load) if config.loadgen_cpus else None,
         "pid": os.getpid(),
     }

@@ -109,6 +109,7 @@ class _Progress:
 def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
     """Run a benchmark and write OUT/report.json, report.md and report.html."""
     from otelbench.benchmark import run_benchmark
+    from otelbench.loadgen.affinity import cpu_plan
     from otelbench.loadgen.runner import LoadSpec, RunConfig
     from otelbench.loadgen.warmup import WarmupSpec
 
@@ -157,6 +158,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         timeout_s=c.timeout,
         tokenizer=c.tokenizer,
         workers=c.workers,
+        loadgen_cpus=cpu_plan(c.loadgen_cpus),
         prompt_format=parse_prompt_format(r.prompt_format),
         warmup=warmup,
         sut=declared_sut(c),

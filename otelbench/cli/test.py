@@ -115,6 +115,7 @@ _CONFIG_HELP = {
 
 
 def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list[str]) -> Any:
+    from otelbench.loadgen.affinity import cpu_plan
     from otelbench.loadgen.runner import RunConfig
     from otelbench.procedures.base import placeholder_load
     from otelbench.procedures.configurations import parse_configurations
@@ -150,6 +151,7 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
         timeout_s=c.timeout,
         tokenizer=c.tokenizer,
         workers=c.workers,
+        loadgen_cpus=cpu_plan(c.loadgen_cpus),
         warmup=warmup,
         sut=declared_sut(c),
     )

@@ -103,13 +103,18 @@ class WorkerHealth:
     involuntary_switches: int = 0
     runqueue_wait_s: float | None = None
     host_steal_share: float | None = None
+    cpus: list[int] | None = None
+    """With ``--loadgen-cpus``: the CPUs this process was allowed at the measurement's start,
+    as ``os.sched_getaffinity(0)`` read them back (:mod:`otelbench.loadgen.affinity`)."""
 
     def summary(self) -> dict[str, Any]:
         """This worker's entry of ``run.client_health.workers``."""
         cpu_s = self.user_s + self.system_s
+        pinned = {} if self.cpus is None else {"cpus": self.cpus}
         return {
             "worker": self.worker,
             "pid": self.pid,
+            **pinned,
             "loop_lateness_ms": _percentiles(self.lateness_ns),
             "read_delay_ms": self.read_delays.summary_ms(),
             "cpu": {

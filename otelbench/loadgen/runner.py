@@ -40,13 +40,14 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -56,6 +57,7 @@ import numpy as np
 from otelbench import __version__, semconv
 from otelbench.client import AsyncLLMClient, CompletionResult
 from otelbench.errors import ConfigError
+from otelbench.loadgen.affinity import CpuPlan, pin_thread, read_back
 from otelbench.loadgen.arrivals import (
     ARRIVALS,
     arrival_needs_rate,
@@ -184,6 +186,10 @@ class RunConfig:
     """Load-generating worker processes for the measured load
     (:mod:`otelbench.loadgen.workers`); None: :func:`default_workers` chooses from the cores
     and the load. More than one needs the collector endpoint (``execute_run``'s ``export``)."""
+    loadgen_cpus: CpuPlan | None = None
+    """``--loadgen-cpus``: the CPUs the measuring event loops run on, one each, and the rest for
+    everything else the run starts (:mod:`otelbench.loadgen.affinity`; checked when made, while
+    this process may still use every CPU). None: nothing is pinned."""
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
@@ -311,6 +317,7 @@ async def execute_run(
     on_result: Callable[[CompletionResult], None] | None = None,
     export: ExportSpec | None = None,
     spool_stats: SpoolStats | None = None,
+    neighbours: Mapping[str, int | None] | None = None,
 ) -> RunOutcome:
     """Run the load described by ``config``; returns every request's result.
 
@@ -324,6 +331,11 @@ async def execute_run(
     (:mod:`otelbench.loadgen.workers`) that export their spans as ``export`` says; their span
     export counts are added to ``spool_stats``. Without ``export`` the run has one worker, this
     process. Each worker's loop lateness and CPU are the manifest's ``client_health``.
+
+    With ``config.loadgen_cpus`` the measuring event loops run on those CPUs, one each
+    (:mod:`otelbench.loadgen.affinity`; this thread, when it measures, for the measurement
+    only), and ``load.workers.cpus`` records the plan and the CPUs of the ``neighbours`` (name →
+    pid: the processes the caller started for the run, e.g. the collector) as read back now.
     """
     from opentelemetry import trace
 
@@ -365,6 +377,10 @@ async def execute_run(
     workers, chosen = _workers(config, items, offsets_s, export)
     shares = split_load(items, prompts, offsets_s, config.load.concurrency, workers)
     manifest["load"]["workers"] = {"count": workers, "chosen": chosen}
+    plan = config.loadgen_cpus
+    if plan is not None:
+        manifest["load"]["workers"]["cpus"] = plan.describe(neighbours or {})
+        manifest["notes"].extend(filter(None, [plan.note()]))
 
     outcome = RunOutcome(config.run_id, manifest)
     tracer = trace.get_tracer(semconv.INSTRUMENTATION_SCOPE, __version__, tracer_provider)
@@ -380,7 +396,7 @@ async def execute_run(
     pool = None
     if workers > 1:
         assert export is not None
-        pool = WorkerPool(config, shares, export)
+        pool = WorkerPool(config, shares, export, plan)
         manifest["load"]["workers"]["start_method"] = "(not started)"
     healths: list[WorkerHealth] = []
     t0 = time.perf_counter_ns()
@@ -406,12 +422,13 @@ async def execute_run(
                 gc.unfreeze()
                 gc.collect()
                 gc.freeze()
-            started_unix = time.time()
-            t0 = time.perf_counter_ns()
-            if pool is None:
-                healths = [await _measure_here(sender, shares[0], t0, on_result)]
-            else:
-                t0, healths = await pool.measure(_collect(outcome, on_result))
+            with _pinned_here(plan if pool is None else None):
+                started_unix = time.time()
+                t0 = time.perf_counter_ns()
+                if pool is None:
+                    healths = [await _measure_here(sender, shares[0], t0, on_result, plan)]
+                else:
+                    t0, healths = await pool.measure(_collect(outcome, on_result))
     finally:
         finished_unix = time.time()
         outcome.records[:0] = sender.records
@@ -451,7 +468,15 @@ def _workers(
         return config.workers, "--workers"
     if export is None:
         return 1, "one process: this run's caller exports the spans itself"
-    return default_workers(config.load.concurrency, items, offsets_s)
+    plan = config.loadgen_cpus
+    cpus = None if plan is None else len(plan.load)
+    return default_workers(config.load.concurrency, items, offsets_s, cpus)
+
+
+def _pinned_here(plan: CpuPlan | None) -> contextlib.AbstractContextManager[None]:
+    """With ``--loadgen-cpus``: this thread, the event loop's, on worker 0's CPU while it
+    measures (the span exporter's thread stays on the other CPUs)."""
+    return contextlib.nullcontext() if plan is None else pin_thread(plan.cpus_of(0))
 
 
 async def _measure_here(
@@ -459,9 +484,13 @@ async def _measure_here(
     share: Share,
     t0: int,
     on_result: Callable[[CompletionResult], None] | None,
+    plan: CpuPlan | None = None,
 ) -> WorkerHealth:
-    """One worker: the measured load on this process's own loop, its health monitored."""
+    """One worker: the measured load on this process's own loop, its health monitored (and,
+    pinned, the CPUs it found itself on)."""
     monitor = LoopMonitor(share.worker)
+    if plan is not None:
+        monitor.health.cpus = read_back()
     monitor.start()
     try:
         await measure_share(sender, share, t0, on_result)

@@ -25,7 +25,10 @@ reads CLOCK_MONOTONIC (``time.perf_counter_ns``), system-wide on Linux, so one `
 :func:`default_workers` picks the count when none is given: enough workers for the offered load
 at :data:`STREAMS_PER_WORKER` streams (closed loop) or :data:`CHUNKS_PER_WORKER_S` chunks/s
 (open loop: rate × mean output tokens) each, no more than the cores this process may use less
-one (left to the embedded collector's ingest and the calling process).
+one (left to the embedded collector's ingest and the calling process), or than the CPUs of
+``--loadgen-cpus`` when they are given: worker K's event loop then runs on the K-th of them
+(round-robin) and its other threads on the CPUs left (:mod:`otelbench.loadgen.affinity`), as the
+worker sets them at its start.
 
 Example::
 
@@ -52,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Final
 from otelbench import semconv, telemetry
 from otelbench.client import AsyncLLMClient
 from otelbench.errors import ConfigError, OtelbenchError, WorkerError
+from otelbench.loadgen.affinity import CpuPlan, move_process, read_back
 from otelbench.loadgen.health import LoopMonitor, WorkerHealth
 from otelbench.loadgen.share import (
     RequestRecord,
@@ -98,13 +102,22 @@ class ExportSpec:
 
 
 def default_workers(
-    concurrency: int | None, items: Sequence[WorkloadRequest], offsets_s: Sequence[float] | None
+    concurrency: int | None,
+    items: Sequence[WorkloadRequest],
+    offsets_s: Sequence[float] | None,
+    loadgen_cpus: int | None = None,
 ) -> tuple[int, str]:
     """The worker count for a run that names none, and why (stated in the report): closed loop
     (``offsets_s`` None) from its ``concurrency``, open loop from the chunk rate its ``items``
-    offer at their send offsets."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    spare = max(1, (cores or 1) - 1)  # one core for the collector's ingest and this process
+    offer at their send offsets; at most one per ``--loadgen-cpus`` CPU when that many are
+    given (``loadgen_cpus``), else one per core but one."""
+    if loadgen_cpus is not None:
+        spare, limit = loadgen_cpus, f"at most {loadgen_cpus} (one per --loadgen-cpus CPU)"
+    else:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        cores = cores or os.cpu_count() or 1
+        spare = max(1, cores - 1)  # one core for the collector's ingest and this process
+        limit = f"at most {spare} (one core of {cores} left to the collector)"
     if offsets_s is None:
         streams = concurrency or 1
         need = math.ceil(streams / STREAMS_PER_WORKER)
@@ -116,7 +129,7 @@ def default_workers(
         need = max(1, math.ceil(rate / CHUNKS_PER_WORKER_S))
         why = f"{rate:,.0f} offered chunks/s at {CHUNKS_PER_WORKER_S:,.0f} per worker"
     count = max(1, min(need, spare))
-    return count, f"default: {why}, at most {spare} (one core of {cores} left to the collector)"
+    return count, f"default: {why}, {limit}"
 
 
 def _context() -> BaseContext:
@@ -132,6 +145,12 @@ class _Plan:
     config: SendConfig
     share: Share
     export: ExportSpec
+    loop_cpus: tuple[int, ...] | None
+    """``--loadgen-cpus``: the CPU of the worker's event loop (its main thread); None: none."""
+    other_cpus: tuple[int, ...] | None
+    """The CPUs the worker takes at its start, for every thread but its loop's (a forkserver
+    child inherits the server's mask, which may be an earlier run's): the rest of
+    ``--loadgen-cpus`` where some is left, else the caller's own."""
 
 
 @dataclass
@@ -149,10 +168,17 @@ class _Worker:
 class WorkerPool:
     """The worker processes of one run (see the module docstring); used once."""
 
-    def __init__(self, config: SendConfig, shares: list[Share], export: ExportSpec) -> None:
+    def __init__(
+        self,
+        config: SendConfig,
+        shares: list[Share],
+        export: ExportSpec,
+        cpus: CpuPlan | None = None,
+    ) -> None:
         self.config = config
         self.shares = shares
         self.export = export
+        self.cpus = cpus
         self.start_method = ""
         self._workers: list[_Worker] = []
         self._on_record: Callable[[RequestRecord], None] = lambda _record: None
@@ -161,9 +187,13 @@ class WorkerPool:
         """Start every worker process; they get ready while the caller goes on."""
         ctx = _context()
         self.start_method = ctx.get_start_method()
+        others = tuple(read_back() or ())
+        if self.cpus is not None and self.cpus.rest:
+            others = self.cpus.rest
         for share in self.shares:
             parent, child = ctx.Pipe()
-            plan = _Plan(self.config, share, self.export)
+            loop = None if self.cpus is None else self.cpus.cpus_of(share.worker)
+            plan = _Plan(self.config, share, self.export, loop, others or None)
             process = ctx.Process(  # type: ignore[attr-defined]
                 target=worker_main, args=(plan, child), daemon=True
             )
@@ -296,6 +326,8 @@ def worker_main(plan: _Plan, conn: Connection) -> None:
 
 async def _work(plan: _Plan, conn: Connection) -> None:
     config, share, export = plan.config, plan.share, plan.export
+    if plan.other_cpus is not None:  # before the exporter's thread starts: it inherits them
+        move_process(plan.other_cpus)
     stats = SpoolStats()
     spool = None if export.spool_dir is None else export.spool_dir / f"worker-{share.worker}"
     try:
@@ -313,12 +345,16 @@ async def _work(plan: _Plan, conn: Connection) -> None:
     sender = Sender(
         config, client, worker=share.worker, on_record=lambda r: conn.send(("record", r))
     )
+    if plan.loop_cpus is not None:  # this thread, the event loop's, on its CPU from now on
+        os.sched_setaffinity(0, plan.loop_cpus)
     monitor = LoopMonitor(share.worker)
     health = monitor.health
     try:
         with timing_process():
             conn.send(("ready", None))
             t0 = conn.recv()
+            if plan.loop_cpus is not None:
+                health.cpus = read_back()
             monitor.start()
             try:
                 await measure_share(sender, share, t0)

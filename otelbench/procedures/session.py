@@ -67,6 +67,7 @@ from otelbench.benchmark import (
 from otelbench.client import CompletionResult
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.lifecycle import Ends
+from otelbench.loadgen.affinity import away_from
 from otelbench.loadgen.runner import (
     ExportSpec,
     LoadSpec,
@@ -188,6 +189,8 @@ class ProcedureSession(Ends):
         self._stack = contextlib.ExitStack()
         """The running SUT (a launched vLLM or a launch command), closed on a switch or exit."""
         self._warmup_pending = base.warmup is not None
+        self._away = contextlib.ExitStack()
+        """``--loadgen-cpus``: this process on the other CPUs while the session is open."""
 
     # ------------------------------------------------------------------ life cycle
     @property
@@ -199,6 +202,15 @@ class ProcedureSession(Ends):
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if isinstance(self.store, Path) and self.store.exists():
             raise ConfigError(f"{self.store} exists: give a new --out directory for each procedure")
+        # before the collector and vLLM start: they inherit the other CPUs
+        self._away.enter_context(away_from(self.base.loadgen_cpus))
+        try:
+            return self._open()
+        except BaseException:
+            self._away.close()
+            raise
+
+    def _open(self) -> ProcedureSession:
         if self.otlp_endpoint is not None:
             self._watch = StoreSpanWatch(str(self.store))
             self._watch.target_spans(self.base.run_id)  # an unreachable store fails here, first
@@ -232,6 +244,7 @@ class ProcedureSession(Ends):
             self._stack.close()
         finally:
             self._stop_collector()
+            self._away.close()
 
     def _stop_collector(self) -> None:
         if self._collector is not None:
@@ -374,6 +387,7 @@ class ProcedureSession(Ends):
                     on_result=self.on_result,
                     export=ExportSpec(self.endpoint, self.out_dir / "spool"),
                     spool_stats=spool_stats,
+                    neighbours={"collector": self._collector.pid if self._collector else None},
                 )
             )
         except KeyboardInterrupt:

@@ -276,12 +276,25 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
         return False, f"{evidence} (P99 within {limit:g} ms)"
     advice = [f"run more load-generator workers (e.g. --workers {2 * len(cpus)})"]
     if waited >= CONTENDED_WAIT_SHARE or stolen >= CONTENDED_WAIT_SHARE:
-        advice.append(
-            "other processes kept the load generator waiting for a core: quiet the host or "
-            "give the load generator cores of its own"
-        )
+        advice.append(_contended_advice(f))
     return True, f"{evidence}: P99 over {limit:g} ms, chunk times were taken late; " + "; ".join(
         advice
+    )
+
+
+def _contended_advice(f: ReportFacts) -> str:
+    """What to do when other processes held the load generator's cores: give it cores of its
+    own, or, where it had them (``run.load.workers.cpus``), keep the others off them."""
+    pinned = mapping(mapping(mapping(f.run.get("load")).get("workers")).get("cpus"))
+    if not pinned:
+        return (
+            "other processes kept the load generator waiting for a core: quiet the host or "
+            "give the load generator cores of its own (--loadgen-cpus)"
+        )
+    cpus = ",".join(str(c) for c in pinned.get("loadgen") or [])
+    return (
+        f"other processes kept the load generator waiting on its own CPUs (--loadgen-cpus "
+        f"{cpus}): quiet the host or give it CPUs nothing else runs on"
     )
 
 

@@ -608,7 +608,7 @@ def _client_health_section(run: Mapping[str, Any]) -> list[str]:
         f"{len(h['workers'])} load-generator worker(s) ({workers.get('chosen', 'n/a')}); "
         f"timing holds to 1 ms while the lateness P99 is within {h['limit_ms']:g} ms. "
         f"Method: {h['method']}."
-    )
+    ) + _pinning(workers.get("cpus"), h["workers"])
     return [
         "## Load generator health (draft 4.2.1)",
         "",
@@ -617,6 +617,27 @@ def _client_health_section(run: Mapping[str, Any]) -> list[str]:
         note,
         "",
     ]
+
+
+def _cpu_list(cpus: Any) -> str:
+    return ",".join(map(str, cpus)) if cpus else "unpinned"
+
+
+def _pinning(cpus: Any, workers: list[Any]) -> str:
+    """The ``--loadgen-cpus`` sentence (run.load.workers.cpus and each worker's read-back CPUs);
+    empty for a run without it."""
+    if not cpus:
+        return ""
+    found = "; ".join(f"worker {w['worker']} on {_cpu_list(w.get('cpus'))}" for w in workers)
+    others = ", ".join(
+        f"{name} on {_cpu_list(on)}" for name, on in mapping(cpus.get("processes")).items()
+    )
+    return (
+        f" --loadgen-cpus {_cpu_list(cpus.get('loadgen'))}, the rest of the run on "
+        f"{_cpu_list(cpus.get('others'))}; read back: {found}"
+        + (f"; {others}" if others else "")
+        + "."
+    )
 
 
 def _client_telemetry_section(run: Mapping[str, Any]) -> list[str]:

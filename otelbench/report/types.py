@@ -333,6 +333,8 @@ class WorkerHealth(TypedDict):
 
     worker: int
     pid: int
+    cpus: NotRequired[list[int] | None]
+    """With ``--loadgen-cpus``: the CPUs it read back at the measurement's start."""
     loop_lateness_ms: HealthQuantiles
     read_delay_ms: HealthQuantiles
     cpu: WorkerCpu

@@ -72,6 +72,20 @@ def test_a_loop_kept_waiting_for_a_core_names_the_other_processes() -> None:
     assert "quiet the host" in check["evidence"]
 
 
+def test_the_advice_names_loadgen_cpus_or_the_cpus_it_had() -> None:
+    report = full_report()
+    report["run"]["client_health"] = health(3.0, wait_share=CONTENDED_WAIT_SHARE)
+    assert "give the load generator cores of its own (--loadgen-cpus)" in timing(report)["evidence"]
+    report["run"]["load"]["workers"] = {
+        "count": 2,
+        "chosen": "--workers",
+        "cpus": {"loadgen": [0, 2], "others": [1], "processes": {"collector": [1]}},
+    }
+    evidence = timing(report)["evidence"]
+    assert "waiting on its own CPUs (--loadgen-cpus 0,2)" in evidence
+    assert "give it CPUs nothing else runs on" in evidence
+
+
 def test_a_host_that_steals_the_cpus_is_named() -> None:
     report = full_report()
     report["run"]["client_health"] = health(3.0, steal=0.08)
