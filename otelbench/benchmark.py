@@ -560,7 +560,7 @@ def launched_vllm(
     return VllmCpuServer(
         otlp_traces_endpoint=telemetry.traces_url(endpoint),
         log_path=log_path,
-        env={"OTEL_BSP_SCHEDULE_DELAY": "200", **(env or {})},
+        env={**telemetry.LAUNCHED_EXPORT_ENV, **(env or {})},
         hooks=True,
         **launch,
     )

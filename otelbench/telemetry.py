@@ -27,6 +27,7 @@ import logging
 import time
 import weakref
 from pathlib import Path
+from typing import Final
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -37,7 +38,7 @@ from otelbench import __version__, semconv
 from otelbench.errors import ConfigError
 from otelbench.spool import DEFAULT_MAX_BYTES, SpoolBusyError, SpoolingSpanExporter, SpoolStats
 
-__all__ = ["make_tracer_provider", "shutdown", "traces_url"]
+__all__ = ["LAUNCHED_EXPORT_ENV", "make_tracer_provider", "shutdown", "traces_url"]
 
 _log = logging.getLogger(__name__)
 
@@ -45,6 +46,10 @@ _SPOOLS: weakref.WeakKeyDictionary[TracerProvider, SpoolingSpanExporter] = (
     weakref.WeakKeyDictionary()
 )
 """The spooling exporter of each provider that has one, for :func:`shutdown` to drain."""
+LAUNCHED_EXPORT_ENV: Final = {"OTEL_BSP_SCHEDULE_DELAY": "200"}
+"""The environment of a server otelbench launches and whose spans it waits for (vLLM, the
+gateways of draft 5.10's configurations): the SDK's batch span processor exports every 200 ms,
+not every 5 s, so the wait for a level's spans ends soon after its last request."""
 
 
 def traces_url(endpoint: str) -> str:

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite, after all set-up: lint, types, then every test tier: the quick tier (unit,
-# and integration against real loopback servers and system binaries; on every core), then the
-# real vLLM engine on CPU (one process). `scripts/test.sh --quick` stops before the vLLM tier.
-# Further arguments go to pytest.
+# The whole test suite, after all set-up: lint, types, the dependency audit, then every test tier
+# (tests/conftest.py): the quick tier (unit and integration, on every core) and the real vLLM
+# engine on CPU (one process) side by side — the vLLM tier keeps about one core busy, the quick
+# tier takes what is left — then the timing tier (the load generator timed to the millisecond)
+# with nothing else running. `scripts/test.sh --quick` runs the quick tier only. Further
+# arguments go to every pytest run. Each tier lists its 25 slowest tests; the vLLM tier's output
+# is printed when it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,10 +23,31 @@ echo "test: mypy"
 .venv/bin/mypy
 echo "test: dependency audit (docs/security.md)"
 bash scripts/audit.sh
-echo "test: pytest, unit and integration"
-.venv/bin/python -m pytest tests --durations=25 "$@"
+pytest=(.venv/bin/python -m pytest --durations=25)
 if ((quick)); then
-    exit 0
+    echo "test: pytest, unit and integration"
+    exec "${pytest[@]}" tests/unit tests/integration "$@"
 fi
-echo "test: pytest, the real vLLM engine on CPU"
-.venv/bin/python -m pytest tests -m vllm --durations=25 "$@"
+
+vllm_log=$(mktemp "${TMPDIR:-/tmp}/otelbench-vllm-tier.XXXXXX.log")
+echo "test: pytest, the real vLLM engine on CPU, in the background (output: $vllm_log)"
+"${pytest[@]}" tests/vllm "$@" >"$vllm_log" 2>&1 &
+vllm_pid=$!
+trap 'kill -INT "$vllm_pid" 2>/dev/null || true' EXIT
+
+echo "test: pytest, unit and integration"
+quick_rc=0
+"${pytest[@]}" tests/unit tests/integration "$@" || quick_rc=$?
+
+vllm_rc=0
+wait "$vllm_pid" || vllm_rc=$?
+trap - EXIT
+echo "test: pytest, the real vLLM engine on CPU (its output)"
+cat "$vllm_log"
+
+echo "test: pytest, the load generator's timing (nothing else running)"
+timing_rc=0
+"${pytest[@]}" tests/timing "$@" || timing_rc=$?
+
+echo "test: exit status: quick tier $quick_rc, vLLM tier $vllm_rc, timing tier $timing_rc"
+((quick_rc == 0 && vllm_rc == 0 && timing_rc == 0))

@@ -7,18 +7,20 @@ collection):
 - ``tests/unit``: no marker; no system binary (prometheus, promtool, chromium, rotel, vllm) and no
   network server, loopback included;
 - ``tests/integration``: marked ``integration``; real loopback servers and system binaries;
+- ``tests/timing``: marked ``timing``; the load generator timed to the millisecond against real
+  loopback servers, which needs the cores to itself (no other test's load beside it);
 - ``tests/vllm``: marked ``vllm``; a real vLLM engine on CPU.
 
-``pytest`` alone runs unit and integration (the quick tier, no vLLM) on every core (pytest-xdist,
-``-n auto`` in pyproject's addopts); the vLLM tier runs with ``--vllm`` (everything), with a
-marker expression that asks for it (``-m vllm``), or when a path under ``tests/vllm`` is named on
-the command line, and then in one process. ``scripts/test.sh`` runs the quick tier, then
-``-m vllm``.
+``pytest`` alone runs the quick tier, unit and integration, on every core (pytest-xdist, ``-n
+auto`` in pyproject's addopts). The timing and vLLM tiers run when a path under ``tests/timing``
+or ``tests/vllm`` is named on the command line, with a marker expression (``-m timing``, ``-m
+vllm``: the expression decides), or with ``--vllm`` (every tier); they run in one process (the
+timing tier's tests one at a time, the vLLM tier's shared servers are per process).
+``scripts/test.sh`` runs the quick tier and the vLLM tier side by side, then the timing tier alone.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,8 +39,15 @@ whole vLLM tier runs) and the oldest tested one."""
 
 
 TESTS = Path(__file__).resolve().parent
-TIER_MARKERS = {"unit": None, "integration": "integration", "vllm": "vllm"}
+TIER_MARKERS = {
+    "unit": None,
+    "integration": "integration",
+    "timing": "timing",
+    "vllm": "vllm",
+}
 """Each tier's folder under tests/ and the marker its tests carry (unit: none of them)."""
+ONE_PROCESS_TIERS = ("timing", "vllm")
+"""The tiers that run only when asked for, and then in one process (module docstring)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,8 +55,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--vllm",
         action="store_true",
         default=False,
-        help="also run the real-vLLM tier (tests/vllm, every test marked vllm); without it, "
-        "`pytest` runs unit and integration only, unless -m or a path under tests/vllm asks",
+        help="run every tier, the timing and real-vLLM tiers (tests/timing, tests/vllm) too, in "
+        "one process; without it, `pytest` runs unit and integration only, unless -m or a path "
+        "under tests/timing or tests/vllm asks",
     )
     parser.addoption(
         "--vllm-versions",
@@ -97,28 +107,30 @@ def _marker_mismatch(item: pytest.Item) -> str | None:
     have = {m for m in TIER_MARKERS.values() if m and item.get_closest_marker(m) is not None}
     if have == ({wanted} if wanted else set()):
         return None
-    want_text = f"marked {wanted!r} only" if wanted else "marked neither integration nor vllm"
+    markers = ", ".join(m for m in TIER_MARKERS.values() if m)
+    want_text = f"marked {wanted!r} only" if wanted else f"marked with none of {markers}"
     return f"{item.nodeid}: tests/{tier} wants tests {want_text}, this one has {sorted(have)}"
 
 
-def _vllm_tier_asked(config: pytest.Config) -> bool:
-    """``--vllm``, a ``-m`` expression (it decides), or a path under tests/vllm on the command
-    line."""
+def _one_process_tier_asked(config: pytest.Config) -> bool:
+    """``--vllm``, a ``-m`` expression (it decides), or a path under tests/timing or tests/vllm
+    on the command line."""
     if config.getoption("--vllm") or config.getoption("markexpr"):
         return True
     root = config.invocation_params.dir
     for arg in config.args:
         path = (root / arg.split("::", 1)[0]).resolve()
-        if path == TESTS / "vllm" or (TESTS / "vllm") in path.parents:
-            return True
+        for tier in ONE_PROCESS_TIERS:
+            if path == TESTS / tier or (TESTS / tier) in path.parents:
+                return True
     return False
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """The vLLM tier runs in one process: its shared servers are per process (pytest-xdist's
-    ``-n`` from addopts is set back to 0 when the vLLM tier is asked for)."""
-    if getattr(config.option, "numprocesses", None) and _vllm_tier_asked(config):
+    """The timing and vLLM tiers run in one process (pytest-xdist's ``-n`` from addopts is set
+    back to 0 when either is asked for)."""
+    if getattr(config.option, "numprocesses", None) and _one_process_tier_asked(config):
         config.option.numprocesses = 0
 
 
@@ -126,31 +138,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mismatches = [m for m in map(_marker_mismatch, items) if m is not None]
     if mismatches:
         raise pytest.UsageError("markers disagree with folders:\n  " + "\n  ".join(mismatches))
-    if _vllm_tier_asked(config):
+    if _one_process_tier_asked(config):
         return
-    deselected = [item for item in items if item.get_closest_marker("vllm") is not None]
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if item.get_closest_marker("vllm") is None]
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
-    """Under pytest-xdist, a test of a module marked ``alone`` (it times the client to the
-    millisecond, which another worker's test on the same cores would disturb) runs while no other
-    worker runs one: from its set-up (the module's fixtures included) to its teardown it holds a
-    lock of the run exclusively, every other test holds it shared."""
-    basetemp = getattr(item.config.option, "basetemp", None)
-    if os.environ.get("PYTEST_XDIST_WORKER") is None or not basetemp:
-        return (yield)
-    # each worker's base temporary directory is popen-gwN in the run's own directory
-    with (Path(basetemp).parent / "alone.lock").open("a") as lock:
-        alone = item.get_closest_marker("alone") is not None
-        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        try:
-            return (yield)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    kept = [item for item in items if not any(map(item.get_closest_marker, ONE_PROCESS_TIERS))]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
 
 
 # --------------------------------------------------------------------------------------------

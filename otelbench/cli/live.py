@@ -132,6 +132,14 @@ def probe(
             "when it returns (also those a stopped probe left); default: no spool."
         ),
     ] = None,
+    flush_timeout: Annotated[
+        str,
+        typer.Option(
+            help="At the end, wait this long for the collector to take the probe's spans "
+            "(the spool's too); what it has not taken by then stays in the spool (--spool-dir) "
+            "or is lost, and the probe says so.",
+        ),
+    ] = "30s",
 ) -> None:
     """Send a low-rate, tagged benchmark stream beside live traffic (watch: source="probe")."""
     import asyncio
@@ -158,6 +166,7 @@ def probe(
         seed=seed,
         ignore_eos=ignore_eos,
     )
+    flush_ms = round(parse_duration(flush_timeout) * 1000)
     spool_stats = SpoolStats()
     provider = make_tracer_provider(
         otlp_endpoint,
@@ -172,7 +181,7 @@ def probe(
     except KeyboardInterrupt:
         pass
     finally:
-        shutdown(provider)
+        shutdown(provider, flush_ms)
     sent = sum(len(o.results) for o in outcomes)
     failed = sum(1 for o in outcomes for r in o.results if not r.ok)
     typer.echo(f"otelbench probe: {sent} requests in {len(outcomes)} segments, {failed} failed")

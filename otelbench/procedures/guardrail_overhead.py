@@ -66,7 +66,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from otelbench import semconv
+from otelbench import semconv, telemetry
 from otelbench.documents import read_document
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
@@ -202,6 +202,7 @@ def derived_configurations(spec: ProcedureSpec, path: Path) -> list[SutConfigura
                 label,
                 url=f"http://127.0.0.1:{port}",
                 command=command,
+                env=telemetry.LAUNCHED_EXPORT_ENV,
                 description=f"{description} filter(s) in otelbench gateway ({file.name}) in "
                 f"front of {spec.base.target}",
             ))  # fmt: skip

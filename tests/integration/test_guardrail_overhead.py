@@ -52,7 +52,7 @@ def make_spec(server: ScriptedServer, out: Path) -> ProcedureSpec:
         tokenizer=str(tokenizer),
         warmup=WarmupSpec(min_requests=3, min_output_tokens=0, probes=2),
     )
-    return ProcedureSpec(base=base, profile=get_profile("quick"), out_dir=out, span_wait_s=3.0)
+    return ProcedureSpec(base=base, profile=get_profile("quick"), out_dir=out, span_wait_s=1.0)
 
 
 def test_four_configurations_through_the_gateway_with_guardrail_spans(

