@@ -1,8 +1,8 @@
 """The high-level client against the scripted SSE server: what counts as the first token, token
 counts, every failure mode as a result (never an exception), and trace context on the wire.
 
-Timing *precision* is tested in test_client_fidelity.py; here times are only checked to land on
-the right server event (the scripts keep the candidate events ≥ 20 ms apart).
+Timing *precision* is tested in tests/timing/test_client_fidelity.py; here times are only checked
+to land on the right server event (the scripts keep the candidate events ≥ 20 ms apart).
 """
 
 from __future__ import annotations

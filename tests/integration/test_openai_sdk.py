@@ -5,7 +5,7 @@ the GenAI client metrics from the same calls, checked against the same log.
 
 The scripts keep the events the offsets are judged by at least 20 ms apart, and a measured time
 must land between the server's write of that event and ``SLACK_US`` after it (as in
-test_client_behaviour.py); timing precision itself is test_client_fidelity.py's.
+test_client_behaviour.py); timing precision itself is tests/timing/test_client_fidelity.py's.
 """
 
 from __future__ import annotations

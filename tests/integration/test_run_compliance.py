@@ -34,7 +34,7 @@ LOAD_DEPENDENT = {"load-generator-requirements", "open-loop-isolation", "timing-
 """4.2.5's isolation fails where the generator-bottleneck flag is raised (a P99 send lag over
 10 ms), and 4.2.1's timing resolution where the load generator's event loop ran late (a P99 over
 1 ms, ``run.client_health``): a busy 2-core test machine can cause either. tests/unit/report and
-tests/integration/test_loadgen_workers.py cover both ways."""
+tests/timing/test_loadgen_workers.py cover both ways."""
 
 
 def unmet_must(report: dict[str, Any], test: str) -> list[str]:

@@ -20,7 +20,7 @@ from otelbench import semconv
 from tests.fixtures.cli import otelbench
 from tests.fixtures.scripted_server import ScriptedServer
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+pytestmark = pytest.mark.timing
 
 
 def client_spans(store: Path, phase: str | None = semconv.PHASE_MEASURE) -> list[dict[str, Any]]:

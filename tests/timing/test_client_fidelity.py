@@ -40,7 +40,7 @@ import pytest
 from otelbench.client import AsyncLLMClient, CompletionRequest
 from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+pytestmark = pytest.mark.timing
 
 BOUND_NS = 1_000_000
 ATTEMPTS = 3

@@ -28,7 +28,7 @@ from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_ru
 from otelbench.semconv import REQUEST_PHASE
 from tests.fixtures.scripted_server import ScriptedServer
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]  # schedule lag to the ms
+pytestmark = pytest.mark.timing  # schedule lag to the ms
 
 
 def config(server: ScriptedServer, load: LoadSpec, script: dict[str, Any], **kw: Any) -> RunConfig:

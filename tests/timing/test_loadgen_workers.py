@@ -45,7 +45,7 @@ from otelbench.loadgen.runner import ExportSpec, LoadSpec, RunConfig, execute_ru
 from otelbench.loadgen.warmup import WarmupSpec
 from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]  # load health and Ctrl-C timing
+pytestmark = pytest.mark.timing  # load health and Ctrl-C timing
 
 BURN_NS = 15_000_000
 REQUESTS = 24
