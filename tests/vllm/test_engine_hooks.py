@@ -601,56 +601,74 @@ def our_tracebacks(log: str) -> list[str]:
     return [b[:3000] for b in blocks if "otelbench_vllm" in b[:3000]]
 
 
+COLLECTOR_DOWN_ROUNDS = 3
+"""Rounds of (collector up, collector down) batches in the collector-down test."""
+
+
 def test_collector_down_engine_serves_at_the_same_speed_and_the_hook_counts_the_loss(
     vllm_server: VllmCpuServer, otlp_receiver: SpanSink, vllm_measurements: dict[str, Any]
 ) -> None:
-    """The shared hooks-enabled vLLM, one batch of 8 streamed requests × 48 tokens
-    (``ignore_eos``; 2 KV blocks each, so the batch fits the 18-block cache and nothing is
-    preempted), twice: phase 1 with the session's embedded receiver listening on the traces
-    endpoint's fixed port, phase 2 after that receiver is stopped (``otlp_receiver.lent()``:
-    nothing listens; every export is refused). The receiver starts again afterwards.
+    """The shared hooks-enabled vLLM, batches of 8 streamed requests × 48 tokens (``ignore_eos``;
+    2 KV blocks each, so a batch fits the 18-block cache and nothing is preempted), in
+    :data:`COLLECTOR_DOWN_ROUNDS` rounds of two: one with the session's embedded receiver
+    listening on the traces endpoint's fixed port, then one after that receiver is stopped
+    (``otlp_receiver.lent()``: nothing listens; every export is refused); the receiver starts
+    again before the next round.
 
-    Speed bound: phase-2 median end-to-end time ≤ 1.5 × phase 1's. The batch takes a few seconds
-    of decode on a shared, busy CPU (other test suites run beside this one), so run-to-run noise
-    of 10-30 % is normal there; a hook that blocked the engine on a dead collector would cost
-    the exporter's timeout or retries (≥ 1 s per batch of spans), far beyond 1.5×, so 1.5× keeps
-    the test stable and still catches that. Phase 2 runs second, so the warmed engine is not an
+    Speed bound: the median over the rounds of (collector-down batch's median end-to-end time /
+    the collector-up batch's just before it) ≤ 1.5. A batch takes ~0.2 s of decode on a shared
+    CPU where the quick tier runs beside this one (scripts/test.sh), so one batch can take 3× its
+    neighbour's time when another process takes the cores (measured: 0.20 s up, 0.72 s down in a
+    single pair); pairs of neighbouring batches and the median of their ratios keep that out. A
+    hook that blocked the engine on a dead collector would cost the exporter's timeout or
+    retries (≥ 1 s per batch of spans, every 200 ms) in every collector-down batch, far beyond
+    1.5×. The collector-down batch runs second in each round, so the warmer engine is not an
     advantage for it. The exporter gives up within 5 s (``SHARED_ENV``), so failed exports are
     counted within seconds.
 
-    Loss accounting: spans the hooks end are exported, failed, or still queued
-    (``unaccounted``); in phase 1 none fails; in phase 2 nothing may be exported and the failed
-    counter must grow by at least 4 spans per request (server, queue, prefill, decode) once the
-    exporter gives up.
+    Loss accounting, per round: spans the hooks end are exported, failed, or still queued
+    (``unaccounted``); with the collector up none fails; with it down nothing may be exported and
+    the failed counter must grow by at least 4 spans per request (server, queue, prefill,
+    decode) once the exporter gives up.
     """
+    base = vllm_server.base_url
+    log_start = log_size(vllm_server)
+    rounds = [collector_down_round(base, otlp_receiver) for _ in range(COLLECTOR_DOWN_ROUNDS)]
+    log = log_since(vllm_server, log_start)
+
+    pairs = [(up, down) for up, down, _ in rounds]
+    assert statistics.median(down / up for up, down in pairs) <= 1.5, pairs
+    assert our_tracebacks(log) == []
+    assert "otelbench hooks: error in" not in log
+    assert "otelbench hooks disabled" not in log
+    vllm_measurements["hooks_collector_down_median_e2e_us_up_vs_down"] = pairs
+    vllm_measurements["hooks_collector_down_health"] = rounds[-1][2]
+
+
+def collector_down_round(base: str, sink: SpanSink) -> tuple[float, float, dict[str, float]]:
+    """One round of the collector-down test: a batch with the collector up, one with it down;
+    their median end-to-end times (µs) and the hooks' health after the second."""
     tokens = 48
     requests = [completion(tokens) for _ in range(8)]
     expected_spans = SPANS_PER_REQUEST * len(requests)
-    base = vllm_server.base_url
-    log_start = log_size(vllm_server)
-
-    # phase 1: collector up; every span of the batch is exported
+    # collector up: every span of the batch is exported
     before1 = wait_health(base, lambda h: h[HEALTH_UNACCOUNTED] == 0)
+    stored_before = stored_request_spans(sink)
     up = send_untraced(base, requests)
     after1 = wait_health(
         base, lambda h: h[HEALTH_EXPORTED] - before1[HEALTH_EXPORTED] >= expected_spans
     )
     assert after1[HEALTH_EXPORTED] - before1[HEALTH_EXPORTED] == expected_spans, after1
     assert after1[HEALTH_FAILED] == before1[HEALTH_FAILED], after1
-    stored = otlp_receiver.receiver.store.execute(
-        f'SELECT count(*) FROM {semconv.TABLE_TRACES} WHERE "SpanName" = ?',
-        [semconv.SPAN_HOOK_REQUEST],
-    )
-    assert stored[0][0] >= len(requests) + 1
+    sink.wait_quiet()
+    assert stored_request_spans(sink) - stored_before >= len(requests)
 
-    # phase 2: collector down; nothing listens on the endpoint's port
-    with otlp_receiver.lent():
+    # collector down: nothing listens on the endpoint's port
+    with sink.lent():
         down = send_untraced(base, requests)
         after2 = wait_health(
             base, lambda h: h[HEALTH_FAILED] - after1[HEALTH_FAILED] >= expected_spans
         )
-    log = log_since(vllm_server, log_start)
-
     for results in (up, down):
         for r in results:
             assert r.ok, (r.error_type, r.error_message)
@@ -661,16 +679,18 @@ def test_collector_down_engine_serves_at_the_same_speed_and_the_hook_counts_the_
     lost = (after2[HEALTH_FAILED] - after1[HEALTH_FAILED]) + after2[HEALTH_UNACCOUNTED]
     assert lost >= expected_spans, after2
     assert after2[HEALTH_FAILED] - after1[HEALTH_FAILED] >= expected_spans, after2
-
     e2e_up = statistics.median(r.end_offset_us or 0 for r in up)
     e2e_down = statistics.median(r.end_offset_us or 0 for r in down)
-    assert e2e_down <= 1.5 * e2e_up, (e2e_up, e2e_down)
+    return e2e_up, e2e_down, after2
 
-    assert our_tracebacks(log) == []
-    assert "otelbench hooks: error in" not in log
-    assert "otelbench hooks disabled" not in log
-    vllm_measurements["hooks_collector_down_median_e2e_us_up_vs_down"] = [e2e_up, e2e_down]
-    vllm_measurements["hooks_collector_down_health"] = after2
+
+def stored_request_spans(sink: SpanSink) -> int:
+    """The hooks' request spans in the session receiver's store so far."""
+    rows = sink.receiver.store.execute(
+        f'SELECT count(*) FROM {semconv.TABLE_TRACES} WHERE "SpanName" = ?',
+        [semconv.SPAN_HOOK_REQUEST],
+    )
+    return int(rows[0][0])
 
 
 # ----------------------------------------------------------------------------------------------
