@@ -140,9 +140,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("markers disagree with folders:\n  " + "\n  ".join(mismatches))
     if _one_process_tier_asked(config):
         return
-    kept = [item for item in items if not any(map(item.get_closest_marker, ONE_PROCESS_TIERS))]
-    if len(kept) < len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    kept: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    for item in items:
+        tier = any(map(item.get_closest_marker, ONE_PROCESS_TIERS))
+        (deselected if tier else kept).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
         items[:] = kept
 
 
