@@ -53,6 +53,13 @@ TlsKey = Annotated[Path | None, typer.Option(help="The PEM private key of --tls-
 """``--tls-key`` of a server command."""
 
 
+LOADGEN_CPUS_HELP: Final = (
+    "CPUs of the load generator's own, e.g. 0, 0-3 or 0,2,4-7: each measuring event loop on one "
+    "of them; the collector, a launched SUT and the rest of otelbench on the other CPUs (the "
+    "report reads both back)."
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class CommonOptions:
     """The options ``otelbench run`` and every ``otelbench test`` command share."""
@@ -116,12 +123,7 @@ class CommonOptions:
         help="Load-generator processes sharing the measured load (default: from the cores and "
         "the load; the report says which).",
     )
-    loadgen_cpus: str | None = option(
-        None,
-        help="CPUs of the load generator's own, e.g. 0, 0-3 or 0,2,4-7: each measuring "
-        "event loop on one of them; the collector, a launched SUT and the rest of otelbench on "
-        "the other CPUs (the report reads both back).",
-    )
+    loadgen_cpus: str | None = option(None, help=LOADGEN_CPUS_HELP)
     max_model_len: int = option(1024, help="With --sut vllm-cpu.")
     sut_boundary: str | None = option(
         None, help="Declare the SUT boundary (draft 4.1): Model Engine, Gateway, Compound."
