@@ -32,6 +32,9 @@ from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
 pytestmark = pytest.mark.integration
 
 SLACK_US = 10_000
+BODY_SLACK_US = 50_000
+"""A body sent whole is the call's only event: a late stamp cannot land on another one, so its
+bound is looser (the sync client read it 13.4 ms late once, beside the vLLM tier's load)."""
 N = 5
 SCRIPT = {"n": N, "role_first_ms": 5.0, "ttft_ms": 30.0, "itl_ms": 25.0, "prompt_tokens": 7}
 """Chat: a role-only delta at 5 ms (the first chunk), then 5 content chunks 25 ms apart."""
@@ -233,7 +236,7 @@ def test_a_call_not_streamed_is_one_span_timed_whole(
     # the body is sent whole once the script's last chunk is due
     [body] = [e for e in entry["events"] if e[0] == "body"]
     end = int(a[semconv.CLIENT_SUBMIT_MONO_NS]) + int(a[semconv.CLIENT_END_OFFSET_US]) * 1000  # type: ignore[arg-type]
-    assert body[4] - 1_000_000 <= end <= body[4] + SLACK_US * 1000
+    assert body[4] - 1_000_000 <= end <= body[4] + BODY_SLACK_US * 1000
     assert set(histograms(reader)) == {
         semconv.METRIC_CLIENT_OPERATION_DURATION,
         semconv.METRIC_CLIENT_TOKEN_USAGE,
