@@ -71,7 +71,11 @@ def test_client_spans_survive_a_collector_crash_mid_run(
         time.sleep(0.3)
         os.killpg(collector.pid, signal.SIGKILL)
         collector.communicate(timeout=10)
-        time.sleep(1.3)  # the batch processor exports every 0.5 s: these batches are spooled
+        # the batch processor exports every 0.5 s: its batches are spooled while nothing listens
+        # (waited for, not slept for: on a busy machine the first export can come later)
+        deadline = time.monotonic() + 10.0
+        while stats.as_dict()["spans_spooled"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert stats.as_dict()["spans_spooled"] > 0
         collector = start_collector(store, port)
         run.join(timeout=60)
