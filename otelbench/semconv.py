@@ -288,10 +288,44 @@ the offset used to put the engine's monotonic timestamps on the wall clock."""
 SERVER_PREEMPTIONS: Final = "otelbench.server.preemptions"
 """Int: the request's PREEMPTED events (= the number of EVENT_PREEMPTION events)."""
 SERVER_ENGINE_REQUEST_ID: Final = "otelbench.server.engine_request_id"
+"""vLLM's internal request id (the external ``gen_ai.request.id`` plus a random suffix)."""
 SERVER_OUTPUT_PHASE_TOKEN: Final = "otelbench.server.output_phase_token"
 """Index, in ``token_offsets_us``, of the first output token after a reasoning model's think
 phase (the token after the think-end token); set only when the hooks know that token's id."""
-"""vLLM's internal request id (the external ``gen_ai.request.id`` plus a random suffix)."""
+SERVER_END_REASON: Final = "otelbench.server.end_reason"
+"""What ended the request in the engine, on every hook span: ``finished`` (the engine finished it:
+stop, length, repetition), ``cancelled`` (vLLM's frontend aborted it: the client disconnected or
+the request's task failed), ``aborted`` (the engine aborted it itself: finish reason ``abort``
+from the engine core, e.g. at shutdown) or ``error`` (finish reason ``error``, or the engine
+died). Spans written before the hooks knew cancellations lack it: read ``finished`` then, or the
+finish reason's ``abort``/``error``."""
+END_REASON_FINISHED: Final = "finished"
+END_REASON_CANCELLED: Final = "cancelled"
+END_REASON_ABORTED: Final = "aborted"
+END_REASON_ERROR: Final = "error"
+END_REASONS: Final = (
+    END_REASON_FINISHED,
+    END_REASON_CANCELLED,
+    END_REASON_ABORTED,
+    END_REASON_ERROR,
+)
+SERVER_END_PHASE: Final = "otelbench.server.end_phase"
+"""Where a request that did not finish was when it ended (absent on finished requests):
+``queue`` (waiting, never scheduled), ``prefill`` (scheduled, no output token yet), ``decode``
+(output tokens generated), ``preempted`` (waiting again after a preemption) or ``unknown``
+(the engine core's account did not reach the hooks and the frontend had seen no token)."""
+END_PHASE_QUEUE: Final = "queue"
+END_PHASE_PREFILL: Final = "prefill"
+END_PHASE_DECODE: Final = "decode"
+END_PHASE_PREEMPTED: Final = "preempted"
+END_PHASE_UNKNOWN: Final = "unknown"
+SERVER_PROMPT_TOKENS_COMPUTED: Final = "otelbench.server.prompt_tokens_computed"
+"""Int, on requests that did not finish: prompt tokens the engine had processed when the request
+ended (vLLM's ``num_computed_tokens`` up to the prompt length: prefill done, prefix-cache hits
+included), from the engine core's account; the whole prompt once decoding had begun."""
+SERVER_OUTPUT_TOKENS_GENERATED: Final = "otelbench.server.output_tokens_generated"
+"""Int, on requests that did not finish: output tokens the engine generated, whether or not they
+reached vLLM's frontend (``gen_ai.usage.completion_tokens`` counts those that did)."""
 PREEMPTION_OUTPUT_TOKENS: Final = "otelbench.preemption.output_tokens"
 """On EVENT_PREEMPTION: output tokens generated before it (vLLM V1 keeps them; not lost)."""
 PREEMPTION_KV_TOKENS_DISCARDED: Final = "otelbench.preemption.kv_tokens_discarded"
@@ -308,6 +342,9 @@ ENV_VLLM_EXPORT: Final = "OTELBENCH_VLLM_EXPORT"
 process, off vLLM's API server) or ``inprocess`` (in the API server)."""
 ENV_VLLM_ITL_RECORDS: Final = "OTELBENCH_VLLM_ITL_RECORDS"
 """Inter-token gaps the engine hooks record per request in their ITL histogram (default 0: off)."""
+ENV_VLLM_ABORT_CHANNEL: Final = "OTELBENCH_VLLM_ABORT_CHANNEL"
+"""The directory of the hooks' abort channel (engine core → API servers); set by the hooks in
+vLLM's first process and inherited by the others (``otelbench_vllm.aborts``)."""
 ENV_SPOOL_DIR: Final = "OTELBENCH_SPOOL_DIR"
 """The engine hooks' span spool directory (:mod:`otelbench.spool`); unset: no spool."""
 ENV_SPOOL_MAX_BYTES: Final = "OTELBENCH_SPOOL_MAX_BYTES"
@@ -349,6 +386,10 @@ METRIC_HOOK_REQUEST_PREEMPTIONS: Final = "otelbench.server.request.preemptions"
 """Histogram ({preemption}): preemptions per finished request."""
 METRIC_HOOK_PREEMPTIONS: Final = "otelbench.server.preemption.count"
 """Counter ({preemption}): preemptions of finished requests."""
+METRIC_SERVER_REQUESTS: Final = "otelbench.server.requests"
+"""Counter ({request}): requests the hooks ended a span for, by ``otelbench.server.end_reason``
+and, for those that did not finish, ``otelbench.server.end_phase``
+(``otelbench_server_requests_total`` on Prometheus)."""
 METRIC_HOOK_SPANS_ENDED: Final = "otelbench.hook.spans.ended"
 """Observable counter ({span}): spans the hooks ended (handed to the span processor)."""
 METRIC_HOOK_SPANS_EXPORTED: Final = "otelbench.hook.spans.exported"

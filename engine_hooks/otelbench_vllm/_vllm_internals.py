@@ -55,9 +55,11 @@ import dataclasses
 import inspect
 import logging
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
+from otelbench_vllm.aborts import FactsSender, channel_dir, engine_facts
 from otelbench_vllm.hook import (
     EVENT_PREEMPTED,
     EVENT_QUEUED,
@@ -68,12 +70,14 @@ from otelbench_vllm.hook import (
 
 __all__ = [
     "CONFORMED_RELEASES",
+    "EXPECTED_ABORT_PARAMS",
     "EXPECTED_EVENT_TYPES",
     "EXPECTED_PARAMS",
     "EXPECTED_REQUEST_STATS_FIELDS",
     "TESTED_RELEASES",
     "TRACE_HEADERS_ALWAYS_SINCE",
     "active_hook",
+    "check_abort_internals",
     "check_internals",
     "install",
     "needs_tracing_flag",
@@ -132,6 +136,14 @@ EXPECTED_PARAMS: dict[str, tuple[str, ...]] = {
 }
 """The parameters of the three wrapped ``IterationStats`` methods, in order."""
 
+EXPECTED_ABORT_PARAMS: dict[str, tuple[str, ...]] = {
+    "OutputProcessor.abort_requests": ("self", "request_ids", "internal"),
+    "OutputProcessor.propagate_error": ("self", "e"),
+    "EngineCore.abort_requests": ("self", "request_ids"),
+}
+"""The parameters of the methods wrapped for requests that end without finishing (module
+docstring), in order."""
+
 EXPECTED_EVENT_TYPES: dict[str, int] = {
     "QUEUED": EVENT_QUEUED,
     "SCHEDULED": EVENT_SCHEDULED,
@@ -150,6 +162,7 @@ EXPECTED_REQUEST_STATS_FIELDS: tuple[str, ...] = (
 """``RequestStateStats`` fields the span is built from (a dataclass: checked by its fields)."""
 
 _MARK = "_otelbench_originals"
+_ABORT_MARK = "_otelbench_abort_originals"
 
 _hook: RequestHook | None = None
 _refused = False
@@ -289,6 +302,116 @@ def _wrappers(
     }
 
 
+def _abort_wrappers(
+    originals: dict[str, Callable[..., Any]], hook: RequestHook, sender: FactsSender | None
+) -> dict[str, Callable[..., Any]]:
+    fault = _Faults(hook)
+    orig_abort = originals["OutputProcessor.abort_requests"]
+    orig_error = originals["OutputProcessor.propagate_error"]
+    orig_engine_abort = originals["EngineCore.abort_requests"]
+    on_aborted, on_engine_error = hook.on_aborted, hook.on_engine_error
+
+    def abort_requests(self: Any, request_ids: Any, internal: bool) -> Any:
+        # The states are gone once vLLM's code has run: keep a reference to them first (a
+        # shallow copy of the frontend's in-flight requests; ``request_ids`` may be an iterator,
+        # so it is not read). vLLM calls this recursively for a parent's children (n > 1): a
+        # request's span is ended once (``ENDED_ATTR``).
+        try:
+            before = self.request_states.copy()
+        except Exception:  # noqa: BLE001 - telemetry never raises into the engine
+            fault("OutputProcessor.abort_requests")
+            before = None
+        result = orig_abort(self, request_ids, internal)
+        if before is not None:
+            try:
+                on_aborted([before[rid] for rid in result if rid in before])
+            except Exception:  # noqa: BLE001 - telemetry never raises into the engine
+                fault("OutputProcessor.abort_requests")
+        return result
+
+    def propagate_error(self: Any, e: Exception) -> Any:
+        result = orig_error(self, e)
+        try:
+            on_engine_error(list(self.request_states.values()), e)
+        except Exception:  # noqa: BLE001 - telemetry never raises into the engine
+            fault("OutputProcessor.propagate_error")
+        return result
+
+    def engine_abort_requests(self: Any, request_ids: list[str]) -> Any:
+        # Read before vLLM frees them: the abort turns their status to FINISHED_ABORTED.
+        facts = None
+        if sender is not None:
+            try:
+                requests = self.scheduler.requests
+                now = time.monotonic()
+                facts = [
+                    engine_facts(request, now)
+                    for rid in request_ids
+                    if (request := requests.get(rid)) is not None and not request.is_finished()
+                ]
+            except Exception:  # noqa: BLE001 - telemetry never raises into the engine
+                fault("EngineCore.abort_requests")
+        result = orig_engine_abort(self, request_ids)
+        if facts:
+            try:
+                sender.send(facts)  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - telemetry never raises into the engine
+                fault("EngineCore.abort_requests")
+        return result
+
+    return {
+        "OutputProcessor.abort_requests": abort_requests,
+        "OutputProcessor.propagate_error": propagate_error,
+        "EngineCore.abort_requests": engine_abort_requests,
+    }
+
+
+def check_abort_internals(output_processor_cls: type, engine_core_cls: type) -> str | None:
+    """Why vLLM's ``OutputProcessor`` / ``EngineCore`` differ from what the abort wrappers expect
+    (:data:`EXPECTED_ABORT_PARAMS`), or None when they match."""
+    classes = {"OutputProcessor": output_processor_cls, "EngineCore": engine_core_cls}
+    for qualname, expected in EXPECTED_ABORT_PARAMS.items():
+        owner, method = qualname.split(".")
+        func = getattr(classes[owner], method, None)
+        if func is None:
+            return f"{qualname} is missing"
+        params = tuple(inspect.signature(func).parameters)
+        if params != expected:
+            return f"{qualname}{params} is not {expected}"
+    return None
+
+
+def _install_abort_wrappers(hook: RequestHook, version: str) -> bool:
+    """Wrap the methods through which requests end without finishing; False (after one warning,
+    the rest of the hooks unaffected) where they differ from what the wrappers expect."""
+    from vllm.v1.engine.core import EngineCore
+    from vllm.v1.engine.output_processor import OutputProcessor
+
+    problem = check_abort_internals(OutputProcessor, EngineCore)
+    if problem is not None:
+        _log.warning(
+            "otelbench hooks: vLLM %s: %s; requests that end without finishing (cancelled, "
+            "failed) get no server span",
+            version,
+            problem,
+        )
+        return False
+    directory = channel_dir(create=True)
+    sender = FactsSender(directory) if directory else None
+    classes = {"OutputProcessor": OutputProcessor, "EngineCore": EngineCore}
+    originals = {
+        qualname: getattr(classes[qualname.split(".")[0]], qualname.split(".")[1])
+        for qualname in EXPECTED_ABORT_PARAMS
+    }
+    for qualname, wrapper in _abort_wrappers(originals, hook, sender).items():
+        owner, method = qualname.split(".")
+        wrapper.__wrapped__ = originals[qualname]  # type: ignore[attr-defined]
+        wrapper.__qualname__ = qualname
+        setattr(classes[owner], method, wrapper)
+    setattr(OutputProcessor, _ABORT_MARK, originals)
+    return True
+
+
 def check_internals(stats_cls: type, event_type: Any, request_stats_cls: type) -> str | None:
     """Why vLLM's internals differ from what the wrappers expect, or None when they match.
 
@@ -347,6 +470,7 @@ def install(hook: RequestHook | None = None) -> RequestHook | None:
             wrapper.__qualname__ = f"IterationStats.{name}"
             setattr(IterationStats, name, wrapper)
         setattr(IterationStats, _MARK, originals)
+        _install_abort_wrappers(hook, version)
     except Exception as exc:  # noqa: BLE001 - an unexpected vLLM layout must not break vLLM
         _refuse(f"cannot install the wrappers ({type(exc).__name__}: {exc})")
         return None
@@ -365,4 +489,16 @@ def uninstall() -> None:
         for name, func in originals.items():
             setattr(IterationStats, name, func)
         delattr(IterationStats, _MARK)
+    from vllm.v1.engine.core import EngineCore
+    from vllm.v1.engine.output_processor import OutputProcessor
+
+    abort_originals: dict[str, Callable[..., Any]] | None = OutputProcessor.__dict__.get(
+        _ABORT_MARK
+    )
+    if abort_originals is not None:
+        classes = {"OutputProcessor": OutputProcessor, "EngineCore": EngineCore}
+        for qualname, func in abort_originals.items():
+            owner, method = qualname.split(".")
+            setattr(classes[owner], method, func)
+        delattr(OutputProcessor, _ABORT_MARK)
     _hook = None

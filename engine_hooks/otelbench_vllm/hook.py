@@ -61,6 +61,7 @@ from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
 
 from otelbench_vllm import names
+from otelbench_vllm.aborts import EngineFacts, FactsReceiver, channel_dir
 from otelbench_vllm.metrics import HookMetrics
 from otelbench_vllm.spans import (
     FinishedRequest,
@@ -71,7 +72,9 @@ from otelbench_vllm.spans import (
 )
 
 __all__ = [
+    "ACCOUNT_WAIT_S",
     "DEFAULT_EXPORT",
+    "ENDED_ATTR",
     "EVENT_PREEMPTED",
     "EVENT_QUEUED",
     "EVENT_SCHEDULED",
@@ -166,6 +169,58 @@ class RequestTrace:
             self._preempted = False
 
 
+ENDED_ATTR = "_otelbench_ended"
+"""Attribute of vLLM's ``RequestStateStats`` set once the request's span was ended as cancelled or
+failed (so a request is never ended twice)."""
+
+ACCOUNT_WAIT_S = 5.0
+"""How long a cancelled request's span waits for the engine core's account of it (the engine core
+takes the abort between two steps; a long prefill step on a GPU can take a second or more)."""
+
+_FINISH_ABORT = "abort"
+_FINISH_END_REASONS = {_FINISH_ABORT: names.END_REASON_ABORTED, "error": names.END_REASON_ERROR}
+"""vLLM finish reasons (``FinishReason``'s ``str``) that end a request without finishing it."""
+
+
+def _frontend_phase(state: RequestTrace) -> str:
+    """Where a request was, as far as the frontend can tell: ``decode`` once a token came."""
+    return names.END_PHASE_DECODE if state.token_ts else names.END_PHASE_UNKNOWN
+
+
+class _Cut:
+    """A request ended before it finished, between its end in the frontend and its span."""
+
+    __slots__ = (
+        "cached_tokens",
+        "deadline",
+        "end_mono",
+        "end_wall",
+        "prompt_tokens",
+        "request_id",
+        "state",
+        "stats",
+    )
+
+    def __init__(
+        self,
+        state: RequestTrace,
+        stats: Any,
+        request_id: str | None,
+        prompt_tokens: int,
+        cached_tokens: int,
+        end_wall: float,
+        end_mono: float,
+    ) -> None:
+        self.state = state
+        self.stats = stats
+        self.request_id = request_id
+        self.prompt_tokens = prompt_tokens
+        self.cached_tokens = cached_tokens
+        self.end_wall = end_wall
+        self.end_mono = end_mono
+        self.deadline = end_mono
+
+
 class HookStats:
     """The hook's own health, counted in the frontend process (read it with :meth:`as_dict`)."""
 
@@ -198,6 +253,14 @@ class HookStats:
         full, or that process died (or could not be started) before building them."""
         self.exporter_restarts = 0
         """Times the exporter process was started again after it died."""
+        # Requests that did not finish (counted in the API server as their spans are ended):
+        self.requests_cancelled = 0
+        """Aborted by vLLM's frontend (client disconnect, a failed request task)."""
+        self.requests_failed = 0
+        """Ended by an engine error (finish reason ``error``, or the engine died)."""
+        self.abort_accounts_missing = 0
+        """Cancelled requests whose engine-core account did not arrive in time (or at all): their
+        spans carry what the frontend saw (``otelbench_vllm.aborts``)."""
 
     def add(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -225,6 +288,9 @@ class HookStats:
             "records_torn": self.records_torn,
             "records_dropped": self.records_dropped,
             "exporter_restarts": self.exporter_restarts,
+            "requests_cancelled": self.requests_cancelled,
+            "requests_failed": self.requests_failed,
+            "abort_accounts_missing": self.abort_accounts_missing,
         }
 
 
@@ -362,6 +428,14 @@ class RequestHook:
         """True when the running vLLM passes trace headers on only with its own tracer on (every
         release so far), and that tracer is off: a request without them is worth one warning."""
         self._warned_no_trace_headers = False
+        self._sink_lock = threading.Lock()
+        self.account_wait_s = ACCOUNT_WAIT_S
+        """How long a cancelled request waits for the engine core's account of it."""
+        self._cut_lock = threading.Lock()
+        self._waiting: dict[str, _Cut] = {}
+        """Cancelled requests waiting for the engine core's account, by engine request id."""
+        self._receiver: FactsReceiver | None = None
+        self._no_channel = False
 
     def describe_engine(self, vllm_version: str, support: str) -> None:
         """Record the running vLLM's version and its support level (resource attributes)."""
@@ -447,8 +521,14 @@ class RequestHook:
         req_stats: Any,
         num_cached_tokens: int,
         state: RequestTrace,
+        **ended: Any,
     ) -> FinishedRequest:
+        """The request's record; ``ended``: :class:`FinishedRequest`'s fields of a request that did
+        not finish (``end_reason``, ``end_phase`` ...), and ``queued_ts`` / ``scheduled_ts`` where
+        they come from the engine core's account instead of ``req_stats``."""
         headers = state.trace_headers
+        queued_ts = ended.pop("queued_ts", req_stats.queued_ts)
+        scheduled_ts = ended.pop("scheduled_ts", req_stats.scheduled_ts)
         return FinishedRequest(
             iteration_timestamp,
             str(finish_reason),
@@ -456,8 +536,8 @@ class RequestHook:
             num_prompt_tokens,
             num_cached_tokens,
             req_stats.arrival_time,
-            req_stats.queued_ts,
-            req_stats.scheduled_ts,
+            queued_ts,
+            scheduled_ts,
             req_stats.first_token_ts,
             req_stats.last_token_ts,
             req_stats.first_token_latency,
@@ -468,6 +548,7 @@ class RequestHook:
             state.resumptions,
             state.output_phase_token,
             self.offset_ns,
+            **ended,
         )
 
     def on_finished(
@@ -479,9 +560,11 @@ class RequestHook:
         req_stats: Any,
         num_cached_tokens: int = 0,
     ) -> None:
-        """The request finished (``iteration_timestamp``: vLLM's wall-clock time of the step's
-        stats): hand its record to the export sink, which emits its server span, child spans
-        and events, and record its metrics."""
+        """The request finished in the engine (``iteration_timestamp``: vLLM's wall-clock time of
+        the step's stats): hand its record to the export sink, which emits its server span, child
+        spans and events, and record its metrics. vLLM's finish reasons ``abort`` (the engine
+        core aborted it itself) and ``error`` end it as ``aborted`` / ``error``, with
+        ``error.type``."""
         state: RequestTrace | None = req_stats.__dict__.pop(STATE_ATTR, None)
         if state is None:
             state = RequestTrace()
@@ -491,34 +574,219 @@ class RequestHook:
             and not self._warned_no_trace_headers
         ):
             self._warn_no_trace_headers()
+        reason = str(finish_reason)
+        ended: dict[str, Any] = {}
+        end_reason = _FINISH_END_REASONS.get(reason)
+        if end_reason is not None:
+            ended = {
+                "end_reason": end_reason,
+                "end_phase": _frontend_phase(state),
+                "error_type": reason,
+                "end_ts": state.token_ts[-1] if state.token_ts else 0.0,
+            }
         record = self._record(
             iteration_timestamp,
-            finish_reason,
+            reason,
             request_id,
             num_prompt_tokens,
             req_stats,
             num_cached_tokens,
             state,
+            **ended,
         )
+        self._submit(record, state.token_ts)
+
+    def _submit(self, record: FinishedRequest, token_ts: Sequence[float]) -> None:
+        """Hand ``record`` to the export sink (made on first use) and record its metrics."""
         sink = self.sink
         if sink is None:
-            sink = self.sink = EXPORT_SINKS[self.export](self)
+            with self._sink_lock:
+                if self.sink is None:
+                    self.sink = EXPORT_SINKS[self.export](self)
+                sink = self.sink
         self.stats.add("spans_ended", span_count(record))
         sink.submit(record)
         self.stats.add("requests_traced")
+        if record.end_reason == names.END_REASON_CANCELLED:
+            self.stats.add("requests_cancelled")
+        elif record.end_reason == names.END_REASON_ERROR:
+            self.stats.add("requests_failed")
         queue_s, prefill_s, decode_s = phase_durations(record)
         self._get_metrics().record_finished(
             ttft=record.first_token_latency if record.first_token_ts else None,
-            e2e=iteration_timestamp - record.arrival_time,
+            e2e=record.iteration_timestamp - record.arrival_time,
             queue=queue_s,
             prefill=prefill_s,
             decode=decode_s,
-            token_ts=state.token_ts,
-            preemptions=len(state.preemptions),
+            token_ts=token_ts,
+            preemptions=len(record.preemptions),
+            end_reason=record.end_reason,
+            end_phase=record.end_phase,
         )
+
+    # ------------------------------------------------------------------ requests cut short
+    def on_aborted(self, request_states: Iterable[Any]) -> None:
+        """vLLM's frontend aborted these requests (``OutputProcessor.abort_requests``: the client
+        disconnected, or the request's task failed); each is a frontend ``RequestState``
+        (``request_id``, ``external_req_id``, ``prompt_len``, ``num_cached_tokens``, ``stats``).
+
+        Each waits, at most :attr:`account_wait_s`, for the engine core's account of it
+        (:meth:`on_engine_facts`, through :mod:`otelbench_vllm.aborts`), which says where it was
+        and carries the events and trace headers the frontend never received; then its span is
+        ended with end reason ``cancelled``. Without the channel, at once."""
+        wall, mono = time.time(), time.monotonic()
+        cut = []
+        for rs in request_states:
+            req_stats = rs.stats
+            if req_stats is None or req_stats.__dict__.get(ENDED_ATTR):
+                continue
+            req_stats.__dict__[ENDED_ATTR] = True
+            state: RequestTrace | None = req_stats.__dict__.pop(STATE_ATTR, None)
+            if state is None:
+                state = RequestTrace()
+            if state.engine_request_id is None:
+                state.engine_request_id = str(rs.request_id)
+            cut.append(
+                _Cut(
+                    state,
+                    req_stats,
+                    getattr(rs, "external_req_id", rs.request_id),
+                    int(rs.prompt_len or 0),
+                    int(rs.num_cached_tokens or 0),
+                    wall,
+                    mono,
+                )
+            )
+        if not cut:
+            return
+        if self._abort_channel() is None:
+            for c in cut:
+                self._end_cut(c, None)
+            return
+        deadline = mono + self.account_wait_s
+        with self._cut_lock:
+            for c in cut:
+                c.deadline = deadline
+                self._waiting[c.state.engine_request_id or ""] = c
+
+    def on_engine_facts(self, facts: Iterable[EngineFacts]) -> None:
+        """The engine core's account of requests it aborted: end the spans of those waiting."""
+        matched = []
+        with self._cut_lock:
+            for f in facts:
+                c = self._waiting.pop(f.engine_request_id, None)
+                if c is not None:
+                    matched.append((c, f))
+        for c, f in matched:
+            self._end_cut(c, f)
+
+    def expire(self, now: float | None = None) -> None:
+        """End the spans of cut requests whose engine account did not come within
+        :attr:`account_wait_s` (``now``: ``time.monotonic()``), with what the frontend saw."""
+        now = time.monotonic() if now is None else now
+        with self._cut_lock:
+            late = [k for k, c in self._waiting.items() if c.deadline <= now]
+            gone = [self._waiting.pop(k) for k in late]
+        for c in gone:
+            self.stats.add("abort_accounts_missing")
+            self._end_cut(c, None)
+
+    def on_engine_error(self, request_states: Iterable[Any], error: BaseException) -> None:
+        """The engine failed (``OutputProcessor.propagate_error``: the engine core died, or the
+        output handler failed): end every request still in the frontend, end reason ``error``,
+        ``error.type`` the exception's class."""
+        wall, mono = time.time(), time.monotonic()
+        kind = type(error).__name__
+        for rs in request_states:
+            req_stats = rs.stats
+            if req_stats is None or req_stats.__dict__.get(ENDED_ATTR):
+                continue
+            req_stats.__dict__[ENDED_ATTR] = True
+            state: RequestTrace | None = req_stats.__dict__.pop(STATE_ATTR, None)
+            if state is None:
+                state = RequestTrace(str(rs.request_id))
+            c = _Cut(
+                state,
+                req_stats,
+                getattr(rs, "external_req_id", rs.request_id),
+                int(rs.prompt_len or 0),
+                int(rs.num_cached_tokens or 0),
+                wall,
+                mono,
+            )
+            self._end_cut(c, None, end_reason=names.END_REASON_ERROR, error_type=kind)
+
+    def _end_cut(
+        self,
+        cut: _Cut,
+        facts: EngineFacts | None,
+        end_reason: str = names.END_REASON_CANCELLED,
+        error_type: str | None = None,
+    ) -> None:
+        state, req_stats = cut.state, cut.stats
+        queued_ts, scheduled_ts = req_stats.queued_ts, req_stats.scheduled_ts
+        if facts is not None:
+            for event_type, ts in facts.events:
+                if event_type == EVENT_QUEUED and not queued_ts:
+                    queued_ts = ts
+                elif event_type == EVENT_SCHEDULED and not scheduled_ts:
+                    scheduled_ts = ts
+                state.on_event(event_type, ts)
+            if state.trace_headers is None and facts.trace_headers:
+                state.trace_headers = facts.trace_headers
+            phase = facts.phase
+            end_ts = facts.abort_ts
+            prompt_done: int | None = min(facts.num_computed_tokens, facts.num_prompt_tokens)
+            generated: int | None = facts.num_output_tokens
+        else:
+            phase = _frontend_phase(state)
+            end_ts = cut.end_mono
+            seen = len(state.token_ts)
+            prompt_done = cut.prompt_tokens if seen else None
+            generated = seen if seen else None
+        record = self._record(
+            cut.end_wall,
+            _FINISH_ABORT,
+            cut.request_id,
+            cut.prompt_tokens,
+            req_stats,
+            cut.cached_tokens,
+            state,
+            queued_ts=queued_ts,
+            scheduled_ts=scheduled_ts,
+            end_reason=end_reason,
+            end_phase=phase,
+            error_type=error_type,
+            end_ts=end_ts,
+            prompt_tokens_computed=prompt_done,
+            output_tokens_generated=generated,
+        )
+        self._submit(record, state.token_ts)
+
+    def _abort_channel(self) -> FactsReceiver | None:
+        """This API server's end of the abort channel, made on first use; None when there is
+        none (no channel directory: the engine core's account cannot come)."""
+        if self._receiver is None and not self._no_channel:
+            directory = channel_dir()
+            if directory is None:
+                self._no_channel = True
+                return None
+            try:
+                self._receiver = FactsReceiver(directory, self.on_engine_facts, self.expire)
+            except OSError as exc:
+                self._no_channel = True
+                _log.warning(
+                    "otelbench hooks: no abort channel (%s): cancelled requests' spans carry "
+                    "what the frontend saw",
+                    exc,
+                )
+        return self._receiver
 
     def close(self, timeout: float = 10.0) -> bool:
         """Export what is pending (the exporter process: send it, let it flush and exit; at most
-        ``timeout`` s). True when done; the exporter process also does this at interpreter
-        exit."""
+        ``timeout`` s), cut requests still waiting for their engine account included. True when
+        done; the exporter process also does this at interpreter exit."""
+        if self._receiver is not None:
+            self._receiver.close()
+        self.expire(now=float("inf"))
         return self.sink.close(timeout) if self.sink is not None else True

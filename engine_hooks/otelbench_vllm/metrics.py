@@ -140,6 +140,12 @@ class HookMetrics:
             unit="{preemption}",
             description="Preemptions of finished requests",
         )
+        self.requests = meter.create_counter(
+            names.METRIC_SERVER_REQUESTS,
+            unit="{request}",
+            description="Requests ended, by end reason (and phase, for those that did not finish)",
+        )
+        self._finished = {names.SERVER_END_REASON: names.END_REASON_FINISHED}
         for name, field, description in (
             (names.METRIC_HOOK_SPANS_ENDED, "spans_ended", "Spans the hooks ended"),
             (names.METRIC_HOOK_SPANS_EXPORTED, "spans_exported", "Spans exported"),
@@ -180,8 +186,19 @@ class HookMetrics:
         decode: float | None,
         token_ts: Sequence[float],
         preemptions: int,
+        end_reason: str = names.END_REASON_FINISHED,
+        end_phase: str | None = None,
     ) -> None:
-        """One finished request (seconds; None where the request never reached that phase)."""
+        """One ended request (seconds; None where the request never reached that phase). A
+        request that did not finish (``end_phase`` set) counts in the requests counter with its
+        reason and phase, and gives its TTFT, queue and prefill times where it completed them,
+        but no decode time, TPOT or ITL (its decode was cut short)."""
+        if end_phase is None:
+            self.requests.add(1, self._finished)
+        else:
+            self.requests.add(
+                1, {names.SERVER_END_REASON: end_reason, names.SERVER_END_PHASE: end_phase}
+            )
         if ttft is not None:
             self.ttft.record(ttft)
         self.duration.record(e2e)
@@ -189,6 +206,11 @@ class HookMetrics:
             self.queue.record(queue)
         if prefill is not None:
             self.prefill.record(prefill)
+        if end_phase is not None:
+            self.request_preemptions.record(preemptions)
+            if preemptions:
+                self.preemptions.add(preemptions)
+            return
         if decode is not None:
             self.decode.record(decode)
             if len(token_ts) > 1:

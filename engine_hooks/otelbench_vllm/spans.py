@@ -1,4 +1,4 @@
-"""One finished request as a compact record, and the server span and child spans built from it.
+"""One ended request as a compact record, and the server span and child spans built from it.
 
 :class:`FinishedRequest` is everything the span needs, taken from vLLM's ``RequestStateStats`` and
 the hook's per-request state when the request finishes (:meth:`otelbench_vllm.hook.RequestHook.
@@ -7,6 +7,17 @@ so it pickles small and fast: in the default export mode it is sent to the hooks
 process (:mod:`otelbench_vllm.offload`), which calls :func:`emit_spans`; in the in-process mode
 the API server calls :func:`emit_spans` itself. Both modes build the same spans from the same
 record (draft 4.6.3, Option C: server-side timing as spans joined to the client's trace).
+
+A request that ended without finishing — cancelled by vLLM's frontend (the client hung up),
+aborted by the engine core, or failed — is a record too, with its ``end_reason``, the phase it
+was in (``end_phase``) and when it ended (``end_ts``): its span carries the phases it reached
+(the last one cut at ``end_ts``), the tokens that reached the frontend with their offsets, the
+engine core's account of the work done (prompt tokens processed, output tokens generated), and
+``gen_ai.latency.time_in_model_inference`` from its first scheduling to its end; it has no decode
+time. Span status (OpenTelemetry's "Recording errors"): left unset for a cancelled request (the
+caller's choice, not a server failure, as the RPC conventions treat a cancelled server call);
+``Error`` with ``error.type`` for an engine abort (``abort``) or an error (``error``, or the
+exception's class when the engine died).
 
 Time domains: ``arrival_time`` and ``iteration_timestamp`` are vLLM's frontend wall clock
 (seconds since the epoch); ``queued_ts``, ``scheduled_ts``, ``first_token_ts``,
@@ -31,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otelbench_vllm import names
@@ -76,6 +87,18 @@ class FinishedRequest(NamedTuple):
     output_phase_token: int | None
     offset_ns: int
     """``time.time_ns() - time.monotonic_ns()`` in the API server."""
+    end_reason: str = names.END_REASON_FINISHED
+    """``otelbench.server.end_reason``: ``finished``, ``cancelled``, ``aborted`` or ``error``."""
+    end_phase: str | None = None
+    """Where a request that did not finish was (``otelbench.server.end_phase``); None: finished."""
+    error_type: str | None = None
+    """``error.type`` of a request that ended in an error."""
+    end_ts: float = 0.0
+    """Monotonic (s): when a request that did not finish ended in the engine (the engine core's
+    abort time, else the frontend's); 0.0 for a finished request."""
+    prompt_tokens_computed: int | None = None
+    output_tokens_generated: int | None = None
+    """The engine core's account of a request that did not finish (None: not known)."""
 
     def token_timestamps(self) -> array.array[float]:
         """``token_ts`` as an array of floats."""
@@ -114,6 +137,7 @@ def _attributes(rec: FinishedRequest, offsets: list[int]) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         names.VLLM_REQUEST_ID: rec.request_id or "",
         names.VLLM_RESPONSE_FINISH_REASON: rec.finish_reason,
+        names.SERVER_END_REASON: rec.end_reason,
         names.VLLM_USAGE_PROMPT_TOKENS: rec.num_prompt_tokens,
         names.VLLM_USAGE_COMPLETION_TOKENS: len(offsets),
         names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: rec.num_cached_tokens,
@@ -132,8 +156,19 @@ def _attributes(rec: FinishedRequest, offsets: list[int]) -> dict[str, Any]:
         attributes[names.VLLM_LATENCY_QUEUE] = queue
     if prefill is not None and decode is not None:
         attributes[names.VLLM_LATENCY_PREFILL] = prefill
-        attributes[names.VLLM_LATENCY_DECODE] = decode
-        attributes[names.VLLM_LATENCY_INFERENCE] = rec.last_token_ts - rec.scheduled_ts
+        if rec.end_phase is None:  # a decode cut short is no decode time
+            attributes[names.VLLM_LATENCY_DECODE] = decode
+            attributes[names.VLLM_LATENCY_INFERENCE] = rec.last_token_ts - rec.scheduled_ts
+    if rec.end_phase is not None:
+        attributes[names.SERVER_END_PHASE] = rec.end_phase
+        if rec.scheduled_ts and rec.end_ts:  # in the model from its scheduling to its end
+            attributes[names.VLLM_LATENCY_INFERENCE] = max(0.0, rec.end_ts - rec.scheduled_ts)
+        if rec.prompt_tokens_computed is not None:
+            attributes[names.SERVER_PROMPT_TOKENS_COMPUTED] = rec.prompt_tokens_computed
+        if rec.output_tokens_generated is not None:
+            attributes[names.SERVER_OUTPUT_TOKENS_GENERATED] = rec.output_tokens_generated
+    if rec.error_type is not None:
+        attributes[names.ERROR_TYPE] = rec.error_type
     return attributes
 
 
@@ -158,11 +193,24 @@ def _add_preemption_events(span: trace.Span, rec: FinishedRequest) -> None:
 
 
 def _phases(rec: FinishedRequest) -> list[tuple[str, float, float]]:
-    """(child span name, start, end) of each phase the request went through (monotonic s)."""
+    """(child span name, start, end) of each phase the request went through (monotonic s). A
+    request that did not finish has the phase it was in end when it ended (``end_ts``): the
+    queue of a request never scheduled, the prefill of one without a token, else its decode
+    (the engine decoded until then)."""
+    queued, scheduled, first = rec.queued_ts, rec.scheduled_ts, rec.first_token_ts
+    last = rec.last_token_ts
+    if rec.end_phase is not None and rec.end_ts:
+        cut = rec.end_ts
+        if not scheduled:
+            return [(names.SPAN_HOOK_QUEUE, queued, max(cut, queued))] if queued else []
+        if not first:
+            prefill = (names.SPAN_HOOK_PREFILL, scheduled, max(cut, scheduled))
+            return ([(names.SPAN_HOOK_QUEUE, queued, scheduled)] if queued else []) + [prefill]
+        last = max(cut, last)
     phases = (
-        (names.SPAN_HOOK_QUEUE, rec.queued_ts, rec.scheduled_ts),
-        (names.SPAN_HOOK_PREFILL, rec.scheduled_ts, rec.first_token_ts),
-        (names.SPAN_HOOK_DECODE, rec.first_token_ts, rec.last_token_ts),
+        (names.SPAN_HOOK_QUEUE, queued, scheduled),
+        (names.SPAN_HOOK_PREFILL, scheduled, first),
+        (names.SPAN_HOOK_DECODE, first, last),
     )
     return [(name, start, end) for name, start, end in phases if start and end]
 
@@ -180,8 +228,9 @@ def emit_spans(tracer: trace.Tracer, rec: FinishedRequest) -> None:
     arrival_ns = int(rec.arrival_time * 1e9)
     offsets = token_offsets_us(rec.token_timestamps(), arrival_ns, off)
     end_ns = int(rec.iteration_timestamp * 1e9)
-    if rec.last_token_ts:
-        end_ns = max(end_ns, unix_ns(rec.last_token_ts, off))
+    for mono in (rec.last_token_ts, rec.end_ts):
+        if mono:
+            end_ns = max(end_ns, unix_ns(mono, off))
     parent = _PROPAGATOR.extract(rec.trace_headers) if rec.trace_headers else None
     span = tracer.start_span(
         names.SPAN_HOOK_REQUEST,
@@ -191,6 +240,8 @@ def emit_spans(tracer: trace.Tracer, rec: FinishedRequest) -> None:
         start_time=arrival_ns,
     )
     _add_preemption_events(span, rec)
+    if rec.error_type is not None:
+        span.set_status(Status(StatusCode.ERROR, rec.error_type))
     in_span = trace.set_span_in_context(span)
     for name, start, end in _phases(rec):
         child = tracer.start_span(name, context=in_span, start_time=unix_ns(start, off))

@@ -90,6 +90,7 @@ __all__ = [
 EXPECTED_PARAMS: dict[str, tuple[str, ...]] = _vllm_internals.EXPECTED_PARAMS
 EXPECTED_EVENT_TYPES: dict[str, int] = _vllm_internals.EXPECTED_EVENT_TYPES
 EXPECTED_REQUEST_STATS_FIELDS: tuple[str, ...] = _vllm_internals.EXPECTED_REQUEST_STATS_FIELDS
+EXPECTED_ABORT_PARAMS: dict[str, tuple[str, ...]] = _vllm_internals.EXPECTED_ABORT_PARAMS
 HOOKS_VERSION: str = otelbench_vllm.__version__
 WRAPPERS_PY = HOOKS_SRC / "otelbench_vllm" / "_vllm_internals.py"
 STAT_LOGGER_PY = HOOKS_SRC / "otelbench_vllm" / "stat_logger.py"
@@ -111,6 +112,40 @@ ENGINE_DIR = "vllm/v1/engine/"
 OFFLINE_ENGINE_PY = "vllm/v1/engine/llm_engine.py"
 """The offline ``LLM`` engine: the server never goes through it, so its gates do not count."""
 VERSION_PY = "vllm/_version.py"
+ENGINE_CORE_PY = "vllm/v1/engine/core.py"
+SCHEDULER_PY = "vllm/v1/core/sched/scheduler.py"
+REQUEST_PY = "vllm/v1/request.py"
+ABORT_CLASS_FILES = {"OutputProcessor": OUTPUT_PROCESSOR_PY, "EngineCore": ENGINE_CORE_PY}
+"""Where the classes of ``EXPECTED_ABORT_PARAMS`` live."""
+ABORT_INSTANCE_ATTRIBUTES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (
+        OUTPUT_PROCESSOR_PY,
+        "RequestState",
+        ("request_id", "external_req_id", "prompt_len", "num_cached_tokens", "stats"),
+    ),
+    (OUTPUT_PROCESSOR_PY, "OutputProcessor", ("request_states",)),
+    (ENGINE_CORE_PY, "EngineCore", ("scheduler",)),
+    (SCHEDULER_PY, "Scheduler", ("requests",)),
+    (
+        REQUEST_PY,
+        "Request",
+        (
+            "request_id",
+            "status",
+            "num_prompt_tokens",
+            "num_computed_tokens",
+            "num_preemptions",
+            "events",
+            "trace_headers",
+        ),
+    ),
+)
+"""(file, class, attributes its ``__init__`` assigns) that the abort wrappers read
+(``otelbench_vllm._vllm_internals._abort_wrappers`` and ``otelbench_vllm.aborts``)."""
+REQUEST_METHODS = ("num_output_tokens", "is_finished")
+"""``Request`` members ``otelbench_vllm.aborts.engine_facts`` calls or reads."""
+REQUEST_STATUS_MEMBERS = ("WAITING", "RUNNING", "PREEMPTED")
+"""``RequestStatus`` members whose names ``otelbench_vllm.aborts.phase_of`` reads."""
 
 ENGINE_CORE_OUTPUT_FIELDS = ("request_id", "new_token_ids", "events", "trace_headers")
 """What ``otelbench_vllm.hook`` reads of an ``EngineCoreOutput`` (by duck typing)."""
@@ -640,6 +675,104 @@ def check_output_processor_calls(sources: Sources) -> list[Check]:
 
 
 # ----------------------------------------------------------------------------------------------
+# 4b. Requests that end without finishing: the abort and error paths the hooks wrap
+# ----------------------------------------------------------------------------------------------
+def _self_assigned(cls: ast.ClassDef | None) -> set[str]:
+    """Attributes ``self.X`` that ``cls.__init__`` assigns."""
+    init = find_method(cls, "__init__")
+    if init is None:
+        return set()
+    return {
+        t.attr
+        for n in ast.walk(init)
+        if isinstance(n, ast.stmt)
+        for t in assigned_targets(n)
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }
+
+
+def check_abort_paths(sources: Sources) -> list[Check]:
+    """The wrapped methods' parameters, what the wrappers read of vLLM's objects, and that
+    ``AsyncLLM.abort`` tells the frontend before the engine core (so a cut request waits for the
+    engine core's account, never the other way round)."""
+    rows: list[Check] = []
+    for qualname, expected in EXPECTED_ABORT_PARAMS.items():
+        owner, method = qualname.split(".")
+        path = ABORT_CLASS_FILES[owner]
+        check_id = f"abort.{owner}.{method}.params"
+        func = find_method(find_class(sources.module(path), owner), method)
+        if func is None:
+            rows.append(_absent(check_id, path, qualname, _params_text(expected), sources))
+            continue
+        found = param_names(func)
+        rows.append(
+            Check(
+                check_id,
+                path,
+                qualname,
+                _params_text(expected),
+                _params_text(found),
+                ok=found == expected,
+            )
+        )
+    for path, cls_name, wanted in ABORT_INSTANCE_ATTRIBUTES:
+        check_id = f"abort.{cls_name}.attributes"
+        expected = "assigns self." + ", self.".join(wanted)
+        cls = find_class(sources.module(path), cls_name)
+        if cls is None:
+            rows.append(_absent(check_id, path, f"{cls_name}.__init__", expected, sources))
+            continue
+        missing = [a for a in wanted if a not in _self_assigned(cls)]
+        found = f"missing: {', '.join(missing)}" if missing else "all assigned"
+        rows.append(Check(check_id, path, f"{cls_name}.__init__", expected, found, ok=not missing))
+    request = find_class(sources.module(REQUEST_PY), "Request")
+    missing = [m for m in REQUEST_METHODS if find_method(request, m) is None]
+    rows.append(
+        Check(
+            "abort.Request.methods",
+            REQUEST_PY,
+            "Request",
+            ", ".join(REQUEST_METHODS),
+            f"missing: {', '.join(missing)}" if missing else "all present",
+            ok=not missing,
+        )
+    )
+    status = find_class(sources.module(REQUEST_PY), "RequestStatus")
+    members = {
+        t.id
+        for stmt in (status.body if status is not None else [])
+        if isinstance(stmt, ast.Assign)
+        for t in stmt.targets
+        if isinstance(t, ast.Name)
+    }
+    absent = [m for m in REQUEST_STATUS_MEMBERS if m not in members]
+    rows.append(
+        Check(
+            "abort.RequestStatus.members",
+            REQUEST_PY,
+            "RequestStatus",
+            ", ".join(REQUEST_STATUS_MEMBERS),
+            f"missing: {', '.join(absent)}" if absent else "all present",
+            ok=not absent,
+        )
+    )
+    abort = find_method(find_class(sources.module(ASYNC_LLM_PY), "AsyncLLM"), "abort")
+    frontend = [c.lineno for c in calls_named(abort, "abort_requests")]
+    engine = [c.lineno for c in calls_named(abort, "abort_requests_async")]
+    rows.append(
+        Check(
+            "abort.AsyncLLM.abort.order",
+            ASYNC_LLM_PY,
+            "AsyncLLM.abort",
+            "output_processor.abort_requests( before engine_core.abort_requests_async(",
+            f"lines {frontend} then {engine}" if abort is not None else "method missing",
+            ok=bool(frontend) and bool(engine) and min(frontend) < min(engine),
+        )
+    )
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------
 # 5. StatLoggerBase (vllm/v1/metrics/loggers.py) against the stat logger's overrides
 # ----------------------------------------------------------------------------------------------
 def _overrides() -> list[Func]:
@@ -1016,6 +1149,7 @@ def check_tree(tree: Tree, requested_version: str, dist: str, origin: dict[str, 
         *check_request_state_stats(sources),
         *check_engine_types(sources),
         *check_output_processor_calls(sources),
+        *check_abort_paths(sources),
         *check_stat_logger_base(sources),
         check_stats_switch(sources),
         *check_plugin_groups(sources),

@@ -102,7 +102,26 @@ class EngineCoreOutput(msgspec.Struct, array_like=True):
 """
 
 OUTPUT_PROCESSOR = """
+class RequestState:
+    def __init__(self, request_id, external_req_id, prompt_token_ids, log_stats):
+        self.request_id = request_id
+        self.external_req_id = external_req_id
+        self.prompt_len = len(prompt_token_ids)
+        self.num_cached_tokens = 0
+        self.stats = RequestStateStats() if log_stats else None
+
+
 class OutputProcessor:
+    def __init__(self, tokenizer, log_stats):
+        self.request_states: dict[str, RequestState] = {}
+
+    def propagate_error(self, e: Exception):
+        for _, state in self.request_states.items():
+            state.queue.put(e)
+
+    def abort_requests(self, request_ids, internal: bool) -> list[str]:
+        return [r for r in request_ids if self.request_states.pop(r, None) is not None]
+
     def _update_stats_from_output(self, req_state, engine_core_output, engine_core_timestamp,
                                   iteration_stats):
         req_state.logprobs_processor.update_from_output(engine_core_output)
@@ -171,6 +190,11 @@ class AsyncLLM:
     async def add_request(self, request_id, prompt, params, trace_headers=None):
         pass
         return request_id
+
+    async def abort(self, request_id, internal: bool = False) -> None:
+        request_ids = (request_id,) if isinstance(request_id, str) else list(request_id)
+        all_request_ids = self.output_processor.abort_requests(request_ids, internal)
+        await self.engine_core.abort_requests_async(all_request_ids)
 """
 ENGINE_DROP = """
         if trace_headers and self.observability_config.otlp_traces_endpoint is None:
@@ -178,6 +202,53 @@ ENGINE_DROP = """
             trace_headers = None
 """
 """0.32's ``AsyncLLM.add_request``: the headers are dropped unless vLLM's tracer is on."""
+
+ENGINE_CORE = """
+class EngineCore:
+    def __init__(self, vllm_config, executor_class, log_stats):
+        self.scheduler = Scheduler(vllm_config)
+
+    def abort_requests(self, request_ids: list[str]):
+        self.scheduler.finish_requests(request_ids, RequestStatus.FINISHED_ABORTED)
+"""
+
+SCHEDULER = """
+class Scheduler:
+    def __init__(self, vllm_config):
+        self.requests: dict[str, Request] = {}
+"""
+
+REQUEST = """
+import enum
+
+
+class Request:
+    def __init__(self, request_id, prompt_token_ids, trace_headers=None):
+        self.request_id = request_id
+        self.status = RequestStatus.WAITING
+        self.events = []
+        self.num_prompt_tokens = len(prompt_token_ids)
+        self.num_computed_tokens = 0
+        self.trace_headers = trace_headers
+        self.num_preemptions = 0
+        self._output_token_ids = []
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self._output_token_ids)
+
+    def is_finished(self) -> bool:
+        return RequestStatus.is_finished(self.status)
+
+
+class RequestStatus(enum.IntEnum):
+    WAITING = enum.auto()
+    WAITING_FOR_REMOTE_KVS = enum.auto()
+    RUNNING = enum.auto()
+    PREEMPTED = enum.auto()
+    FINISHED_STOPPED = enum.auto()
+    FINISHED_ABORTED = enum.auto()
+"""
 
 PLUGINS = """
 DEFAULT_PLUGINS_GROUP = "vllm.general_plugins"
@@ -238,6 +309,9 @@ def files_for(version: str, *, gated: bool | None = None) -> dict[str, str]:
         "vllm/v1/metrics/loggers.py": LOGGERS,
         ASYNC_LLM_PY: ASYNC_LLM,
         "vllm/plugins/__init__.py": PLUGINS,
+        "vllm/v1/engine/core.py": ENGINE_CORE,
+        "vllm/v1/core/sched/scheduler.py": SCHEDULER,
+        "vllm/v1/request.py": REQUEST,
         SERVING_PY: SERVING_GATED if gated else SERVING_UNGATED,
     }
 
@@ -294,6 +368,17 @@ def test_a_tree_with_everything_the_hooks_rely_on_conforms(tmp_path: Path, versi
         "plugins.group.vllm.stat_logger_plugins",
         "trace_headers",
         "version",
+        "abort.OutputProcessor.abort_requests.params",
+        "abort.OutputProcessor.propagate_error.params",
+        "abort.EngineCore.abort_requests.params",
+        "abort.RequestState.attributes",
+        "abort.OutputProcessor.attributes",
+        "abort.EngineCore.attributes",
+        "abort.Scheduler.attributes",
+        "abort.Request.attributes",
+        "abort.Request.methods",
+        "abort.RequestStatus.members",
+        "abort.AsyncLLM.abort.order",
     } <= ids
 
 
@@ -393,6 +478,50 @@ BREAKAGES = {
         "        custom_stat_loggers.extend(load_stat_logger_plugin_factories())\n",
         "",
         "async_llm.stats_on_with_custom_loggers",
+    ),
+    "abort_requests lost its internal flag": (
+        "vllm/v1/engine/output_processor.py",
+        "def abort_requests(self, request_ids, internal: bool)",
+        "def abort_requests(self, request_ids)",
+        "abort.OutputProcessor.abort_requests.params",
+    ),
+    "the engine core aborts by request objects": (
+        "vllm/v1/engine/core.py",
+        "def abort_requests(self, request_ids: list[str]):",
+        "def abort_requests(self, requests):",
+        "abort.EngineCore.abort_requests.params",
+    ),
+    "RequestState without its external id": (
+        "vllm/v1/engine/output_processor.py",
+        "        self.external_req_id = external_req_id\n",
+        "",
+        "abort.RequestState.attributes",
+    ),
+    "Request renamed its computed tokens": (
+        "vllm/v1/request.py",
+        "self.num_computed_tokens = 0",
+        "self.num_tokens_computed = 0",
+        "abort.Request.attributes",
+    ),
+    "Request lost is_finished": (
+        "vllm/v1/request.py",
+        "    def is_finished(self) -> bool:",
+        "    def finished(self) -> bool:",
+        "abort.Request.methods",
+    ),
+    "RequestStatus renamed PREEMPTED": (
+        "vllm/v1/request.py",
+        "    PREEMPTED = enum.auto()",
+        "    SWAPPED = enum.auto()",
+        "abort.RequestStatus.members",
+    ),
+    "the engine core hears of an abort before the frontend": (
+        ASYNC_LLM_PY,
+        "        all_request_ids = self.output_processor.abort_requests(request_ids, internal)\n"
+        "        await self.engine_core.abort_requests_async(all_request_ids)\n",
+        "        await self.engine_core.abort_requests_async(request_ids)\n"
+        "        all_request_ids = self.output_processor.abort_requests(request_ids, internal)\n",
+        "abort.AsyncLLM.abort.order",
     ),
     "stat logger group renamed": (
         "vllm/plugins/__init__.py",

@@ -185,6 +185,7 @@ def test_finished_request_gives_a_server_span_with_phases_and_offsets(
         {
             semconv.VLLM_REQUEST_ID: "cmpl-1-0",
             semconv.VLLM_RESPONSE_FINISH_REASON: "length",
+            semconv.SERVER_END_REASON: semconv.END_REASON_FINISHED,
             semconv.VLLM_USAGE_PROMPT_TOKENS: 16,
             semconv.VLLM_USAGE_COMPLETION_TOKENS: 4,
             semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 4,
