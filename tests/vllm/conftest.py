@@ -29,7 +29,7 @@
   none is): the engine-hook tests of that release and the spool test (its collector killed for
   60 s) run on it.
 
-vLLM launches in one run of the tier (default ``--vllm-versions``: 8), and why each is its own:
+vLLM launches in one run of the tier (default ``--vllm-versions``: 10), and why each is its own:
 
 - ``vllm_server``: 1. On it, besides the tests of the server itself: the engine hooks
   (``test_engine_hooks.py``, the default release), the guardrail middleware
@@ -47,7 +47,11 @@ vLLM launches in one run of the tier (default ``--vllm-versions``: 8), and why e
   cold; 5.10: the baseline without the middleware, then with the procedure's own guardrails),
   the fewest configurations each compares;
 - ``test_run_e2e.py``: 1, ``otelbench run --sut vllm-cpu``, the README's main job: the command
-  launches vLLM pointed at its own embedded collector, which is what it proves.
+  launches vLLM pointed at its own embedded collector, which is what it proves;
+- ``test_cancelled_requests.py``: 1 per release asked for (2), ``--max-num-seqs 2
+  --max-num-batched-tokens 16``: two streams fill the engine so that a third one queues, and a
+  long prompt's prefill takes 30 steps, long enough to hang up in it; the shared servers run
+  vLLM's defaults, which every other test's timing assumes.
 """
 
 from __future__ import annotations
