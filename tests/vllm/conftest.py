@@ -29,7 +29,7 @@
   none is): the engine-hook tests of that release and the spool test (its collector killed for
   60 s) run on it.
 
-vLLM launches in one run of the tier (default ``--vllm-versions``: 10), and why each is its own:
+vLLM launches in one run of the tier (default ``--vllm-versions``: 11), and why each is its own:
 
 - ``vllm_server``: 1. On it, besides the tests of the server itself: the engine hooks
   (``test_engine_hooks.py``, the default release), the guardrail middleware
@@ -51,7 +51,9 @@ vLLM launches in one run of the tier (default ``--vllm-versions``: 10), and why 
 - ``test_cancelled_requests.py``: 1 per release asked for (2), ``--max-num-seqs 2
   --max-num-batched-tokens 16``: two streams fill the engine so that a third one queues, and a
   long prompt's prefill takes 30 steps, long enough to hang up in it; the shared servers run
-  vLLM's defaults, which every other test's timing assumes.
+  vLLM's defaults, which every other test's timing assumes;
+- ``test_speculative_vllm.py``: 1, n-gram speculative decoding (``--speculative-config``), which
+  changes every step of every request on the server that runs it.
 """
 
 from __future__ import annotations
