@@ -2016,8 +2016,10 @@ def _judge(
         bullets = [_judge_bullet(b, results, statements, facts) for b in s.bullets]
         unmet = [b for b in bullets if b["met"] is False]
         judged = [b for b in bullets if b["met"] is not None]
-        shown = unmet or judged
-        evidence = "; ".join(f"{b['text']} {b['evidence']}" for b in shown)
+        groups: dict[str, list[str]] = {}
+        for b in unmet or judged:
+            groups.setdefault(b["evidence"], []).append(b["text"])
+        evidence = "; ".join(f"[{' | '.join(texts)}] {e}" for e, texts in groups.items())
         if not judged:
             return False, f"no evidence: none of its items applies ({s.how})", bullets
         return not unmet, evidence, bullets
@@ -2123,6 +2125,17 @@ def _relevant(check: Mapping[str, Any], tests: list[str]) -> bool:
     return section.startswith("4.") or any(section.startswith(f"{t}.") for t in tests)
 
 
+def _scoped(check: Check, boundary: str | None) -> Check:
+    """``check`` as the registry scopes it: not applicable where every statement it judges is
+    for another boundary (the gRPC, Conversation and guardrail statements of one boundary)."""
+    judged = [BY_ID[j] for j in check["judges"]]
+    if not judged or not all(s.boundaries and boundary not in s.boundaries for s in judged):
+        return check
+    boundaries = " and ".join(dict.fromkeys(b for s in judged for b in s.boundaries))
+    reason = f"applies to the {boundaries} boundary only; this one is {boundary or 'undeclared'}"
+    return {**check, "met": None, "evidence": f"not applicable: {reason}"}
+
+
 def _summary(scope: str, checks: list[Check], tests: list[TestVerdict]) -> ComplianceSection:
     def union(key: Literal["unmet_must", "unmet_should"]) -> list[str]:
         return list(dict.fromkeys(i for t in tests for i in t[key]))
@@ -2179,6 +2192,7 @@ def procedure_compliance(
     facts = ProcedureFacts(tuple(f for _, f in runs), procedure)
     checks += [req.check(facts) for req in PROCEDURE_REQUIREMENTS]
     sut = mapping(mapping(procedure.get("configuration")).get("sut"))
+    checks = [_scoped(c, nonblank(sut.get("boundary"))) for c in checks]
     test = str(procedure.get("draft_section"))
     tests = (
         [verdict_for_test(test, nonblank(sut.get("boundary")), checks, facts)]
@@ -2228,6 +2242,7 @@ def compliance(report: Mapping[str, Any]) -> ComplianceSection:
     checks = [r.check(facts) for r in REQUIREMENTS]
     checks += [r.check(test_facts) for r in PROCEDURE_REQUIREMENTS]
     boundary = nonblank(facts.sut.get("boundary"))
+    checks = [_scoped(c, boundary) for c in checks]
     tests = [verdict_for_test(test, boundary, checks, test_facts) for test in RUN_TESTS]
     return _summary(SCOPE, checks, tests)
 

@@ -471,7 +471,7 @@ STATEMENTS: Final[tuple[Statement, ...]] = (
            _b("5.1.2.1", "Request count:", "request-status"),
            _b("5.1.2.2", "Load model:", "configuration-summary"),
            _b("5.1.2.2", "Arrival rate:", "configuration-summary", condition="open-loop"),
-           _b("5.1.2.2", "Arrival distribution:", "poisson-arrivals", condition="open-loop"),
+           _b("5.1.2.2", "Arrival distribution:", "configuration-summary", condition="open-loop"),
            _b("5.1.2.2", "Concurrency:", "configuration-summary", condition="closed-loop"),
            _b("5.1.2.3", "SUT configuration:", "sut-boundary"),
            _b("5.1.2.3", "Model identifier:", "model-identifier"),
