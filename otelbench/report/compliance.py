@@ -1692,8 +1692,9 @@ def _fairness_level(t: ProcedureFacts) -> tuple[bool, str]:
     judges=("fairness-class-requests",),
 )
 def _fairness_class_requests(t: ProcedureFacts) -> tuple[bool, str]:
-    """Judged on the runs' measured classes (``metrics.classes.by_class``): the run with the
-    most classes (the mixed level) has at least 500 successful requests of each."""
+    """Judged on the runs' measured classes (``metrics.classes.by_class``): every run that
+    mixed two or more classes has at least 500 successful requests of each (a run of one class
+    alone, an isolated baseline, when no run mixed them)."""
     counts = [
         {str(k): integer(mapping(v).get("count")) or 0 for k, v in by_class.items()}
         for by_class in (
@@ -1704,11 +1705,12 @@ def _fairness_class_requests(t: ProcedureFacts) -> tuple[bool, str]:
     ]
     if not counts:
         return False, "no evidence: no run measured requests by class (metrics.classes)"
-    mixed = max(counts, key=len)
-    shown = ", ".join(f"{k} {n}" for k, n in mixed.items())
-    return min(mixed.values()) >= FAIRNESS_CLASS_REQUESTS, (
-        f"measured requests per class: {shown}; the draft asks for at least "
-        f"{FAIRNESS_CLASS_REQUESTS} per class"
+    mixed = [c for c in counts if len(c) >= 2] or counts
+    fewest = min(mixed, key=lambda c: min(c.values()))
+    shown = ", ".join(f"{k} {n}" for k, n in fewest.items())
+    return min(fewest.values()) >= FAIRNESS_CLASS_REQUESTS, (
+        f"measured requests per class (the run with the fewest of {len(mixed)}): {shown}; the "
+        f"draft asks for at least {FAIRNESS_CLASS_REQUESTS} per class"
     )
 
 

@@ -287,7 +287,7 @@ def full_report() -> dict[str, Any]:
                 "schedule_lag_ms": {"count": n, "p50": 0.05, "p99": 0.4, "max": 1.2},
                 "generator_bottleneck_flagged": False,
             },
-            "client_health": CLIENT_HEALTH,
+            "client_health": copy.deepcopy(CLIENT_HEALTH),
             "sent": {
                 "arrivals": {
                     "gaps": n - 1,
