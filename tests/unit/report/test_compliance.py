@@ -183,9 +183,7 @@ CLIENT_HEALTH: dict[str, Any] = {
 """A load generator that timed to 1 ms: its clock and its event loop's lateness."""
 
 
-def _phase(
-    requests: int, succeeded: int, tokens: int, first: float, last: float
-) -> dict[str, Any]:
+def _phase(requests: int, succeeded: int, tokens: int, first: float, last: float) -> dict[str, Any]:
     return {
         "requests": requests,
         "succeeded": succeeded,
@@ -305,9 +303,8 @@ def full_report() -> dict[str, Any]:
             "phases": {
                 "probe": _phase(10, 10, 1600, 1_699_999_968.0, 1_699_999_999.2),
                 "warmup": _phase(120, 120, 19_200, 1_699_999_969.0, 1_699_999_998.0),
-                "measure": _phase(n, n, 1_600_000, 1_700_000_000.0, 1_700_005_000.0) | {
-                    "ended_after_measurement_start": n
-                },
+                "measure": _phase(n, n, 1_600_000, 1_700_000_000.0, 1_700_005_000.0)
+                | {"ended_after_measurement_start": n},
             },
         },
         "metrics": {

@@ -217,6 +217,7 @@ EQUAL = [
     for k in ("workload", "seed", "sut_boundary", "hardware", "load_model")
 ]
 
+
 def _levels(n: int) -> list[dict[str, Any]]:
     return [{"label": f"{10 * (i + 1)}%", "report": f"levels/{i:02}/report.json"} for i in range(n)]
 

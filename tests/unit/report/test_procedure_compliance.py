@@ -58,7 +58,8 @@ def test_a_5_1_procedure_is_judged_over_every_level() -> None:
     )
     checks = {c["id"]: c for c in result["checks"]}
     assert checks["sut-boundary"]["evidence"] == (
-        "every run it applies to (2); level 1 (25%): run.sut.boundary: Model Engine (draft 4.1.1)"
+        "every run it applies to (2); level 1 (25%): declared: run.sut.boundary Model Engine "
+        "(draft 4.1.1)"
     )
     # only the checks that bear on 5.1: none of another test's workloads
     assert "fairness-workload" not in checks
