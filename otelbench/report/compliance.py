@@ -2021,7 +2021,11 @@ def _judge(
         groups: dict[str, list[str]] = {}
         for b in unmet or judged:
             groups.setdefault(b["evidence"], []).append(b["text"])
-        evidence = "; ".join(f"[{' | '.join(texts)}] {e}" for e, texts in groups.items())
+        evidence = (
+            next(iter(groups))
+            if len(groups) == 1 and len(unmet or judged) == len(judged)
+            else "; ".join(f"[{' | '.join(texts)}] {e}" for e, texts in groups.items())
+        )
         if not judged:
             return False, f"no evidence: none of its items applies ({s.how})", bullets
         return not unmet, evidence, bullets
