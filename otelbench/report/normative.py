@@ -207,6 +207,13 @@ def _sub(section: str, heading: str, *statements: str) -> Bullet:
 
 
 _CAPABILITY = "a capability of otelbench's load generator, whatever the run: "
+_WORKLOAD_CHECKS: Final = (
+    "workload-input",
+    "workload-output",
+    "workload-content",
+    "workload-prefix-sharing",
+)
+"""The checks of 4.3.1's four items (``otelbench.report.compliance``), in the draft's order."""
 
 STATEMENTS: Final[tuple[Statement, ...]] = (
     # ---- 4.1 System Under Test configurations
@@ -287,10 +294,9 @@ STATEMENTS: Final[tuple[Statement, ...]] = (
        "Each workload MUST specify:",
        "declared", "the workload specification the run was generated from, field by field",
        bullets=(
-           _b("4.3.1", "Input length distribution:", "workload-input"),
-           _b("4.3.1", "Output length distribution:", "workload-output"),
-           _b("4.3.1", "Content characteristics:", "workload-content"),
-           _b("4.3.1", "Prefix sharing:", "workload-prefix-sharing"),
+           *(_b("4.3.1", item, check) for item, check in zip(
+               ("Input length distribution:", "Output length distribution:",
+                "Content characteristics:", "Prefix sharing:"), _WORKLOAD_CHECKS, strict=True)),
        )),
     _s("synthetic-uniform-model-engine", "4.3.2.1", "REQUIRED",
        "It is REQUIRED for Model Engine benchmarking.",
@@ -466,8 +472,7 @@ STATEMENTS: Final[tuple[Statement, ...]] = (
        "The following parameters MUST be defined:",
        "measured", "the parameters of 5.1.2.1–5.1.2.3, item by item", tests=("5.1",),
        bullets=(
-           _b("5.1.2.1", "Workload:", "workload-input", "workload-output", "workload-content",
-              "workload-prefix-sharing"),
+           _b("5.1.2.1", "Workload:", *_WORKLOAD_CHECKS),
            _b("5.1.2.1", "Request count:", "request-status"),
            _b("5.1.2.2", "Load model:", "configuration-summary"),
            _b("5.1.2.2", "Arrival rate:", "configuration-summary", condition="open-loop"),
@@ -522,8 +527,7 @@ STATEMENTS: Final[tuple[Statement, ...]] = (
        "measured", "the parameters of 5.2.2.1–5.2.2.3, item by item, each level's duration "
        "as measured", tests=("5.2",),
        bullets=(
-           _b("5.2.2.1", "Workload:", "workload-input", "workload-output", "workload-content",
-              "workload-prefix-sharing"),
+           _b("5.2.2.1", "Workload:", *_WORKLOAD_CHECKS),
            _b("5.2.2.1", "Test duration:", "level-min-duration"),
            _b("5.2.2.2", "Load model:", "configuration-summary"),
            _b("5.2.2.2", "Arrival rate range:", "search-range", condition="open-loop"),

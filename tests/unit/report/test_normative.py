@@ -132,7 +132,8 @@ def test_every_measured_or_declared_statement_has_a_check_and_every_check_a_stat
     assert in_bullets <= ids, in_bullets - ids
     for s in ALL_STATEMENTS:
         if s.judged == "enforced":
-            assert s.id not in judged and not s.bullets, f"{s.id} is enforced, yet judged"
+            assert s.id not in judged, f"{s.id} is enforced, yet judged"
+            assert not s.bullets, f"{s.id} is enforced, yet has bullets"
         elif s.bullets:
             assert s.id not in judged, f"{s.id}: an umbrella is judged through its bullets"
             for b in s.bullets:
@@ -196,7 +197,8 @@ def test_setup_limits_and_conditions_quote_the_draft() -> None:
     draft; every overriding sentence is the test's own statement of a workload."""
     lines = _draft_lines()
     for s in SETUP_LIMITS:
-        assert s.keyword == SETUP_PARAMETER and s.level == "SHOULD"
+        assert s.keyword == SETUP_PARAMETER
+        assert s.level == "SHOULD"
         assert (s.section, s.text) in lines, s.id
         assert not KEYWORD.search(s.text), s.id
     text = " ".join(DRAFT.read_text(encoding="utf-8").split())
@@ -213,7 +215,8 @@ def test_setup_limits_and_conditions_quote_the_draft() -> None:
     for s in ALL_STATEMENTS:
         for test, other in s.overrides.items():
             theirs = BY_ID[other]
-            assert theirs.tests == (test,) and theirs.id.endswith("-workload"), (s.id, test)
+            assert theirs.tests == (test,), (s.id, test)
+            assert theirs.id.endswith("-workload"), (s.id, test)
             assert s.level == "SHOULD" or theirs.level == "MUST", (s.id, test)
 
 
