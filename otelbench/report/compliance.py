@@ -213,6 +213,10 @@ class Requirement(Generic[_F]):
     """The registry's condition (``normative.CONDITIONS``) of what it judges: where it does not
     hold for the run, the check is not applicable (met None) and says so."""
 
+    def check_judges(self) -> list[str]:
+        """The statements it judges: its own, and the umbrellas whose bullets name it."""
+        return [*self.judges, *_UMBRELLAS.get(self.id, ())]
+
     def check(self, facts: _F) -> Check:
         met: Met
         if self.condition is not None and not condition_holds(self.condition, facts):
@@ -226,7 +230,7 @@ class Requirement(Generic[_F]):
             "requirement": self.text,
             "met": met,
             "evidence": evidence,
-            "judges": [*self.judges, *_UMBRELLAS.get(self.id, ())],
+            "judges": self.check_judges(),
         }
 
 

@@ -103,7 +103,9 @@ def test_declarations_reach_the_report_and_the_verdict(
         broken, "warmup", "ttft-request-count", "ttft-poisson"
     )
     check = next(c for c in broken["compliance"]["checks"] if c["id"] == "poisson-arrivals")
-    assert check["evidence"].startswith("measured over the 39 gaps between the requests sent")
+    gaps = broken["run"]["sent"]["arrivals"]["gaps"]
+    assert gaps == broken["run"]["requests"]["total"] - 1
+    assert check["evidence"].startswith(f"measured over the {gaps} gaps between the requests sent")
     assert check["evidence"].endswith("configured: uniform: the gaps sent are not exponential")
 
 
