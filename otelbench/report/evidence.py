@@ -56,8 +56,8 @@ def _declared_rate(manifest: Mapping[str, Any]) -> float | None:
 
 
 def sent_section(data: RunData) -> rt.Sent:
-    """``run.sent``: the measured requests' arrival gaps and their fit to the exponential at the
-    run's declared rate (None for a closed loop or fewer than three requests; the rate the gaps
+    """``run.sent``: the measured requests' arrival gaps (between distinct submit times) and their
+    fit to the exponential at the run's declared rate (None for a closed loop or fewer than three requests; the rate the gaps
     show where none was declared, as for a replayed trace), and the prompt lengths and
     ``max_tokens`` sent."""
     c = data.client
@@ -65,9 +65,11 @@ def sent_section(data: RunData) -> rt.Sent:
     declared = _declared_rate(data.run.manifest)
     arrivals: rt.ArrivalFit | None = None
     if mode != "closed_loop":
-        measured = exponential_fit(c.submit_unix_ns, 1.0)
+        # a span stored twice (an exporter's retry after a lost answer) is one send, not a gap 0
+        sends = np.unique(c.submit_unix_ns)
+        measured = exponential_fit(sends, 1.0)
         rate = declared or (measured.rate_per_s if measured is not None else None)
-        fit = exponential_fit(c.submit_unix_ns, rate) if rate else None
+        fit = exponential_fit(sends, rate) if rate else None
         if fit is not None and rate is not None:
             arrivals = {
                 "gaps": fit.gaps,
