@@ -57,6 +57,7 @@ from typing import Any, Final
 import numpy as np
 
 from otelbench.client.readdelay import READ_DELAYS, DelayHistogram
+from otelbench.draft import TIMING_RESOLUTION_MS
 from otelbench.loadgen.deadline import DeadlineTimer
 
 __all__ = [
@@ -78,7 +79,7 @@ PROC_STAT: Final = Path("/proc/stat")
 that the host gave to something else)."""
 FOLD_TICKS: Final = 500
 """Every this many ticks (a second) the reads' pending delays are folded into their histogram."""
-LATENESS_LIMIT_MS: Final = 1.0
+LATENESS_LIMIT_MS: Final = TIMING_RESOLUTION_MS
 """Draft 4.2.1: timing resolution of 1 ms or better; a loop lateness P99 above it fails it."""
 METHOD_TIMERFD: Final = (
     "a timerfd on CLOCK_MONOTONIC armed every 2 ms at absolute deadlines, its expiry served by "

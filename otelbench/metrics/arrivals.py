@@ -7,13 +7,21 @@ request, sorted), not on the arrival process the run was configured with:
 
 * ``cv`` — std / mean of the gaps (1 for exponential gaps, 0 for a uniform schedule, above 1 for
   bursts);
-* the one-sample Kolmogorov–Smirnov statistic ``D = sup |F_n(t) − (1 − exp(−λ t))|`` against the
-  exponential at the *declared* rate λ, and its p-value from the Kolmogorov distribution with
-  Stephens' small-sample correction, ``P(K > (√n + 0.12 + 0.11/√n) D)``.
+* the one-sample Kolmogorov–Smirnov statistic against the exponential ``F(t) = 1 − exp(−λ t)``
+  at the *declared* rate λ, and its p-value from the Kolmogorov distribution with Stephens'
+  small-sample correction, ``P(K > (√n + 0.12 + 0.11/√n) D)``.
+
+Within a timing tolerance ``δ`` (the load generator's timing resolution, draft 4.2.1: 1 ms),
+a gap is only known to ±δ, so the empirical CDF ``F_n`` is compared with the band between
+``F(t − δ)`` and ``F(t + δ)``: ``D = sup_t max(F_n(t) − F(t + δ), F(t − δ) − F_n(t), 0)``. With
+δ = 0 this is the KS statistic; a band only makes it smaller, so the p-value from the Kolmogorov
+distribution stays conservative (a Poisson sender timed within δ is rejected at most as often as
+the significance level). The coefficient of variation's tolerance widens alike: ``3/√n`` by
+chance, plus ``2 (δ λ)²`` that timing errors within δ can add.
 
 Usage::
 
-    fit = exponential_fit(submit_unix_ns, rate=8.0)
+    fit = exponential_fit(submit_unix_ns, rate=8.0, tolerance_s=0.001)
     fit.ks_p_value >= 0.01 and abs(fit.cv - 1) <= fit.cv_tolerance
 """
 
@@ -43,11 +51,15 @@ class ExponentialFit:
     cv: float
     ks_statistic: float
     ks_p_value: float
+    rate: float
+    """The rate tested against (per second)."""
+    tolerance_s: float = 0.0
+    """The timing tolerance δ the fit allowed (module docstring)."""
 
     @property
     def cv_tolerance(self) -> float:
-        """``CV_SIGMAS / √n``: how far ``cv`` may lie from 1 by chance."""
-        return CV_SIGMAS / math.sqrt(self.gaps)
+        """How far ``cv`` may lie from 1: ``CV_SIGMAS / √n`` by chance, plus ``2 (δ λ)²``."""
+        return CV_SIGMAS / math.sqrt(self.gaps) + 2.0 * (self.tolerance_s * self.rate) ** 2
 
 
 def kolmogorov_sf(x: float) -> float:
@@ -65,9 +77,12 @@ def kolmogorov_sf(x: float) -> float:
     return min(1.0, max(0.0, 2.0 * total))
 
 
-def exponential_fit(send_ns: npt.ArrayLike, rate: float) -> ExponentialFit | None:
+def exponential_fit(
+    send_ns: npt.ArrayLike, rate: float, tolerance_s: float = 0.0
+) -> ExponentialFit | None:
     """The fit of the gaps between ``send_ns`` (send times in ns, any order) to exponential gaps
-    at ``rate`` per second; None for fewer than two gaps or a rate that is not positive."""
+    at ``rate`` per second, each gap known to ± ``tolerance_s``; None for fewer than two gaps or
+    a rate that is not positive."""
     times = np.sort(np.asarray(send_ns, dtype=np.int64))
     gaps_s = np.diff(times).astype(np.float64) / 1e9
     n = int(gaps_s.size)
@@ -76,11 +91,12 @@ def exponential_fit(send_ns: npt.ArrayLike, rate: float) -> ExponentialFit | Non
     mean = float(gaps_s.mean())
     cv = float(gaps_s.std() / mean) if mean > 0 else math.inf
     x = np.sort(gaps_s)
-    expected = -np.expm1(-rate * x)
-    upper = np.arange(1, n + 1, dtype=np.float64) / n - expected
-    lower = expected - np.arange(0, n, dtype=np.float64) / n
-    d = float(max(upper.max(), lower.max()))
+    above = -np.expm1(-rate * (x + tolerance_s))
+    below = -np.expm1(-rate * np.maximum(x - tolerance_s, 0.0))
+    upper = np.arange(1, n + 1, dtype=np.float64) / n - above
+    lower = below - np.arange(0, n, dtype=np.float64) / n
+    d = max(float(upper.max()), float(lower.max()), 0.0)
     root = math.sqrt(n)
     p = kolmogorov_sf((root + 0.12 + 0.11 / root) * d)
     span = float(times[-1] - times[0]) / 1e9
-    return ExponentialFit(n, n / span if span > 0 else math.inf, cv, d, p)
+    return ExponentialFit(n, n / span if span > 0 else math.inf, cv, d, p, rate, tolerance_s)

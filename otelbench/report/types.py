@@ -307,6 +307,7 @@ class ArrivalFit(TypedDict):
     measured_rate_per_s: float
     cv: float
     cv_tolerance: float
+    timing_tolerance_ms: float
     ks_statistic: float
     ks_p_value: float
 

@@ -74,3 +74,23 @@ def test_poisson_sends_are_rarely_rejected(seed: int, rate: float) -> None:
     assert fit is not None
     assert fit.ks_p_value >= 1e-6, fit
     assert abs(fit.cv - 1.0) <= 1.5 * fit.cv_tolerance, fit
+
+
+def test_gaps_known_to_1_ms_are_judged_within_it() -> None:
+    """4.2.1's 1 ms: sends each up to 1 ms late (here about 0.2 ms, capped at 1 ms) are still a
+    Poisson sender's, and the band leaves uniform and bursty schedules rejected."""
+    sends = np.asarray(arrival_schedule("poisson", rate=200.0, n=10_000, seed=3))
+    late = np.minimum(np.random.default_rng(1).exponential(0.0002, sends.size), 0.001)
+    exact = exponential_fit(ns(sends + late), 200.0)
+    banded = exponential_fit(ns(sends + late), 200.0, tolerance_s=0.001)
+    assert exact is not None
+    assert banded is not None
+    assert banded.ks_statistic < exact.ks_statistic
+    assert banded.ks_p_value >= exact.ks_p_value >= 0.01
+    assert banded.cv_tolerance == pytest.approx(3 / math.sqrt(9_999) + 2 * (0.001 * 200.0) ** 2)
+    for mode, params in (("uniform", {}), ("bursty", {"cv": 3.0}), ("bursty", {"cv": 1.3})):
+        schedule = arrival_schedule(mode, rate=200.0, n=10_000, seed=3, params=params)
+        fit = exponential_fit(ns(schedule), 200.0, tolerance_s=0.001)
+        assert fit is not None
+        rejected = fit.ks_p_value < 0.01 or abs(fit.cv - 1.0) > fit.cv_tolerance
+        assert rejected, (mode, params, fit)
