@@ -294,6 +294,7 @@ def full_report() -> dict[str, Any]:
                     "measured_rate_per_s": 2.01,
                     "cv": 0.99,
                     "cv_tolerance": 0.03,
+                    "timing_tolerance_ms": 1.0,
                     "ks_statistic": 0.008,
                     "ks_p_value": 0.52,
                 },
