@@ -109,6 +109,8 @@ __all__ = [
     "CONFIGURATION_LABELS",
     "DRAFT_INPUT_BUCKETS",
     "NOT_DECLARED",
+    "POISSON_MIN_GAPS",
+    "POISSON_MIN_P_VALUE",
     "PROCEDURE_REQUIREMENTS",
     "REQUIREMENTS",
     "RUN_TESTS",
@@ -119,6 +121,7 @@ __all__ = [
     "Requirement",
     "comparison_compliance",
     "compliance",
+    "condition_holds",
     "configuration_summary",
     "procedure_compliance",
     "verdict_for_test",
@@ -1923,7 +1926,11 @@ test holds a condition when one of its runs does; ``slo-specified`` is the proce
 
 def condition_holds(condition: str, facts: ReportFacts | ProcedureFacts) -> bool:
     """Whether ``condition`` holds for one run's facts, or for a test (any of its runs; a
-    throughput procedure's SLOs for ``slo-specified``)."""
+    throughput procedure's SLOs for ``slo-specified``).
+
+    >>> condition_holds("open-loop", ReportFacts(report))  # doctest: +SKIP
+    True
+    """
     if isinstance(facts, ReportFacts):
         return CONDITION_HOLDS[condition](facts)
     if condition == "slo-specified":
