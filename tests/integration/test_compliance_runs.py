@@ -208,7 +208,7 @@ def _prefix_cache(tiny: Run) -> dict[str, Any]:
     """5.7's shell: both configurations, the disabled one's cache hit rate from its spans."""
     workload = make_workload("synthetic-uniform", seed=3, vocab_size=1024)
     with open_store(tiny.out / "spans.duckdb") as store:
-        rates = cache_hit_rates(extract_run_data(store), workload)  # type: ignore[arg-type]
+        rates = cache_hit_rates(extract_run_data(store), workload)
     return _shell(
         "5.7",
         tiny.report,
