@@ -117,6 +117,7 @@ __all__ = [
     "VERDICT_CONDITIONAL",
     "VERDICT_NOT_COMPLIANT",
     "VERDICT_UNCONDITIONAL",
+    "WARMUP_CHECKS",
     "ProcedureFacts",
     "Requirement",
     "comparison_compliance",
@@ -189,6 +190,12 @@ POISSON_MIN_P_VALUE: Final = 0.01
 """The Kolmogorov–Smirnov test's significance level for 5.1.2.2's Poisson arrivals: gaps whose
 p-value against the exponential at the declared rate is below it are not exponential."""
 _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
+WARMUP_CHECKS: Final = frozenset(
+    {"warmup", "warmup-model-loaded", "warmup-drained", "warmup-cache-populated",
+     "warmup-verified"}
+)  # fmt: skip
+"""The checks of 4.5.1's and 4.5.2's warm-up: a procedure judges them on the levels that warmed
+the SUT up (:func:`procedure_compliance`)."""
 """How the report's deviation for requests under 5.4.2's output-token minimum reads."""
 
 
@@ -2201,8 +2208,14 @@ def procedure_compliance(
     Returns the shape of :func:`compliance` with one entry in ``tests``.
     """
     runs = [(label, ReportFacts(r)) for label, r in reports]
+    # the draft's procedures warm up once, then run every level (5.2.3 step 2, 5.4.3 step 1 …;
+    # 5.7 and 5.10 once per SUT configuration): 4.5's checks judge the levels that warmed up
+    warmed = [(label, f) for label, f in runs if _phase(f, semconv.PHASE_WARMUP)] or runs[:1]
     checks = [
-        _combine(req.id, [(label, req.check(f)) for label, f in runs])
+        _combine(
+            req.id,
+            [(label, req.check(f)) for label, f in (warmed if req.id in WARMUP_CHECKS else runs)],
+        )
         for req in REQUIREMENTS
         if runs
     ]
@@ -2218,7 +2231,8 @@ def procedure_compliance(
     )
     scope = (
         f"the procedure's {len(runs)} run(s) together: section 4's statements and section "
-        f"{test}'s; a run check is met only where every run it applies to meets it"
+        f"{test}'s; a run check is met only where every run it applies to meets it (4.5's "
+        "warm-up checks: every run that warmed the SUT up, the first if none did)"
     )
     return _summary(scope, checks, tests)
 
