@@ -459,7 +459,52 @@ def describe_sut(config: RunConfig, info: dict[str, Any], launched: bool) -> dic
     if "hardware" not in sut and _is_loopback(config.target):
         sut["hardware"] = "same host as the load generator: " + describe_host()
     sut["load_generator_host"] = describe_host()
+    guardrails = sut.get("guardrails")
+    if isinstance(guardrails, dict) and isinstance(guardrails.get("comparative_run"), str):
+        sut["guardrails"] = {
+            **guardrails,
+            "comparative": comparative_run_facts(Path(guardrails["comparative_run"])),
+        }
     return sut
+
+
+def comparative_run_facts(path: Path) -> dict[str, Any]:
+    """What the report of a declared comparative run (draft 4.8.2: the same test with safety
+    systems disabled) says, read now so that this run's report carries the evidence: a run's
+    ``report.json`` (or its directory) gives its run id, guardrails, workload, seed and TTFT and
+    end-to-end P50; ``otelbench test guardrail-overhead``'s ``procedure.json`` its
+    configurations. ``{"read": False, "reason": …}`` when there is nothing to read."""
+    file = path / "report.json" if path.is_dir() else path
+    try:
+        doc = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {"read": False, "path": str(path), "reason": f"{type(exc).__name__}: {exc}"}
+    if not isinstance(doc, dict):
+        return {"read": False, "path": str(path), "reason": "not a JSON object"}
+    if doc.get("procedure") == "guardrail-overhead":
+        table = doc.get("table13")
+        rows = table if isinstance(table, list) else []
+        return {
+            "read": True,
+            "path": str(file),
+            "kind": "procedure",
+            "configurations": [str(r.get("configuration")) for r in rows if isinstance(r, dict)],
+        }
+    run, client = doc.get("run") or {}, (doc.get("metrics") or {}).get("client") or {}
+    workload = run.get("workload") or {}
+    return {
+        "read": "run" in doc,
+        "path": str(file),
+        "kind": "run",
+        "run_id": run.get("id"),
+        "guardrails": (doc.get("configuration") or {}).get("guardrails"),
+        "declared": (run.get("sut") or {}).get("guardrails"),
+        "workload": workload.get("name"),
+        "seed": run.get("seed"),
+        "requests": (run.get("requests") or {}).get("succeeded"),
+        "ttft_p50_ms": (client.get("ttft_ms") or {}).get("p50"),
+        "e2e_p50_ms": (client.get("e2e_ms") or {}).get("p50"),
+    }
 
 
 @dataclass

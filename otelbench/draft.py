@@ -41,6 +41,7 @@ __all__ = [
     "PRESSURE_OVERSUBSCRIPTION",
     "SWEEP_MIN_LEVELS",
     "THROUGHPUT_RECOMMENDED_DURATION_S",
+    "TIMING_RESOLUTION_MS",
     "WARMUP_MIN_OUTPUT_TOKENS",
     "WARMUP_MIN_REQUESTS",
     "WARMUP_STABILIZATION_THRESHOLD",
@@ -48,6 +49,8 @@ __all__ = [
 
 # -- test setup (section 4) ----------------------------------------------------------------------
 
+TIMING_RESOLUTION_MS: Final = 1.0
+"""4.2.1: the load generator measures time with a resolution of 1 ms or better."""
 WARMUP_MIN_REQUESTS: Final = 100
 """4.5.1 item 2: warm up with at least 100 requests or 10,000 output tokens, whichever is
 greater."""

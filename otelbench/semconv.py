@@ -162,6 +162,9 @@ REQUEST_SCHEDULED_OFFSET_US: Final = "otelbench.request.scheduled_offset_us"
 """Open loop: when the schedule said to send, µs since the run's start (monotonic)."""
 REQUEST_SCHEDULE_LAG_US: Final = "otelbench.request.schedule_lag_us"
 """Open loop: actual send time minus scheduled send time (draft 4.2.5)."""
+REQUEST_PROMPT_TOKENS: Final = "otelbench.request.prompt_tokens"
+"""How many prompt tokens the load generator sent (the workload item's token ids, before any
+decoding to text): the input length actually sent (draft 4.3.2, Appendix A)."""
 LOADGEN_WORKER: Final = "otelbench.loadgen.worker"
 """Which load-generating worker process sent the request (0 … N−1; ``otelbench run --workers``)."""
 

@@ -27,6 +27,10 @@ measurement (report ``run.client_health``; the timing-resolution compliance chec
 * **Read delay**: how long each read's data waited in the kernel before the loop read it (the
   read's time minus the kernel's receive time, :mod:`otelbench.client.readdelay`): the lateness
   the chunks themselves met, where the timer's ticks sample it.
+* **The clock itself** (:func:`measure_clock`): the resolution the clock reports
+  (``time.get_clock_info("perf_counter")`` and ``time.clock_getres(CLOCK_MONOTONIC)``) and how
+  long one read of it takes, measured by reading it back to back: a timestamp can be no finer
+  than either.
 
 Clock domain: ``time.perf_counter_ns()`` (CLOCK_MONOTONIC, ns); summaries in ms.
 
@@ -53,14 +57,17 @@ from typing import Any, Final
 import numpy as np
 
 from otelbench.client.readdelay import READ_DELAYS, DelayHistogram
+from otelbench.draft import TIMING_RESOLUTION_MS
 from otelbench.loadgen.deadline import DeadlineTimer
 
 __all__ = [
+    "CLOCK_READS",
     "LATENESS_LIMIT_MS",
     "PERIOD_NS",
     "LoopMonitor",
     "WorkerHealth",
     "client_health",
+    "measure_clock",
 ]
 
 PERIOD_NS: Final = 2_000_000
@@ -72,7 +79,7 @@ PROC_STAT: Final = Path("/proc/stat")
 that the host gave to something else)."""
 FOLD_TICKS: Final = 500
 """Every this many ticks (a second) the reads' pending delays are folded into their histogram."""
-LATENESS_LIMIT_MS: Final = 1.0
+LATENESS_LIMIT_MS: Final = TIMING_RESOLUTION_MS
 """Draft 4.2.1: timing resolution of 1 ms or better; a loop lateness P99 above it fails it."""
 METHOD_TIMERFD: Final = (
     "a timerfd on CLOCK_MONOTONIC armed every 2 ms at absolute deadlines, its expiry served by "
@@ -82,6 +89,10 @@ METHOD_TIMERFD: Final = (
     "/proc/thread-self/schedstat, the host's steal from /proc/stat; read delay = a read's time "
     "minus the kernel's receive time of its data (SO_TIMESTAMPNS)"
 )
+CLOCK_READS: Final = 2_000
+"""Back-to-back reads of the clock by :func:`measure_clock` (about 0.2 ms)."""
+CLOCK_NAME: Final = "time.perf_counter_ns (CLOCK_MONOTONIC)"
+"""The clock every client timestamp and offset is taken with."""
 METHOD_SLEEP: Final = (
     "asyncio.sleep every 2 ms (no timerfd: lateness includes epoll's rounding up to 1 ms); "
     "CPU from getrusage(RUSAGE_SELF) over the measurement"
@@ -106,6 +117,8 @@ class WorkerHealth:
     cpus: list[int] | None = None
     """With ``--loadgen-cpus``: the CPUs this process was allowed at the measurement's start,
     as ``os.sched_getaffinity(0)`` read them back (:mod:`otelbench.loadgen.affinity`)."""
+    clock: dict[str, Any] = field(default_factory=dict)
+    """:func:`measure_clock` at the measurement's start."""
 
     def summary(self) -> dict[str, Any]:
         """This worker's entry of ``run.client_health.workers``."""
@@ -169,16 +182,62 @@ def _percentiles(lateness_ns: array[int]) -> dict[str, float | int | None]:
     }
 
 
+def measure_clock(reads: int = CLOCK_READS) -> dict[str, Any]:
+    """The client clock as this process finds it: its reported resolution
+    (``time.get_clock_info``, and ``clock_getres`` where the platform has it), its
+    implementation, and the delay between back-to-back reads over ``reads`` reads (ns:
+    ``{count, p50, p99, max}``), the finest step a timestamp can resolve."""
+    info = time.get_clock_info("perf_counter")
+    try:
+        getres: float | None = time.clock_getres(time.CLOCK_MONOTONIC) * 1e9
+    except (AttributeError, OSError):
+        getres = None
+    stamps = array("q", bytes(8 * reads))
+    read = time.perf_counter_ns
+    for i in range(reads):
+        stamps[i] = read()
+    steps = np.diff(np.frombuffer(stamps, dtype=np.int64)).astype(np.float64)
+    return {
+        "clock": CLOCK_NAME,
+        "implementation": info.implementation,
+        "resolution_ns": info.resolution * 1e9,
+        "clock_getres_ns": getres,
+        "read_delay_ns": {
+            "count": int(steps.size),
+            "p50": float(np.percentile(steps, 50)),
+            "p99": float(np.percentile(steps, 99)),
+            "max": float(steps.max()),
+        },
+    }
+
+
+def _worst_clock(workers: list[WorkerHealth]) -> dict[str, Any] | None:
+    """The coarsest clock of ``workers`` (largest resolution, then slowest read P50)."""
+    clocks = [w.clock for w in workers if w.clock]
+    if not clocks:
+        return None
+    return max(
+        clocks,
+        key=lambda c: (
+            max(c["resolution_ns"], c["clock_getres_ns"] or 0.0),
+            c["read_delay_ns"]["p50"],
+        ),
+    )
+
+
 def client_health(workers: list[WorkerHealth]) -> dict[str, Any]:
-    """The report's ``run.client_health``: loop lateness over every worker's ticks together, and
-    each worker's own lateness and CPU (docs/report-schema.md)."""
+    """The report's ``run.client_health``: the coarsest of the workers' clocks, loop lateness
+    over every worker's ticks together, and each worker's own lateness and CPU
+    (docs/report-schema.md)."""
     ticks = array("q")
     reads = DelayHistogram()
     for w in workers:
         ticks.extend(w.lateness_ns)
         reads.merge(w.read_delays)
     methods = sorted({w.method for w in workers})
+    clock = _worst_clock(workers)
     return {
+        **({"clock": clock} if clock is not None else {}),
         "method": "; ".join(methods),
         "period_ms": PERIOD_NS / 1e6,
         "limit_ms": LATENESS_LIMIT_MS,
@@ -203,7 +262,8 @@ class LoopMonitor:
         self._steal: tuple[int, int] | None = None
 
     def start(self) -> None:
-        """Start sampling (from the loop's own thread)."""
+        """Start sampling (from the loop's own thread), after measuring the clock."""
+        self.health.clock = measure_clock()
         self._usage = resource.getrusage(resource.RUSAGE_SELF)
         self._waited_ns = _runqueue_wait_ns()
         self._steal = _steal_ticks()

@@ -208,6 +208,7 @@ class Sender:
             semconv.REQUEST_CLASS: item.request_class,
             semconv.REQUEST_PHASE: phase,
             semconv.LOADGEN_WORKER: self.worker,
+            semconv.REQUEST_PROMPT_TOKENS: len(item.prompt_token_ids),
         }
         offset_us = lag_us = None
         if scheduled_ns is not None:

@@ -29,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 from collections.abc import Callable, Sequence
@@ -185,6 +186,7 @@ class HFTokenizer:
             ) from None
         try:
             self._tok = _HF.from_file(str(file))
+            self._sha256 = hashlib.sha256(file.read_bytes()).hexdigest()
         except Exception as exc:  # noqa: BLE001 - the Rust side raises a bare Exception
             raise ConfigError(f"{file}: not a valid tokenizer.json: {exc}") from None
         config: dict[str, Any] = {}
@@ -233,7 +235,12 @@ class HFTokenizer:
         return str(self._tok.decode(list(ids), skip_special_tokens=True))
 
     def describe(self) -> dict[str, Any]:
-        return _describe(self, self.counting, library="tokenizers (Hugging Face)")
+        return _describe(
+            self,
+            self.counting,
+            version=f"tokenizer.json sha256 {self._sha256}",
+            library="tokenizers (Hugging Face)",
+        )
 
 
 class ServerTokenizer:
@@ -412,7 +419,11 @@ class TiktokenTokenizer:
 
     def describe(self) -> dict[str, Any]:
         return _describe(
-            self, self.counting, n_vocab_with_special=self._enc.n_vocab, library="tiktoken"
+            self,
+            self.counting,
+            version=f"cl100k_base, BPE file sha256 {CL100K_SHA256}",
+            n_vocab_with_special=self._enc.n_vocab,
+            library="tiktoken",
         )
 
 

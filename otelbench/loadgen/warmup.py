@@ -5,11 +5,14 @@ The procedure, run by :func:`run_warmup` (the runner calls it when ``RunConfig.w
     probe × K  (before)                   K probe requests, one at a time
     ┌─ warm-up batch ───────────────────  closed loop at ``concurrency`` until at least
     │                                     ``min_requests`` requests AND ``min_output_tokens``
-    │                                     output tokens have completed (4.5.1 item 2: "at least
+    │                                     output tokens have completed successfully (a failed
+    │                                     request processed nothing; 4.5.1 item 2: "at least
     │                                     100 requests or 10,000 output tokens, whichever is
     │                                     greater" — i.e. both floors)
     │  drain                              every warm-up request has completed (4.5.1 item 3; the
-    │                                     client cannot see the server's queue, only its own)
+    │                                     client cannot see the server's queue, only its own):
+    │                                     the requests still in flight are counted, and the
+    │                                     report checks it again from the stored spans
     │  probe × K  (after)                 K probe requests, one at a time
     └─ stabilized? else another round, up to ``max_rounds``
 
@@ -54,6 +57,7 @@ from otelbench.draft import WARMUP_MIN_REQUESTS as DRAFT_MIN_REQUESTS
 from otelbench.draft import WARMUP_STABILIZATION_THRESHOLD as STABILIZATION_THRESHOLD
 from otelbench.errors import ConfigError
 from otelbench.loadgen.workloads import Workload, WorkloadRequest
+from otelbench.metrics.warmup import probe_variation
 from otelbench.semconv import PHASE_PROBE, PHASE_WARMUP
 
 __all__ = [
@@ -147,23 +151,6 @@ def _ms(us: int | None) -> float | None:
     return None if us is None else us / 1000.0
 
 
-def probe_variation(latencies: Sequence[float]) -> float | None:
-    """The largest relative distance of a probe from the probes' median,
-    ``max |xᵢ − median| / median`` (draft 4.5.2's "variation across consecutive probe
-    requests"); None for fewer than two probes or a zero median.
-
-    Example::
-
-        probe_variation([100.0, 104.0, 97.0])   # 0.04 → stabilized at the 10 % threshold
-    """
-    if len(latencies) < 2:
-        return None
-    med = statistics.median(latencies)
-    if med <= 0:
-        return None
-    return max(abs(x - med) for x in latencies) / med
-
-
 def probe_summary(results: Sequence[CompletionResult], threshold: float) -> dict[str, Any]:
     """One probe set for the manifest: each probe's latency and TTFT (ms), their medians, the
     variation (:func:`probe_variation`) and whether it is below ``threshold``."""
@@ -192,6 +179,8 @@ class WarmupOutcome:
     seed: int | None = None
     requests: int = 0
     failed: int = 0
+    in_flight: int = 0
+    """Warm-up requests not yet completed when the warm-up ended (0: drained)."""
     output_tokens: int = 0
     duration_s: float = 0.0
     probe_before: dict[str, Any] | None = None
@@ -225,7 +214,7 @@ class WarmupOutcome:
             "failed": self.failed,
             "output_tokens": self.output_tokens,
             "duration_s": self.duration_s,
-            "drained": True,
+            "drained": self.in_flight == 0,
             "probe": {
                 "k": s.probes,
                 "request": "the warm-up workload's first request, sent alone, K times in a row",
@@ -281,7 +270,8 @@ async def _probe_set(
 async def _batch(
     spec: WarmupSpec, items: _Items, send: SendFn, concurrency: int, out: WarmupOutcome
 ) -> dict[str, Any]:
-    """One warm-up round: closed loop until both floors are reached, then drained."""
+    """One warm-up round: closed loop until both floors are reached by successful requests,
+    then drained."""
     issued = done = failed = tokens = 0
     stop: str | None = None
     started = time.perf_counter()
@@ -290,7 +280,7 @@ async def _batch(
         nonlocal stop
         if stop is not None:
             return False
-        if issued >= spec.min_requests and tokens >= spec.min_output_tokens:
+        if done - failed >= spec.min_requests and tokens >= spec.min_output_tokens:
             return False
         if issued >= spec.max_requests:
             stop = f"reached its cap of {spec.max_requests} requests"
@@ -313,6 +303,7 @@ async def _batch(
 
     # Every worker returns only after its last request completed: the queue is drained.
     await asyncio.gather(*(worker() for _ in range(concurrency)))
+    out.in_flight += issued - done
     duration = time.perf_counter() - started
     out.requests += done
     out.failed += failed

@@ -58,6 +58,7 @@ from otelbench.errors import ConfigError, NotAnOtelbenchStore, StoreError, regis
 from otelbench.query.records import (
     ClientRequests,
     GuardrailSpans,
+    PhaseRequests,
     RunData,
     RunInfo,
     ServerRequests,
@@ -75,6 +76,7 @@ __all__ = [
     "arrow_columns",
     "extract_client_requests",
     "extract_guardrail_spans",
+    "extract_phases",
     "extract_run",
     "extract_run_data",
     "extract_run_server_requests",
@@ -121,6 +123,8 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "attr_request_index": semconv.REQUEST_INDEX,
     "attr_request_class": semconv.REQUEST_CLASS,
     "attr_schedule_lag_us": semconv.REQUEST_SCHEDULE_LAG_US,
+    "attr_prompt_tokens_sent": semconv.REQUEST_PROMPT_TOKENS,
+    "attr_max_tokens": semconv.GEN_AI_REQUEST_MAX_TOKENS,
     "attr_think_phase": semconv.CLIENT_THINK_PHASE,
     "attr_request_phase": semconv.REQUEST_PHASE,
     "phase_measure": semconv.PHASE_MEASURE,
@@ -735,6 +739,8 @@ def extract_client_requests(store: QueryRunner, run_id: str) -> ClientRequests:
         think_phase=_str(cols["think_phase"]),
         output_phase_chunk=_f64(cols["output_phase_chunk"]),
         schedule_lag_us=_f64(cols["schedule_lag_us"]),
+        prompt_tokens_sent=_f64(cols["prompt_tokens_sent"]),
+        max_tokens=_f64(cols["max_tokens"]),
         ttft_us=_f64(cols["ttft_us"]),
         first_event_offset_us=_f64(cols["first_event_offset_us"]),
         end_offset_us=_f64(cols["end_offset_us"]),
@@ -891,7 +897,31 @@ def extract_run_data(store: QueryRunner, run_id: str | None = None) -> RunData:
                 guardrails = _guardrail_spans(guardrail_columns.result(), client)
     sources = extract_server_sources(store, run.run_id)
     return RunData(
-        run=run, client=client, server=server, guardrails=guardrails, server_sources=sources
+        run=run,
+        client=client,
+        server=server,
+        guardrails=guardrails,
+        server_sources=sources,
+        phases=extract_phases(store, run.run_id),
+    )
+
+
+def extract_phases(store: QueryRunner, run_id: str) -> tuple[PhaseRequests, ...]:
+    """Run ``run_id``'s client spans by request phase (query ``run_phases``)."""
+    cols = store.run("run_phases", run_id=run_id)
+    return tuple(
+        PhaseRequests(str(phase), *(int(v or 0) for v in values))
+        for phase, *values in zip(
+            _str_required(cols["phase"], "phase"),
+            cols["requests"],
+            cols["succeeded"],
+            cols["output_tokens"],
+            cols["cached_tokens"],
+            cols["first_submit_ns"],
+            cols["last_end_ns"],
+            cols["ended_after_start"],
+            strict=True,
+        )
     )
 
 

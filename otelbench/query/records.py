@@ -117,6 +117,12 @@ class ClientRequests:
     chunk_tokens: I64
     rejected_attributes: Mapping[str, int] = field(default_factory=dict)
     """Attribute name → values left unparsed (read as absent), over these spans."""
+    prompt_tokens_sent: F64 | None = None
+    """Prompt tokens the load generator sent (``otelbench.request.prompt_tokens``; NaN: not
+    recorded; None: not read)."""
+    max_tokens: F64 | None = None
+    """The request's ``max_tokens`` (``gen_ai.request.max_tokens``; NaN: not sent; None: not
+    read)."""
 
     def __post_init__(self) -> None:
         _check_lengths(self, {"chunk_bounds": ("chunk_offset_us", "chunk_tokens")})
@@ -315,6 +321,23 @@ class ServerSource:
     spans: int
 
 
+@dataclass(frozen=True, slots=True)
+class PhaseRequests:
+    """A run's client spans of one request phase (``warmup``, ``probe``, ``measure``): how many,
+    how many succeeded, their output and cached prompt tokens (successful ones, from the spans'
+    usage), the first submit and the last end (Unix ns), and how many ended after the first
+    measured request was submitted (draft 4.5.1: a warm-up still in flight at the start)."""
+
+    phase: str
+    requests: int
+    succeeded: int
+    output_tokens: int
+    cached_tokens: int
+    first_submit_unix_ns: int
+    last_end_unix_ns: int
+    ended_after_start: int
+
+
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class RunData:
     """Everything a run report needs: the run, its client requests, their server children and
@@ -325,6 +348,12 @@ class RunData:
     server: ServerRequests
     guardrails: GuardrailSpans = field(default_factory=GuardrailSpans.empty)
     server_sources: tuple[ServerSource, ...] = ()
+    phases: tuple[PhaseRequests, ...] = ()
+    """The run's client spans by request phase (query ``run_phases``)."""
+
+    def phase(self, name: str) -> PhaseRequests | None:
+        """The requests of phase ``name``, or None when the run sent none."""
+        return next((p for p in self.phases if p.phase == name), None)
 
     def rejected_attributes(self) -> dict[str, int]:
         """Attribute name → stored values of this run's spans the query layer could not parse

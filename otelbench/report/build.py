@@ -53,6 +53,7 @@ from otelbench.query import ClientRequests, QueryRunner, RunData, extract_run_da
 from otelbench.report import types as rt
 from otelbench.report.compliance import compliance
 from otelbench.report.configuration import configuration_summary
+from otelbench.report.evidence import phases_section, sent_section
 from otelbench.report.guardrails import guardrails_section
 from otelbench.report.sections import (
     classes_section,
@@ -499,6 +500,8 @@ def _run_section(data: RunData, result: Outcomes) -> rt.RunSection:
             "failed_by_type": result.failed_by_type,
         },
         "load_generator": load_generator_section(data),
+        "sent": sent_section(data),
+        "phases": phases_section(data),
     }
 
 

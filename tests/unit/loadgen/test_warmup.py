@@ -91,3 +91,41 @@ def test_scaled_down_or_loosened_spec_lists_deviations() -> None:
 def test_bad_spec_is_a_config_error(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         WarmupSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_client_clock_is_measured_not_declared() -> None:
+    """4.2.1's evidence: the clock's own reported resolution and back-to-back reads."""
+    from otelbench.loadgen.health import CLOCK_READS, measure_clock
+
+    clock = measure_clock()
+    assert clock["clock"] == "time.perf_counter_ns (CLOCK_MONOTONIC)"
+    assert 0 < clock["resolution_ns"] <= 1_000_000
+    assert clock["clock_getres_ns"] is None or clock["clock_getres_ns"] > 0
+    reads = clock["read_delay_ns"]
+    assert reads["count"] == CLOCK_READS - 1
+    assert 0 <= reads["p50"] <= reads["p99"] <= reads["max"]
+
+
+async def test_failed_warm_up_requests_do_not_count_toward_the_floor() -> None:
+    """4.5.1 item 2 counts what was processed: a failed request processed nothing, so a warm-up
+    whose every third request fails sends 14 for a floor of 10; it records it
+    drained."""
+    from otelbench.loadgen.warmup import run_warmup
+    from otelbench.loadgen.workloads import make_workload
+
+    sent: list[str] = []
+
+    async def send(_item: object, phase: str) -> CompletionResult:
+        sent.append(phase)
+        ok = phase == "probe" or sent.count("warmup") % 3 != 0
+        done = result(1000, 500, ok=ok)
+        return CompletionResult(**{**done.__dict__, "output_tokens": 4 if ok else None})
+
+    spec = WarmupSpec(min_requests=10, min_output_tokens=40, probes=2, concurrency=1)
+    workload = make_workload("synthetic-uniform", seed=1, vocab_size=64)
+    out = await run_warmup(spec, workload, send)
+    manifest = out.to_manifest()
+    # one at a time: 14 sent, the 3rd, 6th, 9th and 12th failed, the 10 others reach the floor
+    assert (manifest["requests"], manifest["failed"]) == (14, 4)
+    assert manifest["output_tokens"] == 40
+    assert manifest["drained"] is True

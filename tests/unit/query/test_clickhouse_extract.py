@@ -643,5 +643,5 @@ def test_clickhouse_connect_binds_every_query_as_chdb_runs_it(
                 rows[query] = rows.get(query, 0) + len(next(iter(ours.values())))
                 for col in ours:
                     assert repr(_as_lists(theirs[col])) == repr(_as_lists(ours[col])), (query, col)
-    assert len(rows) == 10
+    assert len(rows) == 11
     assert all(n > 0 for n in rows.values()), rows

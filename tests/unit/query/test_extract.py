@@ -529,6 +529,7 @@ def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
         "_server_token_offsets.sql",
         "client_requests.sql",
         "run_guardrail_spans.sql",
+        "run_phases.sql",
         "run_server_requests.sql",
         "run_server_sources.sql",
         "runs.sql",

@@ -38,6 +38,10 @@ from tests.unit.query.spanstore import (
 SUMMARY_KEYS = ["count", "mean", "std", "min", "max", "p50", "p90", "p95", "p99", "p99_9"]
 
 
+NO_LENGTHS = {"count": 0, "min": None, "max": None, "mean": None, "p50": None}
+"""``run.sent``'s lengths of spans that recorded none."""
+
+
 def test_top_level_shape(scenario_store: Path) -> None:
     report = build_report(scenario_store)
     assert list(report) == [
@@ -135,6 +139,36 @@ def test_run_section(scenario_store: Path) -> None:
         "notes": ["scenario"],
         "requests": {"total": 4, "succeeded": 3, "failed": 1, "failed_by_type": {"504": 1}},
         "load_generator": None,
+        # A, B, C and D sent 500 ms apart: 3 gaps of 0.5 s against the exponential at the
+        # declared 2 req/s, each gap known to ±1 ms (4.2.1), so the CDF's band at 0.5 s starts
+        # at 1 - e^-(2 × 0.499); the spans record no sent lengths
+        "sent": {
+            "arrivals": {
+                "gaps": 3,
+                "declared_rate_per_s": 2.0,
+                "tested_rate_per_s": 2.0,
+                "measured_rate_per_s": 2.0,
+                "cv": 0.0,
+                "cv_tolerance": pytest.approx(3 / 3**0.5 + 2 * (0.001 * 2.0) ** 2),
+                "timing_tolerance_ms": 1.0,
+                "ks_statistic": pytest.approx(1 - math.exp(-0.998)),
+                "ks_p_value": pytest.approx(0.1076, abs=1e-3),
+            },
+            "prompt_tokens": NO_LENGTHS,
+            "max_tokens": NO_LENGTHS,
+        },
+        # D ends at +1520 ms; A, B and C succeeded with 7 + 3 + 2 output tokens (their usage)
+        "phases": {
+            "measure": {
+                "requests": 4,
+                "succeeded": 3,
+                "output_tokens": 12,
+                "cached_tokens": 0,
+                "first_submit_unix": 1_700_000_000.0,
+                "last_end_unix": 1_700_000_001.52,
+                "ended_after_measurement_start": 4,
+            }
+        },
     }
 
 

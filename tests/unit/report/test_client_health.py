@@ -2,9 +2,10 @@
 
 A report whose ``run.client_health`` says the event loops ran more than 1 ms late at the 99th
 percentile fails the MUST, with the lateness and CPU as evidence and the advice to add workers
-(and, when the loop waited for a core, to quiet the host); within 1 ms, or not measured (older
-runs), the check reads as before. The reports are ``test_compliance.full_report()`` with the
-health changed.
+(and, when the loop waited for a core, to quiet the host); within 1 ms it is met, with the
+clock's measured resolution and read delay beside the lateness. A run that did not measure its
+load generator (no ``client_health``, or no clock in it) has no evidence of its timing and does
+not meet it. The reports are ``test_compliance.full_report()`` with the health changed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from otelbench.report.compliance import CONTENDED_WAIT_SHARE, VERDICT_NOT_COMPLIANT, compliance
-from tests.unit.report.test_compliance import checks_by_id, full_report
+from tests.unit.report.test_compliance import CLIENT_HEALTH, checks_by_id, full_report
 
 
 def health(
@@ -36,6 +37,7 @@ def health(
         },
     }
     return {
+        "clock": dict(CLIENT_HEALTH["clock"]),
         "read_delay_ms": {"count": 900, "p50": 0.01, "p99": p99 / 2, "max": p99},
         "method": "timerfd",
         "period_ms": 2.0,
@@ -105,12 +107,30 @@ def test_a_loop_within_1_ms_meets_it_with_the_evidence(p99: float) -> None:
     assert "(P99 within 1 ms)" in check["evidence"]
 
 
-def test_a_run_without_client_health_reads_as_before() -> None:
+def test_a_run_without_client_health_does_not_meet_4_2_1() -> None:
     report = full_report()
     report["run"].pop("client_health", None)
     check = timing(report)
     assert check == {
         **check,
-        "met": True,
-        "evidence": "client times are integer µs offsets on the load generator's monotonic clock",
+        "met": False,
+        "evidence": "no evidence: the run recorded no load-generator clock or event-loop timing "
+        "(run.client_health is absent)",
     }
+    result = compliance(report)
+    assert result["verdict"] == VERDICT_NOT_COMPLIANT
+    assert result["unmet_must"] == ["load-generator-requirements", "timing-resolution"]
+    # lateness measured but not the clock (a run before the clock was recorded): no evidence
+    report["run"]["client_health"] = health(0.2)
+    del report["run"]["client_health"]["clock"]
+    assert timing(report)["met"] is False
+
+
+def test_a_clock_coarser_than_1_ms_fails_whatever_the_loop() -> None:
+    report = full_report()
+    report["run"]["client_health"] = health(0.2)
+    report["run"]["client_health"]["clock"]["resolution_ns"] = 4_000_000.0  # a 4 ms tick
+    check = timing(report)
+    assert check["met"] is False
+    assert check["evidence"].endswith("(P99 within 1 ms): the clock itself is coarser than 1 ms")
+    assert checks_by_id(report)["timing-resolution-us"]["met"] is False

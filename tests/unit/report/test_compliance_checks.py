@@ -73,6 +73,22 @@ def workload(section: str) -> Mutate:
 
 
 REMOTE = put("run.target", "http://gpu-node-1:8000")
+PREFIX_CACHED = both(
+    put("run.sut.prefix_caching", "enabled"),
+    put("run.workload.spec.system_prompt", {"tokens": 200, "share": 0.5}),
+)
+"""Prefix caching enabled and a workload that shares a prefix: 4.5.1 item 4 applies."""
+REPOSITORY_CONTEXTS = both(
+    workload("A.4"),
+    put("run.sent.prompt_tokens", {"count": 10_000, "min": 530, "max": 2040, "mean": 900.0,
+                                   "p50": 880}),
+)  # fmt: skip
+LONG_CONTEXT = both(
+    workload("A.5"),
+    put("run.sent.prompt_tokens", {"count": 160, "min": 1024, "max": 16384, "mean": 6000.0,
+                                   "p50": 4096}),
+    put("run.sent.max_tokens", {"count": 160, "min": 256, "max": 256, "mean": 256.0, "p50": 256}),
+)  # fmt: skip
 COLD = both(
     put("run.warmup", {"mode": "cold_start", "skipped": True, "deviations": []}),
     put("run.cold_start", True),
@@ -80,17 +96,23 @@ COLD = both(
 
 RUN_CASES: dict[str, tuple[Callable[[], Report], Mutate, Mutate]] = {
     "sut-boundary": (full_report, keep, drop("run.sut.boundary")),
-    "timing-resolution": (full_report, keep, drop("methodology.clock_domains")),
+    "timing-resolution": (full_report, keep, drop("run.client_health")),
     "timing-resolution-us": (
-        full_report, keep, put("methodology.clock_domains.client", "offsets in ms")
+        full_report, keep, put("run.client_health.clock.resolution_ns", 1_000_000.0)
     ),
     "streaming-per-chunk": (full_report, keep, put("metrics.client.tokens_per_chunk.count", 0)),
     "open-loop-isolation": (
         full_report, keep, drop("run.load_generator.schedule_lag_ms")
     ),
+    "request-timestamps": (full_report, keep, put("metrics.client.e2e_ms.count", 9_000)),
     "request-status": (full_report, keep, put("run.requests.failed", 3)),
     "token-counts": (full_report, keep, put("metrics.client.throughput.output_tokens", 0)),
-    "workload-spec": (full_report, keep, drop("run.workload.spec.prefix_sharing")),
+    "workload-input": (full_report, keep, drop("run.workload.spec.input.unit")),
+    "workload-output": (full_report, keep, drop("run.workload.spec.output.control")),
+    "workload-content": (full_report, keep, drop("run.workload.spec.system_prompt")),
+    "workload-prefix-sharing": (
+        full_report, keep, put("run.workload.spec.prefix_sharing", {"ratio": 0.5})
+    ),
     "dataset-provenance": (
         full_report,
         put(
@@ -101,11 +123,22 @@ RUN_CASES: dict[str, tuple[Callable[[], Report], Mutate, Mutate]] = {
     ),
     "seed-reported": (full_report, keep, drop("run.seed")),
     "request-sequence-reproducible": (full_report, keep, drop("run.otelbench_version")),
-    "tokenizer-spec": (full_report, keep, drop("run.tokenizer.vocab_size")),
+    "tokenizer-spec": (full_report, keep, drop("run.tokenizer.version")),
     "token-counting-option": (full_report, keep, drop("run.tokenizer.option")),
     "special-tokens": (full_report, keep, drop("run.tokenizer.bos_eos")),
-    "warmup": (full_report, keep, put("run.warmup.requests", 20)),
-    "warmup-verified": (full_report, keep, put("run.warmup.stabilized", False)),
+    "warmup": (full_report, keep, put("run.phases.warmup.succeeded", 20)),
+    "warmup-model-loaded": (full_report, keep, put("run.phases.probe.succeeded", 0)),
+    "warmup-drained": (
+        full_report, keep, put("run.phases.probe.ended_after_measurement_start", 1)
+    ),
+    "warmup-cache-populated": (
+        full_report,
+        both(PREFIX_CACHED, put("run.phases.warmup.cached_tokens", 6_000)),
+        PREFIX_CACHED,
+    ),
+    "warmup-verified": (
+        full_report, keep, put("run.warmup.probe_after.latency_ms", [800.0, 1000.0, 790.0])
+    ),
     "chunking-declared": (
         full_report,
         keep,
@@ -113,7 +146,11 @@ RUN_CASES: dict[str, tuple[Callable[[], Report], Mutate, Mutate]] = {
     ),
     "itl-method": (full_report, keep, put("methodology.itl_method.option", "D")),
     "itl-option-c": (full_report, keep, drop("metrics.server.itl_ms")),
-    "clock-sync": (full_report, keep, REMOTE),
+    "clock-sync": (
+        full_report,
+        both(REMOTE, put("run.sut.clock_sync", {"method": "chrony (NTP)", "accuracy_ms": 2})),
+        REMOTE,
+    ),
     "clock-sync-accuracy": (
         full_report,
         both(REMOTE, put("run.sut.clock_sync", {"method": "chrony (NTP)", "accuracy_ms": 2})),
@@ -140,9 +177,11 @@ RUN_CASES: dict[str, tuple[Callable[[], Report], Mutate, Mutate]] = {
     ),
     "configuration-summary": (full_report, keep, drop("run.sut.prefix_caching")),
     "model-identifier": (full_report, keep, drop("run.sut.model_version")),
-    "poisson-arrivals": (full_report, keep, put("run.load.mode", "uniform")),
+    "poisson-arrivals": (full_report, keep, put("run.sent.arrivals.ks_p_value", 0.001)),
     "open-loop": (full_report, keep, put("run.load.mode", "closed_loop")),
-    "cold-start": (full_report, COLD, both(COLD, put("run.warmup.requests", 12))),
+    "cold-start": (
+        full_report, both(COLD, drop("run.phases.warmup"), drop("run.phases.probe")), COLD
+    ),
     "ttft-input-buckets": (
         full_report, keep, put("metrics.client.ttft_by_input_tokens", [{"bucket": "0-1000"}])
     ),
@@ -153,15 +192,17 @@ RUN_CASES: dict[str, tuple[Callable[[], Report], Mutate, Mutate]] = {
     "grpc-protocol": (
         full_report, put("methodology.itl_method.protocol", "gRPC streaming"), keep
     ),
-    "model-engine-workload": (full_report, keep, workload("A.2")),
-    "gateway-workload": (gateway_report, keep, workload("A.1")),
+    "model-engine-workload": (full_report, keep, put("run.sent.prompt_tokens.min", 8)),
+    "gateway-workload": (gateway_report, keep, drop("run.workload.spec.dataset")),
     "itl-workload": (full_report, keep, workload("A.2")),
-    "capacity-workload": (full_report, keep, workload("A.3")),
+    "capacity-workload": (full_report, keep, put("run.sent.max_tokens.max", 1024)),
     "fairness-workload": (full_report, workload("A.2"), keep),
-    "prefix-cache-workload": (full_report, workload("A.4"), keep),
-    "memory-pressure-workload": (full_report, workload("A.5"), keep),
-    "long-context-workload": (full_report, workload("A.5"), keep),
-    "guardrail-overhead-workload": (full_report, workload("A.3"), keep),
+    "prefix-cache-workload": (full_report, REPOSITORY_CONTEXTS, workload("A.4")),
+    "memory-pressure-workload": (full_report, LONG_CONTEXT, workload("A.5")),
+    "long-context-workload": (
+        full_report, LONG_CONTEXT, both(LONG_CONTEXT, put("run.sent.max_tokens.min", 64))
+    ),
+    "guardrail-overhead-workload": (gateway_report, keep, workload("A.1")),
     "guardrails-production": (
         gateway_report, keep, put("run.sut.guardrails.default_configuration", False)
     ),
@@ -176,24 +217,44 @@ EQUAL = [
     for k in ("workload", "seed", "sut_boundary", "hardware", "load_model")
 ]
 
+
+def _levels(n: int) -> list[dict[str, Any]]:
+    return [{"label": f"{10 * (i + 1)}%", "report": f"levels/{i:02}/report.json"} for i in range(n)]
+
+
+def _cache_table(cached: int) -> list[dict[str, Any]]:
+    return [
+        {"role": "disabled", "cache_hit_rate": cached / 10_000, "cached_tokens": cached},
+        {"role": "cold", "cache_hit_rate": 0.6, "cached_tokens": 6_000},
+    ]
+
+
+CACHE_CONFIGURED = {
+    "configuration": {"configurations": {"disabled": {}, "enabled": {}}},
+    "levels": [
+        {"label": "cache disabled", "report": "levels/00/report.json"},
+        {"label": "cache (cold)", "report": "levels/01/report.json"},
+    ],
+}
+OPEN_RANGE = {"load_model": "open-loop", "min_rps": 1.0, "max_rps": 12.0, "rate_step": 0.5}
+
 PROCEDURE_CASES: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {
     "itl-load-levels": ({"levels": [{"label": "25%"}, {"label": "50%"}]}, None),
     "fairness-load-level": (
         {"parameters": {"rate": 8.0, "saturation_rps": 10.0}},
         {"parameters": {"rate": 8.0}},
     ),
+    "fairness-class-requests": ({"levels": _levels(2)}, {"levels": _levels(2)}),
+    "level-min-duration": ({"levels": _levels(2)}, {"levels": _levels(2)}),
+    "tradeoff-load-levels": ({"levels": _levels(10)}, {"levels": _levels(9)}),
+    "search-range": (
+        {"parameters": OPEN_RANGE},
+        {"parameters": {**OPEN_RANGE, "rate_step": None}},
+    ),
     "prefix-cache-configurations": (
-        {
-            "configuration": {"configurations": {"disabled": {}, "enabled": {}}},
-            "levels": [
-                {"label": "cache disabled", "report": "levels/00/report.json"},
-                {"label": "cache (cold)", "report": "levels/01/report.json"},
-            ],
-        },
-        {
-            "configuration": {"configurations": {"enabled": {}}},
-            "levels": [{"label": "cache (cold)", "report": "levels/00/report.json"}],
-        },
+        {**CACHE_CONFIGURED, "table": _cache_table(0)},
+        # a "disabled" cache that served 1,200 prefix tokens was not disabled
+        {**CACHE_CONFIGURED, "table": _cache_table(1_200)},
     ),
     "equivalence": (
         {"checklist": EQUAL},
@@ -202,7 +263,18 @@ PROCEDURE_CASES: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] 
     "reference-tokenizer": ({"checklist": EQUAL}, {"checklist": EQUAL, "tokenizer": "A"}),
 }
 """procedure.json (or compare.json) that meets the check, and one that does not; for
-``reference-tokenizer`` the failing case's runs count tokens natively (Option A)."""
+``reference-tokenizer`` the failing case's runs count tokens natively (Option A); the checks of
+:data:`PROCEDURE_RUNS` judge the runs too."""
+
+PROCEDURE_RUNS: dict[str, tuple[Mutate, Mutate]] = {
+    "fairness-class-requests": (
+        put("metrics.classes", {"by_class": {"short": {"count": 800}, "long": {"count": 520}}}),
+        put("metrics.classes", {"by_class": {"short": {"count": 800}, "long": {"count": 200}}}),
+    ),
+    "level-min-duration": (put("run.duration_s", 61.5), put("run.duration_s", 45.0)),
+}
+"""How the two runs of :data:`PROCEDURE_CASES` differ where a check reads the runs: the meeting
+case's and the failing case's."""
 
 
 def test_every_check_has_a_passing_and_a_failing_case() -> None:
@@ -230,8 +302,16 @@ def test_a_procedure_check_passes_and_fails(check_id: str) -> None:
     meeting, missing = PROCEDURE_CASES[check_id]
     native = full_report()
     native["run"]["tokenizer"]["option"] = "A (native)"
-    runs = (ReportFacts(full_report()), ReportFacts(full_report()))
-    failing_runs = (ReportFacts(native),) if missing and missing.get("tokenizer") else runs
+    meet, miss = PROCEDURE_RUNS.get(check_id, (keep, keep))
+    met, unmet = full_report(), full_report()
+    meet(met)
+    miss(unmet)
+    runs = (ReportFacts(met), ReportFacts(met))
+    failing_runs = (
+        (ReportFacts(native),)
+        if missing and missing.get("tokenizer")
+        else (ReportFacts(met), ReportFacts(unmet))
+    )
     passed = requirement.check(ProcedureFacts(runs, meeting))
     failed = requirement.check(ProcedureFacts(failing_runs, missing))
     assert passed["met"] is True, passed["evidence"]

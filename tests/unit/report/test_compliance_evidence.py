@@ -55,9 +55,13 @@ def test_chunks_counted_as_one_token_each_do_not_meet_chunking_declared() -> Non
     assert "one_per_chunk on 1" in found["evidence"]
 
 
-def test_chunking_declared_does_not_apply_without_a_content_chunk() -> None:
+def test_chunking_declared_is_not_met_without_a_content_chunk() -> None:
+    """No chunk received: nothing shows how chunks carried tokens, so 4.6.2 has no evidence."""
     found = check(run_data([Req([]), Req(CHUNKS, ok=False)]), "chunking-declared")
-    assert found["met"] is None
+    assert (found["met"], found["evidence"]) == (
+        False,
+        "no evidence: no content chunk was received, so the chunking is not known",
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -113,5 +117,9 @@ def test_content_before_the_first_event_contradicts_the_definition() -> None:
     assert "0 lack the first SSE event's offset and 1 have content" in found["evidence"]
 
 
-def test_first_token_definition_does_not_apply_without_a_ttft() -> None:
-    assert check(run_data([Req([])]), "first-token-definition")["met"] is None
+def test_first_token_definition_is_not_met_without_a_ttft() -> None:
+    found = check(run_data([Req([])]), "first-token-definition")
+    assert (found["met"], found["evidence"]) == (
+        False,
+        "no evidence: no request received a content token",
+    )

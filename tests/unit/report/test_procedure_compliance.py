@@ -58,7 +58,8 @@ def test_a_5_1_procedure_is_judged_over_every_level() -> None:
     )
     checks = {c["id"]: c for c in result["checks"]}
     assert checks["sut-boundary"]["evidence"] == (
-        "every run it applies to (2); level 1 (25%): run.sut.boundary: Model Engine (draft 4.1.1)"
+        "every run it applies to (2); level 1 (25%): declared: run.sut.boundary Model Engine "
+        "(draft 4.1.1)"
     )
     # only the checks that bear on 5.1: none of another test's workloads
     assert "fairness-workload" not in checks
@@ -101,3 +102,22 @@ def test_procedure_md_and_html_carry_the_verdict() -> None:
         "<tr><td>5.1 Time to First Token</td><td><strong>conditionally compliant</strong></td>"
         "<td>grpc-model-engine</td></tr>"
     ) in html
+
+
+def test_a_procedure_judges_its_warm_up_on_the_level_that_warmed_up() -> None:
+    """The draft's procedures warm up once, then run every level: a later level without a
+    warm-up of its own does not fail 4.5.1; a procedure none of whose levels warmed up does."""
+    later = full_report()
+    later["run"]["warmup"] = None
+    del later["run"]["phases"]["warmup"], later["run"]["phases"]["probe"]
+    levels = [("level 1 (25%)", full_report()), ("level 2 (50%)", later)]
+    (test,) = procedure_compliance(procedure("5.4"), levels)["tests"]
+    rows = {s["id"]: s for s in test["statements"]}
+    assert (rows["warmup"]["met"], rows["warmup-verified"]["met"]) == (True, True)
+    assert "level 1 (25%)" in rows["warmup"]["evidence"]
+    assert "level 2" not in rows["warmup"]["evidence"]
+    (cold,) = procedure_compliance(procedure("5.4"), [("level 1", later), ("level 2", later)])[
+        "tests"
+    ]
+    assert {"warmup"} <= set(cold["unmet_must"])
+    assert "warmup-verified" in cold["unmet_should"]

@@ -56,6 +56,12 @@ SELECT
     if(mapContains(attrs, {attr_schedule_lag_us:String})
        AND match(attrs[{attr_schedule_lag_us:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_schedule_lag_us:String}]), NULL)         AS schedule_lag_us,
+    if(mapContains(attrs, {attr_prompt_tokens_sent:String})
+       AND match(attrs[{attr_prompt_tokens_sent:String}], {re_int:String}),
+       toInt64OrNull(attrs[{attr_prompt_tokens_sent:String}]), NULL)      AS prompt_tokens_sent,
+    if(mapContains(attrs, {attr_max_tokens:String})
+       AND match(attrs[{attr_max_tokens:String}], {re_int:String}),
+       toInt64OrNull(attrs[{attr_max_tokens:String}]), NULL)              AS max_tokens,
     if(mapContains(attrs, {attr_ttft_us:String})
        AND match(attrs[{attr_ttft_us:String}], {re_int:String}),
        toInt64OrNull(attrs[{attr_ttft_us:String}]), NULL)                 AS ttft_us,
@@ -92,6 +98,12 @@ SELECT
         if(mapContains(attrs, {attr_schedule_lag_us:String})
            AND NOT match(attrs[{attr_schedule_lag_us:String}], {re_int:String}),
            {attr_schedule_lag_us:String}, ''),
+        if(mapContains(attrs, {attr_prompt_tokens_sent:String})
+           AND NOT match(attrs[{attr_prompt_tokens_sent:String}], {re_int:String}),
+           {attr_prompt_tokens_sent:String}, ''),
+        if(mapContains(attrs, {attr_max_tokens:String})
+           AND NOT match(attrs[{attr_max_tokens:String}], {re_int:String}),
+           {attr_max_tokens:String}, ''),
         if(mapContains(attrs, {attr_ttft_us:String})
            AND NOT match(attrs[{attr_ttft_us:String}], {re_int:String}),
            {attr_ttft_us:String}, ''),

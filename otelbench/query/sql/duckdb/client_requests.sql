@@ -68,6 +68,10 @@ SELECT
          THEN CAST(attrs[$attr_output_phase_chunk] AS BIGINT) END    AS output_phase_chunk,
     CASE WHEN regexp_matches(attrs[$attr_schedule_lag_us], $re_int)
          THEN CAST(attrs[$attr_schedule_lag_us] AS BIGINT) END       AS schedule_lag_us,
+    CASE WHEN regexp_matches(attrs[$attr_prompt_tokens_sent], $re_int)
+         THEN CAST(attrs[$attr_prompt_tokens_sent] AS BIGINT) END    AS prompt_tokens_sent,
+    CASE WHEN regexp_matches(attrs[$attr_max_tokens], $re_int)
+         THEN CAST(attrs[$attr_max_tokens] AS BIGINT) END            AS max_tokens,
     CASE WHEN regexp_matches(attrs[$attr_ttft_us], $re_int)
          THEN CAST(attrs[$attr_ttft_us] AS BIGINT) END               AS ttft_us,
     CASE WHEN regexp_matches(attrs[$attr_first_event_offset_us], $re_int)
@@ -95,6 +99,10 @@ SELECT
              THEN $attr_output_phase_chunk END,
         CASE WHEN NOT regexp_matches(attrs[$attr_schedule_lag_us], $re_int)
              THEN $attr_schedule_lag_us END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_prompt_tokens_sent], $re_int)
+             THEN $attr_prompt_tokens_sent END,
+        CASE WHEN NOT regexp_matches(attrs[$attr_max_tokens], $re_int)
+             THEN $attr_max_tokens END,
         CASE WHEN NOT regexp_matches(attrs[$attr_ttft_us], $re_int)
              THEN $attr_ttft_us END,
         CASE WHEN NOT regexp_matches(attrs[$attr_first_event_offset_us], $re_int)
