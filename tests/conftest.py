@@ -26,12 +26,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelbench.sut.vllm_cpu import TESTED_VLLM_VERSIONS, VLLM_VERSION
 from tests.fixtures.scripted_server import ScriptedServer
+
+settings.register_profile("otelbench", deadline=None)
+settings.load_profile("otelbench")
+"""Hypothesis without its per-example deadline (200 ms by default) in every test: a garbage
+collection or a busy shared machine can take that long, and the properties are about results,
+not speed. A test's own ``@settings`` changes only the fields it names."""
 
 DEFAULT_HOOK_VERSIONS = (VLLM_VERSION, TESTED_VLLM_VERSIONS[0])
 """The releases the engine-hook tests run on when nothing else is asked: the default (which the
