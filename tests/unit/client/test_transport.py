@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -551,18 +552,50 @@ async def test_instrumentation_failure_never_changes_behaviour(
     assert any("instrumentation failed" in r.getMessage() for r in caplog.records)
 
 
-async def test_compressed_event_stream_is_passed_through_untimed(
+def gzip_per_event(events: list[bytes]) -> list[bytes]:
+    """Each piece gzipped and flushed on its own (Z_SYNC_FLUSH), as a server compressing a stream
+    sends it; the gzip trailer comes with the last."""
+    c = zlib.compressobj(wbits=zlib.MAX_WBITS | 16)
+    out = [c.compress(e) + c.flush(zlib.Z_SYNC_FLUSH) for e in events]
+    out[-1] += c.flush()
+    return out
+
+
+async def test_a_gzipped_event_stream_is_decoded_and_timed_read_by_read(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    pieces = gzip_per_event(list(STREAM))
+    target = Target(headers={**SSE, "content-encoding": "gzip"}, body=Pieces(pieces))
+    raw, _ = await read_all(target, tracer_provider)
+    assert raw == b"".join(pieces)  # the application's bytes are untouched
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert semconv.ERROR_TYPE not in attrs
+    assert attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
+    assert attrs[semconv.CLIENT_CHUNK_TOKENS] == (2, 2, 1)  # as the plain stream's
+    assert len(attrs[semconv.CLIENT_CHUNK_OFFSETS_US]) == 3  # type: ignore[arg-type]
+
+
+async def test_a_broken_gzip_stream_is_a_stream_error(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    target = Target(headers={**SSE, "content-encoding": "gzip"}, body=Pieces([b"\x1f\x8b..."]))
+    await read_all(target, tracer_provider)
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert attrs[semconv.ERROR_TYPE] == "stream_error"
+
+
+async def test_an_encoding_not_understood_is_passed_through_untimed(
     tracer_provider: TracerProvider,
     span_exporter: InMemorySpanExporter,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    target = Target(headers={**SSE, "content-encoding": "gzip"}, body=Pieces([b"\x1f\x8b..."]))
+    target = Target(headers={**SSE, "content-encoding": "compress"}, body=Pieces([b"\x1f\x9d"]))
     with caplog.at_level(logging.WARNING, logger="otelbench.client.transport"):
         raw, _ = await read_all(target, tracer_provider)
-    assert raw == b"\x1f\x8b..."
+    assert raw == b"\x1f\x9d"
     attrs = dict(only_span(span_exporter).attributes or {})
     assert semconv.CLIENT_TTFT_US not in attrs
-    assert any("Content-Encoding" in r.getMessage() for r in caplog.records)
+    assert any("'compress'" in r.getMessage() for r in caplog.records)
 
 
 # -- the sync transport --------------------------------------------------------------------------
