@@ -257,6 +257,9 @@ a store: ``CURRENT_SPELLING.get(kind, kind) == SPAN_KIND_SERVER``."""
 # --------------------------------------------------------------------------------------------
 ENV_OTLP_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
 ENV_OTLP_TRACES_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+ENV_CLIENT_SIGNALS: Final = "OTELBENCH_CLIENT_SIGNALS"
+"""What the instrumented client transports emit: ``all`` (default), ``spans`` or ``metrics``
+(otelbench.client.others: beside another instrumentation of the ``openai`` SDK)."""
 
 # --------------------------------------------------------------------------------------------
 # Engine hooks: the server span per request emitted inside vLLM (engine_hooks/, Option C timing)

@@ -84,7 +84,7 @@ import httpx
 import httpx2
 from opentelemetry import context, propagate, trace
 from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY, Context
-from opentelemetry.metrics import MeterProvider
+from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otelbench import __version__, semconv
@@ -98,6 +98,7 @@ from otelbench.client.openai import (
     operation_name,
     parse_response_body,
 )
+from otelbench.client.others import Signals, resolve_signals, warn_once_if_doubled
 from otelbench.client.sse import SSEParser
 from otelbench.errors import StreamError, TargetUnreachable
 
@@ -580,12 +581,19 @@ class _Instrumentation:
         tracer_provider: trace.TracerProvider | None,
         meter_provider: MeterProvider | None,
         provider_name: str,
+        signals: str | None,
     ) -> None:
+        self._signals = resolve_signals(signals)
+        if self._signals == "metrics":
+            tracer_provider = trace.NoOpTracerProvider()
+        elif self._signals == "spans":
+            meter_provider = NoOpMeterProvider()
         self._tracer = trace.get_tracer(
             semconv.INSTRUMENTATION_SCOPE, __version__, tracer_provider=tracer_provider
         )
         self._metrics = GenAIClientMetrics(meter_provider)
         self._provider_name = provider_name
+        self._checked_others = False
 
     def begin(self, request: Request) -> _Recorder | None:
         """Start the span at T_submit and inject ``traceparent``; None if not an LLM call or on an
@@ -596,6 +604,9 @@ class _Instrumentation:
         if api is None:
             return None
         try:
+            if not self._checked_others:
+                self._checked_others = True
+                warn_once_if_doubled(self._signals)
             holder = request.extensions.get(EXT_MEASUREMENT)
             m = holder if isinstance(holder, Measurement) else Measurement()
             m.api = api
@@ -763,7 +774,9 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
     :mod:`otelbench.client.metrics`, are recorded only while a meter provider records);
     ``provider_name``: ``gen_ai.provider.name``
     (default ``openai``, the API the target speaks, as the GenAI conventions advise for
-    OpenAI-compatible servers). An ``httpx2`` client takes :class:`InstrumentedHttpx2Transport`;
+    OpenAI-compatible servers); ``signals``: ``all``, ``spans`` or ``metrics``
+    (:mod:`otelbench.client.others`: beside another instrumentation of the ``openai`` SDK). An
+    ``httpx2`` client takes :class:`InstrumentedHttpx2Transport`;
     an ``httpx2`` request here is a ``TypeError`` that says so.
     """
 
@@ -774,10 +787,11 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
         tracer_provider: trace.TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
         provider_name: str = semconv.PROVIDER_OPENAI,
+        signals: Signals | None = None,
     ) -> None:
         self._inner = transport if transport is not None else httpx.AsyncHTTPTransport()
         _check_inner(self._inner, _HTTPX, sync=False)
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response: httpx.Response = await _send_async(self._instr, self._inner, request, _HTTPX)
@@ -806,10 +820,11 @@ class InstrumentedHttpx2Transport(httpx2.AsyncBaseTransport):
         tracer_provider: trace.TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
         provider_name: str = semconv.PROVIDER_OPENAI,
+        signals: Signals | None = None,
     ) -> None:
         self._inner = transport if transport is not None else httpx2.AsyncHTTPTransport()
         _check_inner(self._inner, _HTTPX2, sync=False)
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response: httpx2.Response = await _send_async(self._instr, self._inner, request, _HTTPX2)
@@ -876,10 +891,11 @@ class InstrumentedSyncTransport(httpx.BaseTransport):
         tracer_provider: trace.TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
         provider_name: str = semconv.PROVIDER_OPENAI,
+        signals: Signals | None = None,
     ) -> None:
         self._inner = transport if transport is not None else httpx.HTTPTransport()
         _check_inner(self._inner, _HTTPX, sync=True)
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response: httpx.Response = _send_sync(self._instr, self._inner, request, _HTTPX)
@@ -905,10 +921,11 @@ class InstrumentedHttpx2SyncTransport(httpx2.BaseTransport):
         tracer_provider: trace.TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
         provider_name: str = semconv.PROVIDER_OPENAI,
+        signals: Signals | None = None,
     ) -> None:
         self._inner = transport if transport is not None else httpx2.HTTPTransport()
         _check_inner(self._inner, _HTTPX2, sync=True)
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         response: httpx2.Response = _send_sync(self._instr, self._inner, request, _HTTPX2)
