@@ -1,7 +1,9 @@
 """The real ``openai`` SDK on otelbench's transport (``openai_http_client``), against the scripted
-SSE server: one CLIENT span per call, sync and async, chat and completions, streamed or not; the
-chunk offsets land on the server's own send log; the stream closed early, and the SDK's retries;
-the GenAI client metrics from the same calls, checked against the same log.
+SSE server: one CLIENT span per call, sync and async, chat and completions, streamed or not, on
+``httpx2`` (the SDK's own library) and ``httpx``; the chunk offsets land on the server's own send
+log; the stream closed early, and the SDK's retries; the GenAI client metrics from the same
+calls, checked against the same log; the SDK's own clients (``DefaultHttpxClient`` wrapped,
+``instrument_openai``); compressed responses; a client of the wrong library.
 
 The scripts keep the events the offsets are judged by at least 20 ms apart, and a measured time
 must land between the server's write of that event and ``SLACK_US`` after it (as in
@@ -17,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+import httpx2
 import openai
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -26,7 +30,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otelbench import semconv
-from otelbench.client import openai_async_http_client, openai_http_client
+from otelbench.client import (
+    InstrumentedHttpx2SyncTransport,
+    InstrumentedSyncTransport,
+    instrument_http_client,
+    instrument_openai,
+    openai_async_http_client,
+    openai_http_client,
+    uninstrument_openai,
+)
 from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
 
 pytestmark = pytest.mark.integration
@@ -68,13 +80,23 @@ class Sdk:
         )
 
 
-@pytest.fixture
+@pytest.fixture(params=["httpx2", "httpx"])
 def sdk(
-    scripted_server: ScriptedServer, tracer_provider: TracerProvider, meter_provider: MeterProvider
+    request: pytest.FixtureRequest,
+    scripted_server: ScriptedServer,
+    tracer_provider: TracerProvider,
+    meter_provider: MeterProvider,
 ) -> Iterator[Sdk]:
-    kw: dict[str, Any] = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
+    """The SDK on ``openai_http_client()`` of each library (httpx2: what the SDK 3.x prefers)."""
+    kw: dict[str, Any] = {
+        "tracer_provider": tracer_provider,
+        "meter_provider": meter_provider,
+        "http_library": request.param,
+    }
     base = {"base_url": scripted_server.url + "/v1", "api_key": "unused", "max_retries": 0}
-    sync = openai.OpenAI(**base, http_client=openai_http_client(**kw))
+    http_client = openai_http_client(**kw)
+    assert type(http_client).__module__.split(".")[0] == request.param
+    sync = openai.OpenAI(**base, http_client=http_client)
     yield Sdk(sync, base, kw)
     sync.close()
 
@@ -318,3 +340,144 @@ def test_spans_carry_no_prompt_or_completion_text(
     dumped = json.dumps(dict(only_span(span_exporter).attributes or {}), default=str)
     assert "secret-42" not in dumped
     assert "w0_0" not in dumped
+
+
+# -- the SDK's own clients -----------------------------------------------------------------------
+
+
+def check_timed(span: ReadableSpan, entry: dict[str, Any]) -> None:
+    """A streamed call's span: its traceparent went out, its chunk offsets are the server's."""
+    assert entry["traceparent"] == traceparent(span)
+    a = dict(span.attributes or {})
+    assert semconv.ERROR_TYPE not in a
+    submit = int(a[semconv.CLIENT_SUBMIT_MONO_NS])  # type: ignore[arg-type]
+    offsets = list(a[semconv.CLIENT_CHUNK_OFFSETS_US])  # type: ignore[arg-type]
+    errors = chunk_errors(submit, offsets, entry).errors_ns
+    assert all(-1000 <= e <= SLACK_US * 1000 for e in errors), errors
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_default_httpx_client_of_the_sdk_is_timed_once_wrapped(
+    mode: str,
+    scripted_server: ScriptedServer,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    base = {"base_url": scripted_server.url + "/v1", "api_key": "unused", "max_retries": 0}
+    kw = {"tracer_provider": tracer_provider}
+    if mode == "sync":
+        http_client = instrument_http_client(openai.DefaultHttpxClient(), **kw)
+        assert isinstance(http_client, httpx2.Client)
+        assert instrument_http_client(http_client, **kw) is http_client  # twice: no change
+        client = openai.OpenAI(**base, http_client=http_client)
+        stream = client.chat.completions.create(
+            model="tiny", messages=MESSAGES, stream=True, extra_body={"script": SCRIPT}
+        )
+        rid = {c.id for c in stream}.pop()  # read to the end
+        client.close()
+    else:
+
+        async def run() -> str:
+            http_client = instrument_http_client(openai.DefaultAsyncHttpxClient(), **kw)
+            async with openai.AsyncOpenAI(**base, http_client=http_client) as aio:
+                stream = await aio.chat.completions.create(
+                    model="tiny", messages=MESSAGES, stream=True, extra_body={"script": SCRIPT}
+                )
+                return {c.id async for c in stream}.pop()  # read to the end
+
+        rid = asyncio.run(run())
+    check_timed(only_span(span_exporter), scripted_server.entry(rid))
+
+
+def test_instrument_openai_times_the_clients_the_sdk_builds_itself(
+    scripted_server: ScriptedServer,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    base = {"base_url": scripted_server.url + "/v1", "api_key": "unused", "max_retries": 0}
+    instrument_openai(tracer_provider=tracer_provider)
+    try:
+        client = openai.OpenAI(**base)  # no http_client: the SDK builds its own
+
+        async def run() -> str:
+            async with openai.AsyncOpenAI(**base) as aio:
+                stream = await aio.completions.create(
+                    model="tiny", prompt="Hi", stream=True, extra_body={"script": SCRIPT}
+                )
+                return {c.id async for c in stream}.pop()  # read to the end
+
+        rids = [asyncio.run(run())]
+        stream = client.chat.completions.create(
+            model="tiny", messages=MESSAGES, stream=True, extra_body={"script": SCRIPT}
+        )
+        rids.append({c.id for c in stream}.pop())
+        client.close()
+    finally:
+        uninstrument_openai()
+    spans = span_exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["text_completion tiny", "chat tiny"]
+    for span, rid in zip(spans, rids, strict=True):
+        check_timed(span, scripted_server.entry(rid))
+    # undone: a client built now is the SDK's own, untimed
+    after = openai.OpenAI(**base)
+    after.completions.create(model="tiny", prompt="Hi", extra_body={"script": SCRIPT})
+    after.close()
+    assert len(span_exporter.get_finished_spans()) == 2
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_compressed_success_is_a_success_with_its_usage(
+    coding: str,
+    stream: bool,
+    sdk: Sdk,
+    scripted_server: ScriptedServer,
+    span_exporter: InMemorySpanExporter,
+    reader: InMemoryMetricReader,
+) -> None:
+    script = {**SCRIPT, "compress": coding}
+    rid, text = call(sdk, "sync", "chat", stream=stream, extra_body={"script": script})
+    assert text == expected_text("chat")
+    entry = scripted_server.entry(rid)
+    assert entry["content_encoding"] == coding  # the server did compress it
+    span = only_span(span_exporter)
+    a = dict(span.attributes or {})
+    assert span.status.status_code == StatusCode.UNSET
+    assert semconv.ERROR_TYPE not in a
+    assert (a[semconv.GEN_AI_USAGE_INPUT_TOKENS], a[semconv.GEN_AI_USAGE_OUTPUT_TOKENS]) == (7, N)
+    assert a[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("length",)
+    if stream:
+        check_timed(span, entry)
+    [duration] = histograms(reader)[semconv.METRIC_CLIENT_OPERATION_DURATION]
+    assert semconv.ERROR_TYPE not in dict(duration.attributes or {})
+
+
+@pytest.mark.parametrize(
+    ("client_lib", "transport_cls", "fix"),
+    [
+        ("httpx2", InstrumentedSyncTransport, "InstrumentedHttpx2SyncTransport"),
+        ("httpx", InstrumentedHttpx2SyncTransport, "InstrumentedSyncTransport"),
+    ],
+)
+def test_a_client_of_the_other_library_is_a_one_line_type_error_and_nothing_is_sent(
+    client_lib: str,
+    transport_cls: Any,
+    fix: str,
+    scripted_server: ScriptedServer,
+    tracer_provider: TracerProvider,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    lib: Any = httpx2 if client_lib == "httpx2" else httpx
+    tag = f"mismatch-{client_lib}"
+    transport = transport_cls(tracer_provider=tracer_provider)
+    with lib.Client(transport=transport) as client, pytest.raises(TypeError) as info:
+        client.post(
+            scripted_server.url + "/v1/completions",
+            json={"model": "tiny", "prompt": "Hi", "script": {"tag": tag}},
+        )
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"otelbench.client.{fix}" in message
+    assert f"an {client_lib} request" in message
+    assert scripted_server.log(tag=tag) == []
+    assert span_exporter.get_finished_spans() == ()
