@@ -1,8 +1,9 @@
 """otelbench's transport together with the real ``opentelemetry-instrumentation-httpx`` (its
 ``HTTPXClientInstrumentor`` on ``httpx`` clients and ``HTTPX2ClientInstrumentor`` on ``httpx2``
-ones, each test run with both), under the real ``openai`` SDK, against the scripted server (which logs every ``traceparent`` header line a
-request carried): one ``traceparent`` per request, every span's parent in the trace, and the
-server's parent (the span whose id the ``traceparent`` carries) is otelbench's client span.
+ones, each test run with both), under the real ``openai`` SDK, against the scripted server
+(which logs every ``traceparent`` header line a request carried): one ``traceparent`` per
+request, every span's parent in the trace, and the server's parent (the span whose id the
+``traceparent`` carries) is otelbench's client span.
 
 * ``HTTPXClientInstrumentor().instrument()`` wraps ``httpx.HTTPTransport`` (otelbench's inner
   transport): otelbench's span is the request's HTTP client span and the instrumentation stays out
