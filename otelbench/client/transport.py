@@ -95,6 +95,7 @@ from otelbench.client.openai import (
     Chunk,
     StreamAccumulator,
     api_for_path,
+    finish_reasons,
     operation_name,
     parse_response_body,
 )
@@ -170,7 +171,17 @@ class Measurement:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
     finish_reason: str | None = None
+    """Choice 0's finish reason."""
+    finish_reasons: list[str] = field(default_factory=list)
+    """Every choice's, in index order, ``"error"`` for one expected but not received."""
+    event_offsets_us: list[int] = field(default_factory=list)
+    """Arrival of every chunk of a stream (each SSE ``data:`` event but ``[DONE]``), content or
+    not: the GenAI conventions' chunks (``chunk_offsets_us`` holds the text chunks only)."""
+    system_fingerprint: str | None = None
+    service_tier: str | None = None
+    """``service_tier`` of the response (OpenAI's)."""
     response_id: str | None = None
     response_model: str | None = None
     error_type: str | None = None
@@ -261,10 +272,34 @@ def _request_attributes(
                 attrs[name] = v
         if body.get("max_tokens") is None and type(body.get("max_completion_tokens")) is int:
             attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] = body["max_completion_tokens"]
-        t = body.get("temperature")
-        if isinstance(t, int | float) and not isinstance(t, bool):
-            attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] = float(t)
-        attrs[semconv.GEN_AI_REQUEST_STREAM] = body.get("stream") is True
+        for key, name in (
+            ("temperature", semconv.GEN_AI_REQUEST_TEMPERATURE),
+            ("top_p", semconv.GEN_AI_REQUEST_TOP_P),
+            ("frequency_penalty", semconv.GEN_AI_REQUEST_FREQUENCY_PENALTY),
+            ("presence_penalty", semconv.GEN_AI_REQUEST_PRESENCE_PENALTY),
+        ):
+            v = body.get(key)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                attrs[name] = float(v)
+        if body.get("stream") is True:
+            attrs[semconv.GEN_AI_REQUEST_STREAM] = True
+        n = body.get("n")
+        if type(n) is int and n != 1:
+            attrs[semconv.GEN_AI_REQUEST_CHOICE_COUNT] = n
+        stop = body.get("stop")
+        if isinstance(stop, str):
+            stop = [stop]
+        if isinstance(stop, list) and stop and all(isinstance(x, str) for x in stop):
+            attrs[semconv.GEN_AI_REQUEST_STOP_SEQUENCES] = stop
+        fmt = body.get("response_format")
+        kind = fmt.get("type") if isinstance(fmt, Mapping) else None
+        if kind in ("json_object", "json_schema"):
+            attrs[semconv.GEN_AI_OUTPUT_TYPE] = semconv.OUTPUT_TYPE_JSON
+        elif kind == "text":
+            attrs[semconv.GEN_AI_OUTPUT_TYPE] = semconv.OUTPUT_TYPE_TEXT
+        tier = body.get("service_tier")
+        if isinstance(tier, str) and provider == semconv.PROVIDER_OPENAI:
+            attrs[semconv.OPENAI_REQUEST_SERVICE_TIER] = tier
     resends = request.headers.get(_RETRY_COUNT_HEADER)
     if resends is not None and resends.isdigit() and int(resends) > 0:
         attrs[semconv.HTTP_REQUEST_RESEND_COUNT] = int(resends)
@@ -415,7 +450,8 @@ class _Recorder:
                 _logger.debug("otelbench: span.end() failed", exc_info=True)
         if self.metrics is not None:
             try:
-                self.metrics.record(m, self.request_attrs)
+                # with the call's span as the context: the SDK's exemplars point at it
+                self.metrics.record(m, self.request_attrs, trace.set_span_in_context(self.span))
             except Exception:
                 _logger.warning("otelbench: instrumentation failed on metrics", exc_info=True)
 
@@ -431,6 +467,8 @@ class _Recorder:
         status = m.status_code
         http_ok = status is not None and 200 <= status < 300
         acc = self._acc
+        finishes: dict[int, str] = {}
+        last_choice = -1
         if acc is not None:
             discarded = 0
             parser = self._parser
@@ -448,9 +486,14 @@ class _Recorder:
             m.input_tokens = acc.prompt_tokens
             m.output_tokens = acc.completion_tokens
             m.cached_tokens = acc.cached_tokens
+            m.reasoning_tokens = acc.reasoning_tokens
             m.finish_reason = acc.finish_reason
             m.response_id = acc.response_id
             m.response_model = acc.response_model
+            m.event_offsets_us = acc.event_offsets_us
+            m.system_fingerprint = acc.system_fingerprint
+            m.service_tier = acc.service_tier
+            finishes, last_choice = acc.finishes, acc.last_choice
             if acc.error is not None:
                 m.error_type, m.error_message = ERROR_STREAM, acc.error
             elif self._undecodable is not None:
@@ -478,9 +521,13 @@ class _Recorder:
                     m.input_tokens = facts.prompt_tokens
                     m.output_tokens = facts.completion_tokens
                     m.cached_tokens = facts.cached_tokens
+                    m.reasoning_tokens = facts.reasoning_tokens
                     m.finish_reason = facts.finish_reason
                     m.response_id = facts.response_id
                     m.response_model = facts.model
+                    m.system_fingerprint = facts.system_fingerprint
+                    m.service_tier = facts.service_tier
+                    finishes, last_choice = dict(facts.finishes), facts.last_choice
                     if facts.malformed:
                         m.error_type, m.error_message = ERROR_STREAM, facts.error
                 elif exc is None:
@@ -499,6 +546,10 @@ class _Recorder:
                 m.error_message = f"target answered HTTP {status}"
         elif exc is not None and m.error_type is None:
             m.error_type, m.error_message = _error_type(exc, after_headers)
+        requested = self.late_attrs.get(semconv.GEN_AI_REQUEST_CHOICE_COUNT, 1)
+        m.finish_reasons = finish_reasons(
+            finishes, last_choice, requested, failed=m.error_type is not None
+        )
         self._end_span(mono_ns)
 
     def _decode_tail(self, parser: SSEParser, mono_ns: int) -> None:
@@ -544,8 +595,15 @@ class _Recorder:
             attrs[semconv.GEN_AI_RESPONSE_ID] = m.response_id
         if m.response_model is not None:
             attrs[semconv.GEN_AI_RESPONSE_MODEL] = m.response_model
-        if m.finish_reason is not None:
-            attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = [m.finish_reason]
+        if m.finish_reasons:
+            attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = m.finish_reasons
+        if m.reasoning_tokens is not None:
+            attrs[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = m.reasoning_tokens
+        if self.request_attrs[semconv.GEN_AI_PROVIDER_NAME] == semconv.PROVIDER_OPENAI:
+            if m.service_tier is not None:
+                attrs[semconv.OPENAI_RESPONSE_SERVICE_TIER] = m.service_tier
+            if m.system_fingerprint is not None:
+                attrs[semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT] = m.system_fingerprint
         if m.input_tokens is not None:
             attrs[semconv.GEN_AI_USAGE_INPUT_TOKENS] = m.input_tokens
         if m.output_tokens is not None:
