@@ -4,11 +4,14 @@ otelbench times the HTTP request under the SDK; the OpenTelemetry GenAI instrume
 (``opentelemetry-instrumentation-genai-openai``, and the older ``openai-v2``) and OpenLLMetry
 (``opentelemetry-instrumentation-openai``, Traceloop) wrap the SDK's ``create`` methods. With
 both on, each call gets two CLIENT spans (theirs around the SDK call, otelbench's for each HTTP
-request beneath it, its child) and every GenAI client metric that both record twice, under the
-same name. :func:`active_openai_instrumentations` finds them (without importing anything that is
-not imported yet); the transports log one warning per process naming them and the way out:
-``signals="spans"`` (otelbench keeps its span with the chunk timing, the other instrumentation
-the metrics), or ``signals="metrics"``, or the other's metrics off.
+request beneath it, its child) and two sets of GenAI client metrics for the same call (under the
+same names where both record one version of the conventions: genai-openai 1.3b0 and OpenLLMetry
+0.62 record the v1.41.0 names, as otelbench does with
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_legacy``). :func:`active_openai_instrumentations` finds
+them (without importing anything that is not imported yet); the transports log one warning per
+process naming them and the way out: ``signals="spans"`` (otelbench keeps its span with the chunk
+timing, the other instrumentation the metrics), or ``signals="metrics"``, or the other's metrics
+off.
 
 ``signals`` (argument, else ``OTELBENCH_CLIENT_SIGNALS``, else ``all``): ``all``, ``spans`` (no
 metrics from otelbench) or ``metrics`` (no spans from otelbench: no ``traceparent`` either, so a
@@ -68,7 +71,8 @@ def resolve_signals(signals: str | None) -> Signals:
 
 def active_openai_instrumentations() -> list[str]:
     """The instrumentations of the ``openai`` SDK active in this process (distribution names);
-    an unnamed one when the SDK's chat ``create`` is wrapped by something else."""
+    an unnamed one when the SDK's chat ``create`` is wrapped (``wrapt``, as instrumentations
+    do) by something else."""
     found = []
     for module, label in KNOWN_INSTRUMENTATIONS.items():
         mod = sys.modules.get(module)
@@ -79,8 +83,8 @@ def active_openai_instrumentations() -> list[str]:
     if not found:
         completions = sys.modules.get("openai.resources.chat.completions")
         create = getattr(getattr(completions, "Completions", None), "create", None)
-        if create is not None and hasattr(create, "__wrapped__"):
-            found.append(f"an instrumentation of openai ({type(create).__module__})")
+        if create is not None and type(create).__module__.split(".")[0] == "wrapt":
+            found.append("an instrumentation of openai (the SDK's create is wrapped)")
     return found
 
 
@@ -94,9 +98,10 @@ def warn_once_if_doubled(signals: Signals) -> None:
     _warned.add(found)
     _logger.warning(
         "otelbench: %s also instruments the openai SDK: each call gets two CLIENT spans (theirs "
-        "around the SDK call, otelbench's under it) and every GenAI client metric both record "
-        "is recorded twice; pass signals='spans' to otelbench (or set %s=spans) to keep "
-        "otelbench's chunk timing and leave the metrics to it, or signals='metrics'",
+        "around the SDK call, otelbench's under it) and is measured by two sets of GenAI client "
+        "metrics (under the same names where both record one version of the conventions); pass "
+        "signals='spans' to otelbench (or set %s=spans) to keep otelbench's chunk timing and "
+        "leave the metrics to it, or signals='metrics' to keep otelbench's metrics only",
         " and ".join(found),
         semconv.ENV_CLIENT_SIGNALS,
     )
