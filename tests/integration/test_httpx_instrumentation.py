@@ -24,6 +24,8 @@ import openai
 import pytest
 from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor, HTTPXClientInstrumentor
 from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider, SpanKind
@@ -53,12 +55,41 @@ def lib(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def instrumented(tracer_provider: TracerProvider, lib: str) -> Iterator[Any]:
+def http_metrics() -> Iterator[tuple[MeterProvider, InMemoryMetricReader]]:
+    """Where the instrumentation records its HTTP metrics, and their reader."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    yield provider, reader
+    provider.shutdown()
+
+
+@pytest.fixture
+def instrumented(
+    tracer_provider: TracerProvider,
+    lib: str,
+    http_metrics: tuple[MeterProvider, InMemoryMetricReader],
+) -> Iterator[Any]:
     """The instrumentation on every transport of ``lib``, tracing to ``tracer_provider``."""
     instrumentor = INSTRUMENTORS[lib]()
-    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=NoOpMeterProvider())
+    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=http_metrics[0])
     yield instrumentor
     instrumentor.uninstrument()
+
+
+def http_durations(reader: InMemoryMetricReader) -> int:
+    """Requests the instrumentation's ``http.client.duration`` counted."""
+    data = reader.get_metrics_data()
+    if data is None:
+        return 0
+    return sum(
+        p.count
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "http.client.duration"
+        for p in m.data.data_points
+        if isinstance(p, HistogramDataPoint)
+    )
 
 
 def span_id(span: ReadableSpan) -> str:
@@ -100,6 +131,7 @@ def base(server: ScriptedServer) -> dict[str, Any]:
 @pytest.mark.usefixtures("instrumented")
 def test_instrument_adds_no_second_span_or_traceparent_to_an_llm_call(
     lib: Any,
+    http_metrics: tuple[MeterProvider, InMemoryMetricReader],
     scripted_server: ScriptedServer,
     tracer_provider: TracerProvider,
     span_exporter: InMemorySpanExporter,
@@ -125,6 +157,9 @@ def test_instrument_adds_no_second_span_or_traceparent_to_an_llm_call(
     attrs = dict(ours.attributes or {})
     assert attrs[semconv.HTTP_RESPONSE_STATUS_CODE] == 200
     assert len(attrs[semconv.CLIENT_CHUNK_OFFSETS_US]) == SCRIPT["n"]  # type: ignore[arg-type]
+    # the side effect (docs/instrument.md): the suppression that keeps its span out of the LLM
+    # call keeps it out of its http.client.duration too; the GET is counted, the call is not
+    assert http_durations(http_metrics[1]) == 1
 
 
 @pytest.mark.usefixtures("instrumented")
