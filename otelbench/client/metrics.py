@@ -133,6 +133,58 @@ class Measured(Protocol):
     error_type: str | None
 
 
+_FIRST_CHUNK: Final = "Time to receive the first chunk of a streamed response."
+_PER_CHUNK: Final = "Time per output chunk, for each chunk after the first."
+_HISTOGRAMS: Final = (
+    (
+        semconv.METRIC_CLIENT_TIME_PER_OUTPUT_TEXT_CHUNK,
+        "s",
+        "Time per output chunk carrying text, for each such chunk after the first.",
+        None,
+    ),
+    (
+        semconv.METRIC_CLIENT_INFERENCE_DURATION,
+        "s",
+        "GenAI client inference operation duration.",
+        LATEST,
+    ),
+    (semconv.METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK, "s", _FIRST_CHUNK, LATEST),
+    (semconv.METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK, "s", _PER_CHUNK, LATEST),
+    (
+        semconv.METRIC_CLIENT_OPERATION_INPUT_TOKENS,
+        "{token}",
+        "The number of input (prompt) tokens used per inference operation.",
+        LATEST,
+    ),
+    (
+        semconv.METRIC_CLIENT_OPERATION_OUTPUT_TOKENS,
+        "{token}",
+        "The number of output (completion) tokens used per inference operation.",
+        LATEST,
+    ),
+    (semconv.METRIC_CLIENT_OPERATION_DURATION, "s", "GenAI operation duration.", LEGACY),
+    (
+        semconv.METRIC_CLIENT_TOKEN_USAGE,
+        "{token}",
+        "Number of input and output tokens used.",
+        LEGACY,
+    ),
+    (semconv.METRIC_CLIENT_TIME_TO_FIRST_CHUNK, "s", _FIRST_CHUNK, LEGACY),
+    (semconv.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK, "s", _PER_CHUNK, LEGACY),
+)
+"""(name, unit, description, generation: None for otelbench's own, recorded either way)."""
+_COUNTERS: Final = (
+    (semconv.METRIC_CLIENT_USAGE_INPUT_TOKENS, "Input tokens, cached included."),
+    (semconv.METRIC_CLIENT_USAGE_OUTPUT_TOKENS, "Output tokens, reasoning included."),
+    (
+        semconv.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS,
+        "Input tokens served from a provider-managed cache.",
+    ),
+    (semconv.METRIC_CLIENT_USAGE_REASONING_OUTPUT_TOKENS, "Output tokens used for reasoning."),
+)
+"""Today's usage counters ({token})."""
+
+
 def _gaps_s(offsets_us: list[int]) -> list[float]:
     return [(b - a) / 1e6 for a, b in itertools.pairwise(offsets_us)]
 
@@ -152,79 +204,20 @@ class GenAIClientMetrics:
         meter = metrics.get_meter(
             semconv.INSTRUMENTATION_SCOPE, __version__, meter_provider=meter_provider
         )
-        seconds, tokens = list(DURATION_BUCKETS_S), list(TOKEN_BUCKETS)
-
-        def hist(name: str, unit: str, brief: str, buckets: list[Any]) -> Histogram:
-            return meter.create_histogram(
-                name, unit=unit, description=brief, explicit_bucket_boundaries_advisory=buckets
-            )
-
-        first_brief = "Time to receive the first chunk of a streamed response."
-        chunk_brief = "Time per output chunk, for each chunk after the first."
-        h = {
-            semconv.METRIC_CLIENT_TIME_PER_OUTPUT_TEXT_CHUNK: hist(
-                semconv.METRIC_CLIENT_TIME_PER_OUTPUT_TEXT_CHUNK,
-                "s",
-                "Time per output chunk carrying text, for each such chunk after the first.",
-                seconds,
-            )
-        }
+        h: dict[str, Histogram] = {}
         self._counters = {}
+        for name, unit, brief, generation in _HISTOGRAMS:
+            if generation is None or generation in generations:
+                buckets = DURATION_BUCKETS_S if unit == "s" else TOKEN_BUCKETS
+                h[name] = meter.create_histogram(
+                    name,
+                    unit=unit,
+                    description=brief,
+                    explicit_bucket_boundaries_advisory=list(buckets),
+                )
         if self._latest:
-            for name, unit, brief, buckets in (
-                (
-                    semconv.METRIC_CLIENT_INFERENCE_DURATION,
-                    "s",
-                    "GenAI client inference operation duration.",
-                    seconds,
-                ),
-                (semconv.METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK, "s", first_brief, seconds),
-                (semconv.METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK, "s", chunk_brief, seconds),
-                (
-                    semconv.METRIC_CLIENT_OPERATION_INPUT_TOKENS,
-                    "{token}",
-                    "The number of input (prompt) tokens used per inference operation.",
-                    tokens,
-                ),
-                (
-                    semconv.METRIC_CLIENT_OPERATION_OUTPUT_TOKENS,
-                    "{token}",
-                    "The number of output (completion) tokens used per inference operation.",
-                    tokens,
-                ),
-            ):
-                h[name] = hist(name, unit, brief, buckets)
-            for name, brief in (
-                (semconv.METRIC_CLIENT_USAGE_INPUT_TOKENS, "Input tokens, cached included."),
-                (semconv.METRIC_CLIENT_USAGE_OUTPUT_TOKENS, "Output tokens, reasoning included."),
-                (
-                    semconv.METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS,
-                    "Input tokens served from a provider-managed cache.",
-                ),
-                (
-                    semconv.METRIC_CLIENT_USAGE_REASONING_OUTPUT_TOKENS,
-                    "Output tokens used for reasoning.",
-                ),
-            ):
+            for name, brief in _COUNTERS:
                 self._counters[name] = meter.create_counter(name, unit="{token}", description=brief)
-        if self._legacy:
-            for name, unit, brief, buckets in (
-                (
-                    semconv.METRIC_CLIENT_OPERATION_DURATION,
-                    "s",
-                    "GenAI operation duration.",
-                    seconds,
-                ),
-                (
-                    semconv.METRIC_CLIENT_TOKEN_USAGE,
-                    "{token}",
-                    "Number of input and output tokens used.",
-                    tokens,
-                ),
-                (semconv.METRIC_CLIENT_TIME_TO_FIRST_CHUNK, "s", first_brief, seconds),
-                (semconv.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK, "s", chunk_brief, seconds),
-            ):
-                h[name] = hist(name, unit, brief, buckets)
         self._h = h
 
     @property

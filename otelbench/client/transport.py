@@ -78,7 +78,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextvars import Token
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import httpx
 import httpx2
@@ -713,6 +713,9 @@ class _Library:
     sync_class: str
     """The otelbench sync transport for this library (named in the mismatch error)."""
     async_class: str
+    sync_default: type[Any]
+    """The inner transport when none is given."""
+    async_default: type[Any]
 
 
 _HTTPX: Final = _Library(
@@ -724,6 +727,8 @@ _HTTPX: Final = _Library(
     httpx.AsyncByteStream,
     "InstrumentedSyncTransport",
     "InstrumentedTransport",
+    httpx.HTTPTransport,
+    httpx.AsyncHTTPTransport,
 )
 _HTTPX2: Final = _Library(
     "httpx2",
@@ -734,6 +739,8 @@ _HTTPX2: Final = _Library(
     httpx2.AsyncByteStream,
     "InstrumentedHttpx2SyncTransport",
     "InstrumentedHttpx2Transport",
+    httpx2.HTTPTransport,
+    httpx2.AsyncHTTPTransport,
 )
 
 
@@ -769,6 +776,22 @@ def _check_inner(inner: object, lib: _Library, sync: bool) -> None:
         )
 
 
+def _timed(rec: _Recorder, response: Any, stream_type: type[Any], proxy: type[Any]) -> Any:
+    """The response's headers recorded, its body handed to ``proxy`` to time (or the request
+    finished, when it has no stream of ``stream_type``)."""
+    now = time.perf_counter_ns()
+    try:
+        rec.on_response(response, now)
+        if isinstance(response.stream, stream_type):
+            response.stream = proxy(response.stream, rec)
+        else:
+            rec.finish(now)
+    except Exception:
+        _logger.warning("otelbench: instrumentation failed on response headers", exc_info=True)
+        rec.finish(now)
+    return response
+
+
 async def _send_async(instr: _Instrumentation, inner: Any, request: Any, lib: _Library) -> Any:
     _check_request(request, lib, sync=False)
     rec = instr.begin(request)
@@ -781,17 +804,7 @@ async def _send_async(instr: _Instrumentation, inner: Any, request: Any, lib: _L
         raise
     finally:
         rec.hand_off()
-    now = time.perf_counter_ns()
-    try:
-        rec.on_response(response, now)
-        if isinstance(response.stream, lib.async_stream):
-            response.stream = _AsyncStreamProxy(response.stream, rec)
-        else:
-            rec.finish(now)
-    except Exception:
-        _logger.warning("otelbench: instrumentation failed on response headers", exc_info=True)
-        rec.finish(now)
-    return response
+    return _timed(rec, response, lib.async_stream, _AsyncStreamProxy)
 
 
 def _send_sync(instr: _Instrumentation, inner: Any, request: Any, lib: _Library) -> Any:
@@ -806,20 +819,34 @@ def _send_sync(instr: _Instrumentation, inner: Any, request: Any, lib: _Library)
         raise
     finally:
         rec.hand_off()
-    now = time.perf_counter_ns()
-    try:
-        rec.on_response(response, now)
-        if isinstance(response.stream, lib.sync_stream):
-            response.stream = _SyncStreamProxy(response.stream, rec)
-        else:
-            rec.finish(now)
-    except Exception:
-        _logger.warning("otelbench: instrumentation failed on response headers", exc_info=True)
-        rec.finish(now)
-    return response
+    return _timed(rec, response, lib.sync_stream, _SyncStreamProxy)
 
 
-class InstrumentedTransport(httpx.AsyncBaseTransport):
+class _Transport:
+    """What the four transports share: the inner transport (checked to be of the transport's own
+    library) and the instrumentation."""
+
+    _lib: ClassVar[_Library]
+    _sync: ClassVar[bool]
+
+    def __init__(
+        self,
+        transport: Any = None,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        provider_name: str = semconv.PROVIDER_OPENAI,
+        signals: Signals | None = None,
+    ) -> None:
+        lib = self._lib
+        if transport is None:
+            transport = lib.sync_default() if self._sync else lib.async_default()
+        _check_inner(transport, lib, sync=self._sync)
+        self._inner = transport
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
+
+
+class InstrumentedTransport(_Transport, httpx.AsyncBaseTransport):
     """Async httpx transport: one CLIENT span per LLM request, with per-chunk arrival times.
 
     Example::
@@ -834,22 +861,12 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
     (default ``openai``, the API the target speaks, as the GenAI conventions advise for
     OpenAI-compatible servers); ``signals``: ``all``, ``spans`` or ``metrics``
     (:mod:`otelbench.client.others`: beside another instrumentation of the ``openai`` SDK). An
-    ``httpx2`` client takes :class:`InstrumentedHttpx2Transport`;
-    an ``httpx2`` request here is a ``TypeError`` that says so.
+    ``httpx2`` client takes :class:`InstrumentedHttpx2Transport`; an ``httpx2`` request here is a
+    ``TypeError`` that says so.
     """
 
-    def __init__(
-        self,
-        transport: httpx.AsyncBaseTransport | None = None,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        meter_provider: MeterProvider | None = None,
-        provider_name: str = semconv.PROVIDER_OPENAI,
-        signals: Signals | None = None,
-    ) -> None:
-        self._inner = transport if transport is not None else httpx.AsyncHTTPTransport()
-        _check_inner(self._inner, _HTTPX, sync=False)
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
+    _lib = _HTTPX
+    _sync = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response: httpx.Response = await _send_async(self._instr, self._inner, request, _HTTPX)
@@ -859,30 +876,18 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-class InstrumentedHttpx2Transport(httpx2.AsyncBaseTransport):
+class InstrumentedHttpx2Transport(_Transport, httpx2.AsyncBaseTransport):
     """:class:`InstrumentedTransport` for ``httpx2`` clients (the ``openai`` SDK 3.x's own):
-    the same spans, timing and metrics.
+    the same spans, timing and metrics; the inner transport defaults to
+    ``httpx2.AsyncHTTPTransport()``.
 
     Example::
 
         client = httpx2.AsyncClient(transport=InstrumentedHttpx2Transport())
-
-    ``transport``: the inner transport (default ``httpx2.AsyncHTTPTransport()``); the other
-    arguments are :class:`InstrumentedTransport`'s.
     """
 
-    def __init__(
-        self,
-        transport: httpx2.AsyncBaseTransport | None = None,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        meter_provider: MeterProvider | None = None,
-        provider_name: str = semconv.PROVIDER_OPENAI,
-        signals: Signals | None = None,
-    ) -> None:
-        self._inner = transport if transport is not None else httpx2.AsyncHTTPTransport()
-        _check_inner(self._inner, _HTTPX2, sync=False)
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
+    _lib = _HTTPX2
+    _sync = False
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response: httpx2.Response = await _send_async(self._instr, self._inner, request, _HTTPX2)
@@ -933,27 +938,18 @@ class _AsyncStreamProxy(httpx.AsyncByteStream, httpx2.AsyncByteStream):
             self._rec.finish(time.perf_counter_ns(), closed_early=True)
 
 
-class InstrumentedSyncTransport(httpx.BaseTransport):
-    """Sync httpx transport, the twin of :class:`InstrumentedTransport`; an ``httpx2`` client
-    takes :class:`InstrumentedHttpx2SyncTransport`.
+class InstrumentedSyncTransport(_Transport, httpx.BaseTransport):
+    """Sync httpx transport, the twin of :class:`InstrumentedTransport` (the inner transport
+    defaults to ``httpx.HTTPTransport()``); an ``httpx2`` client takes
+    :class:`InstrumentedHttpx2SyncTransport`.
 
     Example::
 
         client = httpx.Client(transport=InstrumentedSyncTransport(tracer_provider=provider))
     """
 
-    def __init__(
-        self,
-        transport: httpx.BaseTransport | None = None,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        meter_provider: MeterProvider | None = None,
-        provider_name: str = semconv.PROVIDER_OPENAI,
-        signals: Signals | None = None,
-    ) -> None:
-        self._inner = transport if transport is not None else httpx.HTTPTransport()
-        _check_inner(self._inner, _HTTPX, sync=True)
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
+    _lib = _HTTPX
+    _sync = True
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response: httpx.Response = _send_sync(self._instr, self._inner, request, _HTTPX)
@@ -963,27 +959,17 @@ class InstrumentedSyncTransport(httpx.BaseTransport):
         self._inner.close()
 
 
-class InstrumentedHttpx2SyncTransport(httpx2.BaseTransport):
+class InstrumentedHttpx2SyncTransport(_Transport, httpx2.BaseTransport):
     """:class:`InstrumentedSyncTransport` for ``httpx2`` clients (``openai.DefaultHttpxClient``
-    is one).
+    is one); the inner transport defaults to ``httpx2.HTTPTransport()``.
 
     Example::
 
         client = httpx2.Client(transport=InstrumentedHttpx2SyncTransport())
     """
 
-    def __init__(
-        self,
-        transport: httpx2.BaseTransport | None = None,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        meter_provider: MeterProvider | None = None,
-        provider_name: str = semconv.PROVIDER_OPENAI,
-        signals: Signals | None = None,
-    ) -> None:
-        self._inner = transport if transport is not None else httpx2.HTTPTransport()
-        _check_inner(self._inner, _HTTPX2, sync=True)
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
+    _lib = _HTTPX2
+    _sync = True
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         response: httpx2.Response = _send_sync(self._instr, self._inner, request, _HTTPX2)

@@ -70,18 +70,6 @@ def frozen_heap() -> Iterator[None]:
     gc.unfreeze()
 
 
-@pytest.fixture
-def reader() -> InMemoryMetricReader:
-    return InMemoryMetricReader()
-
-
-@pytest.fixture
-def meter_provider(reader: InMemoryMetricReader) -> Iterator[MeterProvider]:
-    provider = MeterProvider(metric_readers=[reader])
-    yield provider
-    provider.shutdown()
-
-
 @dataclass
 class Sdk:
     """The ``openai`` SDK on otelbench's transport, against the scripted server: the sync client,

@@ -41,18 +41,6 @@ OTHERS: dict[str, Any] = {
 }
 
 
-@pytest.fixture
-def reader() -> InMemoryMetricReader:
-    return InMemoryMetricReader()
-
-
-@pytest.fixture
-def meter_provider(reader: InMemoryMetricReader) -> Iterator[MeterProvider]:
-    provider = MeterProvider(metric_readers=[reader])
-    yield provider
-    provider.shutdown()
-
-
 @pytest.fixture(params=sorted(OTHERS))
 def other(
     request: pytest.FixtureRequest, tracer_provider: TracerProvider, meter_provider: MeterProvider
@@ -66,6 +54,12 @@ def other(
     finally:
         instrumentor.uninstrument()
     assert active_openai_instrumentations() == []
+
+
+@pytest.fixture
+def providers(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> dict[str, Any]:
+    """otelbench's providers: the other instrumentation's."""
+    return {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
 
 
 def call(server: ScriptedServer, **kw: Any) -> str:
@@ -112,16 +106,14 @@ def traceparent_span_id(span: ReadableSpan) -> str:
 def test_otelbench_says_once_what_doubles(
     other: str,
     scripted_server: ScriptedServer,
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
+    providers: dict[str, Any],
     span_exporter: InMemorySpanExporter,
     reader: InMemoryMetricReader,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     assert active_openai_instrumentations() == [other]
-    kw = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
     with caplog.at_level(logging.WARNING, logger="otelbench.client"):
-        rids = [call(scripted_server, **kw), call(scripted_server, **kw)]
+        rids = [call(scripted_server, **providers), call(scripted_server, **providers)]
     warnings = [r.getMessage() for r in caplog.records if r.name == "otelbench.client"]
     assert len(warnings) == 1, warnings  # once per process, however many clients and calls
     assert other in warnings[0]
@@ -144,15 +136,13 @@ def test_otelbench_says_once_what_doubles(
 def test_signals_spans_leaves_the_metrics_to_the_other(
     other: str,
     scripted_server: ScriptedServer,
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
+    providers: dict[str, Any],
     span_exporter: InMemorySpanExporter,
     reader: InMemoryMetricReader,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    kw = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
     with caplog.at_level(logging.WARNING, logger="otelbench.client"):
-        rid = call(scripted_server, signals="spans", **kw)
+        rid = call(scripted_server, signals="spans", **providers)
     assert not [r for r in caplog.records if r.name == "otelbench.client"]  # chosen: no warning
     [mine], [_] = ours_and_theirs(span_exporter.get_finished_spans())
     a = dict(mine.attributes or {})
@@ -166,14 +156,13 @@ def test_signals_spans_leaves_the_metrics_to_the_other(
 def test_signals_metrics_leaves_the_span_to_the_other(
     other: str,
     scripted_server: ScriptedServer,
-    tracer_provider: TracerProvider,
-    meter_provider: MeterProvider,
+    providers: dict[str, Any],
     span_exporter: InMemorySpanExporter,
     reader: InMemoryMetricReader,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(semconv.ENV_CLIENT_SIGNALS, "metrics")  # the environment, this time
-    call(scripted_server, tracer_provider=tracer_provider, meter_provider=meter_provider)
+    call(scripted_server, **providers)
     ours, theirs = ours_and_theirs(span_exporter.get_finished_spans())
     assert (len(ours), len(theirs)) == (0, 1)
     recorded = scopes(reader)[semconv.INSTRUMENTATION_SCOPE]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -40,18 +39,6 @@ REQUEST_ATTRS = {
     semconv.SERVER_PORT: 8000,
 }
 """What every data point carries here (the request's), before the response model."""
-
-
-@pytest.fixture
-def reader() -> InMemoryMetricReader:
-    return InMemoryMetricReader()
-
-
-@pytest.fixture
-def meter_provider(reader: InMemoryMetricReader) -> Iterator[MeterProvider]:
-    provider = MeterProvider(metric_readers=[reader])
-    yield provider
-    provider.shutdown()
 
 
 Point = HistogramDataPoint | NumberDataPoint
