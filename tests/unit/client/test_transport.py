@@ -661,3 +661,80 @@ class TestSyncTransport:
             (s.attributes or {})[semconv.ERROR_TYPE] for s in span_exporter.get_finished_spans()
         ]
         assert types == ["cancelled", "timeout", "unreachable"]
+
+
+# -- the conventions' other attributes; finish reasons per choice ----------------------------------
+
+
+def choices_chunk(*choices: tuple[int, str, str | None], extra: str = "") -> bytes:
+    """One chunk with several choices: (index, text, finish_reason)."""
+    items = [{"index": i, "text": t, "finish_reason": f} for i, t, f in choices]
+    obj: dict[str, Any] = {"id": "cmpl-8", "model": "tiny", "choices": items}
+    if extra:
+        obj |= json.loads(extra)
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+async def test_the_request_parameters_the_conventions_name_are_on_the_span(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    body = {
+        **BODY,
+        "top_p": 0.5,
+        "frequency_penalty": 1,
+        "presence_penalty": -0.5,
+        "stop": ["\n\n", "END"],
+        "n": 2,
+        "response_format": {"type": "json_object"},
+        "service_tier": "flex",
+    }
+    stream = [
+        choices_chunk(
+            (0, "a", None),
+            (1, "b", None),
+            extra='{"system_fingerprint": "fp_9", "service_tier": "flex"}',
+        ),
+        choices_chunk((1, "c", "stop"), (0, "d", "length")),
+        b"data: [DONE]\n\n",
+    ]
+    await read_all(Target(body=Pieces(stream)), tracer_provider, body=body)
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert {k: attrs[k] for k in attrs if k.startswith(("gen_ai.request.", "gen_ai.output"))} == {
+        semconv.GEN_AI_REQUEST_MODEL: "tiny",
+        semconv.GEN_AI_REQUEST_MAX_TOKENS: 3,
+        semconv.GEN_AI_REQUEST_TEMPERATURE: 0.0,
+        semconv.GEN_AI_REQUEST_TOP_P: 0.5,
+        semconv.GEN_AI_REQUEST_FREQUENCY_PENALTY: 1.0,
+        semconv.GEN_AI_REQUEST_PRESENCE_PENALTY: -0.5,
+        semconv.GEN_AI_REQUEST_STOP_SEQUENCES: ("\n\n", "END"),
+        semconv.GEN_AI_REQUEST_CHOICE_COUNT: 2,
+        semconv.GEN_AI_REQUEST_SEED: 42,
+        semconv.GEN_AI_REQUEST_STREAM: True,
+        semconv.GEN_AI_OUTPUT_TYPE: semconv.OUTPUT_TYPE_JSON,
+    }
+    # one finish reason per choice, in index order
+    assert attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("length", "stop")
+    assert attrs[semconv.OPENAI_REQUEST_SERVICE_TIER] == "flex"
+    assert attrs[semconv.OPENAI_RESPONSE_SERVICE_TIER] == "flex"
+    assert attrs[semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT] == "fp_9"
+
+
+async def test_a_choice_whose_finish_never_came_is_an_error_finish(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    """Cut before [DONE]: choice 1 finished, choice 0 and the third asked for did not."""
+    stream = [choices_chunk((0, "a", None), (1, "b", "stop"))]
+    await read_all(Target(body=Pieces(stream)), tracer_provider, body={**BODY, "n": 3})
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert attrs[semconv.ERROR_TYPE] == "stream_error"
+    assert attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("error", "stop", "error")
+
+
+async def test_a_failed_call_without_a_choice_has_one_error_finish(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    body = b'{"object": "error", "message": "slow down"}'
+    target = Target(429, {"content-type": "application/json"}, Pieces([body]))
+    await read_all(target, tracer_provider)
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("error",)
