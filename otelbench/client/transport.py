@@ -661,10 +661,13 @@ class _Instrumentation:
         api = api_for_path(request.url.path)
         if api is None:
             return None
-        try:
-            if not self._checked_others:
-                self._checked_others = True
+        if not self._checked_others:
+            self._checked_others = True
+            try:
                 warn_once_if_doubled(self._signals)
+            except Exception:
+                _logger.debug("otelbench: looking for other instrumentations failed", exc_info=True)
+        try:
             holder = request.extensions.get(EXT_MEASUREMENT)
             m = holder if isinstance(holder, Measurement) else Measurement()
             m.api = api
