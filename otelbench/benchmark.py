@@ -32,6 +32,7 @@ import abc
 import asyncio
 import contextlib
 import dataclasses
+import importlib
 import json
 import logging
 import os
@@ -75,6 +76,7 @@ __all__ = [
     "config_json",
     "describe_host",
     "describe_sut",
+    "huge_page_switch",
     "preflight",
     "record_client_telemetry",
     "run_benchmark",
@@ -553,16 +555,27 @@ def _without_huge_pages() -> Iterator[None]:
     token offsets on this machine: 2.0-2.3 s of system time with huge pages, 1.1 s without,
     the same user time.
     """
-    try:
-        from numpy._core.multiarray import _set_madvise_hugepage  # type: ignore[attr-defined]
-    except ImportError:  # another numpy: leave its default
+    switch = huge_page_switch()
+    if switch is None:  # another numpy: leave its default
         yield
         return
-    previous = _set_madvise_hugepage(False)
+    previous = switch(False)
     try:
         yield
     finally:
-        _set_madvise_hugepage(previous)
+        switch(previous)
+
+
+def huge_page_switch() -> Callable[[bool], bool] | None:
+    """numpy's switch of its huge-page advice (returns the previous setting): in
+    ``numpy._core.multiarray`` from numpy 2, ``numpy.core.multiarray`` in 1.x; None elsewhere."""
+    for module in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            switch: Callable[[bool], bool] = importlib.import_module(module)._set_madvise_hugepage
+        except (ImportError, AttributeError):
+            continue
+        return switch
+    return None
 
 
 def record_client_telemetry(out_dir: Path, run_id: str, counts: Mapping[str, int]) -> None:

@@ -23,9 +23,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai_attributes
-from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as _gen_ai_metrics
-
 # --------------------------------------------------------------------------------------------
 # Service and scope names
 # --------------------------------------------------------------------------------------------
@@ -62,9 +59,27 @@ GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
 GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
 GEN_AI_REQUEST_SEED: Final = "gen_ai.request.seed"
 GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
+"""Bool, set (``true``) only on streamed requests, as the conventions say."""
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+"""String array, one per choice in index order; ``"error"`` for a choice whose finish reason was
+expected but not received (the call failed, was cancelled, or the stream was cut)."""
+FINISH_REASON_ERROR: Final = "error"
+GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+GEN_AI_REQUEST_FREQUENCY_PENALTY: Final = "gen_ai.request.frequency_penalty"
+GEN_AI_REQUEST_PRESENCE_PENALTY: Final = "gen_ai.request.presence_penalty"
+GEN_AI_REQUEST_STOP_SEQUENCES: Final = "gen_ai.request.stop_sequences"
+GEN_AI_REQUEST_CHOICE_COUNT: Final = "gen_ai.request.choice.count"
+"""Int, set when the request asks for ``n`` != 1 choices."""
+GEN_AI_OUTPUT_TYPE: Final = "gen_ai.output.type"
+"""``text`` or ``json``, set when the request names an output format (``response_format``)."""
+OUTPUT_TYPE_TEXT: Final = "text"
+OUTPUT_TYPE_JSON: Final = "json"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+OPENAI_REQUEST_SERVICE_TIER: Final = "openai.request.service_tier"
+OPENAI_RESPONSE_SERVICE_TIER: Final = "openai.response.service_tier"
+OPENAI_RESPONSE_SYSTEM_FINGERPRINT: Final = "openai.response.system_fingerprint"
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
 """Seconds (double) from T_submit to the first SSE event of any kind (semconv's 'first chunk')."""
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
@@ -84,25 +99,64 @@ HTTP_REQUEST_RESEND_COUNT: Final = "http.request.resend_count"
 retries, from its ``x-stainless-retry-count`` header); absent on the first attempt."""
 
 # --------------------------------------------------------------------------------------------
-# GenAI client metrics (otelbench.client.metrics): histograms, recorded by the instrumented
-# transports when a meter provider is configured. Names from opentelemetry-semantic-conventions.
+# GenAI client metrics (otelbench.client.metrics), recorded by the instrumented transports when a
+# meter provider records. Names, units and attributes: open-telemetry/semantic-conventions-genai
+# at commit 066d4a7f (docs/reference/semconv-genai/; tests/unit/client/test_semconv_genai.py).
+# The v1.41.0 names (the last in open-telemetry/semantic-conventions) stay behind
+# OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_legacy (those only) or gen_ai_legacy/dup (both).
 # --------------------------------------------------------------------------------------------
-METRIC_CLIENT_OPERATION_DURATION: Final = _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION
-"""Histogram (s): T_submit → end of the response (the span's duration), every request."""
-METRIC_CLIENT_TOKEN_USAGE: Final = _gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE
-"""Histogram ({token}): input and output tokens (``gen_ai.token.type``) the server reported."""
-METRIC_CLIENT_TIME_TO_FIRST_CHUNK: Final = (
-    _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK
+METRIC_CLIENT_INFERENCE_DURATION: Final = "gen_ai.client.inference.duration"
+"""Histogram (s): T_submit → end of the response (the span's duration), every call."""
+METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.inference.time_to_first_chunk"
+"""Histogram (s), streamed calls: T_submit → the first chunk (SSE ``data:`` event) of any kind."""
+METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK: Final = (
+    "gen_ai.client.inference.time_per_output_chunk"
 )
-"""Histogram (s), streamed responses: T_submit → first SSE ``data:`` event of any kind."""
-METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK: Final = (
-    _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK
+"""Histogram (s), streamed calls: for every chunk after the first (each SSE ``data:`` event but
+``[DONE]``: text, role-only, tool-call and usage chunks alike), the gap from the previous one."""
+METRIC_CLIENT_USAGE_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.input_tokens"
+"""Counter ({token}) by ``gen_ai.token.modality``: input tokens, cached included; every call (0
+with modality ``unknown`` when no usage came)."""
+METRIC_CLIENT_USAGE_OUTPUT_TOKENS: Final = "gen_ai.client.inference.usage.output_tokens"
+METRIC_CLIENT_USAGE_CACHE_READ_INPUT_TOKENS: Final = (
+    "gen_ai.client.inference.usage.cache_read.input_tokens"
 )
-"""Histogram (s), streamed responses: one value per output chunk after the first, the gap from
-the previous output chunk (the chunks of ``CLIENT_CHUNK_OFFSETS_US``)."""
-GEN_AI_TOKEN_TYPE: Final = _gen_ai_attributes.GEN_AI_TOKEN_TYPE
-TOKEN_TYPE_INPUT: Final = _gen_ai_attributes.GenAiTokenTypeValues.INPUT.value
-TOKEN_TYPE_OUTPUT: Final = _gen_ai_attributes.GenAiTokenTypeValues.OUTPUT.value
+METRIC_CLIENT_USAGE_REASONING_OUTPUT_TOKENS: Final = (
+    "gen_ai.client.inference.usage.reasoning.output_tokens"
+)
+METRIC_CLIENT_OPERATION_INPUT_TOKENS: Final = "gen_ai.client.inference.operation.input_tokens"
+"""Histogram ({token}) with ``error.type``: input tokens per call, every call (0 without usage)."""
+METRIC_CLIENT_OPERATION_OUTPUT_TOKENS: Final = "gen_ai.client.inference.operation.output_tokens"
+METRIC_CLIENT_TIME_PER_OUTPUT_TEXT_CHUNK: Final = "otelbench.client.time_per_output_text_chunk"
+"""Histogram (s), streamed calls, otelbench's own: for each chunk *carrying text* after the
+first, the gap from the previous one (the span's ``chunk_offsets_us``; what
+``gen_ai.client.operation.time_per_output_chunk`` held in otelbench before it counted every
+chunk as the conventions say)."""
+GEN_AI_TOKEN_MODALITY: Final = "gen_ai.token.modality"
+TOKEN_MODALITY_TEXT: Final = "text"
+"""The completions API's tokens (text in, text out)."""
+TOKEN_MODALITY_UNKNOWN: Final = "unknown"
+"""Chat tokens (OpenAI's usage does not split its totals by modality), and the 0 of a call
+without usage."""
+
+ENV_SEMCONV_OPT_IN: Final = "OTEL_SEMCONV_STABILITY_OPT_IN"
+OPT_IN_GEN_AI_LEGACY: Final = "gen_ai_legacy"
+"""In ``OTEL_SEMCONV_STABILITY_OPT_IN``: the v1.41.0 GenAI client metric names only."""
+OPT_IN_GEN_AI_LEGACY_DUP: Final = "gen_ai_legacy/dup"
+"""In ``OTEL_SEMCONV_STABILITY_OPT_IN``: the v1.41.0 names and today's, both."""
+
+# The v1.41.0 names (open-telemetry/semantic-conventions, model/gen-ai/deprecated/).
+METRIC_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+"""Legacy histogram (s): as ``gen_ai.client.inference.duration``."""
+METRIC_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+"""Legacy histogram ({token}): input and output tokens (``gen_ai.token.type``), when reported."""
+METRIC_CLIENT_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
+"""Legacy histogram (s): as ``gen_ai.client.inference.time_to_first_chunk``."""
+METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.operation.time_per_output_chunk"
+"""Legacy histogram (s): as ``gen_ai.client.inference.time_per_output_chunk`` (every chunk)."""
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
 
 # --------------------------------------------------------------------------------------------
 # otelbench client-span attributes (draft Appendix B.1.1, 4.2.6, 4.6.2)
@@ -260,6 +314,9 @@ a store: ``CURRENT_SPELLING.get(kind, kind) == SPAN_KIND_SERVER``."""
 # --------------------------------------------------------------------------------------------
 ENV_OTLP_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
 ENV_OTLP_TRACES_ENDPOINT: Final = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+ENV_CLIENT_SIGNALS: Final = "OTELBENCH_CLIENT_SIGNALS"
+"""What the instrumented client transports emit: ``all`` (default), ``spans`` or ``metrics``
+(otelbench.client.others: beside another instrumentation of the ``openai`` SDK)."""
 
 # --------------------------------------------------------------------------------------------
 # Engine hooks: the server span per request emitted inside vLLM (engine_hooks/, Option C timing)

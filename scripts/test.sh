@@ -3,8 +3,10 @@
 # (tests/conftest.py): the quick tier (unit and integration, on every core) and the real vLLM
 # engine on CPU (one process) side by side — the vLLM tier keeps about one core busy, the quick
 # tier takes what is left — then the timing tier (the load generator timed to the millisecond)
-# with nothing else running. `scripts/test.sh --quick` runs the quick tier only. Further
-# arguments go to every pytest run. Each tier lists its 25 slowest tests; the vLLM tier's output
+# with nothing else running. After the quick tier, while the vLLM tier still runs, the declared
+# minimum versions are installed and tested (scripts/minimums.sh, one process: the core the quick
+# tier leaves). `scripts/test.sh --quick` runs the quick tier only. Further arguments go to every
+# pytest run. Each tier lists its 25 slowest tests; the vLLM tier's output
 # is printed when it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +41,12 @@ echo "test: pytest, unit and integration"
 quick_rc=0
 "${pytest[@]}" tests/unit tests/integration "$@" || quick_rc=$?
 
+echo "test: the declared minimum versions (scripts/minimums.sh), beside the vLLM tier"
+minimums_rc=0
+minimums_start=$SECONDS
+bash scripts/minimums.sh -n 1 "$@" || minimums_rc=$?
+echo "test: the declared minimum versions took $((SECONDS - minimums_start)) s"
+
 vllm_rc=0
 wait "$vllm_pid" || vllm_rc=$?
 trap - EXIT
@@ -49,5 +57,6 @@ echo "test: pytest, the load generator's timing (nothing else running)"
 timing_rc=0
 "${pytest[@]}" tests/timing "$@" || timing_rc=$?
 
-echo "test: exit status: quick tier $quick_rc, vLLM tier $vllm_rc, timing tier $timing_rc"
-((quick_rc == 0 && vllm_rc == 0 && timing_rc == 0))
+echo "test: exit status: quick tier $quick_rc, minimum versions $minimums_rc, vLLM tier $vllm_rc," \
+    "timing tier $timing_rc"
+((quick_rc == 0 && minimums_rc == 0 && vllm_rc == 0 && timing_rc == 0))

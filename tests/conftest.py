@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -173,6 +175,20 @@ def tracer_provider(span_exporter: InMemorySpanExporter) -> Iterator[TracerProvi
     """An SDK tracer provider (not the global one) exporting to ``span_exporter``."""
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+    yield provider
+    provider.shutdown()
+
+
+@pytest.fixture
+def reader() -> InMemoryMetricReader:
+    """What ``meter_provider`` recorded, read on demand."""
+    return InMemoryMetricReader()
+
+
+@pytest.fixture
+def meter_provider(reader: InMemoryMetricReader) -> Iterator[MeterProvider]:
+    """An SDK meter provider (not the global one) read by ``reader``."""
+    provider = MeterProvider(metric_readers=[reader])
     yield provider
     provider.shutdown()
 

@@ -8,9 +8,13 @@ provider is used):
 * :class:`InstrumentedTransport` / :class:`InstrumentedSyncTransport` — httpx transports that add
   one CLIENT span per ``/v1/completions`` or ``/v1/chat/completions`` request to any httpx client,
   and the GenAI client metrics (``meter_provider=``; :mod:`~otelbench.client.metrics`).
-* :func:`openai_http_client` / :func:`openai_async_http_client` — those transports in httpx
-  clients for the ``openai`` SDK (``openai.OpenAI(http_client=openai_http_client())``;
-  :mod:`~otelbench.client.apps`).
+* :class:`InstrumentedHttpx2Transport` / :class:`InstrumentedHttpx2SyncTransport` — the same
+  for ``httpx2`` clients (the ``openai`` SDK 3.x's own library).
+* :func:`openai_http_client` / :func:`openai_async_http_client` — those transports in the
+  clients the installed ``openai`` SDK prefers
+  (``openai.OpenAI(http_client=openai_http_client())``);
+  :func:`instrument_http_client` for a client you have (``openai.DefaultHttpxClient()``);
+  :func:`instrument_openai` for every client the SDK builds itself (:mod:`~otelbench.client.apps`).
 
 Example::
 
@@ -36,11 +40,19 @@ chunks arrive as one read, stamped at the time of the last (bench/client_fidelit
 from __future__ import annotations
 
 from otelbench.client.api import AsyncLLMClient, CompletionRequest, CompletionResult, LLMClient
-from otelbench.client.apps import openai_async_http_client, openai_http_client
+from otelbench.client.apps import (
+    instrument_http_client,
+    instrument_openai,
+    openai_async_http_client,
+    openai_http_client,
+    uninstrument_openai,
+)
 from otelbench.client.sse import SSEEvent, SSEParser
 from otelbench.client.transport import (
     EXT_ATTRIBUTES,
     EXT_MEASUREMENT,
+    InstrumentedHttpx2SyncTransport,
+    InstrumentedHttpx2Transport,
     InstrumentedSyncTransport,
     InstrumentedTransport,
     Measurement,
@@ -52,12 +64,17 @@ __all__ = [
     "AsyncLLMClient",
     "CompletionRequest",
     "CompletionResult",
+    "InstrumentedHttpx2SyncTransport",
+    "InstrumentedHttpx2Transport",
     "InstrumentedSyncTransport",
     "InstrumentedTransport",
     "LLMClient",
     "Measurement",
     "SSEEvent",
     "SSEParser",
+    "instrument_http_client",
+    "instrument_openai",
     "openai_async_http_client",
     "openai_http_client",
+    "uninstrument_openai",
 ]

@@ -79,10 +79,12 @@ from otelbench import semconv
 __all__ = [
     "API_CHAT",
     "API_COMPLETIONS",
+    "MAX_CHOICES",
     "Api",
     "Chunk",
     "StreamAccumulator",
     "api_for_path",
+    "finish_reasons",
     "operation_name",
     "parse_chunk",
     "parse_response_body",
@@ -136,6 +138,18 @@ class Chunk:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    """``usage.completion_tokens_details.reasoning_tokens``."""
+    system_fingerprint: str | None = None
+    service_tier: str | None = None
+    last_choice: int = -1
+    """The highest choice ``index`` seen (below ``MAX_CHOICES``; -1: none)."""
+    finishes: tuple[tuple[int, str], ...] = ()
+    """``(index, finish_reason)`` of every choice that carries one, in order."""
+
+
+MAX_CHOICES = 128
+"""Choice indices from this on are ignored (a bound on ``gen_ai.response.finish_reasons``)."""
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -153,6 +167,10 @@ def _facts(obj: Any, api: Api, message_key: str) -> Chunk:
     model = obj.get("model")
     if isinstance(model, str):
         chunk.model = model
+    for key in ("system_fingerprint", "service_tier"):
+        value = obj.get(key)
+        if isinstance(value, str):
+            setattr(chunk, key, value)
     usage = obj.get("usage")
     if isinstance(usage, dict):
         chunk.prompt_tokens = _int_or_none(usage.get("prompt_tokens"))
@@ -160,6 +178,9 @@ def _facts(obj: Any, api: Api, message_key: str) -> Chunk:
         details = usage.get("prompt_tokens_details")
         if isinstance(details, dict):
             chunk.cached_tokens = _int_or_none(details.get("cached_tokens"))
+        out_details = usage.get("completion_tokens_details")
+        if isinstance(out_details, dict):
+            chunk.reasoning_tokens = _int_or_none(out_details.get("reasoning_tokens"))
     choices = obj.get("choices")
     if choices is None and "error" in obj:
         err = obj["error"]
@@ -170,10 +191,19 @@ def _facts(obj: Any, api: Api, message_key: str) -> Chunk:
     if not isinstance(choices, list):
         return chunk
     choice: Any = None
+    finishes = []
     for c in choices:
-        if isinstance(c, dict) and c.get("index", 0) == 0:
+        if not isinstance(c, dict):
+            continue
+        index = c.get("index", 0)
+        if choice is None and index == 0:
             choice = c
-            break
+        if type(index) is int and 0 <= index < MAX_CHOICES:
+            chunk.last_choice = max(chunk.last_choice, index)
+            reason = c.get("finish_reason")
+            if isinstance(reason, str):
+                finishes.append((index, reason))
+    chunk.finishes = tuple(finishes)
     if choice is None:
         return chunk
     reason = choice.get("finish_reason")
@@ -229,10 +259,15 @@ class _Details(msgspec.Struct, gc=False):
     cached_tokens: int | None = None
 
 
+class _OutDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: int | None = None
+
+
 class _Usage(msgspec.Struct, gc=False):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     prompt_tokens_details: _Details | None = None
+    completion_tokens_details: _OutDetails | None = None
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -252,6 +287,8 @@ class _Choice(msgspec.Struct, gc=False):
 class _Event(msgspec.Struct, gc=False):
     id: str | None = None
     model: str | None = None
+    system_fingerprint: str | None = None
+    service_tier: str | None = None
     usage: _Usage | None = None
     choices: list[_Choice] | None = None
 
@@ -275,18 +312,33 @@ def _fast_chunk(data: str, api: Api) -> Chunk | None:
     choices = ev.choices
     if choices is None:
         return None  # an error object, or no choices: the exact path says which
-    chunk = Chunk(response_id=ev.id, model=ev.model)
+    chunk = Chunk(
+        response_id=ev.id,
+        model=ev.model,
+        system_fingerprint=ev.system_fingerprint,
+        service_tier=ev.service_tier,
+    )
     usage = ev.usage
     if usage is not None:
         chunk.prompt_tokens = usage.prompt_tokens
         chunk.completion_tokens = usage.completion_tokens
         if usage.prompt_tokens_details is not None:
             chunk.cached_tokens = usage.prompt_tokens_details.cached_tokens
-    for choice in choices:
-        if choice.index == 0:
-            break
-    else:
+        if usage.completion_tokens_details is not None:
+            chunk.reasoning_tokens = usage.completion_tokens_details.reasoning_tokens
+    first: _Choice | None = None
+    finishes = []
+    for c in choices:
+        if first is None and c.index == 0:
+            first = c
+        if 0 <= c.index < MAX_CHOICES:
+            chunk.last_choice = max(chunk.last_choice, c.index)
+            if c.finish_reason is not None:
+                finishes.append((c.index, c.finish_reason))
+    chunk.finishes = tuple(finishes)
+    if first is None:
         return chunk
+    choice = first
     chunk.finish_reason = choice.finish_reason
     if api == API_CHAT:
         d = choice.delta
@@ -324,6 +376,31 @@ def _exact_chunk(data: str, api: Api) -> Chunk:
     return _facts(obj, api, "delta")
 
 
+def finish_reasons(
+    finishes: dict[int, str], last_choice: int, requested: int, failed: bool
+) -> list[str]:
+    """``gen_ai.response.finish_reasons``: one per choice, in index order, for every choice seen
+    or requested (``n``); a choice without a finish reason is ``"error"`` when the call failed
+    (the conventions: a reason expected but not received), and left out otherwise (a server
+    that sent none). Empty when there is nothing to say.
+
+    >>> finish_reasons({0: "stop"}, 1, 2, failed=True)
+    ['stop', 'error']
+    """
+    count = min(
+        max(last_choice + 1, requested if failed else 0, max(finishes, default=-1) + 1), MAX_CHOICES
+    )
+    out = []
+    for i in range(count):
+        reason = finishes.get(i)
+        if reason is None:
+            if not failed:
+                continue
+            reason = semconv.FINISH_REASON_ERROR
+        out.append(reason)
+    return out
+
+
 def parse_response_body(body: bytes, api: Api) -> Chunk:
     """Interpret a whole non-streaming body (``choices[0].text`` / ``.message.content``)."""
     try:
@@ -351,15 +428,21 @@ class StreamAccumulator:
         "completion_tokens",
         "done",
         "error",
+        "event_offsets_us",
         "finish_reason",
+        "finishes",
         "first_event_offset_us",
+        "last_choice",
         "leading_non_content",
         "malformed",
         "offsets_us",
         "output_phase_index",
         "prompt_tokens",
+        "reasoning_tokens",
         "response_id",
         "response_model",
+        "service_tier",
+        "system_fingerprint",
         "t0_mono_ns",
         "think_seen",
     )
@@ -369,6 +452,8 @@ class StreamAccumulator:
         self.t0_mono_ns = t0_mono_ns
         self.chunks_total = 0
         self.first_event_offset_us: int | None = None
+        self.event_offsets_us: list[int] = []
+        """Arrival of every chunk (``data:`` event but ``[DONE]``): the conventions' chunks."""
         self.offsets_us: list[int] = []
         self._cum: list[int] = []
         """``completion_tokens`` as of each recorded chunk (the usage token source)."""
@@ -382,6 +467,12 @@ class StreamAccumulator:
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
         self.cached_tokens: int | None = None
+        self.reasoning_tokens: int | None = None
+        self.system_fingerprint: str | None = None
+        self.service_tier: str | None = None
+        self.finishes: dict[int, str] = {}
+        """Each choice's finish reason, by index."""
+        self.last_choice = -1
         self.malformed = 0
         self.error: str | None = None
         self.think_seen = False
@@ -412,6 +503,7 @@ class StreamAccumulator:
         if c.done:
             self.done = True
             return
+        self.event_offsets_us.append(offset)
         if c.malformed:
             self.malformed += 1
             if self.error is None:
@@ -423,6 +515,16 @@ class StreamAccumulator:
             self.response_model = c.model
         if c.finish_reason is not None:
             self.finish_reason = c.finish_reason
+        if c.finishes:
+            self.finishes.update(c.finishes)
+        if c.last_choice > self.last_choice:
+            self.last_choice = c.last_choice
+        if c.reasoning_tokens is not None:
+            self.reasoning_tokens = c.reasoning_tokens
+        if c.system_fingerprint is not None:
+            self.system_fingerprint = c.system_fingerprint
+        if c.service_tier is not None:
+            self.service_tier = c.service_tier
         if c.prompt_tokens is not None:
             self.prompt_tokens = c.prompt_tokens
         if c.cached_tokens is not None:

@@ -78,23 +78,28 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextvars import Token
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Final
 
 import httpx
+import httpx2
 from opentelemetry import context, propagate, trace
 from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY, Context
-from opentelemetry.metrics import MeterProvider
+from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from otelbench import __version__, semconv
+from otelbench.client.encoding import DecodeFailed, Decoder, UnsupportedEncoding, decoder_for
 from otelbench.client.metrics import GenAIClientMetrics
 from otelbench.client.openai import (
     Api,
+    Chunk,
     StreamAccumulator,
     api_for_path,
+    finish_reasons,
     operation_name,
     parse_response_body,
 )
+from otelbench.client.others import Signals, resolve_signals, warn_once_if_doubled
 from otelbench.client.sse import SSEParser
 from otelbench.errors import StreamError, TargetUnreachable
 
@@ -106,6 +111,8 @@ __all__ = [
     "EXT_MEASUREMENT",
     "RECEIVED_MARKS",
     "RECEIVED_MONO_NS",
+    "InstrumentedHttpx2SyncTransport",
+    "InstrumentedHttpx2Transport",
     "InstrumentedSyncTransport",
     "InstrumentedTransport",
     "Measurement",
@@ -164,7 +171,17 @@ class Measurement:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
     finish_reason: str | None = None
+    """Choice 0's finish reason."""
+    finish_reasons: list[str] = field(default_factory=list)
+    """Every choice's, in index order, ``"error"`` for one expected but not received."""
+    event_offsets_us: list[int] = field(default_factory=list)
+    """Arrival of every chunk of a stream (each SSE ``data:`` event but ``[DONE]``), content or
+    not: the GenAI conventions' chunks (``chunk_offsets_us`` holds the text chunks only)."""
+    system_fingerprint: str | None = None
+    service_tier: str | None = None
+    """``service_tier`` of the response (OpenAI's)."""
     response_id: str | None = None
     response_model: str | None = None
     error_type: str | None = None
@@ -175,29 +192,43 @@ class Measurement:
     finished: bool = False
 
 
+_CONNECT_ERRORS = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx2.ConnectError,
+    httpx2.ConnectTimeout,
+)
+_TIMEOUTS = (httpx.TimeoutException, httpx2.TimeoutException)
+_TRANSPORT_ERRORS = (httpx.TransportError, httpx2.TransportError)
+_NOT_READ = (httpx.RequestNotRead, httpx2.RequestNotRead)
+Request = httpx.Request | httpx2.Request
+"""A request of either library; each transport takes its own library's only."""
+Response = httpx.Response | httpx2.Response
+
+
 def _error_type(exc: BaseException, after_headers: bool) -> tuple[str, str]:
-    """Map an exception to (``error.type``, one-line message)."""
+    """Map an exception (of httpx or httpx2) to (``error.type``, one-line message)."""
     msg = str(exc) or type(exc).__name__
     if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit):
         return ERROR_CANCELLED, "request cancelled by the caller"
-    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+    if isinstance(exc, _CONNECT_ERRORS):
         return ERROR_UNREACHABLE, f"cannot connect to the target: {msg}"
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, _TIMEOUTS):
         return ERROR_TIMEOUT, f"timed out ({type(exc).__name__}): {msg}"
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, _TRANSPORT_ERRORS):
         if after_headers:
             return ERROR_STREAM, f"connection failed mid-response ({type(exc).__name__}): {msg}"
         return ERROR_UNREACHABLE, f"no response from the target ({type(exc).__name__}): {msg}"
     return type(exc).__qualname__, msg
 
 
-def _request_body(request: httpx.Request) -> Mapping[str, Any] | None:
+def _request_body(request: Request) -> Mapping[str, Any] | None:
     body = request.extensions.get(EXT_BODY)
     if isinstance(body, Mapping):
         return body
     try:
         content = request.content
-    except httpx.RequestNotRead:
+    except _NOT_READ:
         return None
     if not content:
         return None
@@ -209,7 +240,7 @@ def _request_body(request: httpx.Request) -> Mapping[str, Any] | None:
 
 
 def _request_attributes(
-    request: httpx.Request, api: Api, body: Mapping[str, Any] | None, provider: str
+    request: Request, api: Api, body: Mapping[str, Any] | None, provider: str
 ) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Span name, start attributes and the other request attributes (never the prompt text).
 
@@ -241,10 +272,34 @@ def _request_attributes(
                 attrs[name] = v
         if body.get("max_tokens") is None and type(body.get("max_completion_tokens")) is int:
             attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] = body["max_completion_tokens"]
-        t = body.get("temperature")
-        if isinstance(t, int | float) and not isinstance(t, bool):
-            attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] = float(t)
-        attrs[semconv.GEN_AI_REQUEST_STREAM] = body.get("stream") is True
+        for key, name in (
+            ("temperature", semconv.GEN_AI_REQUEST_TEMPERATURE),
+            ("top_p", semconv.GEN_AI_REQUEST_TOP_P),
+            ("frequency_penalty", semconv.GEN_AI_REQUEST_FREQUENCY_PENALTY),
+            ("presence_penalty", semconv.GEN_AI_REQUEST_PRESENCE_PENALTY),
+        ):
+            v = body.get(key)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                attrs[name] = float(v)
+        if body.get("stream") is True:
+            attrs[semconv.GEN_AI_REQUEST_STREAM] = True
+        n = body.get("n")
+        if type(n) is int and n != 1:
+            attrs[semconv.GEN_AI_REQUEST_CHOICE_COUNT] = n
+        stop = body.get("stop")
+        if isinstance(stop, str):
+            stop = [stop]
+        if isinstance(stop, list) and stop and all(isinstance(x, str) for x in stop):
+            attrs[semconv.GEN_AI_REQUEST_STOP_SEQUENCES] = stop
+        fmt = body.get("response_format")
+        kind = fmt.get("type") if isinstance(fmt, Mapping) else None
+        if kind in ("json_object", "json_schema"):
+            attrs[semconv.GEN_AI_OUTPUT_TYPE] = semconv.OUTPUT_TYPE_JSON
+        elif kind == "text":
+            attrs[semconv.GEN_AI_OUTPUT_TYPE] = semconv.OUTPUT_TYPE_TEXT
+        tier = body.get("service_tier")
+        if isinstance(tier, str) and provider == semconv.PROVIDER_OPENAI:
+            attrs[semconv.OPENAI_REQUEST_SERVICE_TIER] = tier
     resends = request.headers.get(_RETRY_COUNT_HEADER)
     if resends is not None and resends.isdigit() and int(resends) > 0:
         attrs[semconv.HTTP_REQUEST_RESEND_COUNT] = int(resends)
@@ -261,7 +316,9 @@ class _Recorder:
         "_acc",
         "_body",
         "_body_len",
+        "_decoder",
         "_parser",
+        "_undecodable",
         "late_attrs",
         "m",
         "measure",
@@ -297,6 +354,10 @@ class _Recorder:
         self._acc: StreamAccumulator | None = None
         self._body: list[bytes] | None = None
         self._body_len = 0
+        self._decoder: Decoder | None = None
+        """Undoes the response's Content-Encoding (None: identity)."""
+        self._undecodable: str | None = None
+        """Why the body could not be decoded, once it could not."""
 
     def hand_off(self) -> None:
         """The inner transport has returned (or raised): restore the caller's context."""
@@ -308,23 +369,26 @@ class _Recorder:
     def _offset(self, mono_ns: int) -> int:
         return (mono_ns - self.m.submit_mono_ns) // 1000
 
-    def on_response(self, response: httpx.Response, mono_ns: int) -> None:
+    def on_response(self, response: Response, mono_ns: int) -> None:
         m = self.m
         m.status_code = response.status_code
         m.headers_offset_us = self._offset(mono_ns)
         if not self.measure:
             return  # an unsampled span with nobody asking: pass the bytes through untouched
-        ok = 200 <= response.status_code < 300
-        ctype = response.headers.get("content-type", "")
-        if ok and ctype.startswith("text/event-stream"):
-            encoding = response.headers.get("content-encoding", "identity")
-            if encoding.lower() != "identity":
+        encoding = response.headers.get("content-encoding")
+        if encoding is not None:
+            try:
+                self._decoder = decoder_for(encoding)
+            except UnsupportedEncoding:
                 _logger.warning(
-                    "otelbench: response stream has Content-Encoding %r; chunk timing is off for "
-                    "this request (send Accept-Encoding: identity)",
+                    "otelbench: cannot decode the response's Content-Encoding %r: its body is "
+                    "not parsed (no usage, no chunk times); install the package that decodes it",
                     encoding,
                 )
                 return
+        ok = 200 <= response.status_code < 300
+        ctype = response.headers.get("content-type", "")
+        if ok and ctype.startswith("text/event-stream"):
             m.streaming = True
             self._parser = SSEParser()
             assert m.api is not None
@@ -339,6 +403,8 @@ class _Recorder:
         try:
             parser = self._parser
             if parser is not None:
+                if self._decoder is not None:
+                    chunk = self._decoder.decode(chunk)
                 events = parser.feed(chunk, mono_ns)
                 if events:
                     acc = self._acc
@@ -352,6 +418,9 @@ class _Recorder:
                 if self._body_len < limit:
                     self._body.append(chunk)
                     self._body_len += len(chunk)
+        except DecodeFailed as exc:
+            self._undecodable = str(exc)
+            self._parser = None
         except Exception:
             _logger.warning("otelbench: instrumentation failed on a response chunk", exc_info=True)
             self._parser = None
@@ -381,7 +450,8 @@ class _Recorder:
                 _logger.debug("otelbench: span.end() failed", exc_info=True)
         if self.metrics is not None:
             try:
-                self.metrics.record(m, self.request_attrs)
+                # with the call's span as the context: the SDK's exemplars point at it
+                self.metrics.record(m, self.request_attrs, trace.set_span_in_context(self.span))
             except Exception:
                 _logger.warning("otelbench: instrumentation failed on metrics", exc_info=True)
 
@@ -397,8 +467,15 @@ class _Recorder:
         status = m.status_code
         http_ok = status is not None and 200 <= status < 300
         acc = self._acc
+        finishes: dict[int, str] = {}
+        last_choice = -1
         if acc is not None:
-            discarded = self._parser.close() if self._parser is not None else 0
+            discarded = 0
+            parser = self._parser
+            if parser is not None:
+                if self._decoder is not None and exc is None and not closed_early:
+                    self._decode_tail(parser, mono_ns)
+                discarded = parser.close()
             m.first_event_offset_us = acc.first_event_offset_us
             m.ttft_us = acc.ttft_us
             m.chunk_offsets_us = acc.offsets_us
@@ -409,11 +486,18 @@ class _Recorder:
             m.input_tokens = acc.prompt_tokens
             m.output_tokens = acc.completion_tokens
             m.cached_tokens = acc.cached_tokens
+            m.reasoning_tokens = acc.reasoning_tokens
             m.finish_reason = acc.finish_reason
             m.response_id = acc.response_id
             m.response_model = acc.response_model
+            m.event_offsets_us = acc.event_offsets_us
+            m.system_fingerprint = acc.system_fingerprint
+            m.service_tier = acc.service_tier
+            finishes, last_choice = acc.finishes, acc.last_choice
             if acc.error is not None:
                 m.error_type, m.error_message = ERROR_STREAM, acc.error
+            elif self._undecodable is not None:
+                m.error_type, m.error_message = ERROR_STREAM, self._undecodable
             elif exc is None and not acc.done:
                 if closed_early:
                     m.error_type, m.error_message = (
@@ -425,17 +509,25 @@ class _Recorder:
                     if problem is not None:
                         m.error_type, m.error_message = ERROR_STREAM, problem
         elif self._body is not None and status is not None:
-            body = b"".join(self._body)
+            body = self._whole_body()
             if http_ok:
                 if exc is None and not closed_early:
                     m.ttft_us = m.end_offset_us
-                    facts = parse_response_body(body, m.api or "completions")
+                    facts = (
+                        parse_response_body(body, m.api or "completions")
+                        if self._undecodable is None
+                        else Chunk(malformed=True, error=self._undecodable)
+                    )
                     m.input_tokens = facts.prompt_tokens
                     m.output_tokens = facts.completion_tokens
                     m.cached_tokens = facts.cached_tokens
+                    m.reasoning_tokens = facts.reasoning_tokens
                     m.finish_reason = facts.finish_reason
                     m.response_id = facts.response_id
                     m.response_model = facts.model
+                    m.system_fingerprint = facts.system_fingerprint
+                    m.service_tier = facts.service_tier
+                    finishes, last_choice = dict(facts.finishes), facts.last_choice
                     if facts.malformed:
                         m.error_type, m.error_message = ERROR_STREAM, facts.error
                 elif exc is None:
@@ -454,7 +546,37 @@ class _Recorder:
                 m.error_message = f"target answered HTTP {status}"
         elif exc is not None and m.error_type is None:
             m.error_type, m.error_message = _error_type(exc, after_headers)
+        requested = self.late_attrs.get(semconv.GEN_AI_REQUEST_CHOICE_COUNT, 1)
+        m.finish_reasons = finish_reasons(
+            finishes, last_choice, requested, failed=m.error_type is not None
+        )
         self._end_span(mono_ns)
+
+    def _decode_tail(self, parser: SSEParser, mono_ns: int) -> None:
+        """What the decoder still held at the end of a compressed stream."""
+        assert self._decoder is not None
+        assert self._acc is not None
+        try:
+            tail = self._decoder.flush()
+        except DecodeFailed as exc:
+            self._undecodable = str(exc)
+            return
+        for ev in parser.feed(tail, mono_ns) if tail else ():
+            self._acc.on_event(ev.data, ev.mono_ns)
+
+    def _whole_body(self) -> bytes:
+        """The body read, its Content-Encoding undone (at most ``_MAX_JSON_BODY`` bytes)."""
+        assert self._body is not None
+        raw = b"".join(self._body)
+        decoder = self._decoder
+        if decoder is None:
+            return raw
+        try:
+            body = decoder.decode(raw) + decoder.flush()
+        except DecodeFailed as exc:
+            self._undecodable = f"response body: {exc}"
+            return b""
+        return body[:_MAX_JSON_BODY]
 
     def _end_span(self, mono_ns: int) -> None:
         span = self.span
@@ -473,8 +595,15 @@ class _Recorder:
             attrs[semconv.GEN_AI_RESPONSE_ID] = m.response_id
         if m.response_model is not None:
             attrs[semconv.GEN_AI_RESPONSE_MODEL] = m.response_model
-        if m.finish_reason is not None:
-            attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = [m.finish_reason]
+        if m.finish_reasons:
+            attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = m.finish_reasons
+        if m.reasoning_tokens is not None:
+            attrs[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = m.reasoning_tokens
+        if self.request_attrs[semconv.GEN_AI_PROVIDER_NAME] == semconv.PROVIDER_OPENAI:
+            if m.service_tier is not None:
+                attrs[semconv.OPENAI_RESPONSE_SERVICE_TIER] = m.service_tier
+            if m.system_fingerprint is not None:
+                attrs[semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT] = m.system_fingerprint
         if m.input_tokens is not None:
             attrs[semconv.GEN_AI_USAGE_INPUT_TOKENS] = m.input_tokens
         if m.output_tokens is not None:
@@ -510,14 +639,21 @@ class _Instrumentation:
         tracer_provider: trace.TracerProvider | None,
         meter_provider: MeterProvider | None,
         provider_name: str,
+        signals: str | None,
     ) -> None:
+        self._signals = resolve_signals(signals)
+        if self._signals == "metrics":
+            tracer_provider = trace.NoOpTracerProvider()
+        elif self._signals == "spans":
+            meter_provider = NoOpMeterProvider()
         self._tracer = trace.get_tracer(
             semconv.INSTRUMENTATION_SCOPE, __version__, tracer_provider=tracer_provider
         )
         self._metrics = GenAIClientMetrics(meter_provider)
         self._provider_name = provider_name
+        self._checked_others = False
 
-    def begin(self, request: httpx.Request) -> _Recorder | None:
+    def begin(self, request: Request) -> _Recorder | None:
         """Start the span at T_submit and inject ``traceparent``; None if not an LLM call or on an
         instrumentation failure (then the request goes out uninstrumented)."""
         if request.method != "POST":
@@ -525,6 +661,12 @@ class _Instrumentation:
         api = api_for_path(request.url.path)
         if api is None:
             return None
+        if not self._checked_others:
+            self._checked_others = True
+            try:
+                warn_once_if_doubled(self._signals)
+            except Exception:
+                _logger.debug("otelbench: looking for other instrumentations failed", exc_info=True)
         try:
             holder = request.extensions.get(EXT_MEASUREMENT)
             m = holder if isinstance(holder, Measurement) else Measurement()
@@ -561,7 +703,153 @@ class _Instrumentation:
             return None
 
 
-class InstrumentedTransport(httpx.AsyncBaseTransport):
+@dataclass(frozen=True)
+class _Library:
+    """One HTTP client library's classes, as a transport of that library meets them."""
+
+    name: str
+    request: type[Any]
+    sync_transport: type[Any]
+    async_transport: type[Any]
+    sync_stream: type[Any]
+    async_stream: type[Any]
+    sync_class: str
+    """The otelbench sync transport for this library (named in the mismatch error)."""
+    async_class: str
+    sync_default: type[Any]
+    """The inner transport when none is given."""
+    async_default: type[Any]
+
+
+_HTTPX: Final = _Library(
+    "httpx",
+    httpx.Request,
+    httpx.BaseTransport,
+    httpx.AsyncBaseTransport,
+    httpx.SyncByteStream,
+    httpx.AsyncByteStream,
+    "InstrumentedSyncTransport",
+    "InstrumentedTransport",
+    httpx.HTTPTransport,
+    httpx.AsyncHTTPTransport,
+)
+_HTTPX2: Final = _Library(
+    "httpx2",
+    httpx2.Request,
+    httpx2.BaseTransport,
+    httpx2.AsyncBaseTransport,
+    httpx2.SyncByteStream,
+    httpx2.AsyncByteStream,
+    "InstrumentedHttpx2SyncTransport",
+    "InstrumentedHttpx2Transport",
+    httpx2.HTTPTransport,
+    httpx2.AsyncHTTPTransport,
+)
+
+
+def _other(lib: _Library) -> _Library:
+    return _HTTPX2 if lib is _HTTPX else _HTTPX
+
+
+def _check_request(request: object, lib: _Library, sync: bool) -> None:
+    """A request of the other library is a programming error: one line that names the fix,
+    before anything is sent (httpx and httpx2 assert on each other's streams)."""
+    if isinstance(request, lib.request):
+        return
+    mine = lib.sync_class if sync else lib.async_class
+    other = _other(lib)
+    if isinstance(request, other.request):
+        fix = other.sync_class if sync else other.async_class
+        raise TypeError(
+            f"otelbench: {mine} is a transport for {lib.name} clients, but got an {other.name} "
+            f"request: give the {other.name} client otelbench.client.{fix} (or build it with "
+            "otelbench.client.openai_http_client())"
+        )
+    raise TypeError(f"otelbench: {mine} takes {lib.name}.Request, got {type(request).__name__}")
+
+
+def _check_inner(inner: object, lib: _Library, sync: bool) -> None:
+    base = lib.sync_transport if sync else lib.async_transport
+    if not isinstance(inner, base):
+        mine = lib.sync_class if sync else lib.async_class
+        raise TypeError(
+            f"otelbench: {mine} wraps a {lib.name} transport ({lib.name}."
+            f"{'' if sync else 'Async'}BaseTransport), got {type(inner).__module__}."
+            f"{type(inner).__qualname__}"
+        )
+
+
+def _timed(rec: _Recorder, response: Any, stream_type: type[Any], proxy: type[Any]) -> Any:
+    """The response's headers recorded, its body handed to ``proxy`` to time (or the request
+    finished, when it has no stream of ``stream_type``)."""
+    now = time.perf_counter_ns()
+    try:
+        rec.on_response(response, now)
+        if isinstance(response.stream, stream_type):
+            response.stream = proxy(response.stream, rec)
+        else:
+            rec.finish(now)
+    except Exception:
+        _logger.warning("otelbench: instrumentation failed on response headers", exc_info=True)
+        rec.finish(now)
+    return response
+
+
+async def _send_async(instr: _Instrumentation, inner: Any, request: Any, lib: _Library) -> Any:
+    _check_request(request, lib, sync=False)
+    rec = instr.begin(request)
+    if rec is None:
+        return await inner.handle_async_request(request)
+    try:
+        response = await inner.handle_async_request(request)
+    except BaseException as exc:
+        rec.finish(time.perf_counter_ns(), exc, after_headers=False)
+        raise
+    finally:
+        rec.hand_off()
+    return _timed(rec, response, lib.async_stream, _AsyncStreamProxy)
+
+
+def _send_sync(instr: _Instrumentation, inner: Any, request: Any, lib: _Library) -> Any:
+    _check_request(request, lib, sync=True)
+    rec = instr.begin(request)
+    if rec is None:
+        return inner.handle_request(request)
+    try:
+        response = inner.handle_request(request)
+    except BaseException as exc:
+        rec.finish(time.perf_counter_ns(), exc, after_headers=False)
+        raise
+    finally:
+        rec.hand_off()
+    return _timed(rec, response, lib.sync_stream, _SyncStreamProxy)
+
+
+class _Transport:
+    """What the four transports share: the inner transport (checked to be of the transport's own
+    library) and the instrumentation."""
+
+    _lib: ClassVar[_Library]
+    _sync: ClassVar[bool]
+
+    def __init__(
+        self,
+        transport: Any = None,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        provider_name: str = semconv.PROVIDER_OPENAI,
+        signals: Signals | None = None,
+    ) -> None:
+        lib = self._lib
+        if transport is None:
+            transport = lib.sync_default() if self._sync else lib.async_default()
+        _check_inner(transport, lib, sync=self._sync)
+        self._inner = transport
+        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
+
+
+class InstrumentedTransport(_Transport, httpx.AsyncBaseTransport):
     """Async httpx transport: one CLIENT span per LLM request, with per-chunk arrival times.
 
     Example::
@@ -574,53 +862,51 @@ class InstrumentedTransport(httpx.AsyncBaseTransport):
     :mod:`otelbench.client.metrics`, are recorded only while a meter provider records);
     ``provider_name``: ``gen_ai.provider.name``
     (default ``openai``, the API the target speaks, as the GenAI conventions advise for
-    OpenAI-compatible servers).
+    OpenAI-compatible servers); ``signals``: ``all``, ``spans`` or ``metrics``
+    (:mod:`otelbench.client.others`: beside another instrumentation of the ``openai`` SDK). An
+    ``httpx2`` client takes :class:`InstrumentedHttpx2Transport`; an ``httpx2`` request here is a
+    ``TypeError`` that says so.
     """
 
-    def __init__(
-        self,
-        transport: httpx.AsyncBaseTransport | None = None,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        meter_provider: MeterProvider | None = None,
-        provider_name: str = semconv.PROVIDER_OPENAI,
-    ) -> None:
-        self._inner = transport if transport is not None else httpx.AsyncHTTPTransport()
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
+    _lib = _HTTPX
+    _sync = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        rec = self._instr.begin(request)
-        if rec is None:
-            return await self._inner.handle_async_request(request)
-        try:
-            response = await self._inner.handle_async_request(request)
-        except BaseException as exc:
-            rec.finish(time.perf_counter_ns(), exc, after_headers=False)
-            raise
-        finally:
-            rec.hand_off()
-        now = time.perf_counter_ns()
-        try:
-            rec.on_response(response, now)
-            if isinstance(response.stream, httpx.AsyncByteStream):
-                response.stream = _AsyncStreamProxy(response.stream, rec)
-            else:
-                rec.finish(now)
-        except Exception:
-            _logger.warning("otelbench: instrumentation failed on response headers", exc_info=True)
-            rec.finish(now)
+        response: httpx.Response = await _send_async(self._instr, self._inner, request, _HTTPX)
         return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-class _AsyncStreamProxy(httpx.AsyncByteStream):
-    """Times each raw read of the inner stream; finishes the recorder at EOF, error or close."""
+class InstrumentedHttpx2Transport(_Transport, httpx2.AsyncBaseTransport):
+    """:class:`InstrumentedTransport` for ``httpx2`` clients (the ``openai`` SDK 3.x's own):
+    the same spans, timing and metrics; the inner transport defaults to
+    ``httpx2.AsyncHTTPTransport()``.
+
+    Example::
+
+        client = httpx2.AsyncClient(transport=InstrumentedHttpx2Transport())
+    """
+
+    _lib = _HTTPX2
+    _sync = False
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response: httpx2.Response = await _send_async(self._instr, self._inner, request, _HTTPX2)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _AsyncStreamProxy(httpx.AsyncByteStream, httpx2.AsyncByteStream):
+    """Times each raw read of the inner stream; finishes the recorder at EOF, error or close.
+    A stream of both libraries (each client checks its own library's stream type)."""
 
     __slots__ = ("_inner", "_rec")
 
-    def __init__(self, inner: httpx.AsyncByteStream, rec: _Recorder) -> None:
+    def __init__(self, inner: Any, rec: _Recorder) -> None:
         self._inner = inner
         self._rec = rec
 
@@ -655,56 +941,51 @@ class _AsyncStreamProxy(httpx.AsyncByteStream):
             self._rec.finish(time.perf_counter_ns(), closed_early=True)
 
 
-class InstrumentedSyncTransport(httpx.BaseTransport):
-    """Sync httpx transport, the twin of :class:`InstrumentedTransport`.
+class InstrumentedSyncTransport(_Transport, httpx.BaseTransport):
+    """Sync httpx transport, the twin of :class:`InstrumentedTransport` (the inner transport
+    defaults to ``httpx.HTTPTransport()``); an ``httpx2`` client takes
+    :class:`InstrumentedHttpx2SyncTransport`.
 
     Example::
 
         client = httpx.Client(transport=InstrumentedSyncTransport(tracer_provider=provider))
     """
 
-    def __init__(
-        self,
-        transport: httpx.BaseTransport | None = None,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        meter_provider: MeterProvider | None = None,
-        provider_name: str = semconv.PROVIDER_OPENAI,
-    ) -> None:
-        self._inner = transport if transport is not None else httpx.HTTPTransport()
-        self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name)
+    _lib = _HTTPX
+    _sync = True
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        rec = self._instr.begin(request)
-        if rec is None:
-            return self._inner.handle_request(request)
-        try:
-            response = self._inner.handle_request(request)
-        except BaseException as exc:
-            rec.finish(time.perf_counter_ns(), exc, after_headers=False)
-            raise
-        finally:
-            rec.hand_off()
-        now = time.perf_counter_ns()
-        try:
-            rec.on_response(response, now)
-            if isinstance(response.stream, httpx.SyncByteStream):
-                response.stream = _SyncStreamProxy(response.stream, rec)
-            else:
-                rec.finish(now)
-        except Exception:
-            _logger.warning("otelbench: instrumentation failed on response headers", exc_info=True)
-            rec.finish(now)
+        response: httpx.Response = _send_sync(self._instr, self._inner, request, _HTTPX)
         return response
 
     def close(self) -> None:
         self._inner.close()
 
 
-class _SyncStreamProxy(httpx.SyncByteStream):
+class InstrumentedHttpx2SyncTransport(_Transport, httpx2.BaseTransport):
+    """:class:`InstrumentedSyncTransport` for ``httpx2`` clients (``openai.DefaultHttpxClient``
+    is one); the inner transport defaults to ``httpx2.HTTPTransport()``.
+
+    Example::
+
+        client = httpx2.Client(transport=InstrumentedHttpx2SyncTransport())
+    """
+
+    _lib = _HTTPX2
+    _sync = True
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        response: httpx2.Response = _send_sync(self._instr, self._inner, request, _HTTPX2)
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _SyncStreamProxy(httpx.SyncByteStream, httpx2.SyncByteStream):
     __slots__ = ("_inner", "_rec")
 
-    def __init__(self, inner: httpx.SyncByteStream, rec: _Recorder) -> None:
+    def __init__(self, inner: Any, rec: _Recorder) -> None:
         self._inner = inner
         self._rec = rec
 

@@ -333,7 +333,6 @@ def serving_overview() -> gdash.Dashboard:
 # --------------------------------------------------------------------------------------------
 MODEL: Final = names.prometheus_label(semconv.GEN_AI_REQUEST_MODEL)
 SERVER: Final = names.prometheus_label(semconv.SERVER_ADDRESS)
-TOKEN_TYPE: Final = names.prometheus_label(semconv.GEN_AI_TOKEN_TYPE)
 ERROR_TYPE: Final = names.prometheus_label(semconv.ERROR_TYPE)
 _REF_IDS: Final = "ABCDEFGH"
 
@@ -367,7 +366,7 @@ def _label_variable(name: str, label: str, title: str) -> gdash.QueryVariable:
         gdash.QueryVariable(name)
         .label(title)
         .datasource(PROMETHEUS)
-        .query(f"label_values({names.GENAI_OPERATION_DURATION.exposed}_count, {label})")
+        .query(f"label_values({names.GENAI_INFERENCE_DURATION.exposed}_count, {label})")
         .refresh(mdash.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .multi(True)
         .include_all(True)
@@ -385,15 +384,16 @@ def _latency_panel(
 
 
 def application_clients() -> gdash.Dashboard:
-    duration = names.GENAI_OPERATION_DURATION.exposed + "_count"
+    duration = names.GENAI_INFERENCE_DURATION.exposed + "_count"
     errors = _app_rate(duration, f'{ERROR_TYPE}!=""')
     return (
         gdash.Dashboard("otelbench: Application clients (GenAI)")
         .uid("otelbench-application-clients")
         .tags(["otelbench"])
         .description(
-            "The GenAI client metrics of applications instrumented with otelbench.client "
-            "(openai_http_client), as Prometheus scrapes them from the application's "
+            "The GenAI client metrics (semantic-conventions-genai: gen_ai.client.inference.*) "
+            "of applications instrumented with otelbench.client, as Prometheus scrapes them "
+            "from the application's "
             "OpenTelemetry Prometheus exporter: latency percentiles from the histograms' "
             "buckets, operations, tokens and errors per second."
         )
@@ -416,13 +416,14 @@ def application_clients() -> gdash.Dashboard:
                 "Time per output chunk",
                 names.GENAI_TIME_PER_OUTPUT_CHUNK,
                 ("0.5", "0.99"),
-                "gap between consecutive output chunks of a streamed response.",
+                "gap between consecutive chunks of a streamed response (every chunk after the "
+                "first, text or not).",
             )
         )
         .with_panel(
             _latency_panel(
-                "Operation duration",
-                names.GENAI_OPERATION_DURATION,
+                "Inference duration",
+                names.GENAI_INFERENCE_DURATION,
                 ("0.5", "0.99"),
                 "request sent -> end of the response; failed calls included.",
             )
@@ -464,15 +465,21 @@ def application_clients() -> gdash.Dashboard:
             _timeseries(
                 "Token usage per second",
                 "short",
-                f"{names.GENAI_TOKEN_USAGE.name} by gen_ai.token.type (input, output); "
-                "recorded when the server reports usage.",
+                "The usage counters gen_ai.client.inference.usage.input_tokens and "
+                ".output_tokens (every call; 0 when the server reported no usage).",
             )
             .span(8)
             .with_target(
                 _prom(
-                    f"sum by ({TOKEN_TYPE}) "
-                    f"({_app_rate(names.GENAI_TOKEN_USAGE.exposed + '_sum')})",
-                    f"{{{{{TOKEN_TYPE}}}}} tokens/s",
+                    f"sum({_app_rate(names.GENAI_USAGE_INPUT_TOKENS.exposed + '_total')})",
+                    "input tokens/s",
+                )
+            )
+            .with_target(
+                _prom(
+                    f"sum({_app_rate(names.GENAI_USAGE_OUTPUT_TOKENS.exposed + '_total')})",
+                    "output tokens/s",
+                    "B",
                 )
             )
         )

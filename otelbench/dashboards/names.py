@@ -21,10 +21,11 @@ __all__ = [
     "FOLDER_TITLE",
     "FOLDER_UID",
     "GENAI_CLIENT_METRICS",
-    "GENAI_OPERATION_DURATION",
+    "GENAI_INFERENCE_DURATION",
     "GENAI_TIME_PER_OUTPUT_CHUNK",
     "GENAI_TIME_TO_FIRST_CHUNK",
-    "GENAI_TOKEN_USAGE",
+    "GENAI_USAGE_INPUT_TOKENS",
+    "GENAI_USAGE_OUTPUT_TOKENS",
     "PLUGIN_CLICKHOUSE",
     "PLUGIN_PROMETHEUS",
     "PLUGIN_TEMPO",
@@ -93,34 +94,44 @@ def prometheus_label(attribute: str) -> str:
 
 
 class GenAIClientMetric:
-    """A GenAI client histogram as Prometheus holds it when the application exports it with
+    """A GenAI client metric as Prometheus holds it when the application exports it with
     OpenTelemetry's Prometheus exporter (``PrometheusMetricReader``) or through a collector's
-    Prometheus exporter: the name's dots as underscores, then the unit's suffix; the series are
-    ``exposed`` + ``_bucket`` (label ``le``), ``_sum`` and ``_count``."""
+    Prometheus exporter: the name's dots as underscores, then the unit's suffix. A histogram's
+    series are ``exposed`` + ``_bucket`` (label ``le``), ``_sum`` and ``_count``; a counter's,
+    ``exposed`` + ``_total``."""
 
-    __slots__ = ("exposed", "name", "unit")
+    __slots__ = ("exposed", "kind", "name", "unit")
 
-    def __init__(self, name: str, unit: str) -> None:
+    def __init__(self, name: str, unit: str, kind: str = "histogram") -> None:
         self.name = name
         self.unit = unit
+        self.kind = kind
         self.exposed = prometheus_label(name) + _UNIT_SUFFIXES[unit]
 
 
-GENAI_OPERATION_DURATION: Final = GenAIClientMetric(semconv.METRIC_CLIENT_OPERATION_DURATION, "s")
-GENAI_TOKEN_USAGE: Final = GenAIClientMetric(semconv.METRIC_CLIENT_TOKEN_USAGE, "{token}")
-GENAI_TIME_TO_FIRST_CHUNK: Final = GenAIClientMetric(semconv.METRIC_CLIENT_TIME_TO_FIRST_CHUNK, "s")
+GENAI_INFERENCE_DURATION: Final = GenAIClientMetric(semconv.METRIC_CLIENT_INFERENCE_DURATION, "s")
+GENAI_TIME_TO_FIRST_CHUNK: Final = GenAIClientMetric(
+    semconv.METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK, "s"
+)
 GENAI_TIME_PER_OUTPUT_CHUNK: Final = GenAIClientMetric(
-    semconv.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK, "s"
+    semconv.METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK, "s"
+)
+GENAI_USAGE_INPUT_TOKENS: Final = GenAIClientMetric(
+    semconv.METRIC_CLIENT_USAGE_INPUT_TOKENS, "{token}", "counter"
+)
+GENAI_USAGE_OUTPUT_TOKENS: Final = GenAIClientMetric(
+    semconv.METRIC_CLIENT_USAGE_OUTPUT_TOKENS, "{token}", "counter"
 )
 GENAI_CLIENT_METRICS: Final = {
     m.exposed: m
     for m in (
-        GENAI_OPERATION_DURATION,
-        GENAI_TOKEN_USAGE,
+        GENAI_INFERENCE_DURATION,
         GENAI_TIME_TO_FIRST_CHUNK,
         GENAI_TIME_PER_OUTPUT_CHUNK,
+        GENAI_USAGE_INPUT_TOKENS,
+        GENAI_USAGE_OUTPUT_TOKENS,
     )
 }
-"""Every GenAI client histogram the dashboards query, keyed by its exposed name (units as
-:mod:`otelbench.client.metrics` creates the instruments; ``tests/unit/test_dashboards.py`` checks
-the names against the real exporter)."""
+"""Every GenAI client metric the dashboards query (today's names, semantic-conventions-genai),
+keyed by its exposed name (units as :mod:`otelbench.client.metrics` creates the instruments;
+``tests/unit/test_dashboards.py`` checks the names against the real exporter)."""

@@ -4,6 +4,7 @@ needs: framing, keep-alive, the connection limit, and every way a response can g
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -73,8 +74,9 @@ async def test_keep_alive_reuses_one_connection() -> None:
     head = requests[0].split(b"\r\n\r\n")[0].lower()
     assert head.startswith(b"post /v1/completions http/1.1\r\n")
     assert b"\r\nhost: 127.0.0.1:" in head
-    assert b"\r\ncontent-length: 7\r\n" in head
-    assert requests[0].endswith(b'{"a":1}')
+    body = requests[0].split(b"\r\n\r\n", 1)[1]
+    assert json.loads(body) == {"a": 1}  # (httpx 0.28 sends it compact, 0.27 with spaces)
+    assert b"\r\ncontent-length: %d\r\n" % len(body) in head
 
 
 async def test_close_delimited_and_chunked_bodies() -> None:

@@ -94,10 +94,12 @@ def test_the_metrics_and_spans_of_an_openai_app_land_in_the_store(
     for row in rows:
         by_name.setdefault(str(row[0]), []).append(row)
     assert set(by_name) == {
-        semconv.METRIC_CLIENT_OPERATION_DURATION,
-        semconv.METRIC_CLIENT_TOKEN_USAGE,
-        semconv.METRIC_CLIENT_TIME_TO_FIRST_CHUNK,
-        semconv.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK,
+        semconv.METRIC_CLIENT_INFERENCE_DURATION,
+        semconv.METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK,
+        semconv.METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK,
+        semconv.METRIC_CLIENT_TIME_PER_OUTPUT_TEXT_CHUNK,
+        semconv.METRIC_CLIENT_OPERATION_INPUT_TOKENS,
+        semconv.METRIC_CLIENT_OPERATION_OUTPUT_TOKENS,
     }
     request_attrs = {
         semconv.GEN_AI_OPERATION_NAME: semconv.OPERATION_CHAT,
@@ -108,9 +110,9 @@ def test_the_metrics_and_spans_of_an_openai_app_land_in_the_store(
         semconv.SERVER_PORT: str(scripted_server.port),
     }
     for name, values in (
-        (semconv.METRIC_CLIENT_OPERATION_DURATION, end_s),
-        (semconv.METRIC_CLIENT_TIME_TO_FIRST_CHUNK, first_s),
-        (semconv.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK, gaps_s),
+        (semconv.METRIC_CLIENT_INFERENCE_DURATION, end_s),
+        (semconv.METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK, first_s),
+        (semconv.METRIC_CLIENT_TIME_PER_OUTPUT_TEXT_CHUNK, gaps_s),
     ):
         [(_, unit, a, count, total, lo, hi, buckets, bounds, service, scope)] = by_name[name]
         assert (unit, dict(a), service, scope) == ("s", request_attrs, "my-app", "otelbench")
@@ -124,10 +126,23 @@ def test_the_metrics_and_spans_of_an_openai_app_land_in_the_store(
         assert list(buckets) == expected
     assert len(gaps_s) == CALLS * (N - 1)
 
-    usage = by_name[semconv.METRIC_CLIENT_TOKEN_USAGE]
-    assert [(dict(r[2])[semconv.GEN_AI_TOKEN_TYPE], r[3], r[4]) for r in usage] == [
-        (semconv.TOKEN_TYPE_INPUT, CALLS, 9.0 * CALLS),
-        (semconv.TOKEN_TYPE_OUTPUT, CALLS, float(N * CALLS)),
+    usage = [
+        by_name[semconv.METRIC_CLIENT_OPERATION_INPUT_TOKENS],
+        by_name[semconv.METRIC_CLIENT_OPERATION_OUTPUT_TOKENS],
     ]
-    assert [list(r[8]) for r in usage] == [list(map(float, TOKEN_BUCKETS))] * 2
+    assert [(r[3], r[4]) for [r] in usage] == [(CALLS, 9.0 * CALLS), (CALLS, float(N * CALLS))]
+    assert [list(r[8]) for [r] in usage] == [list(map(float, TOKEN_BUCKETS))] * 2
+    # every chunk after the first, text or not: at least the text chunks' gaps
+    [(_, _, _, count, *_)] = by_name[semconv.METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK]
+    assert count >= len(gaps_s)
+    # the usage counters land in otel_metrics_sum, monotonic and cumulative
+    sums = {
+        str(name): (value, monotonic)
+        for name, value, monotonic in store.execute(
+            'SELECT "MetricName", sum("Value"), bool_and("IsMonotonic") FROM otel_metrics_sum '
+            "WHERE \"MetricName\" LIKE 'gen_ai.client.inference.usage.%' GROUP BY 1"
+        )
+    }
+    assert sums[semconv.METRIC_CLIENT_USAGE_INPUT_TOKENS] == (9.0 * CALLS, True)
+    assert sums[semconv.METRIC_CLIENT_USAGE_OUTPUT_TOKENS] == (float(N * CALLS), True)
     assert receiver.stats().rejected == {}

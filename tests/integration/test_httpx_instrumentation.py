@@ -1,7 +1,9 @@
-"""otelbench's transport together with the real ``opentelemetry-instrumentation-httpx``, under the
-real ``openai`` SDK, against the scripted server (which logs every ``traceparent`` header line a
-request carried): one ``traceparent`` per request, every span's parent in the trace, and the
-server's parent (the span whose id the ``traceparent`` carries) is otelbench's client span.
+"""otelbench's transport together with the real ``opentelemetry-instrumentation-httpx`` (its
+``HTTPXClientInstrumentor`` on ``httpx`` clients and ``HTTPX2ClientInstrumentor`` on ``httpx2``
+ones, each test run with both), under the real ``openai`` SDK, against the scripted server
+(which logs every ``traceparent`` header line a request carried): one ``traceparent`` per
+request, every span's parent in the trace, and the server's parent (the span whose id the
+``traceparent`` carries) is otelbench's client span.
 
 * ``HTTPXClientInstrumentor().instrument()`` wraps ``httpx.HTTPTransport`` (otelbench's inner
   transport): otelbench's span is the request's HTTP client span and the instrumentation stays out
@@ -20,8 +22,10 @@ from typing import Any
 
 import openai
 import pytest
-from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor, HTTPXClientInstrumentor
 from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider, SpanKind
@@ -36,13 +40,56 @@ SCRIPT = {"n": 4, "ttft_ms": 5.0, "itl_ms": 5.0}
 CHAT_SPAN = semconv.client_span_name(semconv.OPERATION_CHAT, "tiny")
 
 
+Instrumentor = type[HTTPXClientInstrumentor] | type[HTTPX2ClientInstrumentor]
+INSTRUMENTORS: dict[str, Instrumentor] = {
+    "httpx": HTTPXClientInstrumentor,
+    "httpx2": HTTPX2ClientInstrumentor,
+}
+
+
+@pytest.fixture(params=sorted(INSTRUMENTORS))
+def lib(request: pytest.FixtureRequest) -> str:
+    """The HTTP library of the client otelbench builds, and of the instrumentation."""
+    name: str = request.param
+    return name
+
+
 @pytest.fixture
-def instrumented(tracer_provider: TracerProvider) -> Iterator[HTTPXClientInstrumentor]:
-    """The httpx instrumentation on every httpx transport, tracing to ``tracer_provider``."""
-    instrumentor = HTTPXClientInstrumentor()
-    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=NoOpMeterProvider())
+def http_metrics() -> Iterator[tuple[MeterProvider, InMemoryMetricReader]]:
+    """Where the instrumentation records its HTTP metrics, and their reader."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    yield provider, reader
+    provider.shutdown()
+
+
+@pytest.fixture
+def instrumented(
+    tracer_provider: TracerProvider,
+    lib: str,
+    http_metrics: tuple[MeterProvider, InMemoryMetricReader],
+) -> Iterator[Any]:
+    """The instrumentation on every transport of ``lib``, tracing to ``tracer_provider``."""
+    instrumentor = INSTRUMENTORS[lib]()
+    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=http_metrics[0])
     yield instrumentor
     instrumentor.uninstrument()
+
+
+def http_durations(reader: InMemoryMetricReader) -> int:
+    """Requests the instrumentation's ``http.client.duration`` counted."""
+    data = reader.get_metrics_data()
+    if data is None:
+        return 0
+    return sum(
+        p.count
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "http.client.duration"
+        for p in m.data.data_points
+        if isinstance(p, HistogramDataPoint)
+    )
 
 
 def span_id(span: ReadableSpan) -> str:
@@ -83,11 +130,13 @@ def base(server: ScriptedServer) -> dict[str, Any]:
 
 @pytest.mark.usefixtures("instrumented")
 def test_instrument_adds_no_second_span_or_traceparent_to_an_llm_call(
+    lib: Any,
+    http_metrics: tuple[MeterProvider, InMemoryMetricReader],
     scripted_server: ScriptedServer,
     tracer_provider: TracerProvider,
     span_exporter: InMemorySpanExporter,
 ) -> None:
-    http_client = openai_http_client(tracer_provider=tracer_provider)
+    http_client = openai_http_client(tracer_provider=tracer_provider, http_library=lib)
     client = openai.OpenAI(**base(scripted_server), http_client=http_client)
     with tracer_provider.get_tracer("app").start_as_current_span("handle"):
         rid = stream_chat(client)
@@ -108,16 +157,20 @@ def test_instrument_adds_no_second_span_or_traceparent_to_an_llm_call(
     attrs = dict(ours.attributes or {})
     assert attrs[semconv.HTTP_RESPONSE_STATUS_CODE] == 200
     assert len(attrs[semconv.CLIENT_CHUNK_OFFSETS_US]) == SCRIPT["n"]  # type: ignore[arg-type]
+    # the side effect (docs/instrument.md): the suppression that keeps its span out of the LLM
+    # call keeps it out of its http.client.duration too; the GET is counted, the call is not
+    assert http_durations(http_metrics[1]) == 1
 
 
 @pytest.mark.usefixtures("instrumented")
 def test_instrument_with_the_async_client(
+    lib: Any,
     scripted_server: ScriptedServer,
     tracer_provider: TracerProvider,
     span_exporter: InMemorySpanExporter,
 ) -> None:
     async def run() -> str:
-        http_client = openai_async_http_client(tracer_provider=tracer_provider)
+        http_client = openai_async_http_client(tracer_provider=tracer_provider, http_library=lib)
         async with openai.AsyncOpenAI(**base(scripted_server), http_client=http_client) as client:
             stream = await client.completions.create(
                 model="tiny", prompt="Hi", stream=True, extra_body={"script": SCRIPT}
@@ -138,12 +191,14 @@ def test_instrument_with_the_async_client(
 
 
 def test_instrument_client_puts_its_http_span_above_otelbenchs(
+    lib: Any,
     scripted_server: ScriptedServer,
     tracer_provider: TracerProvider,
     span_exporter: InMemorySpanExporter,
 ) -> None:
-    http_client = openai_http_client(tracer_provider=tracer_provider)
-    HTTPXClientInstrumentor.instrument_client(
+    http_client = openai_http_client(tracer_provider=tracer_provider, http_library=lib)
+    instrumentor = INSTRUMENTORS[lib]
+    instrumentor.instrument_client(
         http_client, tracer_provider=tracer_provider, meter_provider=NoOpMeterProvider()
     )
     client = openai.OpenAI(**base(scripted_server), http_client=http_client)
@@ -151,7 +206,7 @@ def test_instrument_client_puts_its_http_span_above_otelbenchs(
         with tracer_provider.get_tracer("app").start_as_current_span("handle"):
             rid = stream_chat(client)
     finally:
-        HTTPXClientInstrumentor.uninstrument_client(http_client)
+        instrumentor.uninstrument_client(http_client)
         client.close()
     spans = span_exporter.get_finished_spans()
     check_whole_trace(spans)
@@ -168,11 +223,12 @@ def test_instrument_client_puts_its_http_span_above_otelbenchs(
 
 @pytest.mark.usefixtures("instrumented")
 def test_without_a_tracer_of_its_own_otelbench_leaves_the_instrumentation_alone(
+    lib: Any,
     scripted_server: ScriptedServer,
     tracer_provider: TracerProvider,
     span_exporter: InMemorySpanExporter,
 ) -> None:
-    http_client = openai_http_client(tracer_provider=NoOpTracerProvider())
+    http_client = openai_http_client(tracer_provider=NoOpTracerProvider(), http_library=lib)
     client = openai.OpenAI(**base(scripted_server), http_client=http_client)
     with tracer_provider.get_tracer("app").start_as_current_span("handle"):
         rid = stream_chat(client)

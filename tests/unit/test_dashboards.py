@@ -79,12 +79,11 @@ def test_every_metric_name_is_in_semconv_or_vllm_or_a_genai_client_histogram() -
             continue
         live = set(re.findall(r"\botelbench_[a-z_]+", expr))
         vllm = set(re.findall(r"\bvllm:[a-z_]+", expr))
-        # a histogram's series: the exposed name and _bucket, _sum or _count
-        genai = set(re.findall(r"\b(gen_ai_client_[a-z_]+?)_(?:bucket|sum|count)\b", expr))
+        # a histogram's series: the exposed name and _bucket, _sum or _count; a counter's, _total
+        series = r"\b(gen_ai_client_[a-z_]+?)_(?:bucket|sum|count|total)\b"
+        genai = set(re.findall(series, expr))
         assert live or vllm or genai, expr
-        assert len(re.findall(r"\bgen_ai_client_", expr)) == len(
-            re.findall(r"\bgen_ai_client_[a-z_]+?_(?:bucket|sum|count)\b", expr)
-        ), expr
+        assert len(re.findall(r"\bgen_ai_client_", expr)) == len(re.findall(series, expr)), expr
         used_live |= live
         used_vllm |= vllm
         used_genai |= genai
@@ -163,9 +162,14 @@ class _Finished:
     end_offset_us: int | None = 90_000
     first_event_offset_us: int | None = 20_000
     chunk_offsets_us: list[int] = field(default_factory=lambda: [25_000, 50_000])
+    event_offsets_us: list[int] = field(default_factory=lambda: [20_000, 25_000, 50_000])
     input_tokens: int | None = 7
     output_tokens: int | None = 2
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
     response_model: str | None = "m"
+    service_tier: str | None = None
+    system_fingerprint: str | None = None
     error_type: str | None = None
 
 
@@ -182,11 +186,16 @@ def test_genai_client_names_are_what_the_prometheus_exporter_exposes() -> None:
     GenAIClientMetrics(provider).record(_Finished(), request)
     GenAIClientMetrics(provider).record(_Finished(streaming=False, error_type="500"), request)
     text = generate_latest(registry).decode()
-    histograms = set(re.findall(r"^# TYPE (gen_ai_client_\w+) histogram$", text, re.M))
-    assert histograms == set(names.GENAI_CLIENT_METRICS)
+    # (the exporter's TYPE line names a counter with its _total)
+    typed = re.findall(r"^# TYPE (gen_ai_client_\w+) (histogram|counter)$", text, re.M)
+    families = {name.removesuffix("_total"): kind for name, kind in typed}
+    assert {name: m.kind for name, m in names.GENAI_CLIENT_METRICS.items()}.items() <= (
+        families.items()
+    )
     for metric in names.GENAI_CLIENT_METRICS.values():
-        assert f"{metric.exposed}_bucket{{" in text
+        series = "_bucket" if metric.kind == "histogram" else "_total"
+        assert f"{metric.exposed}{series}{{" in text
     labels = set(re.findall(r"[{,](\w+)=", text))
-    assert {build.MODEL, build.SERVER, build.TOKEN_TYPE, build.ERROR_TYPE, "le"} <= labels
+    assert {build.MODEL, build.SERVER, build.ERROR_TYPE, "le"} <= labels
     assert 'error_type="500"' in text
     provider.shutdown()

@@ -5,9 +5,12 @@ by ``bench/report_scale.py``)."""
 from __future__ import annotations
 
 import pytest
-from numpy._core.multiarray import _set_madvise_hugepage  # type: ignore[attr-defined]
 
-from otelbench.benchmark import _without_huge_pages
+from otelbench.benchmark import _without_huge_pages, huge_page_switch
+
+_switch = huge_page_switch()
+assert _switch is not None
+_set_madvise_hugepage = _switch
 
 
 def _current() -> bool:

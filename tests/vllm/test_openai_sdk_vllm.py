@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 import pytest
-from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
@@ -142,33 +142,33 @@ def test_openai_sdk_calls_are_client_spans_over_the_hooks_server_spans(
                 )
     meter_provider.shutdown()
     durations = [int(c.attributes[semconv.CLIENT_END_OFFSET_US]) / 1e6 for c, _ in joined]
-    got = points[semconv.METRIC_CLIENT_OPERATION_DURATION]
+    got = points[semconv.METRIC_CLIENT_INFERENCE_DURATION]
     assert sum(p.count for p in got) == len(calls)
     assert sum(p.sum for p in got) == pytest.approx(sum(durations), abs=1e-9)
     streamed_clients = [c for (c, _), (_, streamed) in zip(joined, calls, strict=True) if streamed]
     gaps = sum(
         len(json.loads(c.attributes[semconv.CLIENT_CHUNK_OFFSETS_US])) - 1 for c in streamed_clients
     )
-    assert sum(p.count for p in points[semconv.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK]) == gaps
-    assert sum(p.count for p in points[semconv.METRIC_CLIENT_TIME_TO_FIRST_CHUNK]) == 2
-    usage = {
-        t: sum(
-            p.sum
-            for p in points[semconv.METRIC_CLIENT_TOKEN_USAGE]
-            if dict(p.attributes or {})[semconv.GEN_AI_TOKEN_TYPE] == t
+    text_gaps = points[semconv.METRIC_CLIENT_TIME_PER_OUTPUT_TEXT_CHUNK]
+    assert sum(p.count for p in text_gaps) == gaps
+    # every chunk after the first: the text chunks' gaps and more (role, usage chunks)
+    chunk_gaps = points[semconv.METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK]
+    assert sum(p.count for p in chunk_gaps) > gaps
+    assert sum(p.count for p in points[semconv.METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK]) == 2
+    usage = [
+        sum(p.sum for p in points[name])
+        for name in (
+            semconv.METRIC_CLIENT_OPERATION_INPUT_TOKENS,
+            semconv.METRIC_CLIENT_OPERATION_OUTPUT_TOKENS,
         )
-        for t in (semconv.TOKEN_TYPE_INPUT, semconv.TOKEN_TYPE_OUTPUT)
-    }
-    assert usage == {
-        semconv.TOKEN_TYPE_INPUT: sum(prompt for _, prompt in joined),
-        semconv.TOKEN_TYPE_OUTPUT: MAX_TOKENS * len(calls),
-    }
+    ]
+    assert usage == [sum(prompt for _, prompt in joined), MAX_TOKENS * len(calls)]
 
 
 def test_with_the_httpx_instrumentation_on_the_server_span_still_joins_otelbenchs(
     vllm_server: VllmCpuServer, otlp_receiver: SpanSink, tracer_provider: TracerProvider
 ) -> None:
-    instrumentor = HTTPXClientInstrumentor()
+    instrumentor = HTTPX2ClientInstrumentor()  # the SDK 3.x's library, as openai_http_client's
     instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=NoOpMeterProvider())
     try:
         with openai.OpenAI(

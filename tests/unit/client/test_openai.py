@@ -59,7 +59,7 @@ def test_paths_and_operations() -> None:
 
 def test_completions_content_whitespace_and_empty() -> None:
     assert parse_chunk(cmpl(" Hello"), "completions") == Chunk(
-        has_text=True, is_content=True, response_id="cmpl-1", model="m"
+        has_text=True, is_content=True, response_id="cmpl-1", model="m", last_choice=0
     )
     ws = parse_chunk(cmpl(" \n\t"), "completions")
     assert (ws.has_text, ws.is_content) == (True, False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -490,7 +491,7 @@ async def test_non_streamed_response_is_timed_whole(
     target = Target(headers={"content-type": "application/json"}, body=Pieces([body[:9], body[9:]]))
     await read_all(target, tracer_provider, body={**BODY, "stream": False})
     attrs = dict(only_span(span_exporter).attributes or {})
-    assert attrs[semconv.GEN_AI_REQUEST_STREAM] is False
+    assert semconv.GEN_AI_REQUEST_STREAM not in attrs  # set only on streamed requests
     assert attrs[semconv.CLIENT_TTFT_US] == attrs[semconv.CLIENT_END_OFFSET_US]
     assert (attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS], attrs[semconv.GEN_AI_RESPONSE_ID]) == (
         1,
@@ -551,18 +552,50 @@ async def test_instrumentation_failure_never_changes_behaviour(
     assert any("instrumentation failed" in r.getMessage() for r in caplog.records)
 
 
-async def test_compressed_event_stream_is_passed_through_untimed(
+def gzip_per_event(events: list[bytes]) -> list[bytes]:
+    """Each piece gzipped and flushed on its own (Z_SYNC_FLUSH), as a server compressing a stream
+    sends it; the gzip trailer comes with the last."""
+    c = zlib.compressobj(wbits=zlib.MAX_WBITS | 16)
+    out = [c.compress(e) + c.flush(zlib.Z_SYNC_FLUSH) for e in events]
+    out[-1] += c.flush()
+    return out
+
+
+async def test_a_gzipped_event_stream_is_decoded_and_timed_read_by_read(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    pieces = gzip_per_event(list(STREAM))
+    target = Target(headers={**SSE, "content-encoding": "gzip"}, body=Pieces(pieces))
+    raw, _ = await read_all(target, tracer_provider)
+    assert raw == b"".join(pieces)  # the application's bytes are untouched
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert semconv.ERROR_TYPE not in attrs
+    assert attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
+    assert attrs[semconv.CLIENT_CHUNK_TOKENS] == (2, 2, 1)  # as the plain stream's
+    assert len(attrs[semconv.CLIENT_CHUNK_OFFSETS_US]) == 3  # type: ignore[arg-type]
+
+
+async def test_a_broken_gzip_stream_is_a_stream_error(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    target = Target(headers={**SSE, "content-encoding": "gzip"}, body=Pieces([b"\x1f\x8b..."]))
+    await read_all(target, tracer_provider)
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert attrs[semconv.ERROR_TYPE] == "stream_error"
+
+
+async def test_an_encoding_not_understood_is_passed_through_untimed(
     tracer_provider: TracerProvider,
     span_exporter: InMemorySpanExporter,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    target = Target(headers={**SSE, "content-encoding": "gzip"}, body=Pieces([b"\x1f\x8b..."]))
+    target = Target(headers={**SSE, "content-encoding": "compress"}, body=Pieces([b"\x1f\x9d"]))
     with caplog.at_level(logging.WARNING, logger="otelbench.client.transport"):
         raw, _ = await read_all(target, tracer_provider)
-    assert raw == b"\x1f\x8b..."
+    assert raw == b"\x1f\x9d"
     attrs = dict(only_span(span_exporter).attributes or {})
     assert semconv.CLIENT_TTFT_US not in attrs
-    assert any("Content-Encoding" in r.getMessage() for r in caplog.records)
+    assert any("'compress'" in r.getMessage() for r in caplog.records)
 
 
 # -- the sync transport --------------------------------------------------------------------------
@@ -628,3 +661,80 @@ class TestSyncTransport:
             (s.attributes or {})[semconv.ERROR_TYPE] for s in span_exporter.get_finished_spans()
         ]
         assert types == ["cancelled", "timeout", "unreachable"]
+
+
+# -- the conventions' other attributes; finish reasons per choice ----------------------------------
+
+
+def choices_chunk(*choices: tuple[int, str, str | None], extra: str = "") -> bytes:
+    """One chunk with several choices: (index, text, finish_reason)."""
+    items = [{"index": i, "text": t, "finish_reason": f} for i, t, f in choices]
+    obj: dict[str, Any] = {"id": "cmpl-8", "model": "tiny", "choices": items}
+    if extra:
+        obj |= json.loads(extra)
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+async def test_the_request_parameters_the_conventions_name_are_on_the_span(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    body = {
+        **BODY,
+        "top_p": 0.5,
+        "frequency_penalty": 1,
+        "presence_penalty": -0.5,
+        "stop": ["\n\n", "END"],
+        "n": 2,
+        "response_format": {"type": "json_object"},
+        "service_tier": "flex",
+    }
+    stream = [
+        choices_chunk(
+            (0, "a", None),
+            (1, "b", None),
+            extra='{"system_fingerprint": "fp_9", "service_tier": "flex"}',
+        ),
+        choices_chunk((1, "c", "stop"), (0, "d", "length")),
+        b"data: [DONE]\n\n",
+    ]
+    await read_all(Target(body=Pieces(stream)), tracer_provider, body=body)
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert {k: attrs[k] for k in attrs if k.startswith(("gen_ai.request.", "gen_ai.output"))} == {
+        semconv.GEN_AI_REQUEST_MODEL: "tiny",
+        semconv.GEN_AI_REQUEST_MAX_TOKENS: 3,
+        semconv.GEN_AI_REQUEST_TEMPERATURE: 0.0,
+        semconv.GEN_AI_REQUEST_TOP_P: 0.5,
+        semconv.GEN_AI_REQUEST_FREQUENCY_PENALTY: 1.0,
+        semconv.GEN_AI_REQUEST_PRESENCE_PENALTY: -0.5,
+        semconv.GEN_AI_REQUEST_STOP_SEQUENCES: ("\n\n", "END"),
+        semconv.GEN_AI_REQUEST_CHOICE_COUNT: 2,
+        semconv.GEN_AI_REQUEST_SEED: 42,
+        semconv.GEN_AI_REQUEST_STREAM: True,
+        semconv.GEN_AI_OUTPUT_TYPE: semconv.OUTPUT_TYPE_JSON,
+    }
+    # one finish reason per choice, in index order
+    assert attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("length", "stop")
+    assert attrs[semconv.OPENAI_REQUEST_SERVICE_TIER] == "flex"
+    assert attrs[semconv.OPENAI_RESPONSE_SERVICE_TIER] == "flex"
+    assert attrs[semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT] == "fp_9"
+
+
+async def test_a_choice_whose_finish_never_came_is_an_error_finish(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    """Cut before [DONE]: choice 1 finished, choice 0 and the third asked for did not."""
+    stream = [choices_chunk((0, "a", None), (1, "b", "stop"))]
+    await read_all(Target(body=Pieces(stream)), tracer_provider, body={**BODY, "n": 3})
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert attrs[semconv.ERROR_TYPE] == "stream_error"
+    assert attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("error", "stop", "error")
+
+
+async def test_a_failed_call_without_a_choice_has_one_error_finish(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    body = b'{"object": "error", "message": "slow down"}'
+    target = Target(429, {"content-type": "application/json"}, Pieces([body]))
+    await read_all(target, tracer_provider)
+    attrs = dict(only_span(span_exporter).attributes or {})
+    assert attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("error",)
