@@ -319,6 +319,13 @@ END_PHASE_PREFILL: Final = "prefill"
 END_PHASE_DECODE: Final = "decode"
 END_PHASE_PREEMPTED: Final = "preempted"
 END_PHASE_UNKNOWN: Final = "unknown"
+END_PHASES: Final = (
+    END_PHASE_QUEUE,
+    END_PHASE_PREFILL,
+    END_PHASE_DECODE,
+    END_PHASE_PREEMPTED,
+    END_PHASE_UNKNOWN,
+)
 SERVER_PROMPT_TOKENS_COMPUTED: Final = "otelbench.server.prompt_tokens_computed"
 """Int, on requests that did not finish: prompt tokens the engine had processed when the request
 ended (vLLM's ``num_computed_tokens`` up to the prompt length: prefill done, prefix-cache hits

@@ -92,8 +92,10 @@ from otelbench.metrics.scaling import (
 )
 from otelbench.metrics.server import (
     TTFT_COMPONENTS,
+    EngineSteps,
     Preemptions,
     TtftDecomposition,
+    engine_steps,
     preemption_stats,
     ttft_decomposition,
 )
@@ -139,6 +141,7 @@ __all__ = [
     "ClassFairness",
     "CountedOrderStatistics",
     "CurvePoints",
+    "EngineSteps",
     "Fairness",
     "FluidRate",
     "GuardrailOverhead",
@@ -166,6 +169,7 @@ __all__ = [
     "consecutive_intervals",
     "deadline_intervals",
     "detect_saturation",
+    "engine_steps",
     "fit_linear",
     "fit_power_law",
     "fit_prefill_time",
