@@ -95,9 +95,11 @@ from otelbench.metrics.server import (
     EngineSteps,
     Preemptions,
     TtftDecomposition,
+    UnreadWork,
     engine_steps,
     preemption_stats,
     ttft_decomposition,
+    unread_work,
 )
 from otelbench.metrics.stats import (
     MIN_RUNS,
@@ -165,6 +167,7 @@ __all__ = [
     "SummaryDict",
     "Throughput",
     "TtftDecomposition",
+    "UnreadWork",
     "bootstrap_ci",
     "consecutive_intervals",
     "deadline_intervals",
@@ -210,5 +213,6 @@ __all__ = [
     "tpot",
     "ttft_by_input_length",
     "ttft_decomposition",
+    "unread_work",
     "window_throughput",
 ]

@@ -28,6 +28,11 @@ Pure numpy, no I/O. Definitions:
   step; the **time between steps** is the gap between consecutive distinct step times within a
   request — Option A's "time between chunks" (4.6.3) taken at the engine, where a step is the
   chunk and tokens per step its chunk size.
+* **Unread work**: the engine's work on requests it did not finish (cancelled, aborted,
+  failed), whose responses nobody read whole — prompt tokens processed and output tokens
+  generated (the engine core's account on a span cut short; a span ended through vLLM's finished
+  path counts its prompt and completion tokens) and request-seconds in the engine (time in model
+  inference: first scheduling to the end).
 """
 
 from __future__ import annotations
@@ -47,9 +52,11 @@ __all__ = [
     "EngineSteps",
     "Preemptions",
     "TtftDecomposition",
+    "UnreadWork",
     "engine_steps",
     "preemption_stats",
     "ttft_decomposition",
+    "unread_work",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -225,4 +232,59 @@ def engine_steps(token_times: Ragged) -> EngineSteps:
         tokens=tokens,
         zero_gaps=tokens - int(step_starts.size),
         itl_samples=tokens - int(starts.size),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadWork:
+    """The engine's work on requests it did not finish (module docstring)."""
+
+    requests: int
+    prompt_tokens: int
+    output_tokens: int
+    engine_s: float
+    unaccounted: int
+    """Requests cut short without the engine core's account (their tokens count as 0)."""
+
+
+def unread_work(
+    cut: npt.ArrayLike,
+    prompt_tokens: npt.ArrayLike,
+    completion_tokens: npt.ArrayLike,
+    prompt_tokens_computed: npt.ArrayLike,
+    output_tokens_generated: npt.ArrayLike,
+    inference_s: npt.ArrayLike,
+) -> UnreadWork:
+    """Sum the work of requests the engine did not finish, one entry per request (NaN: absent).
+
+    ``cut`` marks the requests cut short (their timing and usage stop at the cut: the engine
+    core's account ``prompt_tokens_computed`` / ``output_tokens_generated`` is their work); the
+    others ended through the engine's finished path, so their ``prompt_tokens`` and
+    ``completion_tokens`` are. ``inference_s`` is each request's time in model inference.
+
+    >>> w = unread_work([True, True, False], [100, 100, 50], [3, 0, 2], [100, 0, 0],
+    ...                 [4, float("nan"), 0], [0.5, float("nan"), 0.25])
+    >>> (w.requests, w.prompt_tokens, w.output_tokens, w.engine_s, w.unaccounted)
+    (3, 150, 6, 0.75, 1)
+    """
+    arrays = [
+        np.asarray(a, dtype=np.float64)
+        for a in (
+            prompt_tokens,
+            completion_tokens,
+            prompt_tokens_computed,
+            output_tokens_generated,
+            inference_s,
+        )
+    ]
+    c = np.asarray(cut, dtype=np.bool_)
+    if any(a.shape != c.shape for a in arrays):
+        raise ValueError("per-request arrays must have the same shape")
+    prompt, completion, computed, generated, inference = arrays
+    return UnreadWork(
+        requests=int(c.size),
+        prompt_tokens=int(np.nansum(np.where(c, computed, prompt))),
+        output_tokens=int(np.nansum(np.where(c, generated, completion))),
+        engine_s=float(np.nansum(inference)),
+        unaccounted=int(np.count_nonzero(c & ~(np.isfinite(computed) & np.isfinite(generated)))),
     )

@@ -258,6 +258,15 @@ class ServerRequests:
             count=len(self),
         )
 
+    def engine_account(self) -> tuple[F64, F64]:
+        """``prompt_tokens_computed`` and ``output_tokens_generated``, all NaN where the
+        records were built without them."""
+        absent = np.full(len(self), np.nan)
+        return (
+            absent if self.prompt_tokens_computed is None else self.prompt_tokens_computed,
+            absent if self.output_tokens_generated is None else self.output_tokens_generated,
+        )
+
     def token_offsets(self, i: int) -> I64:
         """Span ``i``'s per-token offsets (µs since arrival; empty without hook offsets)."""
         return _ragged(self.token_bounds, self.token_offset_us, i)

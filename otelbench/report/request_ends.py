@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
-from otelbench.metrics import UNKNOWN_ERROR_TYPE
+from otelbench.metrics import UNKNOWN_ERROR_TYPE, unread_work
 from otelbench.query import RunData
 from otelbench.report import types as rt
 
@@ -142,19 +142,21 @@ def request_ends_section(data: RunData, received_tokens: F64) -> rt.RequestEnds 
 def _unread_work(data: RunData, rows: npt.NDArray[np.intp], received: F64) -> rt.UnreadWork:
     """The engine's work on the server spans ``rows`` (:data:`UNREAD_WORK_DEFINITION`)."""
     s = data.server
-    absent = np.full(rows.size, np.nan)
-    cut = s.cut()[rows]
-    computed = absent if s.prompt_tokens_computed is None else s.prompt_tokens_computed[rows]
-    generated = absent if s.output_tokens_generated is None else s.output_tokens_generated[rows]
-    prompt = np.where(cut, computed, s.prompt_tokens[rows])
-    output = np.where(cut, generated, s.completion_tokens[rows])
-    unaccounted = cut & ~(np.isfinite(computed) & np.isfinite(generated))
+    computed, generated = s.engine_account()
+    w = unread_work(
+        s.cut()[rows],
+        s.prompt_tokens[rows],
+        s.completion_tokens[rows],
+        computed[rows],
+        generated[rows],
+        s.inference_s[rows],
+    )
     return {
         "definition": UNREAD_WORK_DEFINITION,
-        "requests": int(rows.size),
-        "prompt_tokens_processed": int(np.nansum(prompt)),
-        "output_tokens_generated": int(np.nansum(output)),
+        "requests": w.requests,
+        "prompt_tokens_processed": w.prompt_tokens,
+        "output_tokens_generated": w.output_tokens,
         "output_tokens_received_by_client": int(np.nansum(received[s.client_index[rows]])),
-        "engine_request_s": float(np.nansum(s.inference_s[rows])),
-        "requests_without_engine_account": int(np.count_nonzero(unaccounted)),
+        "engine_request_s": w.engine_s,
+        "requests_without_engine_account": w.unaccounted,
     }
