@@ -322,15 +322,8 @@ def _cut_requests(r: ServerRequests, rows: npt.NDArray[np.intp]) -> dict[str, An
     reasons = r.end_reasons()
     phases = r.end_phase or (None,) * len(r)
     counts = Counter((reasons[i], phases[i] or semconv.END_PHASE_UNKNOWN) for i in rows.tolist())
-    computed, generated = r.engine_account()
-    work = unread_work(
-        r.cut()[rows],
-        r.prompt_tokens[rows],
-        r.completion_tokens[rows],
-        computed[rows],
-        generated[rows],
-        r.inference_s[rows],
-    )
+    prompt, output = r.engine_work()
+    work = unread_work(prompt[rows], output[rows], r.inference_s[rows])
     return {
         "cut": {
             (reason, phase): counts[(reason, phase)]

@@ -244,47 +244,31 @@ class UnreadWork:
     output_tokens: int
     engine_s: float
     unaccounted: int
-    """Requests cut short without the engine core's account (their tokens count as 0)."""
+    """Requests whose work is not known: cut short without the engine core's account (their
+    tokens count as 0)."""
 
 
 def unread_work(
-    cut: npt.ArrayLike,
-    prompt_tokens: npt.ArrayLike,
-    completion_tokens: npt.ArrayLike,
-    prompt_tokens_computed: npt.ArrayLike,
-    output_tokens_generated: npt.ArrayLike,
-    inference_s: npt.ArrayLike,
+    prompt_tokens: npt.ArrayLike, output_tokens: npt.ArrayLike, inference_s: npt.ArrayLike
 ) -> UnreadWork:
-    """Sum the work of requests the engine did not finish, one entry per request (NaN: absent).
+    """Sum the work of requests the engine did not finish, one entry per request: the prompt
+    tokens it processed and the output tokens it generated for each (NaN: not known, counted
+    in ``unaccounted`` and as 0), and each one's time in model inference (NaN: none, a request
+    cut in the queue).
 
-    ``cut`` marks the requests cut short (their timing and usage stop at the cut: the engine
-    core's account ``prompt_tokens_computed`` / ``output_tokens_generated`` is their work); the
-    others ended through the engine's finished path, so their ``prompt_tokens`` and
-    ``completion_tokens`` are. ``inference_s`` is each request's time in model inference.
-
-    >>> w = unread_work([True, True, False], [100, 100, 50], [3, 0, 2], [100, 0, 0],
-    ...                 [4, float("nan"), 0], [0.5, float("nan"), 0.25])
+    >>> w = unread_work([100, float("nan"), 50], [4, float("nan"), 2], [0.5, float("nan"), 0.25])
     >>> (w.requests, w.prompt_tokens, w.output_tokens, w.engine_s, w.unaccounted)
     (3, 150, 6, 0.75, 1)
     """
-    arrays = [
-        np.asarray(a, dtype=np.float64)
-        for a in (
-            prompt_tokens,
-            completion_tokens,
-            prompt_tokens_computed,
-            output_tokens_generated,
-            inference_s,
-        )
-    ]
-    c = np.asarray(cut, dtype=np.bool_)
-    if any(a.shape != c.shape for a in arrays):
+    prompt, output, inference = (
+        np.asarray(a, dtype=np.float64) for a in (prompt_tokens, output_tokens, inference_s)
+    )
+    if not prompt.shape == output.shape == inference.shape:
         raise ValueError("per-request arrays must have the same shape")
-    prompt, completion, computed, generated, inference = arrays
     return UnreadWork(
-        requests=int(c.size),
-        prompt_tokens=int(np.nansum(np.where(c, computed, prompt))),
-        output_tokens=int(np.nansum(np.where(c, generated, completion))),
+        requests=int(prompt.size),
+        prompt_tokens=int(np.nansum(prompt)),
+        output_tokens=int(np.nansum(output)),
         engine_s=float(np.nansum(inference)),
-        unaccounted=int(np.count_nonzero(c & ~(np.isfinite(computed) & np.isfinite(generated)))),
+        unaccounted=int(np.count_nonzero(~(np.isfinite(prompt) & np.isfinite(output)))),
     )

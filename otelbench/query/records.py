@@ -258,13 +258,18 @@ class ServerRequests:
             count=len(self),
         )
 
-    def engine_account(self) -> tuple[F64, F64]:
-        """``prompt_tokens_computed`` and ``output_tokens_generated``, all NaN where the
-        records were built without them."""
+    def engine_work(self) -> tuple[F64, F64]:
+        """Per span, the prompt tokens the engine processed and the output tokens it generated:
+        for a span :meth:`cut` short, the engine core's account (``prompt_tokens_computed``,
+        ``output_tokens_generated``; NaN where it did not reach the hooks); for the others, which
+        went through vLLM's finished path, their prompt and completion tokens."""
+        cut = self.cut()
         absent = np.full(len(self), np.nan)
+        computed = absent if self.prompt_tokens_computed is None else self.prompt_tokens_computed
+        generated = absent if self.output_tokens_generated is None else self.output_tokens_generated
         return (
-            absent if self.prompt_tokens_computed is None else self.prompt_tokens_computed,
-            absent if self.output_tokens_generated is None else self.output_tokens_generated,
+            np.where(cut, computed, self.prompt_tokens),
+            np.where(cut, generated, self.completion_tokens),
         )
 
     def token_offsets(self, i: int) -> I64:

@@ -142,15 +142,8 @@ def request_ends_section(data: RunData, received_tokens: F64) -> rt.RequestEnds 
 def _unread_work(data: RunData, rows: npt.NDArray[np.intp], received: F64) -> rt.UnreadWork:
     """The engine's work on the server spans ``rows`` (:data:`UNREAD_WORK_DEFINITION`)."""
     s = data.server
-    computed, generated = s.engine_account()
-    w = unread_work(
-        s.cut()[rows],
-        s.prompt_tokens[rows],
-        s.completion_tokens[rows],
-        computed[rows],
-        generated[rows],
-        s.inference_s[rows],
-    )
+    prompt, output = s.engine_work()
+    w = unread_work(prompt[rows], output[rows], s.inference_s[rows])
     return {
         "definition": UNREAD_WORK_DEFINITION,
         "requests": w.requests,

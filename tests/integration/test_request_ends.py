@@ -181,6 +181,26 @@ async def run_cancelled_mid_run(config: RunConfig, provider: TracerProvider) -> 
         await task
 
 
+def run_config(
+    server: ScriptedServer,
+    run_id: str,
+    requests: int,
+    concurrency: int,
+    script: dict[str, Any],
+    **kw: Any,
+) -> RunConfig:
+    """A closed-loop run of ``requests`` against the scripted server playing ``script``."""
+    return RunConfig(
+        target=server.url,
+        model="m",
+        load=LoadSpec(mode="closed_loop", requests=requests, concurrency=concurrency),
+        run_id=run_id,
+        workload_params={"vocab_size": 1024},
+        extra_body={"script": script},
+        **kw,
+    )
+
+
 @pytest.fixture(scope="module")
 def store(
     scripted_server: ScriptedServer, tmp_path_factory: pytest.TempPathFactory
@@ -193,24 +213,11 @@ def store(
         mp.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{endpoint}/v1/traces")
         mp.delenv(semconv.ENV_SPOOL_DIR, raising=False)
         memory: dict[str, InMemorySpanExporter] = {}
-        cancelled = RunConfig(
-            target=scripted_server.url,
-            model="m",
-            load=LoadSpec(mode="closed_loop", requests=9, concurrency=3),
-            run_id="cancelled",
-            workload_params={"vocab_size": 1024},
-            extra_body={"script": {"n": 12, "ttft_ms": 20.0, "itl_ms": 25.0}},
+        cancelled = run_config(
+            scripted_server, "cancelled", 9, 3, {"n": 12, "ttft_ms": 20.0, "itl_ms": 25.0}
         )
-        timeout = RunConfig(
-            target=scripted_server.url,
-            model="m",
-            load=LoadSpec(mode="closed_loop", requests=4, concurrency=2),
-            run_id="timeout",
-            workload_params={"vocab_size": 1024},
-            extra_body={"script": {"n": 12, "ttft_ms": 10.0, "itl_ms": 10.0, "stall_at": 3,
-                                   "stall_ms": 1500.0}},
-            timeout_s=0.3,
-        )  # fmt: skip
+        stall = {"n": 12, "ttft_ms": 10.0, "itl_ms": 10.0, "stall_at": 3, "stall_ms": 1500.0}
+        timeout = run_config(scripted_server, "timeout", 4, 2, stall, timeout_s=0.3)
         for config in (cancelled, timeout):
             provider = telemetry.make_tracer_provider(endpoint, run_id=config.run_id)
             memory[config.run_id] = InMemorySpanExporter()  # one each: shut down with its provider

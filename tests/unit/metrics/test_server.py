@@ -154,19 +154,12 @@ def test_engine_steps_recover_the_step_schedule(
 
 
 def test_unread_work_by_hand() -> None:
-    # a request cut in decode (engine account 100 prompt / 4 output tokens, 0.5 s), one cut in
-    # the queue without the engine core's account (its tokens unknown, no inference time), and
-    # one ended through the finished path with finish reason abort (its usage counts)
-    w = unread_work(
-        [True, True, False],
-        [100, 80, 50],
-        [3, 0, 2],
-        [100, NAN, NAN],
-        [4, NAN, NAN],
-        [0.5, NAN, 0.25],
-    )
+    # a request cut in decode (100 prompt / 4 output tokens, 0.5 s), one cut in the queue
+    # without the engine core's account (its tokens unknown, no inference time), and one ended
+    # through the finished path with finish reason abort (50 / 2 tokens, 0.25 s)
+    w = unread_work([100, NAN, 50], [4, NAN, 2], [0.5, NAN, 0.25])
     assert (w.requests, w.prompt_tokens, w.output_tokens) == (3, 150, 6)
     assert w.engine_s == 0.75
     assert w.unaccounted == 1
     with pytest.raises(ValueError, match="same shape"):
-        unread_work([True], [1, 2], [1], [1], [1], [1])
+        unread_work([1], [1, 2], [1])
