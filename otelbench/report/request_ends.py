@@ -21,7 +21,6 @@ Usage::
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Final
 
 import numpy as np
@@ -50,6 +49,8 @@ CLIENT_CUT: Final = (semconv.ERROR_TYPE_CANCELLED, semconv.ERROR_TYPE_TIMEOUT)
 NO_SERVER_SPAN: Final = "no_server_span"
 """The column of ``by_client_outcome`` for client requests without a server span."""
 _NOT_FINISHED: Final = tuple(r for r in semconv.END_REASONS if r != semconv.END_REASON_FINISHED)
+_COLUMNS: Final = (*semconv.END_REASONS, NO_SERVER_SPAN)
+"""The columns of ``by_client_outcome``: the end reasons, then no server span."""
 
 UNREAD_WORK_DEFINITION: Final = (
     "the engine's work on the joined requests it did not finish (end reason cancelled, aborted "
@@ -74,11 +75,6 @@ def client_outcomes(data: RunData) -> list[str]:
     ]
 
 
-def _ordered(counts: Counter[str]) -> dict[str, int]:
-    """Client outcome counts: ``ok`` first, then the error types by name."""
-    return {k: counts[k] for k in sorted(counts, key=lambda k: (k != CLIENT_OK, k))}
-
-
 def request_ends_section(data: RunData, received_tokens: F64) -> rt.RequestEnds | None:
     """How the run's requests ended on each side (module docstring); ``received_tokens`` is
     each client request's output tokens as the client counted them (usage, else its chunks).
@@ -93,46 +89,46 @@ def request_ends_section(data: RunData, received_tokens: F64) -> rt.RequestEnds 
     """
     s = data.server
     joined = np.flatnonzero(s.client_index >= 0)
-    outcome = client_outcomes(data)
     reasons_all = s.end_reasons()
-    reason = [reasons_all[j] for j in joined.tolist()]
-    client_of = s.client_index[joined].tolist()
+    code = np.fromiter(  # each span's column: its end reason's index in _COLUMNS
+        map(_COLUMNS.index, reasons_all), dtype=np.int64, count=len(reasons_all)
+    )
+    column = np.full(len(data.client), _COLUMNS.index(NO_SERVER_SPAN))  # per client request
+    column[s.client_index[joined]] = code[joined]
+    outcome = np.asarray(client_outcomes(data), dtype=object)
+    cut_client = np.isin(outcome, CLIENT_CUT)
+    finished = column == _COLUMNS.index(semconv.END_REASON_FINISHED)
+    spanned = column != _COLUMNS.index(NO_SERVER_SPAN)
     marked = s.end_reason is not None and any(s.end_reason[j] is not None for j in joined)
-    cut_client = [o in CLIENT_CUT for o in outcome]
-    if not (marked or any(cut_client) or any(r != semconv.END_REASON_FINISHED for r in reason)):
+    if not (marked or cut_client.any() or (spanned & ~finished).any()):
         return None
 
-    server_of: dict[int, str] = dict(zip(client_of, reason, strict=True))
-    by_client: dict[str, dict[str, int]] = {}
-    for i, o in enumerate(outcome):
-        row = by_client.setdefault(o, {**dict.fromkeys(semconv.END_REASONS, 0), NO_SERVER_SPAN: 0})
-        row[server_of.get(i, NO_SERVER_SPAN)] += 1
-    cut_both = sum(
-        cut_client[i] and r == semconv.END_REASON_CANCELLED for i, r in server_of.items()
-    )
+    names, row = np.unique(outcome, return_inverse=True)
+    table = np.zeros((names.size, len(_COLUMNS)), dtype=np.int64)
+    np.add.at(table, (row, column), 1)
+    order = sorted(range(names.size), key=lambda k: (names[k] != CLIENT_OK, str(names[k])))
+    cancelled = column == _COLUMNS.index(semconv.END_REASON_CANCELLED)
     mismatches: rt.EndMismatches = {
-        "client_cut_server_finished": sum(
-            cut_client[i] and r == semconv.END_REASON_FINISHED for i, r in server_of.items()
+        "client_cut_server_finished": int(np.count_nonzero(cut_client & finished)),
+        "client_ok_server_not_finished": int(
+            np.count_nonzero((outcome == CLIENT_OK) & spanned & ~finished)
         ),
-        "client_ok_server_not_finished": sum(
-            outcome[i] == CLIENT_OK and r != semconv.END_REASON_FINISHED
-            for i, r in server_of.items()
-        ),
-        "client_cut_without_server_span": sum(
-            cut and i not in server_of for i, cut in enumerate(cut_client)
-        ),
+        "client_cut_without_server_span": int(np.count_nonzero(cut_client & ~spanned)),
     }
 
-    unfinished = joined[[r != semconv.END_REASON_FINISHED for r in reason]]
+    unfinished = joined[code[joined] != _COLUMNS.index(semconv.END_REASON_FINISHED)]
     phases = s.end_phase or (None,) * len(s)
     by_phase = {r: dict.fromkeys(semconv.END_PHASES, 0) for r in _NOT_FINISHED}
     for j in unfinished.tolist():
         by_phase[reasons_all[j]][phases[j] or semconv.END_PHASE_UNKNOWN] += 1
+    totals = table.sum(axis=0)
     return {
-        "client": _ordered(Counter(outcome)),
-        "server": {r: reason.count(r) for r in semconv.END_REASONS},
-        "by_client_outcome": {k: by_client[k] for k in _ordered(Counter(outcome))},
-        "cut_on_both_sides": cut_both,
+        "client": {str(names[k]): int(table[k].sum()) for k in order},
+        "server": {r: int(totals[_COLUMNS.index(r)]) for r in semconv.END_REASONS},
+        "by_client_outcome": {
+            str(names[k]): dict(zip(_COLUMNS, map(int, table[k]), strict=True)) for k in order
+        },
+        "cut_on_both_sides": int(np.count_nonzero(cut_client & cancelled)),
         "mismatches": mismatches,
         "by_phase": by_phase,
         "unread_work": _unread_work(data, unfinished, received_tokens),
