@@ -379,6 +379,13 @@ END_PHASE_PREFILL: Final = "prefill"
 END_PHASE_DECODE: Final = "decode"
 END_PHASE_PREEMPTED: Final = "preempted"
 END_PHASE_UNKNOWN: Final = "unknown"
+END_PHASES: Final = (
+    END_PHASE_QUEUE,
+    END_PHASE_PREFILL,
+    END_PHASE_DECODE,
+    END_PHASE_PREEMPTED,
+    END_PHASE_UNKNOWN,
+)
 SERVER_PROMPT_TOKENS_COMPUTED: Final = "otelbench.server.prompt_tokens_computed"
 """Int, on requests that did not finish: prompt tokens the engine had processed when the request
 ended (vLLM's ``num_computed_tokens`` up to the prompt length: prefill done, prefix-cache hits
@@ -611,11 +618,26 @@ LABEL_DECODE_DEADLINE: Final = "decode_deadline_seconds"
 """Etalon's decode deadline D_d of a fluidity series."""
 LABEL_OVER: Final = "over"
 """What Jain's index is taken over: ``ttft`` or ``tpot`` (each class's mean)."""
+LABEL_END_REASON: Final = "end_reason"
+"""Why the engine did not finish a request: ``cancelled``, ``aborted`` or ``error``
+(:data:`SERVER_END_REASON`)."""
+LABEL_END_PHASE: Final = "end_phase"
+"""Where the request was when it was cut (:data:`SERVER_END_PHASE`; ``unknown`` without one)."""
 
 METRIC_LIVE_REQUESTS: Final = "otelbench_live_requests"
-"""Gauge ({request}): requests in the window (successful and failed)."""
+"""Gauge ({request}): requests in the window (successful, failed and cut short)."""
 METRIC_LIVE_ERRORS: Final = "otelbench_live_errors"
 """Gauge ({request}): requests in the window whose server span has status Error."""
+METRIC_LIVE_CUT_REQUESTS: Final = "otelbench_live_cut_requests"
+"""Gauge ({request}), by end reason and end phase: requests in the window the engine did not
+finish (cancelled, aborted, error), every pair exposed, 0 included."""
+METRIC_LIVE_UNREAD_PROMPT_TOKENS: Final = "otelbench_live_unread_prompt_tokens"
+"""Gauge ({token}): prompt tokens the engine processed for the window's cut requests."""
+METRIC_LIVE_UNREAD_OUTPUT_TOKENS: Final = "otelbench_live_unread_output_tokens"
+"""Gauge ({token}): output tokens the engine generated for the window's cut requests."""
+METRIC_LIVE_UNREAD_ENGINE_SECONDS: Final = "otelbench_live_unread_engine_seconds"
+"""Gauge (s): request-seconds the window's cut requests spent in the engine (the sum of their
+``gen_ai.latency.time_in_model_inference``: first scheduling → cut)."""
 METRIC_LIVE_REQUEST_RATE: Final = "otelbench_live_requests_per_second"
 """Gauge: requests in the window / window length."""
 METRIC_LIVE_OUTPUT_TOKEN_RATE: Final = "otelbench_live_output_tokens_per_second"
@@ -647,7 +669,8 @@ METRIC_LIVE_JAIN: Final = "otelbench_live_jain_index"
 METRIC_LIVE_CLASS_REQUESTS: Final = "otelbench_live_class_requests"
 """Gauge ({request}), by class: requests in the window per class."""
 METRIC_LIVE_SLO_ATTAINMENT: Final = "otelbench_live_slo_attainment_ratio"
-"""Gauge (1), by slo: requests meeting the SLO / requests (failed requests never meet it)."""
+"""Gauge (1), by slo: requests meeting the SLO / requests (failed or cut requests never meet
+it)."""
 METRIC_LIVE_GOODPUT: Final = "otelbench_live_goodput_requests_per_second"
 """Gauge: requests meeting every configured SLO / window length."""
 METRIC_LIVE_GOODPUT_TOKENS: Final = "otelbench_live_goodput_tokens_per_second"

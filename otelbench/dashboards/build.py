@@ -219,6 +219,44 @@ def serving_overview() -> gdash.Dashboard:
             .with_target(_prom(_sel(live.METRIC_LIVE_REQUESTS), "{{source}} requests"))
             .with_target(_prom(_sel(live.METRIC_LIVE_ERRORS), "{{source}} errors", "B"))
         )
+        .with_row(gdash.Row("Requests cut short"))
+        .with_panel(
+            _timeseries(
+                "Requests cut short in the window, by phase",
+                "short",
+                "Requests the engine did not finish (the client hung up: cancelled; aborted; "
+                "engine error) by the phase they were in, from the hooks' server spans.",
+            ).with_target(
+                _prom(
+                    f"sum by (end_reason, end_phase) ({_sel(live.METRIC_LIVE_CUT_REQUESTS)})",
+                    "{{end_reason}} in {{end_phase}}",
+                )
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Engine work nobody read: tokens",
+                "short",
+                "Prompt tokens processed and output tokens generated for the window's requests "
+                "the engine did not finish (the engine core's account on their spans).",
+            )
+            .with_target(
+                _prom(_sel(live.METRIC_LIVE_UNREAD_PROMPT_TOKENS), "{{source}} prompt tokens")
+            )
+            .with_target(
+                _prom(_sel(live.METRIC_LIVE_UNREAD_OUTPUT_TOKENS), "{{source}} output tokens", "B")
+            )
+        )
+        .with_panel(
+            _timeseries(
+                "Engine work nobody read: request-seconds",
+                "s",
+                "Time the window's requests the engine did not finish held a place in the "
+                "running batch (time in model inference, first scheduling to the cut).",
+            ).with_target(
+                _prom(_sel(live.METRIC_LIVE_UNREAD_ENGINE_SECONDS), "{{source}} request-seconds")
+            )
+        )
         .with_row(gdash.Row("Latency percentiles"))
         .with_panel(
             _timeseries(
@@ -543,6 +581,31 @@ def request_anatomy() -> gdash.Dashboard:
             .calculate(False)
             .rows_frame(heatmap.RowsHeatmapOptions().layout(mcommon.HeatmapCellLayout.LE))
             .with_target(ClickHouseQueryBuilder("anatomy_token_gaps", table_format=False))
+        )
+        .with_panel(
+            timeseries.Panel()
+            .title("Requests the engine did not finish, per interval")
+            .description(
+                "Server spans the engine hooks ended without finishing, by end reason "
+                "(otelbench.server.end_reason): cancelled (the client hung up), aborted, error."
+            )
+            .datasource(CLICKHOUSE)
+            .unit("short")
+            .height(9)
+            .span(12)
+            .with_target(ClickHouseQueryBuilder("anatomy_cut", table_format=False))
+        )
+        .with_panel(
+            table.Panel()
+            .title("Engine work nobody read, by end reason and phase")
+            .description(
+                "Requests the engine did not finish, by end reason and the phase they were in: "
+                "prompt tokens processed, output tokens generated, request-seconds in the engine."
+            )
+            .datasource(CLICKHOUSE)
+            .height(9)
+            .span(12)
+            .with_target(ClickHouseQueryBuilder("anatomy_unread"))
         )
         .with_panel(
             table.Panel()

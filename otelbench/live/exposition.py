@@ -79,6 +79,19 @@ FAMILIES: Mapping[str, Family] = {
         "Requests whose server span ended in the window.", _SOURCE
     ),
     semconv.METRIC_LIVE_ERRORS: _gauge("Requests in the window with span status Error.", _SOURCE),
+    semconv.METRIC_LIVE_CUT_REQUESTS: _gauge(
+        "Requests in the window the engine did not finish, by end reason and phase.",
+        (semconv.LABEL_SOURCE, semconv.LABEL_END_REASON, semconv.LABEL_END_PHASE),
+    ),
+    semconv.METRIC_LIVE_UNREAD_PROMPT_TOKENS: _gauge(
+        "Prompt tokens the engine processed for requests it did not finish.", _SOURCE
+    ),
+    semconv.METRIC_LIVE_UNREAD_OUTPUT_TOKENS: _gauge(
+        "Output tokens the engine generated for requests it did not finish.", _SOURCE
+    ),
+    semconv.METRIC_LIVE_UNREAD_ENGINE_SECONDS: _gauge(
+        "Request-seconds in the engine of requests it did not finish.", _SOURCE, "seconds"
+    ),
     semconv.METRIC_LIVE_REQUEST_RATE: _gauge("Requests in the window per second.", _SOURCE),
     semconv.METRIC_LIVE_OUTPUT_TOKEN_RATE: _gauge(
         "Output tokens per second in the window.", _SOURCE
@@ -191,6 +204,13 @@ def _add_source(out: _Families, m: SourceMetrics) -> None:
     src = {semconv.LABEL_SOURCE: m.source}
     out.add(semconv.METRIC_LIVE_REQUESTS, m.requests, **src)
     out.add(semconv.METRIC_LIVE_ERRORS, m.errors, **src)
+    for (reason, phase), count in m.cut.items():
+        labels = {semconv.LABEL_END_REASON: reason, semconv.LABEL_END_PHASE: phase}
+        out.add(semconv.METRIC_LIVE_CUT_REQUESTS, count, **src, **labels)
+    if m.cut:
+        out.add(semconv.METRIC_LIVE_UNREAD_PROMPT_TOKENS, m.unread_prompt_tokens, **src)
+        out.add(semconv.METRIC_LIVE_UNREAD_OUTPUT_TOKENS, m.unread_output_tokens, **src)
+        out.add(semconv.METRIC_LIVE_UNREAD_ENGINE_SECONDS, m.unread_engine_s, **src)
     out.add(semconv.METRIC_LIVE_REQUEST_RATE, m.requests_per_s, **src)
     out.add(semconv.METRIC_LIVE_OUTPUT_TOKEN_RATE, m.output_tokens_per_s, **src)
     for name, summary in (

@@ -4,8 +4,18 @@ Input: a :class:`~otelbench.live.query.LiveWindow` (the server spans that ended 
 window, one per request) restricted to one traffic source. Definitions, each reusing the
 methodology's functions in :mod:`otelbench.metrics`:
 
-* **requests**, **errors** (span status Error), **request rate** = requests / window length;
-  **output token rate** = output tokens of the successful requests / window length.
+* **requests** (every server span that ended in the window, the requests the engine did not
+  finish included), **errors** (span status Error: the hooks' ``aborted`` and ``error`` ends
+  among them), **request rate** = requests / window length; **output token rate** = output
+  tokens of the successful requests / window length.
+* **Requests cut** (the engine hooks' ``otelbench.server.end_reason`` ``cancelled``,
+  ``aborted`` or ``error``, by ``otelbench.server.end_phase``; ``unknown`` without one): every
+  pair counted, 0 included; **unread work**: the prompt tokens processed, output tokens
+  generated and engine request-seconds (``gen_ai.latency.time_in_model_inference``) of those
+  requests, whose responses nobody read whole (the report's ``metrics.server.request_ends.
+  unread_work``).
+* A request is **successful** when its span's status is not Error and the engine finished it
+  (a cancelled request's status is unset, yet its timing stops where it was cut).
 * Over the **successful** requests: **TTFT**, **E2E**, **queue** and **prefill** are the server
   span's ``gen_ai.latency.*`` values (the TTFT components of draft 5.1.4.2); **ITL** samples are
   the gaps between consecutive output-token steps of the hook spans' per-token offsets (draft
@@ -26,9 +36,9 @@ methodology's functions in :mod:`otelbench.metrics`:
   draft's normalized-latency index; it needs at least 2 classes with values (else None).
   Requests without the attribute form the class :data:`~otelbench.semconv.CLASS_NONE`.
 * **SLO attainment** (per configured SLO and for all together): requests meeting it / all
-  requests; a failed request never meets it, a request without a TPOT (one output token) meets
-  the TPOT SLO. **Goodput** (DistServe's definition): requests meeting every configured SLO per
-  second, and their output tokens per second.
+  requests; a failed or cut request never meets it, a request without a TPOT (one output
+  token) meets the TPOT SLO. **Goodput** (DistServe's definition): requests meeting every
+  configured SLO per second, and their output tokens per second.
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -60,7 +70,9 @@ from otelbench.metrics import (
     preemption_stats,
     summarize,
     tpot,
+    unread_work,
 )
+from otelbench.query import ServerRequests
 
 __all__ = [
     "FLUIDITY_QUANTILES",
@@ -143,6 +155,13 @@ class SourceMetrics:
     """``ttft`` / ``tpot`` / ``all`` → attainment, for the SLOs configured (None: no request)."""
     goodput_requests_per_s: float | None = None
     goodput_tokens_per_s: float | None = None
+    cut: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    """(end reason, end phase) → requests the engine did not finish; every reason other than
+    ``finished`` with every phase, 0 included (empty where not computed)."""
+    unread_prompt_tokens: int = 0
+    unread_output_tokens: int = 0
+    unread_engine_s: float = 0.0
+    """The work of the requests in :attr:`cut` (module docstring)."""
 
 
 def _finite(a: npt.ArrayLike) -> F64:
@@ -181,7 +200,14 @@ def source_metrics(window: LiveWindow, source: str, config: WindowConfig) -> Sou
     """The metrics of ``source``'s requests in ``window`` (module docstring)."""
     select = window.mask(source)
     r = window.requests
-    ok_all = window.ok & select
+    cut_all = r.cut()
+    finished = window.ok & ~cut_all  # successful: not an error, and not cut short
+    unfinished = np.fromiter(
+        (reason != semconv.END_REASON_FINISHED for reason in r.end_reasons()),
+        dtype=np.bool_,
+        count=len(r),
+    )
+    ok_all = finished & select
     idx_all = np.flatnonzero(select)
     idx = np.flatnonzero(ok_all)
     window_s = window.window_s
@@ -225,7 +251,7 @@ def source_metrics(window: LiveWindow, source: str, config: WindowConfig) -> Sou
         else None
     )
 
-    hook_rows = idx_all[r.is_hook()[idx_all]]
+    hook_rows = idx_all[r.is_hook()[idx_all] & ~cut_all[idx_all]]
     preempt = preemption_stats(
         r.preemptions[hook_rows], window.ok[hook_rows], r.kv_tokens_discarded[hook_rows]
     )
@@ -236,7 +262,7 @@ def source_metrics(window: LiveWindow, source: str, config: WindowConfig) -> Sou
     )
     class_requests = dict(sorted(Counter(labels).items()))
     ok_labels = np.asarray(
-        [lab for lab, i in zip(labels, idx_all.tolist(), strict=True) if window.ok[i]],
+        [lab for lab, i in zip(labels, idx_all.tolist(), strict=True) if finished[i]],
         dtype=np.str_,
     )
     jain = {
@@ -247,17 +273,17 @@ def source_metrics(window: LiveWindow, source: str, config: WindowConfig) -> Sou
     attainment: dict[str, float | None] = {}
     goodput_rps = goodput_tps = None
     if config.slo_ttft_s is not None or config.slo_tpot_s is not None:
-        meets = np.ones(idx_all.size, dtype=np.bool_) & window.ok[idx_all]
+        meets = np.ones(idx_all.size, dtype=np.bool_) & finished[idx_all]
         ttft_sel = r.ttft_s[idx_all]
         tpot_sel = tpot_all[idx_all]
         total = idx_all.size
         if config.slo_ttft_s is not None:
-            m = window.ok[idx_all] & np.isfinite(ttft_sel) & (ttft_sel <= config.slo_ttft_s)
+            m = finished[idx_all] & np.isfinite(ttft_sel) & (ttft_sel <= config.slo_ttft_s)
             attainment["ttft"] = float(m.mean()) if total else None
             meets &= m
         if config.slo_tpot_s is not None:
             with np.errstate(invalid="ignore"):
-                m = window.ok[idx_all] & (~np.isfinite(tpot_sel) | (tpot_sel <= config.slo_tpot_s))
+                m = finished[idx_all] & (~np.isfinite(tpot_sel) | (tpot_sel <= config.slo_tpot_s))
             attainment["tpot"] = float(m.mean()) if total else None
             meets &= m
         attainment["all"] = float(meets.mean()) if total else None
@@ -268,7 +294,7 @@ def source_metrics(window: LiveWindow, source: str, config: WindowConfig) -> Sou
         source=source,
         window_s=window_s,
         requests=int(idx_all.size),
-        errors=int(idx_all.size - idx.size),
+        errors=int(np.count_nonzero(~window.ok[idx_all])),
         requests_per_s=idx_all.size / window_s,
         output_tokens_per_s=float(np.nansum(completion)) / window_s,
         ttft_s=summarize(_finite(r.ttft_s[idx])),
@@ -286,7 +312,29 @@ def source_metrics(window: LiveWindow, source: str, config: WindowConfig) -> Sou
         slo_attainment=attainment,
         goodput_requests_per_s=goodput_rps,
         goodput_tokens_per_s=goodput_tps,
+        **_cut_requests(r, idx_all[unfinished[idx_all]]),
     )
+
+
+def _cut_requests(r: ServerRequests, rows: npt.NDArray[np.intp]) -> dict[str, Any]:
+    """:class:`SourceMetrics`' ``cut`` and unread work of the server spans ``rows``: the
+    requests the engine did not finish (:func:`otelbench.metrics.unread_work`)."""
+    reasons = r.end_reasons()
+    phases = r.end_phase or (None,) * len(r)
+    counts = Counter((reasons[i], phases[i] or semconv.END_PHASE_UNKNOWN) for i in rows.tolist())
+    prompt, output = r.engine_work()
+    work = unread_work(prompt[rows], output[rows], r.inference_s[rows])
+    return {
+        "cut": {
+            (reason, phase): counts[(reason, phase)]
+            for reason in semconv.END_REASONS
+            if reason != semconv.END_REASON_FINISHED
+            for phase in semconv.END_PHASES
+        },
+        "unread_prompt_tokens": work.prompt_tokens,
+        "unread_output_tokens": work.output_tokens,
+        "unread_engine_s": work.engine_s,
+    }
 
 
 def window_metrics(

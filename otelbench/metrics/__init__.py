@@ -92,10 +92,14 @@ from otelbench.metrics.scaling import (
 )
 from otelbench.metrics.server import (
     TTFT_COMPONENTS,
+    EngineSteps,
     Preemptions,
     TtftDecomposition,
+    UnreadWork,
+    engine_steps,
     preemption_stats,
     ttft_decomposition,
+    unread_work,
 )
 from otelbench.metrics.stats import (
     MIN_RUNS,
@@ -139,6 +143,7 @@ __all__ = [
     "ClassFairness",
     "CountedOrderStatistics",
     "CurvePoints",
+    "EngineSteps",
     "Fairness",
     "FluidRate",
     "GuardrailOverhead",
@@ -162,10 +167,12 @@ __all__ = [
     "SummaryDict",
     "Throughput",
     "TtftDecomposition",
+    "UnreadWork",
     "bootstrap_ci",
     "consecutive_intervals",
     "deadline_intervals",
     "detect_saturation",
+    "engine_steps",
     "fit_linear",
     "fit_power_law",
     "fit_prefill_time",
@@ -206,5 +213,6 @@ __all__ = [
     "tpot",
     "ttft_by_input_length",
     "ttft_decomposition",
+    "unread_work",
     "window_throughput",
 ]

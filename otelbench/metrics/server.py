@@ -1,4 +1,5 @@
-"""Server-side metrics that need more than one span's numbers: TTFT decomposition, preemptions.
+"""Server-side metrics that need more than one span's numbers: TTFT decomposition, preemptions,
+engine steps.
 
 Pure numpy, no I/O. Definitions:
 
@@ -19,6 +20,19 @@ Pure numpy, no I/O. Definitions:
   ``total`` preemptions, ``requests_preempted`` (at least one), ``rate`` (preempted / observed),
   ``recovery_rate`` (preempted requests that still succeeded / preempted requests), tokens whose
   KV cache was discarded (recomputed on resumption) and the stall of each resumption.
+* **Engine steps** (draft 4.6.2–4.6.3 applied to Option C): the engine hooks give every output
+  token the time of the engine step that produced it, so the tokens of one step (speculative
+  decoding — n-gram, EAGLE, MTP — or any multi-token step) share one time. A **step** is a run
+  of equal times within a request; **tokens per step** is its length. Per-token ITL (Option C,
+  draft 5.4.3) then has ``tokens − steps`` zero samples, one per token beyond the first of its
+  step; the **time between steps** is the gap between consecutive distinct step times within a
+  request — Option A's "time between chunks" (4.6.3) taken at the engine, where a step is the
+  chunk and tokens per step its chunk size.
+* **Unread work**: the engine's work on requests it did not finish (cancelled, aborted,
+  failed), whose responses nobody read whole — prompt tokens processed and output tokens
+  generated (the engine core's account on a span cut short; a span ended through vLLM's finished
+  path counts its prompt and completion tokens) and request-seconds in the engine (time in model
+  inference: first scheduling to the end).
 """
 
 from __future__ import annotations
@@ -30,14 +44,19 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from otelbench.metrics.latency import Ragged, consecutive_intervals
 from otelbench.metrics.summary import percentile
 
 __all__ = [
     "TTFT_COMPONENTS",
+    "EngineSteps",
     "Preemptions",
     "TtftDecomposition",
+    "UnreadWork",
+    "engine_steps",
     "preemption_stats",
     "ttft_decomposition",
+    "unread_work",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -143,4 +162,113 @@ def preemption_stats(
         recovery_rate=recovered / n_preempted if n_preempted else None,
         kv_tokens_discarded=int(np.nansum(kv[observed])),
         per_request=counts,
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EngineSteps:
+    """The engine steps of per-token timelines (module docstring, draft 4.6.2–4.6.3).
+
+    ``tokens_per_step`` has one entry per step, request after request; ``step_times`` each
+    request's distinct step times (a request without tokens has none); ``between_steps`` the
+    gaps between consecutive ones (:func:`~otelbench.metrics.consecutive_intervals`);
+    ``zero_gaps`` the per-token ITL samples that are 0 (``tokens - steps``) and ``itl_samples``
+    all of them (``tokens`` less one per request with a token).
+    """
+
+    tokens_per_step: npt.NDArray[np.int64]
+    step_times: Ragged
+    between_steps: Ragged
+    tokens: int
+    zero_gaps: int
+    itl_samples: int
+
+    @property
+    def steps(self) -> int:
+        """How many engine steps produced the tokens."""
+        return int(self.tokens_per_step.size)
+
+    @property
+    def multi_token_steps(self) -> int:
+        """Steps that produced more than one token."""
+        return int(np.count_nonzero(self.tokens_per_step > 1))
+
+    @property
+    def zero_gap_share(self) -> float | None:
+        """``zero_gaps / itl_samples``: the share of per-token ITL samples that are 0 (None
+        without a sample)."""
+        return self.zero_gaps / self.itl_samples if self.itl_samples else None
+
+
+def engine_steps(token_times: Ragged) -> EngineSteps:
+    """Group each request's per-token times (non-decreasing, one per token; the engine hooks'
+    Option C offsets) into engine steps: runs of equal times.
+
+    >>> s = engine_steps(Ragged.from_lengths([10.0, 20.0, 20.0, 20.0, 35.0, 5.0], [5, 1]))
+    >>> s.tokens_per_step.tolist(), [g.tolist() for g in s.between_steps]
+    ([1, 3, 1, 1], [[10.0, 15.0], []])
+    >>> s.zero_gaps, s.itl_samples, s.zero_gap_share
+    (2, 4, 0.5)
+    """
+    v = token_times.values
+    lengths = token_times.lengths()
+    nonempty = lengths > 0
+    starts = token_times.bounds[:-1][nonempty]
+    new_step = np.ones(v.size, dtype=np.bool_)
+    if v.size > 1:
+        np.not_equal(v[1:], v[:-1], out=new_step[1:])
+    new_step[starts] = True  # a request's first token opens its first step
+    step_starts = np.flatnonzero(new_step)
+    tokens_per_step = np.diff(np.append(step_starts, v.size)).astype(np.int64)
+    steps_per_request = np.zeros(lengths.size, dtype=np.int64)
+    if starts.size:
+        steps_per_request[nonempty] = np.add.reduceat(new_step.astype(np.int64), starts)
+    step_times = Ragged.from_lengths(v[new_step], steps_per_request)
+    tokens = int(v.size)
+    return EngineSteps(
+        tokens_per_step=tokens_per_step,
+        step_times=step_times,
+        between_steps=consecutive_intervals(step_times),
+        tokens=tokens,
+        zero_gaps=tokens - int(step_starts.size),
+        itl_samples=tokens - int(starts.size),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadWork:
+    """The engine's work on requests it did not finish (module docstring)."""
+
+    requests: int
+    prompt_tokens: int
+    output_tokens: int
+    engine_s: float
+    unaccounted: int
+    """Requests whose work is not known: cut short without the engine core's account (their
+    tokens count as 0)."""
+
+
+def unread_work(
+    prompt_tokens: npt.ArrayLike, output_tokens: npt.ArrayLike, inference_s: npt.ArrayLike
+) -> UnreadWork:
+    """Sum the work of requests the engine did not finish, one entry per request: the prompt
+    tokens it processed and the output tokens it generated for each (NaN: not known, counted
+    in ``unaccounted`` and as 0), and each one's time in model inference (NaN: none, a request
+    cut in the queue).
+
+    >>> w = unread_work([100, float("nan"), 50], [4, float("nan"), 2], [0.5, float("nan"), 0.25])
+    >>> (w.requests, w.prompt_tokens, w.output_tokens, w.engine_s, w.unaccounted)
+    (3, 150, 6, 0.75, 1)
+    """
+    prompt, output, inference = (
+        np.asarray(a, dtype=np.float64) for a in (prompt_tokens, output_tokens, inference_s)
+    )
+    if not prompt.shape == output.shape == inference.shape:
+        raise ValueError("per-request arrays must have the same shape")
+    return UnreadWork(
+        requests=int(prompt.size),
+        prompt_tokens=int(np.nansum(prompt)),
+        output_tokens=int(np.nansum(output)),
+        engine_s=float(np.nansum(inference)),
+        unaccounted=int(np.count_nonzero(~(np.isfinite(prompt) & np.isfinite(output)))),
     )

@@ -231,10 +231,11 @@ def _client_times(data: RunData) -> tuple[Ragged, np.ndarray[Any, Any]]:
 
 def _server_times(data: RunData) -> tuple[Ragged, np.ndarray[Any, Any]] | None:
     """Option C token times (s since arrival) of the successful requests whose engine-hook span
-    has them, and the positions of those requests among the client's; None without any."""
+    has them (requests the engine finished), and the positions of those requests among the
+    client's; None without any."""
     s = data.server
     joined = s.client_index >= 0
-    keep = joined & s.is_hook() & (np.diff(s.token_bounds) > 0)
+    keep = joined & s.is_hook() & (np.diff(s.token_bounds) > 0) & ~s.cut()
     keep[joined] &= data.client.ok[s.client_index[joined]]
     if not np.any(keep):
         return None

@@ -39,6 +39,7 @@ from otelbench.loadgen.runner import RunOutcome
 from otelbench.metrics import detect_saturation, queue_growing, steady_state
 from otelbench.metrics.curves import RAMP_FRACTION
 from otelbench.query import ClientRequests, RunData, RunInfo, ServerRequests
+from otelbench.report.request_ends import CLIENT_CUT
 from otelbench.report.types import Report
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "MIN_COMPLETION_SAMPLES",
     "in_flight",
     "level_row",
+    "requests_cut",
     "run_data_from_outcome",
     "saturation_at",
 ]
@@ -88,6 +90,7 @@ LEVEL_ROW_KEYS: Final = (
     "max_in_flight",
     "steady_state",
     "tokens_in_flight",
+    "requests_cut",
 )
 """The keys of :func:`level_row`, in order."""
 
@@ -147,41 +150,7 @@ def run_data_from_outcome(outcome: RunOutcome) -> RunData:
         span_start_unix_ns=start_ns,
         span_duration_ns=max(0, int(end_unix * 1e9) - start_ns),
     )
-    return RunData(run=run, client=client, server=_no_server_spans())
-
-
-def _no_server_spans() -> ServerRequests:
-    empty_f = np.empty(0, dtype=np.float64)
-    empty_i = np.empty(0, dtype=np.int64)
-    zero = np.zeros(1, dtype=np.int64)
-    return ServerRequests(
-        trace_id=(),
-        span_id=(),
-        parent_span_id=(),
-        client_index=empty_i,
-        start_unix_ns=empty_i,
-        duration_ns=empty_i,
-        request_id=(),
-        ttft_s=empty_f,
-        e2e_s=empty_f,
-        queue_s=empty_f,
-        prefill_s=empty_f,
-        decode_s=empty_f,
-        inference_s=empty_f,
-        prompt_tokens=empty_f,
-        completion_tokens=empty_f,
-        span_name=(),
-        finish_reason=(),
-        cache_read_tokens=empty_f,
-        preemptions=empty_f,
-        preemption_events=empty_f,
-        kv_tokens_discarded=empty_f,
-        output_phase_token=empty_f,
-        token_bounds=zero,
-        token_offset_us=empty_i,
-        stall_bounds=zero.copy(),
-        stall_us=empty_i,
-    )
+    return RunData(run=run, client=client, server=ServerRequests.empty())
 
 
 def in_flight(submit_ns: npt.ArrayLike, end_ns: npt.ArrayLike) -> tuple[F64, F64]:
@@ -226,7 +195,8 @@ def level_row(data: RunData, report: Report) -> dict[str, Any]:
     while requests arrive (module docstring);
     ``steady_state`` the 5.2.3.2 check over the window (dict);
     ``tokens_in_flight`` the time-averaged input + output tokens of the requests in flight
-    (5.5.4, approximated by each request's full input and output counts while it is open).
+    (5.5.4, approximated by each request's full input and output counts while it is open);
+    ``requests_cut`` how many requests were cut on each side (:func:`requests_cut`).
     """
     run = report["run"]
     load = run.get("load") or {}
@@ -277,7 +247,29 @@ def level_row(data: RunData, report: Report) -> dict[str, Any]:
         "max_in_flight": int(depth.max()) if depth.size else 0,
         "steady_state": steady,
         "tokens_in_flight": _tokens_in_flight(c, end_ns),
+        "requests_cut": requests_cut(report),
     }
+
+
+def requests_cut(report: Report) -> dict[str, int | None]:
+    """A level's requests cut on each side, from its run report: ``client`` the requests the
+    client cancelled or that timed out (``run.requests.failed_by_type``); ``server`` the joined
+    requests the engine did not finish (end reason cancelled, aborted or error) and ``both`` the
+    client's cuts whose server span ended cancelled (``metrics.server.request_ends``; 0 when the
+    report has server spans but no such section: nothing was cut and no span says otherwise);
+    both None without server spans (a live row while the procedure runs)."""
+    failed = report["run"]["requests"].get("failed_by_type") or {}
+    client = sum(int(failed.get(kind, 0)) for kind in CLIENT_CUT)
+    server = report["metrics"].get("server")
+    if server is None:
+        return {"client": client, "server": None, "both": None}
+    ends = server.get("request_ends")
+    if ends is None:
+        return {"client": client, "server": 0, "both": 0}
+    not_finished = sum(
+        n for reason, n in ends["server"].items() if reason != semconv.END_REASON_FINISHED
+    )
+    return {"client": client, "server": not_finished, "both": ends["cut_on_both_sides"]}
 
 
 def _rate(times_ns: I64) -> float | None:

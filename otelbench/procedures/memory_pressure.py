@@ -37,7 +37,8 @@ Measurements per level (5.8.4, :func:`pressure_row`):
   5.5.2), ``http_4xx``, ``timeout``, ``other`` (stream cut, unreachable, …); ``oom_like_errors``
   is the ``http_5xx`` count;
 * ``preemption`` — from the engine hooks' server spans (``otelbench.vllm.request``) joined to the
-  level's requests (:func:`preemption_measurements`): ``requests_observed``,
+  level's requests the engine finished, as the run report's ``metrics.server.preemptions``
+  (:func:`preemption_measurements`): ``requests_observed``,
   ``requests_preempted``, ``rate`` (fraction of observed requests preempted at least once),
   ``recovered`` / ``recovery_rate`` (preempted requests that still completed successfully),
   ``events`` (preemption span events), ``kv_tokens_discarded`` and ``loss_per_preemption``
@@ -222,7 +223,7 @@ def preemption_measurements(data: RunData, bins: int = TIMELINE_BINS) -> dict[st
     the caller reports n/a. See the module docstring for the definitions.
     """
     s, c = data.server, data.client
-    hook = s.is_hook() & (s.client_index >= 0)
+    hook = s.is_hook() & (s.client_index >= 0) & ~s.cut()  # requests the engine finished
     if not np.any(hook):
         return None
     counts = np.where(np.isfinite(s.preemptions), s.preemptions, s.preemption_events)[hook]

@@ -317,7 +317,8 @@ class PrefixCacheProcedure(Procedure[PrefixCacheParams]):
         row.update({f"ttft_{k}_ms": v for k, v in _ms(c_ttft).items()})
         s_ttft = np.empty(0)
         if data is not None and len(data.server):
-            s_ttft = (data.server.ttft_s * 1000.0).astype(np.float64)
+            finished = ~data.server.cut()  # a request cut short has no whole timing
+            s_ttft = (data.server.ttft_s[finished] * 1000.0).astype(np.float64)
         server = _ms(s_ttft)
         row["server_ttft_p50_ms"], row["server_ttft_p99_ms"] = server["p50"], server["p99"]
         row["output_tokens_per_s"] = (level.row or {}).get("output_tokens_per_s")

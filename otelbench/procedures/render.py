@@ -1,8 +1,9 @@
 """``procedure.md``: the common header and footer around a procedure's own tables.
 
 Header: title and draft section, profile, the configuration summary (5.1.5.1-style) and the
-parameters. Footer: the levels and their run reports, deviations, notes, and the procedure's
-methodology compliance (its own verdict, draft 2). Latencies print in
+parameters. Footer: the levels and their run reports, the requests cut per level (when a level
+had any), deviations, notes, and the procedure's methodology compliance (its own verdict, draft
+2). Latencies print in
 ms with the precision given; absent values as ``n/a``.
 
 Example::
@@ -101,6 +102,28 @@ def _configuration(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _requests_cut(result: Mapping[str, Any]) -> list[str]:
+    """The levels' ``requests_cut`` (``otelbench.procedures.levels.requests_cut``) as a table,
+    when a level of ``levels`` had a request cut on either side; nothing otherwise."""
+    rows = []
+    for lv in result.get("levels") or []:
+        cut = lv.get("requests_cut") if isinstance(lv, Mapping) else None
+        if isinstance(cut, Mapping) and (cut.get("client") or cut.get("server")):
+            rows.append(
+                [
+                    str(lv.get("index")),
+                    str(lv.get("label")),
+                    str(cut.get("client")),
+                    NA if cut.get("server") is None else str(cut["server"]),
+                    NA if cut.get("both") is None else str(cut["both"]),
+                ]
+            )
+    if not rows:
+        return []
+    header = ["#", "Label", "Client cut (cancelled, timed out)", "Engine did not finish", "Both"]
+    return ["## Requests cut", "", *table(header, rows), ""]
+
+
 def _source(section: str) -> str:
     """``draft 5.3`` for a draft section; a reference outside the draft (``Etalon §4.2``) as is."""
     return f"draft {section}" if section[:1].isdigit() else section
@@ -147,6 +170,7 @@ def render_procedure(result: Mapping[str, Any], body: Sequence[str]) -> str:
             ],
         ),
         "",
+        *_requests_cut(result),
         "## Deviations from the draft",
         "",
         *([f"- {d}" for d in result["deviations"]] or ["- none"]),

@@ -143,6 +143,10 @@ NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "attr_server_preemptions": semconv.SERVER_PREEMPTIONS,
     "attr_server_token_offsets_us": semconv.SERVER_TOKEN_OFFSETS_US,
     "attr_server_output_phase_token": semconv.SERVER_OUTPUT_PHASE_TOKEN,
+    "attr_server_end_reason": semconv.SERVER_END_REASON,
+    "attr_server_end_phase": semconv.SERVER_END_PHASE,
+    "attr_server_prompt_tokens_computed": semconv.SERVER_PROMPT_TOKENS_COMPUTED,
+    "attr_server_output_tokens_generated": semconv.SERVER_OUTPUT_TOKENS_GENERATED,
     "attr_preemption_kv_discarded": semconv.PREEMPTION_KV_TOKENS_DISCARDED,
     "res_vllm_version": semconv.RESOURCE_VLLM_VERSION,
     "res_hooks_version": semconv.RESOURCE_TELEMETRY_DISTRO_VERSION,
@@ -181,17 +185,24 @@ def _json_array(item: str) -> str:
     return rf"^\[{_JSON_WS}({item}({_JSON_WS},{_JSON_WS}{item})*)?{_JSON_WS}\]$"
 
 
+def _one_of(values: tuple[str, ...]) -> str:
+    return "^(" + "|".join(re.escape(v) for v in values) + ")$"
+
+
 PATTERN_PARAMETERS: Final[Mapping[str, str]] = {
     "re_int": r"^-?[0-9]{1,18}$",
     "re_number": r"^-?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][+-]?[0-9]{1,2})?$",
     "re_int_array": _json_array(_JSON_INT),
     "re_string_array": _json_array(_JSON_STRING),
+    "re_end_reason": _one_of(semconv.END_REASONS),
+    "re_end_phase": _one_of(semconv.END_PHASES),
 }
 """What a stored attribute must look like to be parsed, as RE2 patterns both dialects bind
 (``$re_int``, ``{re_int:String}``): one definition, so DuckDB and ClickHouse accept the same
 text. An integer has at most 18 digits (no int64 overflow); a number has at most 30 digits on
 either side of the point and a two-digit exponent (always finite); an array is JSON, of such
-integers or of strings (no control characters, no escaped NUL or surrogates). A value that is
+integers or of strings (no control characters, no escaped NUL or surrogates); an end reason or
+end phase is one of :data:`otelbench.semconv.END_REASONS` / ``END_PHASES``. A value that is
 present but does not match is **rejected**: read as absent (NULL, NaN, an empty list) and named
 in the query's ``rejected_attributes`` column, which the extraction counts."""
 
@@ -809,6 +820,10 @@ def server_requests_from_columns(
         rejected_attributes=_rejections(cols["rejected_attributes"]),
         preemption_bounds=None if preempted_at is None else _bounds(preempted_at[1]),
         preemption_offset_us=None if preempted_at is None else preempted_at[0],
+        end_reason=_str(cols["end_reason"]) if "end_reason" in cols else None,
+        end_phase=_str(cols["end_phase"]) if "end_phase" in cols else None,
+        prompt_tokens_computed=_f64(cols.get("prompt_tokens_computed", absent_f64)),
+        output_tokens_generated=_f64(cols.get("output_tokens_generated", absent_f64)),
     )
 
 

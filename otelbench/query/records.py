@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -168,7 +168,15 @@ class ServerRequests:
     * ``preemption_offset_us`` grouped by ``preemption_bounds``: µs from the span's start (the
       request's arrival in the engine) to each preemption event, the engine's own time of the
       preemption (the hooks convert the engine core's monotonic step time to the span's clock);
-      both None where the records were built without event times.
+      both None where the records were built without event times;
+    * ``end_reason``: ``otelbench.server.end_reason`` as stored (``finished``, ``cancelled``,
+      ``aborted`` or ``error``; None where absent: spans written before the hooks knew
+      cancellations, and vLLM's own spans); ``end_phase``: ``otelbench.server.end_phase``,
+      set on the spans of requests that did not finish; ``prompt_tokens_computed`` and
+      ``output_tokens_generated``: the engine core's account of the work done on such a request
+      (NaN where absent). The four are None (all absent) where the records were built without
+      them. :meth:`end_reasons` reads every span's end reason, :meth:`cut` which spans the hooks
+      marked as requests that did not finish.
     """
 
     trace_id: tuple[str, ...]
@@ -204,6 +212,10 @@ class ServerRequests:
     events."""
     preemption_bounds: I64 | None = None
     preemption_offset_us: I64 | None = None
+    end_reason: tuple[str | None, ...] | None = None
+    end_phase: tuple[str | None, ...] | None = None
+    prompt_tokens_computed: F64 | None = None
+    output_tokens_generated: F64 | None = None
 
     def __post_init__(self) -> None:
         ragged = {"token_bounds": ("token_offset_us",), "stall_bounds": ("stall_us",)}
@@ -224,6 +236,48 @@ class ServerRequests:
             count=len(self.span_name),
         )
 
+    def end_reasons(self) -> tuple[str, ...]:
+        """Every span's end reason (:data:`otelbench.semconv.END_REASONS`): the stored
+        ``otelbench.server.end_reason``; where it is absent (a span written before the hooks knew
+        cancellations, or vLLM's own span), ``aborted`` / ``error`` for the finish reason
+        ``abort`` / ``error``, else ``finished`` (``otelbench.semconv.SERVER_END_REASON``)."""
+        stored = self.end_reason or (None,) * len(self)
+        return tuple(
+            reason or _LEGACY_END_REASONS.get(_one_word(finish), semconv.END_REASON_FINISHED)
+            for reason, finish in zip(stored, self.finish_reason, strict=True)
+        )
+
+    def cut(self) -> npt.NDArray[np.bool_]:
+        """True for the spans the hooks marked as requests that did not finish: an end reason
+        other than ``finished``, or an end phase. Their timing stops where the request was cut
+        (no decode time, ``time_in_model_inference`` up to the cut), so the latency summaries
+        leave them out; a span without the marking (older hooks, vLLM's own spans) is timed as
+        before, whatever its finish reason."""
+        reasons = self.end_reason or (None,) * len(self)
+        phases = self.end_phase or (None,) * len(self)
+        return np.fromiter(
+            (
+                (r is not None and r != semconv.END_REASON_FINISHED) or p is not None
+                for r, p in zip(reasons, phases, strict=True)
+            ),
+            dtype=np.bool_,
+            count=len(self),
+        )
+
+    def engine_work(self) -> tuple[F64, F64]:
+        """Per span, the prompt tokens the engine processed and the output tokens it generated:
+        for a span :meth:`cut` short, the engine core's account (``prompt_tokens_computed``,
+        ``output_tokens_generated``; NaN where it did not reach the hooks); for the others, which
+        went through vLLM's finished path, their prompt and completion tokens."""
+        cut = self.cut()
+        absent = np.full(len(self), np.nan)
+        computed = absent if self.prompt_tokens_computed is None else self.prompt_tokens_computed
+        generated = absent if self.output_tokens_generated is None else self.output_tokens_generated
+        return (
+            np.where(cut, computed, self.prompt_tokens),
+            np.where(cut, generated, self.completion_tokens),
+        )
+
     def token_offsets(self, i: int) -> I64:
         """Span ``i``'s per-token offsets (µs since arrival; empty without hook offsets)."""
         return _ragged(self.token_bounds, self.token_offset_us, i)
@@ -237,6 +291,31 @@ class ServerRequests:
         if self.preemption_bounds is None or self.preemption_offset_us is None:
             return None
         return _ragged(self.preemption_bounds, self.preemption_offset_us, i)
+
+    @classmethod
+    def empty(cls) -> ServerRequests:
+        """No server span."""
+        none: tuple[str | None, ...] = ()
+        i64 = np.empty(0, dtype=np.int64)
+        f64 = np.empty(0, dtype=np.float64)
+        return cls(
+            (), (), (), i64, i64, i64, none, f64, f64, f64, f64, f64, f64, f64, f64, (), none,
+            f64, f64, f64, f64, f64, np.zeros(1, dtype=np.int64), i64,
+            np.zeros(1, dtype=np.int64), i64,
+        )  # fmt: skip
+
+
+_LEGACY_END_REASONS: Final[Mapping[str, str]] = {
+    "abort": semconv.END_REASON_ABORTED,
+    "error": semconv.END_REASON_ERROR,
+}
+"""vLLM finish reasons that mean the request did not finish, for spans without an end reason."""
+
+
+def _one_word(finish_reason: str | None) -> str:
+    """A finish reason as one word: ``abort`` as the hooks write it, or vLLM's own span's
+    one-element JSON list (``["abort"]``)."""
+    return (finish_reason or "").strip().strip("[]").strip().strip('"')
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -55,7 +55,9 @@ from otelbench.report.compliance import compliance
 from otelbench.report.configuration import configuration_summary
 from otelbench.report.evidence import phases_section, sent_section
 from otelbench.report.guardrails import guardrails_section
+from otelbench.report.request_ends import request_ends_section
 from otelbench.report.sections import (
+    MULTI_TOKEN_STEP_HANDLING,
     classes_section,
     client_itl_ms,
     client_itl_shape,
@@ -64,11 +66,14 @@ from otelbench.report.sections import (
     client_jitter_us,
     client_token_arrivals_us,
     derive_ahead,
+    engine_steps_section,
+    engine_steps_statement,
     fluidity_deviations,
     fluidity_section,
     input_tokens_of,
     load_generator_section,
     reasoning_section,
+    server_finished,
     server_is_hook,
     server_itl_summary,
     server_itl_us,
@@ -254,7 +259,7 @@ def report_from_data(data: RunData, *, prefill_deadline_s: float | None = None) 
     if reasoning is not None:
         client_metrics["reasoning"] = reasoning
     metrics: rt.Metrics = {"client": client_metrics}
-    server = _server_metrics(data, ttft_ms)
+    server = _server_metrics(data, ttft_ms, output_tokens)
     if server is not None:
         metrics["server"] = server
     fluidity = fluidity_section(data, prefill_deadline_s=prefill_deadline_s)
@@ -283,7 +288,9 @@ def report_from_data(data: RunData, *, prefill_deadline_s: float | None = None) 
         "run": _run_section(data, result),
         "metrics": metrics,
         "methodology": {
-            "itl_method": _itl_method(dict(sorted(sources.items())), server),
+            "itl_method": _itl_method(
+                dict(sorted(sources.items())), server, engine_steps_statement(data)
+            ),
             "first_token_definition": FIRST_TOKEN_DEFINITION,
             "tpot_definition": TPOT_DEFINITION,
             "jitter_definition": JITTER_DEFINITION,
@@ -347,12 +354,19 @@ def _first_content_token(c: ClientRequests) -> rt.FirstContentToken:
 
 
 def _server_metrics(
-    data: RunData, client_ttft_ms: npt.NDArray[np.float64]
+    data: RunData,
+    client_ttft_ms: npt.NDArray[np.float64],
+    received_tokens: npt.NDArray[np.float64],
 ) -> rt.ServerMetrics | None:
+    """``metrics.server``: the joined server spans (cut requests' included) in the counts, the
+    spans of the requests the engine finished (:func:`server_finished`) in the latencies."""
     s = data.server
-    joined = s.client_index >= 0
-    if not np.any(joined):
+    joined_any = s.client_index >= 0
+    if not np.any(joined_any):
         return None
+    n_joined = int(np.unique(s.client_index[joined_any]).size)
+    hook_any = server_is_hook(data)[joined_any]
+    joined = joined_any & server_finished(data)
     idx = s.client_index[joined]
     hook = server_is_hook(data)[joined]
     client_ok = data.client.ok[idx]
@@ -378,13 +392,12 @@ def _server_metrics(
     queue_ms = s.queue_s[joined] * 1000.0
     prefill_ms = s.prefill_s[joined] * 1000.0
     difference = client_ttft_ms[idx] - server_ttft_ms
-    n_joined = int(np.unique(idx).size)
     out: rt.ServerMetrics = {
         "requests_joined": n_joined,
         "client_requests_without_server_span": len(data.client) - n_joined,
         "span_sources": {
-            semconv.SPAN_HOOK_REQUEST: int(hook.sum()),
-            semconv.SPAN_VLLM_REQUEST: int((~hook).sum()),
+            semconv.SPAN_HOOK_REQUEST: int(hook_any.sum()),
+            semconv.SPAN_VLLM_REQUEST: int((~hook_any).sum()),
         },
         "ttft_ms": summary_of(server_ttft_ms),
         "tpot_ms": summary_of(server_tpot_ms),
@@ -400,8 +413,9 @@ def _server_metrics(
             prefill_ms[client_ok],
         ),
     }
+    ends = request_ends_section(data, received_tokens)
     if not np.any(hook):
-        return out
+        return _with_ends(out, ends)
 
     itl_us = server_itl_us(data)  # consecutive_intervals(tokens.select(hook & has_offsets))
     itl_summary = server_itl_summary(data)
@@ -429,6 +443,16 @@ def _server_metrics(
         "tokens_lost": p.kv_tokens_discarded,
         "stall_ms": summary_of(stalls_ms),
     }
+    steps = engine_steps_section(data)
+    if steps is not None:
+        out["engine_steps"] = steps
+    return _with_ends(out, ends)
+
+
+def _with_ends(out: rt.ServerMetrics, ends: rt.RequestEnds | None) -> rt.ServerMetrics:
+    """``out`` with ``request_ends`` last, when there is one."""
+    if ends is not None:
+        out["request_ends"] = ends
     return out
 
 
@@ -555,14 +579,16 @@ def server_timing(data: RunData) -> rt.ServerTiming:
     }
 
 
-def _itl_method(sources: dict[str, int], server: rt.ServerMetrics | None) -> rt.ItlMethod:
+def _itl_method(
+    sources: dict[str, int], server: rt.ServerMetrics | None, engine_steps: str | None
+) -> rt.ItlMethod:
     if not sources:
         declared = None
     elif len(sources) == 1:
         declared = next(iter(sources))
     else:
         declared = "mixed"
-    return {
+    method: rt.ItlMethod = {
         "option": "B",
         "name": "distributed timing (draft 4.6.3 Option B)",
         "description": (
@@ -587,6 +613,11 @@ def _itl_method(sources: dict[str, int], server: rt.ServerMetrics | None) -> rt.
         "server_option": "C" if server is not None and "itl_ms" in server else None,
         "server_side": _server_side(server),
     }
+    if server is not None and "itl_ms" in server and engine_steps is not None:
+        method["server_engine_steps"] = engine_steps
+        if "engine_steps" in server:
+            method["server_multi_token_handling"] = MULTI_TOKEN_STEP_HANDLING
+    return method
 
 
 def _server_side(server: rt.ServerMetrics | None) -> str:

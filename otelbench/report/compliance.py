@@ -918,6 +918,12 @@ def _chunking(f: ReportFacts) -> tuple[bool, str]:
     else:
         chunks = "one token per chunk"
     handling = f"multi-token chunks handled by Option {option or NOT_DECLARED}"
+    if nonblank(itl.get("server_engine_steps")):  # Option C's chunks: the engine's steps
+        handling += f"; server ITL by Option C: {itl['server_engine_steps']}" + (
+            ", handled as methodology.itl_method.server_multi_token_handling says"
+            if itl.get("server_multi_token_handling")
+            else ""
+        )
     protocol_text = f"protocol {protocol or NOT_DECLARED}"
     if not requests or counted < requests:
         assumed = ", ".join(

@@ -59,7 +59,7 @@ from otelbench.report.figures import (
     html_table,
     throughput_latency,
 )
-from otelbench.report.markdown import server_timing_text
+from otelbench.report.markdown import request_ends_table, server_timing_text
 from otelbench.report.plot_data import MAX_POINTS, PLOT_DATA_VERSION, plot_data
 from otelbench.report.types import Report
 
@@ -152,6 +152,20 @@ def _latency_table(report: Mapping[str, Any]) -> str:
     )
 
 
+def _request_ends(report: Mapping[str, Any]) -> list[str]:
+    """``metrics.server.request_ends`` as report.md shows it: client outcome by server end
+    reason, and the rest in words (nothing when the report has no such section)."""
+    table = request_ends_table(dig(report, "metrics", "server", "request_ends"))
+    if table is None:
+        return []
+    header, rows, notes = table
+    return [
+        "<h2>Requests by end: client vs server</h2>",
+        html_table(header, rows) if rows else "",
+        '<ul class="ends">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>",
+    ]
+
+
 def _configuration_table(report: Mapping[str, Any]) -> str:
     """The configuration summary (draft 5.1.5.1), as report.md shows it."""
     summary = mapping(report.get("configuration"))
@@ -177,6 +191,12 @@ def _methodology(report: Mapping[str, Any]) -> str:
         items.append(("ITL protocol", str(itl.get("protocol"))))
         items.append(("chunk token source", str(itl.get("chunk_token_source"))))
         items.append(("server ITL", str(itl.get("server_side"))))
+        for key, label in (
+            ("server_engine_steps", "engine steps"),
+            ("server_multi_token_handling", "several tokens of one engine step"),
+        ):
+            if itl.get(key):
+                items.append((label, str(itl[key])))
     for key, label in (
         ("first_token_definition", "first token"),
         ("tpot_definition", "TPOT"),
@@ -331,6 +351,7 @@ def render_html(report: Report, plot_data: Mapping[str, Any] | None = None) -> s
             _configuration_table(report),
             "<h2>Headline latencies: client vs server</h2>",
             _latency_table(report),
+            *_request_ends(report),
             "<h2>Plots</h2>",
             f'<div class="plots">{"".join(figures)}</div>',
             "<h2>Deviations from the draft</h2>",

@@ -30,7 +30,7 @@ from otelbench.report.compliance import compliance
 from otelbench.report.configuration import CONFIGURATION_LABELS, configuration_summary
 from otelbench.report.types import Report
 
-__all__ = ["compliance_lines", "render_markdown"]
+__all__ = ["compliance_lines", "render_markdown", "request_ends_table", "server_timing_text"]
 
 
 def _ms(value: Any) -> str:
@@ -307,9 +307,137 @@ def _server_section(metrics: Mapping[str, Any]) -> list[str]:
         *_table(["Component", "Requests", "P50", "P95", "P99"], components),
         "",
     ]
+    lines += _request_ends_section(server.get("request_ends"))
     lines += _decomposition_section(server.get("ttft_decomposition_ms"))
     lines += _preemption_section(server.get("preemptions"))
+    lines += _engine_steps_section(server.get("engine_steps"))
     return lines
+
+
+_END_REASONS = ("finished", "cancelled", "aborted", "error")
+_CLIENT_CUT = ("cancelled", "timeout")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def request_ends_table(
+    ends: Any,
+) -> tuple[list[str], list[list[str]], list[str]] | None:
+    """``metrics.server.request_ends`` as a table, client outcome by server end reason (header
+    and rows; the last row sums each column), and the lines that say the rest in words: cut on
+    both sides, mismatches, phases, the work nobody read. Only the line "no request was cut"
+    when nothing was; None without the section (report.md and report.html show the same)."""
+    if not isinstance(ends, Mapping):
+        return None
+    client, server = mapping(ends.get("client")), mapping(ends.get("server"))
+    by_client = mapping(ends.get("by_client_outcome"))
+    cut_client = sum(_count(client.get(k)) for k in _CLIENT_CUT)
+    not_finished = sum(_count(server.get(k)) for k in _END_REASONS[1:])
+    if not cut_client and not not_finished:
+        return (
+            [],
+            [],
+            [
+                f"No request was cut: the engine finished all {_count(server.get('finished'))} "
+                "joined requests, and no client request was cancelled or timed out."
+            ],
+        )
+    columns = [*_END_REASONS, "no_server_span"]
+    header = ["Client outcome", "Requests", *(c.replace("_", " ") for c in columns)]
+    rows = [
+        [
+            str(outcome),
+            str(_count(n)),
+            *(str(_count(mapping(by_client.get(outcome)).get(c))) for c in columns),
+        ]
+        for outcome, n in client.items()
+    ]
+    totals = [sum(_count(mapping(row).get(c)) for row in by_client.values()) for c in columns]
+    rows.append(["all", str(sum(_count(n) for n in client.values())), *map(str, totals)])
+    m = mapping(ends.get("mismatches"))
+    phases = mapping(ends.get("by_phase"))
+    where = "; ".join(
+        f"{reason} — "
+        + ", ".join(f"{phase} {n}" for phase, n in mapping(counts).items() if _count(n))
+        for reason, counts in phases.items()
+        if any(_count(n) for n in mapping(counts).values())
+    )
+    w = mapping(ends.get("unread_work"))
+    requests = _count(w.get("requests"))
+    notes = [
+        f"Server latencies above cover the {_count(server.get('finished'))} requests the engine "
+        "finished; the requests cut short are counted here.",
+        f"Cut on both sides (client cancelled or timed out, engine cancelled): "
+        f"{_count(ends.get('cut_on_both_sides'))}.",
+        f"Mismatches: client cut but engine finished {_count(m.get('client_cut_server_finished'))}"
+        f"; client ok but engine did not finish {_count(m.get('client_ok_server_not_finished'))}"
+        f"; client cut without a server span {_count(m.get('client_cut_without_server_span'))}.",
+    ]
+    if where:
+        notes.append(f"Where the engine was when it cut them: {where}.")
+    if requests:
+        unaccounted = _count(w.get("requests_without_engine_account"))
+        notes.append(
+            f"Work nobody read: on the {requests} request{'s' if requests != 1 else ''} the engine "
+            f"did not finish it processed {_count(w.get('prompt_tokens_processed'))} prompt "
+            f"tokens and generated {_count(w.get('output_tokens_generated'))} output tokens "
+            f"({_count(w.get('output_tokens_received_by_client'))} reached the client), in "
+            f"{fmt(w.get('engine_request_s'), 3, 'request-seconds')} of engine time"
+            + (
+                f" ({unaccounted} without the engine core's account: their work is not counted)"
+                if unaccounted
+                else ""
+            )
+            + "."
+        )
+    return header, rows, notes
+
+
+def _request_ends_section(ends: Any) -> list[str]:
+    table = request_ends_table(ends)
+    if table is None:
+        return []
+    header, rows, notes = table
+    lines = ["Requests by how they ended (client span and server span, joined by trace):", ""]
+    if rows:
+        lines += [*_table(header, rows), ""]
+    return [*lines, *(f"- {n}" for n in notes), ""]
+
+
+def _engine_steps_section(steps: Any) -> list[str]:
+    """Tokens per engine step and the time between steps (draft 4.6.2-4.6.3), when a step
+    produced several tokens."""
+    if not isinstance(steps, Mapping):
+        return []
+    per_step = mapping(steps.get("tokens_per_step"))
+    between = mapping(steps.get("time_between_steps_ms"))
+    sizes = ", ".join(f"{k}: {v}" for k, v in mapping(steps.get("steps_by_tokens")).items())
+    share = steps.get("zero_itl_share")
+    rows = [
+        [
+            "Engine steps",
+            f"{steps.get('steps')} ({steps.get('multi_token_steps')} with several tokens)",
+        ],
+        [
+            "Tokens per step (mean / max)",
+            f"{fmt(per_step.get('mean'))} / {fmt(per_step.get('max'), 0)}",
+        ],
+        ["Steps by tokens", sizes or NA],
+        ["Zero server ITL samples", f"{steps.get('zero_itl_samples')} ({_share(share)})"],
+        ["Time between steps P50", _ms(between.get("p50"))],
+        ["Time between steps P99", _ms(between.get("p99"))],
+    ]
+    return [
+        "## Engine steps (draft 4.6.2-4.6.3)",
+        "",
+        "Several tokens came from one engine step (speculative decoding or another multi-token "
+        "step): they share the step's time, so part of the server ITL samples are 0.",
+        "",
+        *_table(["Metric", "Value"], rows),
+        "",
+    ]
 
 
 _COMPONENT_LABELS = {
@@ -660,6 +788,16 @@ def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:
         f"- Protocol: {itl['protocol']}",
         f"- Time between chunks: {itl['time_between_chunks']}",
         f"- Server-side timing: {itl['server_side']}",
+        *(
+            [f"- Engine steps: {itl['server_engine_steps']}"]
+            if itl.get("server_engine_steps")
+            else []
+        ),
+        *(
+            [f"- Several tokens of one engine step: {itl['server_multi_token_handling']}"]
+            if itl.get("server_multi_token_handling")
+            else []
+        ),
         f"- First token: {methodology['first_token_definition']}",
         f"- TPOT: {methodology['tpot_definition']}",
         f"- Jitter and maximum pause: {methodology['jitter_definition']}",

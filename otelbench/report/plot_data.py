@@ -37,6 +37,7 @@ from otelbench.report.sections import (
     fluidity_indices_of,
     fluidity_intervals,
     prefill_deadline_of,
+    server_finished,
     server_is_hook,
     server_itl_order,
     server_jitter_us,
@@ -200,7 +201,7 @@ def _points(
 
 def _server_span_of(data: RunData, i: int) -> int | None:
     """Client request ``i``'s server span (the engine-hook span when it has several), if any."""
-    spans = np.flatnonzero(data.server.client_index == i)
+    spans = np.flatnonzero((data.server.client_index == i) & server_finished(data))
     hooks = spans[server_is_hook(data)[spans]]
     if hooks.size:
         return int(hooks[0])
@@ -234,7 +235,7 @@ def plot_data(
     (client wall clock); ``prefill_deadline_s`` must match the report's (None: the profiled or
     default ``D_p`` the report chooses too). The same
     populations as the report: client latencies over successful requests, server ones over
-    joined server spans.
+    joined server spans of the requests the engine finished.
 
     >>> pd = plot_data(data, max_requests_waterfall=8)  # doctest: +SKIP
     >>> pd["ttft_ms"]["client"]["count"]  # doctest: +SKIP
@@ -258,6 +259,7 @@ def plot_data(
     rows = s.client_index[joined]
     fill = np.isnan(input_tokens[rows])
     input_tokens[rows[fill]] = s.prompt_tokens[joined][fill]
+    joined &= server_finished(data)  # the server's latencies: requests the engine finished
 
     # ITL: client Option B (successful requests), server Option C (joined hook spans), as the
     # report derives them (the same arrays, sorted: report.sections.derived)
@@ -344,7 +346,7 @@ def _preemption_plot(
     stall. None when no joined server span is an engine-hook span (nothing observed).
     """
     s = data.server
-    observed = (s.client_index >= 0) & server_is_hook(data)
+    observed = (s.client_index >= 0) & server_is_hook(data) & server_finished(data)
     if not np.any(observed):
         return None
     counts = np.where(np.isfinite(s.preemptions), s.preemptions, s.preemption_events)

@@ -5,6 +5,8 @@
   (Meridian ADR-0005);
 * ``metrics.classes`` — per-class latency, Jain's fairness index and starvation (draft 5.6.4);
 * ``metrics.client.itl_shape`` — ITL modality and tail ratio (draft 5.4.4.3);
+* ``metrics.server.engine_steps`` — tokens per engine step and the time between steps, when
+  steps carry several tokens (draft 4.6.2-4.6.3);
 * ``run.load_generator`` — the open-loop generator's schedule lag (draft 4.2.5).
 
 Each is a pure function of the run's records (or of arrays already derived from them) that
@@ -45,12 +47,14 @@ from otelbench.metrics import (
     STARVATION_FACTOR,
     AnyOrderStatistics,
     CountedOrderStatistics,
+    EngineSteps,
     FluidRate,
     OrderStatistics,
     Ragged,
     Summary,
     consecutive_intervals,
     deadline_intervals,
+    engine_steps,
     fit_prefill_time,
     fluid_token_generation_rate,
     fluidity_indices,
@@ -76,6 +80,8 @@ __all__ = [
     "GENERATOR_BOTTLENECK_DEVIATION",
     "ITL_PERCENTILES",
     "MIN_FLUIDITY",
+    "MULTI_TOKEN_STEP_HANDLING",
+    "ONE_TOKEN_PER_STEP",
     "PrefillDeadlineChoice",
     "classes_section",
     "client_itl_order",
@@ -87,6 +93,8 @@ __all__ = [
     "client_token_times",
     "derive_ahead",
     "derived",
+    "engine_steps_section",
+    "engine_steps_statement",
     "fluid_rate_of",
     "fluidity_deviations",
     "fluidity_distribution",
@@ -99,6 +107,8 @@ __all__ = [
     "load_generator_section",
     "prefill_deadline_of",
     "reasoning_section",
+    "server_engine_steps",
+    "server_finished",
     "server_itl_order",
     "server_itl_summary",
     "server_itl_us",
@@ -268,6 +278,14 @@ def server_is_hook(data: RunData) -> npt.NDArray[np.bool_]:
     return derived(data, "server_is_hook", data.server.is_hook)
 
 
+def server_finished(data: RunData) -> npt.NDArray[np.bool_]:
+    """``~data.server.cut()``: the server spans whose timing is whole, those of the requests the
+    engine finished (and spans without the hooks' end marking, as before it existed). The
+    server's latency summaries, ITL, preemptions and fluidity cover these; a request cut short
+    (cancelled, aborted, failed) is counted in ``metrics.server.request_ends`` instead."""
+    return derived(data, "server_finished", lambda: ~data.server.cut())
+
+
 def client_token_arrivals_us(data: RunData) -> Ragged:
     """Option B token times of every client request (µs since T_submit)."""
     c = data.client
@@ -302,16 +320,31 @@ def server_token_offsets_us(data: RunData) -> Ragged:
     )
 
 
+def _server_itl_rows(data: RunData) -> npt.NDArray[np.bool_]:
+    """The server spans of the server ITL: joined engine-hook spans with token offsets of the
+    requests the engine finished (:func:`server_finished`)."""
+    s = data.server
+    tokens = server_token_offsets_us(data)
+    hook = server_is_hook(data) & server_finished(data)
+    return (s.client_index >= 0) & hook & (tokens.lengths() > 0)
+
+
 def server_itl_us(data: RunData) -> Ragged:
-    """Server ITL (Option C) of the joined engine-hook spans with token offsets, µs."""
+    """Server ITL (Option C) of :func:`_server_itl_rows`' spans, µs."""
+    return derived(
+        data,
+        "server_itl_us",
+        lambda: consecutive_intervals(server_token_offsets_us(data).select(_server_itl_rows(data))),
+    )
 
-    def compute() -> Ragged:
-        s = data.server
-        tokens = server_token_offsets_us(data)
-        keep = (s.client_index >= 0) & server_is_hook(data) & (tokens.lengths() > 0)
-        return consecutive_intervals(tokens.select(keep))
 
-    return derived(data, "server_itl_us", compute)
+def server_engine_steps(data: RunData) -> EngineSteps:
+    """The engine steps (:func:`otelbench.metrics.engine_steps`) of the server ITL's spans."""
+    return derived(
+        data,
+        "server_engine_steps",
+        lambda: engine_steps(server_token_offsets_us(data).select(_server_itl_rows(data))),
+    )
 
 
 def server_jitter_us(data: RunData) -> F64:
@@ -425,13 +458,15 @@ def derive_ahead(data: RunData, prefill_deadline_s: float | None) -> None:
     numpy releases the GIL in its passes over millions of values, so on two cores the report
     waits for the longer of the two instead of both. The tasks fill disjoint keys of the
     :func:`derived` memo (made here, before they start, with what two of them read at once:
-    which server spans are the hooks' and the engine's token offsets); a task that reads
+    which server spans are the hooks', which the engine finished, and the engine's token
+    offsets); a task that reads
     another's waits for it, and that one runs already (submitted first): the client's ITL waits
     for the timeline, which derives the client's token times when the engine's are missing. An
     error in one is raised here, as the report would raise it when it derived the same array
     itself.
     """
     server_is_hook(data)
+    server_finished(data)
     server_token_offsets_us(data)
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="otelbench-derive") as pool:
@@ -466,10 +501,10 @@ def derive_ahead(data: RunData, prefill_deadline_s: float | None) -> None:
 
 def _server_fluidity_rows(data: RunData) -> npt.NDArray[np.bool_]:
     """The server spans of the fluidity timeline: joined engine-hook spans with token offsets
-    of successful requests."""
+    of successful requests the engine finished."""
     s = data.server
     joined = s.client_index >= 0
-    keep = joined & server_is_hook(data) & (np.diff(s.token_bounds) > 0)
+    keep = joined & server_is_hook(data) & (np.diff(s.token_bounds) > 0) & server_finished(data)
     keep[joined] &= data.client.ok[s.client_index[joined]]
     return keep
 
@@ -838,6 +873,73 @@ def fluidity_deviations(fluidity: rt.Fluidity | None, tpot_p50_ms: float | None)
             "deadlines (Etalon §4.2)"
         )
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# metrics.server.engine_steps, methodology.itl_method.server_engine_steps (draft 4.6.2-4.6.3)
+# ------------------------------------------------------------------------------------------
+
+ONE_TOKEN_PER_STEP: Final = "one token per engine step"
+"""``methodology.itl_method.server_engine_steps`` when no engine step produced several tokens:
+every server ITL sample is then the time between two engine steps."""
+MULTI_TOKEN_STEP_HANDLING: Final = (
+    "by the draft's rules (4.6.2-4.6.3): metrics.server.itl_ms keeps Option C's per-token "
+    "samples, zeros included (each token of a step has the step's time, as Option B gives a "
+    "chunk's tokens the chunk's arrival), so its low percentiles read 0 where steps carry "
+    "several tokens; TPOT, (last - first) / (tokens - 1), counts every token and is the mean "
+    "time per token whatever the step sizes; metrics.server.engine_steps.time_between_steps_ms "
+    "is the time between consecutive engine steps (Option A's time between chunks, taken at "
+    "the engine) with the tokens-per-step distribution Option A asks for; fluidity (Etalon "
+    "§3.1) takes a step's tokens as shown at a uniform pace: each 0 interval meets its deadline "
+    "and adds D_d of slack"
+)
+"""``methodology.itl_method.server_multi_token_handling``: how ITL, TPOT and fluidity treat the
+tokens of one engine step."""
+
+
+def engine_steps_statement(data: RunData) -> str | None:
+    """``methodology.itl_method.server_engine_steps``: whether the engine's steps gave one token
+    or several, and how many (draft 4.6.2 asks whether chunks carry one or several tokens; an
+    engine step is Option C's chunk); None without the server ITL (no engine-hook span with
+    token offsets). With several, :data:`MULTI_TOKEN_STEP_HANDLING` says how they are handled.
+
+    >>> engine_steps_statement(data)  # doctest: +SKIP
+    'one token per engine step'
+    """
+    st = server_engine_steps(data)
+    if st.tokens == 0:
+        return None
+    if st.multi_token_steps == 0:
+        return ONE_TOKEN_PER_STEP
+    share = st.zero_gap_share
+    return (
+        f"multi-token engine steps: {st.tokens} tokens from {st.steps} engine steps "
+        f"({st.tokens / st.steps:.2f} tokens per step on average, up to "
+        f"{int(st.tokens_per_step.max())}: speculative decoding or another multi-token step); "
+        f"{st.zero_gaps} of {st.itl_samples} server ITL samples "
+        f"({0.0 if share is None else share:.1%}) are 0"
+    )
+
+
+def engine_steps_section(data: RunData) -> rt.EngineStepsSection | None:
+    """``metrics.server.engine_steps`` (draft 4.6.2-4.6.3; :func:`otelbench.metrics.
+    engine_steps`) over the server ITL's spans: present only when a step produced several
+    tokens (:func:`engine_steps_statement` says "one token per engine step" otherwise)."""
+    st = server_engine_steps(data)
+    if st.multi_token_steps == 0:
+        return None
+    sizes, counts = np.unique(st.tokens_per_step, return_counts=True)
+    return {
+        "requests": len(st.step_times),
+        "tokens": st.tokens,
+        "steps": st.steps,
+        "multi_token_steps": st.multi_token_steps,
+        "tokens_per_step": summary_of(st.tokens_per_step.astype(np.float64)),
+        "steps_by_tokens": {str(k): int(n) for k, n in zip(sizes, counts, strict=True)},
+        "zero_itl_samples": st.zero_gaps,
+        "zero_itl_share": st.zero_gap_share,
+        "time_between_steps_ms": summary_of(st.between_steps.values / 1000.0),
+    }
 
 
 # ------------------------------------------------------------------------------------------

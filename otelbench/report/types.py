@@ -54,6 +54,8 @@ __all__ = [
     "DataQuality",
     "DeadlineRange",
     "DeadlineRow",
+    "EndMismatches",
+    "EngineStepsSection",
     "FilterRow",
     "FilterStats",
     "FirstContentToken",
@@ -86,6 +88,7 @@ __all__ = [
     "Report",
     "ReportBody",
     "RequestCounts",
+    "RequestEnds",
     "RequestOptions",
     "RunSection",
     "ScheduleLag",
@@ -99,6 +102,7 @@ __all__ = [
     "Throughput",
     "Tokenizer",
     "TtftDecomposition",
+    "UnreadWork",
     "Verdict",
     "Warmup",
     "WarmupColdStart",
@@ -570,6 +574,58 @@ class Preemptions(TypedDict):
     stall_ms: Summary
 
 
+class EndMismatches(TypedDict):
+    """``metrics.server.request_ends.mismatches`` (section ``metrics.server``,
+    ``request_ends``)."""
+
+    client_cut_server_finished: int
+    client_ok_server_not_finished: int
+    client_cut_without_server_span: int
+
+
+class UnreadWork(TypedDict):
+    """``metrics.server.request_ends.unread_work`` (section ``metrics.server``,
+    ``request_ends``)."""
+
+    definition: str
+    requests: int
+    prompt_tokens_processed: int
+    output_tokens_generated: int
+    output_tokens_received_by_client: int
+    engine_request_s: float
+    requests_without_engine_account: int
+
+
+class RequestEnds(TypedDict):
+    """``metrics.server.request_ends`` (section ``metrics.server``, ``request_ends``): how
+    requests ended on the client and in the engine."""
+
+    client: dict[str, int]
+    """``ok`` and the client's error types, as the run's client spans give them."""
+    server: dict[str, int]
+    """Every end reason (``semconv.END_REASONS``) of the joined server spans."""
+    by_client_outcome: dict[str, dict[str, int]]
+    cut_on_both_sides: int
+    mismatches: EndMismatches
+    by_phase: dict[str, dict[str, int]]
+    unread_work: UnreadWork
+
+
+class EngineStepsSection(TypedDict):
+    """``metrics.server.engine_steps`` (section ``metrics.server``, ``engine_steps``; draft
+    4.6.2–4.6.3): present when an engine step produced more than one token."""
+
+    requests: int
+    tokens: int
+    steps: int
+    multi_token_steps: int
+    tokens_per_step: Summary
+    steps_by_tokens: dict[str, int]
+    zero_itl_samples: int
+    zero_itl_share: float | None
+    time_between_steps_ms: Summary
+
+
 class ServerMetrics(TypedDict):
     """``metrics.server`` (section ``metrics.server``): the keys from ``itl_ms`` on need the
     engine hooks' spans."""
@@ -589,6 +645,8 @@ class ServerMetrics(TypedDict):
     itl_per_request: NotRequired[ItlPerRequest]
     itl_p99_p50_ratio: NotRequired[float | None]
     preemptions: NotRequired[Preemptions]
+    engine_steps: NotRequired[EngineStepsSection]
+    request_ends: NotRequired[RequestEnds]
 
 
 # ------------------------------------------------------------------------------------------
@@ -824,6 +882,8 @@ class ItlMethod(TypedDict):
     time_between_chunks: str
     server_option: Literal["C"] | None
     server_side: str
+    server_engine_steps: NotRequired[str]
+    server_multi_token_handling: NotRequired[str]
 
 
 class ClockDomains(TypedDict):

@@ -61,7 +61,7 @@ def test_every_serving_overview_promql_query_runs_on_prometheus(
     watch_prom.send_spans(watch_process[1])
     assert watch_prom.scalar(prometheus, 'otelbench_live_requests{source="live"} == 4') == 4.0
     targets = promql_targets()
-    assert len(targets) == 23
+    assert len(targets) == 27
     empty = []
     vllm = {}
     for key, expr in targets.items():

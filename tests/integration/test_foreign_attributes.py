@@ -64,6 +64,10 @@ EXPECTED_REJECTIONS = {
     semconv.PREEMPTION_KV_TOKENS_DISCARDED: 1,  # '-'
     semconv.PREEMPTION_STALL_US: 1,  # '1e3'
     semconv.SERVER_PREEMPTIONS: 1,  # 'many'
+    semconv.SERVER_END_REASON: 1,  # 'gone'
+    semconv.SERVER_END_PHASE: 1,  # 'nowhere'
+    semconv.SERVER_PROMPT_TOKENS_COMPUTED: 1,  # '12.5'
+    semconv.SERVER_OUTPUT_TOKENS_GENERATED: 1,  # 'x'
     semconv.SERVER_TOKEN_OFFSETS_US: 1,  # '[100, 2.5]'
     semconv.VLLM_LATENCY_E2E: 1,  # '1,5'
     semconv.VLLM_LATENCY_QUEUE: 1,  # 'NaN'
@@ -109,7 +113,10 @@ def write_foreign_run(path: Path) -> Path:
     _client(s, 1, submit_ns=t[1], end_offset_us=200_000, chunk_offsets_us=[50_000, 90_000],
             chunk_tokens=[1, 2], input_tokens=32, output_tokens=3)  # fmt: skip
     _hook(s, 1, start_ns=t[1] + MS, token_offsets_us=[40_000, 80_000, 80_000], preemptions=1,
-          events=[preemption(t[1] + 60 * MS, 1, 12), resumption(t[1] + 70 * MS, 3000)])  # fmt: skip
+          events=[preemption(t[1] + 60 * MS, 1, 12), resumption(t[1] + 70 * MS, 3000)],
+          extra={semconv.SERVER_END_REASON: "cancelled", semconv.SERVER_END_PHASE: "decode",
+                 semconv.SERVER_PROMPT_TOKENS_COMPUTED: 32,
+                 semconv.SERVER_OUTPUT_TOKENS_GENERATED: 4})  # fmt: skip
     _client(s, 2, submit_ns=t[2], end_offset_us=180_000, chunk_offsets_us=[60_000],
             chunk_tokens=[4], input_tokens=16, output_tokens=4)  # fmt: skip
     _vllm(s, 2, {
@@ -133,6 +140,9 @@ def write_foreign_run(path: Path) -> Path:
             chunk_tokens=[2], output_tokens="")  # fmt: skip
     _hook(s, 5, start_ns=t[5] + MS, token_offsets_us=None, ttft_s="inf", queue_s="NaN",
           prompt_tokens="1e2", preemptions="many",
+          extra={semconv.SERVER_END_REASON: "gone", semconv.SERVER_END_PHASE: "nowhere",
+                 semconv.SERVER_PROMPT_TOKENS_COMPUTED: "12.5",
+                 semconv.SERVER_OUTPUT_TOKENS_GENERATED: "x"},
           events=[(semconv.EVENT_PREEMPTION, t[5] + 50 * MS,
                    {semconv.PREEMPTION_KV_TOKENS_DISCARDED: "-"}),
                   resumption(t[5] + 60 * MS, "1e3")])  # type: ignore[arg-type]  # fmt: skip
@@ -142,6 +152,7 @@ def write_foreign_run(path: Path) -> Path:
     _vllm(s, 6, {
         semconv.VLLM_LATENCY_TTFT: " 0.1 ", semconv.VLLM_LATENCY_E2E: "1,5",
         semconv.VLLM_USAGE_COMPLETION_TOKENS: "\u0661\u0662", semconv.VLLM_REQUEST_ID: "cmpl-6",
+        semconv.SERVER_END_REASON: "bogus",  # a hook attribute on vLLM's span: not read
     })  # fmt: skip
     # 7: token offsets that are not a JSON integer array; chunk tokens without offsets
     _client(s, 7, submit_ns=t[7], end_offset_us=160_000, chunk_tokens=[1, 1])
@@ -227,6 +238,17 @@ def test_foreign_and_malformed_spans_give_equal_records_and_counts(tmp_path: Pat
     assert np.isnan(sv.completion_tokens[4])
     assert sv.token_offsets(5).size == 0
     assert sv.prompt_tokens[5] == 8.0
+    # the hooks' end of a request: parsed on hook spans only, malformed values absent
+    assert sv.end_reason == ("cancelled", None, None, None, None, None)
+    assert sv.end_phase == ("decode", None, None, None, None, None)
+    assert sv.prompt_tokens_computed is not None
+    assert sv.output_tokens_generated is not None
+    assert sv.prompt_tokens_computed[0] == 32.0
+    assert sv.output_tokens_generated[0] == 4.0
+    assert np.isnan(sv.prompt_tokens_computed[1:]).all()
+    assert np.isnan(sv.output_tokens_generated[1:]).all()
+    assert sv.cut().tolist() == [True, False, False, False, False, False]
+    assert sv.end_reasons() == ("cancelled",) + ("finished",) * 5
 
     g = duck.guardrails
     assert g.busy_us.tolist()[0] == 40.0

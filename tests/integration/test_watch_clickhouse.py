@@ -55,13 +55,70 @@ STORED_TWICE = (11, 18)
 FAR_PARENT = 4
 """This probe request's client span started 3 h before it: beyond the bound within which the
 window query looks for parents (2 lookbacks of 1 h), so its server span counts as live."""
+CUT_PHASES = (
+    semconv.END_PHASE_QUEUE,
+    semconv.END_PHASE_PREFILL,
+    semconv.END_PHASE_DECODE,
+    semconv.END_PHASE_PREEMPTED,
+)
+
+
+def cut_end(i: int) -> tuple[str, str] | None:
+    """(end reason, end phase) of request ``i`` when the engine did not finish it: cancelled
+    when ``i % 11 == 2`` (phase ``CUT_PHASES[i % 4]``), an engine error in decode when
+    ``i % 29 == 8``; only hook spans (``i % 19 != 3``) of requests that did not fail otherwise
+    (``i % 13 != 5``)."""
+    if i % 19 == 3 or i % 13 == 5:
+        return None
+    if i % 11 == 2:
+        return semconv.END_REASON_CANCELLED, CUT_PHASES[i % 4]
+    if i % 29 == 8:
+        return semconv.END_REASON_ERROR, semconv.END_PHASE_DECODE
+    return None
+
+
+def origins(requests: int) -> dict[int, str]:
+    return {i: "app" if i == FAR_PARENT else ORIGINS[i % 7] for i in range(requests)}
 
 
 def expected_requests(requests: int, sources: tuple[str, ...]) -> tuple[float, float]:
-    """(requests, failed requests) of ``write_traffic`` with an origin in ``sources``."""
-    origin = {i: "app" if i == FAR_PARENT else ORIGINS[i % 7] for i in range(requests)}
+    """(requests, failed requests: status Error) of ``write_traffic`` with an origin in
+    ``sources``."""
+    origin = origins(requests)
     chosen = [i for i in range(requests) if origin[i] in sources]
-    return float(len(chosen)), float(sum(1 for i in chosen if i % 13 == 5))
+    failed = [i for i in chosen if i % 13 == 5 or (cut_end(i) or ("",))[0] == "error"]
+    return float(len(chosen)), float(len(failed))
+
+
+def expected_cut(requests: int, sources: tuple[str, ...]) -> dict[tuple[str, str], int]:
+    """(end reason, end phase) → requests of ``write_traffic`` with an origin in ``sources``."""
+    origin = origins(requests)
+    ends = [cut_end(i) for i in range(requests) if origin[i] in sources]
+    return {end: ends.count(end) for end in set(ends) if end is not None}
+
+
+def _cut(attrs: dict[str, Any], end: tuple[str, str], offsets: list[int]) -> None:
+    """Make ``attrs`` a span of a request the engine did not finish, as the hooks write it: no
+    decode time, inference up to the cut, the engine core's account; a request cut in the queue
+    or in prefill has no token and no TTFT."""
+    reason, phase = end
+    del attrs[semconv.VLLM_LATENCY_DECODE]
+    attrs[semconv.SERVER_END_REASON] = reason
+    attrs[semconv.SERVER_END_PHASE] = phase
+    attrs[semconv.VLLM_RESPONSE_FINISH_REASON] = "abort" if reason == "cancelled" else "error"
+    prompt = int(attrs[semconv.VLLM_USAGE_PROMPT_TOKENS])
+    if phase in (semconv.END_PHASE_QUEUE, semconv.END_PHASE_PREFILL):
+        for key in (semconv.VLLM_LATENCY_TTFT, semconv.VLLM_LATENCY_PREFILL):
+            del attrs[key]
+        attrs[semconv.SERVER_TOKEN_OFFSETS_US] = []
+        attrs[semconv.VLLM_USAGE_COMPLETION_TOKENS] = 0
+        generated, computed = 0, (0 if phase == semconv.END_PHASE_QUEUE else prompt // 2)
+    else:
+        generated, computed = len(offsets) + 1, prompt
+    if phase == semconv.END_PHASE_QUEUE:
+        del attrs[semconv.VLLM_LATENCY_INFERENCE]
+    attrs[semconv.SERVER_PROMPT_TOKENS_COMPUTED] = computed
+    attrs[semconv.SERVER_OUTPUT_TOKENS_GENERATED] = generated
 
 
 def _ids(rng: random.Random) -> tuple[str, str]:
@@ -118,9 +175,16 @@ def _e2e_ns(attrs: Mapping[str, Any]) -> int:
     return int(float(attrs[semconv.VLLM_LATENCY_E2E]) * 1e9)
 
 
-def write_traffic(path: Path, base_ns: int, requests: int = 120, seed: int = 11) -> Path:
+def write_traffic(
+    path: Path,
+    base_ns: int,
+    requests: int = 120,
+    seed: int = 11,
+    cut_spans: dict[int, dict[str, Any]] | None = None,
+) -> Path:
     """``requests`` requests starting within 50 s after ``base_ns`` (module docstring):
-    request ``i`` comes from ``ORIGINS[i % 7]`` and fails when ``i % 13 == 5``."""
+    request ``i`` comes from ``ORIGINS[i % 7]`` and fails when ``i % 13 == 5``; the engine did
+    not finish it when :func:`cut_end` says so (its span's attributes go into ``cut_spans``)."""
     rng = random.Random(seed)
     rows: list[SpanRow] = []
     for i in range(requests):
@@ -144,6 +208,11 @@ def write_traffic(path: Path, base_ns: int, requests: int = 120, seed: int = 11)
             attrs[semconv.VLLM_LATENCY_TTFT] = "n/a"  # malformed text: absent, in both dialects
         if i == 11:
             attrs[semconv.SERVER_TOKEN_OFFSETS_US] = [300_000, 200_000]  # decreasing: no ITL
+        end = cut_end(i)
+        if end is not None:
+            _cut(attrs, end, offsets)
+            if cut_spans is not None:
+                cut_spans[i] = attrs
         origin = ORIGINS[i % 7]
         tenant = TENANTS[rng.randrange(len(TENANTS))]
         if origin == "live":
@@ -181,7 +250,8 @@ def write_traffic(path: Path, base_ns: int, requests: int = 120, seed: int = 11)
             _row(trace_id, span_id, parent,
                  semconv.SPAN_HOOK_REQUEST if i % 19 != 3 else semconv.SPAN_VLLM_REQUEST,
                  semconv.SPAN_KIND_SERVER, start, _e2e_ns(attrs), attrs, resource=resource,
-                 status=semconv.STATUS_ERROR if i % 13 == 5 else semconv.STATUS_UNSET,
+                 status=semconv.STATUS_ERROR
+                 if i % 13 == 5 or (end or ("",))[0] == "error" else semconv.STATUS_UNSET,
                  events=events)
         )  # fmt: skip
         for phase in (semconv.SPAN_HOOK_QUEUE, semconv.SPAN_HOOK_PREFILL, semconv.SPAN_HOOK_DECODE):
@@ -226,7 +296,8 @@ def test_chdb_windows_and_metrics_equal_duckdb(tmp_path: Path) -> None:
     Map schema and its json mode's JSON schema), and
     an old store's rows (kinds and statuses spelled as before August 2024)."""
     base = 1_700_000_000 * S
-    duck = write_traffic(tmp_path / "live.duckdb", base)
+    cut_spans: dict[int, dict[str, Any]] = {}
+    duck = write_traffic(tmp_path / "live.duckdb", base, cut_spans=cut_spans)
     shapes = {
         "copy": load_chdb(duck),
         "exporter": load_chdb_as_exporter(duck),
@@ -265,10 +336,31 @@ def test_chdb_windows_and_metrics_equal_duckdb(tmp_path: Path) -> None:
     assert sources_seen == {"benchmark", "live", "probe"}
     # 5 minutes ending 120 s after the first request hold every request
     every = texts[300.0, 120 * S]
-    for source, origins in (("live", ("live", "app")), ("probe", ("probe", "gateway"))):
-        requests, errors = expected_requests(120, origins)
+    for source, kinds in (("live", ("live", "app")), ("probe", ("probe", "gateway"))):
+        requests, errors = expected_requests(120, kinds)
         assert _value(every, f'{semconv.METRIC_LIVE_REQUESTS}{{source="{source}"}}') == requests
         assert _value(every, f'{semconv.METRIC_LIVE_ERRORS}{{source="{source}"}}') == errors
+        cut = expected_cut(120, kinds)
+        assert sum(cut.values()) >= 3  # cancellations in several phases, and an error
+        for reason in (semconv.END_REASON_CANCELLED, semconv.END_REASON_ABORTED, "error"):
+            for phase in semconv.END_PHASES:
+                labels = f'end_phase="{phase}",end_reason="{reason}",source="{source}"'
+                assert _value(every, f"{semconv.METRIC_LIVE_CUT_REQUESTS}{{{labels}}}") == (
+                    cut.get((reason, phase), 0)
+                ), labels
+        # the unread work: the sums of what the cut spans were written with
+        spans = [a for i, a in cut_spans.items() if origins(120)[i] in kinds]
+        assert len(spans) == sum(cut.values())
+        src = f'{{source="{source}"}}'
+        for name, key in (
+            (semconv.METRIC_LIVE_UNREAD_PROMPT_TOKENS, semconv.SERVER_PROMPT_TOKENS_COMPUTED),
+            (semconv.METRIC_LIVE_UNREAD_OUTPUT_TOKENS, semconv.SERVER_OUTPUT_TOKENS_GENERATED),
+        ):
+            assert _value(every, name + src) == sum(a[key] for a in spans), name
+        engine_s = sum(float(a.get(semconv.VLLM_LATENCY_INFERENCE, 0.0)) for a in spans)
+        assert _value(every, semconv.METRIC_LIVE_UNREAD_ENGINE_SECONDS + src) == pytest.approx(
+            engine_s, abs=1e-6
+        )
     preempted = _value(every, f'{semconv.METRIC_LIVE_PREEMPTED_RATIO}{{source="live"}}')
     assert preempted is not None
     assert 0 < preempted < 1

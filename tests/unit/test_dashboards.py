@@ -91,7 +91,7 @@ def test_every_metric_name_is_in_semconv_or_vllm_or_a_genai_client_histogram() -
     assert used_vllm == set(names.VLLM_METRICS)
     assert used_genai == set(names.GENAI_CLIENT_METRICS)
     # the overview shows most of the watcher's metrics
-    assert len(used_live) == 19
+    assert len(used_live) == 23
 
 
 def test_sql_names_come_from_semconv() -> None:

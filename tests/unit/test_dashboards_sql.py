@@ -88,6 +88,39 @@ def _write_spans(path: Path) -> Path:
             prompt_tokens=10,
             preemptions=1 if n == 1 else 0,
         )
+    # Requests the engine did not finish (hook spans as the hooks end them): request 3 (run mid)
+    # cancelled in decode after 2 tokens (engine account: 10 prompt, 3 output tokens, 0.25 s in
+    # the engine), request 4 cancelled in the queue, request 8 (hi, failed 504) an engine error
+    # in prefill (6 prompt tokens processed, 0.125 s); none is in the anatomy's means or gaps.
+    for n, end, offsets, computed, generated, inference in (
+        (3, ("cancelled", "decode"), [30_000, 40_000], 10, 3, "0.25"),
+        (4, ("cancelled", "queue"), [], 0, 0, None),
+        (8, ("error", "prefill"), [], 6, 0, "0.125"),
+    ):
+        extra: dict[str, object] = {
+            semconv.SERVER_END_REASON: end[0],
+            semconv.SERVER_END_PHASE: end[1],
+            semconv.SERVER_PROMPT_TOKENS_COMPUTED: computed,
+            semconv.SERVER_OUTPUT_TOKENS_GENERATED: generated,
+        }
+        if inference is not None:
+            extra[semconv.VLLM_LATENCY_INFERENCE] = inference
+        store.hook_span(
+            trace_id=trace(n),
+            span_id=span(100 + n),
+            parent_span_id=span(n),
+            start_ns=T0_NS + 10_000 * MS + n * MS + MS,
+            token_offsets_us=offsets,
+            ttft_s="0.03",
+            e2e_s="0.5",
+            queue_s="0.4",
+            prefill_s="0.02",
+            decode_s=None,
+            prompt_tokens=10,
+            finish_reason="abort" if end[0] == "cancelled" else "error",
+            extra=extra,
+            status=semconv.STATUS_ERROR if end[0] == "error" else semconv.STATUS_UNSET,
+        )
     store.server_span(
         trace_id=trace(1),
         span_id=span(201),
@@ -207,7 +240,8 @@ def test_every_query_returns_the_same_rows_from_each_shape_of_store(
     for key in SQL:
         assert rows[key] == chdb_rows[key], ("exporter-json", key)
     assert {r["status"] for r in chdb_rows["request-anatomy/Slowest requests/A"]} == {
-        semconv.STATUS_UNSET
+        semconv.STATUS_UNSET,
+        semconv.STATUS_ERROR,  # request 8's engine error, whichever spelling the store holds
     }
 
 
@@ -219,9 +253,11 @@ def test_the_dashboards_have_the_expected_sql_queries() -> None:
         "benchmark-runs/Run ${run}: TTFT and end-to-end latency per request/A",
         "benchmark-runs/Runs compared: load, throughput, latency, verdicts/A",
         "benchmark-runs/Throughput-latency curve (one point per run)/A",
+        "request-anatomy/Engine work nobody read, by end reason and phase/A",
         "request-anatomy/Guardrail filters/A",
         "request-anatomy/Per-token stalls (gap between output-token steps, ms)/A",
         "request-anatomy/Request anatomy: mean seconds per request by phase/A",
+        "request-anatomy/Requests the engine did not finish, per interval/A",
         "request-anatomy/Slowest requests/A",
     ]
 
@@ -295,11 +331,34 @@ def test_anatomy_prefers_hook_spans_and_adds_guardrails(
 
 def test_slowest_requests_carry_trace_ids(chdb_rows: dict[str, list[dict[str, Any]]]) -> None:
     rows = chdb_rows["request-anatomy/Slowest requests/A"]
-    assert [(r["trace_id"], r["span"], r["e2e"], r["preemptions"]) for r in rows] == [
-        (trace(1), semconv.SPAN_HOOK_REQUEST, 1.3, 1),
-        (trace(2), semconv.SPAN_HOOK_REQUEST, 0.3, 0),
+    assert [
+        (r["trace_id"], r["span"], r["e2e"], r["preemptions"], r["end_reason"]) for r in rows
+    ] == [
+        (trace(1), semconv.SPAN_HOOK_REQUEST, 1.3, 1, "finished"),
+        (trace(3), semconv.SPAN_HOOK_REQUEST, 0.5, 0, "cancelled"),
+        (trace(4), semconv.SPAN_HOOK_REQUEST, 0.5, 0, "cancelled"),
+        (trace(8), semconv.SPAN_HOOK_REQUEST, 0.5, 0, "error"),
+        (trace(2), semconv.SPAN_HOOK_REQUEST, 0.3, 0, "finished"),
     ]
     assert rows[0]["guardrail"] == pytest.approx(0.005)
+    assert rows[1]["decode"] is None  # cut in decode: no decode time
+
+
+def test_requests_the_engine_did_not_finish(chdb_rows: dict[str, list[dict[str, Any]]]) -> None:
+    (row,) = chdb_rows["request-anatomy/Requests the engine did not finish, per interval/A"]
+    assert {k: v for k, v in row.items() if k != "time"} == {
+        "cancelled": 2, "aborted": 0, "error": 1,
+    }  # fmt: skip
+    rows = chdb_rows["request-anatomy/Engine work nobody read, by end reason and phase/A"]
+    assert [
+        (r["end_reason"], r["end_phase"], r["requests"], r["prompt_tokens_processed"],
+         r["output_tokens_generated"], r["engine_request_s"])
+        for r in rows
+    ] == [
+        ("cancelled", "decode", 1, 10, 3, 0.25),
+        ("cancelled", "queue", 1, 0, 0, 0.0),
+        ("error", "prefill", 1, 6, 0, 0.125),
+    ]  # fmt: skip
 
 
 def test_token_gap_heatmap_buckets(chdb_rows: dict[str, list[dict[str, Any]]]) -> None:

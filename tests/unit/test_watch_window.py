@@ -3,6 +3,7 @@ the exposition read back with prometheus-client's parser."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -38,6 +39,10 @@ class Req:
     kv: float = 0.0
     queue: float = 0.01
     prefill: float = 0.02
+    end: tuple[str, str] | None = None  # (end reason, end phase) of a request cut short
+    computed: float = NAN  # the engine core's account of a cut request
+    generated: float = NAN
+    inference: float = NAN
 
 
 def make_window(reqs: list[Req], window_s: float = 10.0) -> LiveWindow:
@@ -47,6 +52,7 @@ def make_window(reqs: list[Req], window_s: float = 10.0) -> LiveWindow:
     bounds = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
     hook = [r.offsets_us is not None for r in reqs]
+    cut = any(r.end for r in reqs)  # else the records lack the end fields, as older ones
     f = np.array
     server = ServerRequests(
         trace_id=tuple(f"{i:032x}" for i in range(n)),
@@ -61,7 +67,7 @@ def make_window(reqs: list[Req], window_s: float = 10.0) -> LiveWindow:
         queue_s=f([r.queue for r in reqs], dtype=np.float64),
         prefill_s=f([r.prefill for r in reqs], dtype=np.float64),
         decode_s=f([r.decode for r in reqs], dtype=np.float64),
-        inference_s=np.full(n, NAN),
+        inference_s=f([r.inference for r in reqs], dtype=np.float64),
         prompt_tokens=np.full(n, 10.0),
         completion_tokens=f(
             [
@@ -83,6 +89,10 @@ def make_window(reqs: list[Req], window_s: float = 10.0) -> LiveWindow:
         token_offset_us=np.array([x for o in offsets for x in o], dtype=np.int64),
         stall_bounds=np.zeros(n + 1, dtype=np.int64),
         stall_us=np.empty(0, dtype=np.int64),
+        end_reason=tuple(r.end[0] if r.end else None for r in reqs) if cut else None,
+        end_phase=tuple(r.end[1] if r.end else None for r in reqs) if cut else None,
+        prompt_tokens_computed=f([r.computed for r in reqs], dtype=np.float64) if cut else None,
+        output_tokens_generated=f([r.generated for r in reqs], dtype=np.float64) if cut else None,
     )
     return LiveWindow(
         start_unix_ns=T0,
@@ -162,6 +172,68 @@ def test_slo_attainment_and_goodput() -> None:
     assert m.slo_attainment == {"ttft": 0.5, "tpot": 0.5, "all": 0.25}
     assert m.goodput_requests_per_s == pytest.approx(0.1)
     assert m.goodput_tokens_per_s == pytest.approx(0.4)
+
+
+CUT = [
+    # cancelled in decode after two tokens (its TTFT would be the window's largest)
+    Req(LIVE, 0.5, [500_000, 900_000], end=("cancelled", "decode"), computed=10, generated=3,
+        inference=0.6, completion=2),
+    # cancelled in the queue: no token, no time in the engine
+    Req(LIVE, NAN, [], end=("cancelled", "queue"), computed=0, generated=0, completion=0),
+    # an engine error in prefill: status Error
+    Req(LIVE, NAN, [], ok=False, end=("error", "prefill"), computed=7, generated=0,
+        inference=0.25, completion=0),
+]  # fmt: skip
+
+
+def test_requests_cut_short_are_counted_and_left_out_of_the_latencies() -> None:
+    """SCENARIO's live requests plus three the engine did not finish: the requests count all
+    seven, the errors the failed one and the engine error, every latency, fluidity and
+    preemption figure is SCENARIO's own, an SLO is met by the same requests out of seven."""
+    base = source_metrics(make_window(SCENARIO), LIVE, CONFIG)
+    m = source_metrics(make_window(SCENARIO + CUT), LIVE, CONFIG)
+    assert (m.requests, m.errors) == (7, 2)
+    assert m.requests_per_s == pytest.approx(0.7)
+    for name in ("output_tokens_per_s", "ttft_s", "itl_s", "tpot_s", "e2e_s", "queue_s",
+                 "prefill_s", "fluidity", "fluid_rate", "preemptions", "jain"):  # fmt: skip
+        assert repr(getattr(m, name)) == repr(getattr(base, name)), name  # arrays inside
+    assert base.slo_attainment == {"ttft": 0.5, "tpot": 0.5, "all": 0.25}
+    assert m.slo_attainment == pytest.approx({"ttft": 2 / 7, "tpot": 2 / 7, "all": 1 / 7})
+    assert m.goodput_requests_per_s == base.goodput_requests_per_s
+    zero = {(r, p): 0 for r in ("cancelled", "aborted", "error") for p in semconv.END_PHASES}
+    assert base.cut == zero
+    assert m.cut == {**zero, ("cancelled", "decode"): 1, ("cancelled", "queue"): 1,
+                     ("error", "prefill"): 1}  # fmt: skip
+    assert (m.unread_prompt_tokens, m.unread_output_tokens) == (17, 3)
+    assert m.unread_engine_s == pytest.approx(0.85)
+    assert (base.unread_prompt_tokens, base.unread_output_tokens, base.unread_engine_s) == (
+        0,
+        0,
+        0.0,
+    )
+    text = encode_text(families([m], CONFIG))
+    cut = {semconv.LABEL_SOURCE: LIVE, semconv.LABEL_END_REASON: "cancelled"}
+    assert sample(text, semconv.METRIC_LIVE_CUT_REQUESTS, **cut, end_phase="queue") == 1.0
+    assert sample(text, semconv.METRIC_LIVE_CUT_REQUESTS, **cut, end_phase="prefill") == 0.0
+    assert sample(text, semconv.METRIC_LIVE_UNREAD_OUTPUT_TOKENS, source=LIVE) == 3.0
+    assert sample(text, semconv.METRIC_LIVE_UNREAD_ENGINE_SECONDS, source=LIVE) == 0.85
+
+
+def test_a_span_without_an_end_reason_counts_by_its_finish_reason() -> None:
+    """A span the hooks wrote before end reasons, with finish reason ``abort``: an aborted
+    request (phase unknown) in the counts, its timing kept in the latencies as before."""
+    window = make_window(SCENARIO)
+    legacy = dataclasses.replace(
+        window, requests=dataclasses.replace(
+            window.requests, finish_reason=("length", "abort", "length", "length", "length")
+        )
+    )  # fmt: skip
+    m = source_metrics(legacy, LIVE, CONFIG)
+    assert m.ttft_s == source_metrics(window, LIVE, CONFIG).ttft_s
+    assert m.cut[("aborted", "unknown")] == 1
+    assert sum(m.cut.values()) == 1
+    # its work is what it finished with: 10 prompt tokens, 2 completion tokens
+    assert (m.unread_prompt_tokens, m.unread_output_tokens) == (10, 2)
 
 
 def test_sources_are_separated() -> None:

@@ -81,6 +81,32 @@ def test_tokens_of_one_engine_step_have_zero_intervals_and_bank_slack() -> None:
     assert fluidity_index([100.0, t, 3 * t], 100.0, t) == pytest.approx(2 / 5)
 
 
+@settings(deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(2, 40)), min_size=1, max_size=6),
+       st.integers(1, 30))  # fmt: skip
+def test_engine_steps_of_k_tokens_every_k_decode_deadlines_are_fluid(
+    requests: list[tuple[int, int]], dd: int
+) -> None:
+    """Etalon §3.1 through the report's path (per-token step times as the hooks record them →
+    deadline_intervals → the vectorised Algorithm 1): a request whose engine steps each give k
+    tokens (speculative decoding), one step every k·D_d, is shown at one token per D_d: every
+    deadline is met. The same step times with one token each miss their deadlines once k ≥ 2
+    (each interval k·D_d exceeds D_d with no slack to spend)."""
+    dp = 100
+    multi, single, lengths, steps_of = [], [], [], []
+    for k, steps in requests:
+        step_times = [float(dp + j * k * dd) for j in range(steps)]
+        multi += [t for t in step_times for _ in range(k)]
+        single += step_times
+        lengths.append(k * steps)
+        steps_of.append(steps)
+    fluid = fluidity_indices(deadline_intervals(Ragged.from_lengths(multi, lengths)), dp, dd)
+    assert fluid.tolist() == [1.0] * len(requests)
+    one = fluidity_indices(deadline_intervals(Ragged.from_lengths(single, steps_of)), dp, dd)
+    for (k, _), got in zip(requests, one.tolist(), strict=True):
+        assert (got == 1.0) is (k == 1)
+
+
 def test_late_first_token_counts_decode_deadlines_that_elapsed() -> None:
     # Line 16 divides by D_d even for i = 0: late by 230 with D_d = 50 → 230 // 50 + 1 = 5
     assert fluidity_index([730.0, 50.0], 500.0, 50.0) == pytest.approx(1 / 6)

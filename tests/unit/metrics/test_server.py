@@ -1,4 +1,5 @@
-"""TTFT decomposition and preemption statistics, with hand-computed values."""
+"""TTFT decomposition, preemption statistics, engine steps and unread work, with hand-computed
+values (and engine steps against a Hypothesis-built step schedule)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,17 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from otelbench.metrics import TTFT_COMPONENTS, preemption_stats, ttft_decomposition
+from otelbench.metrics import (
+    TTFT_COMPONENTS,
+    Ragged,
+    engine_steps,
+    preemption_stats,
+    ttft_decomposition,
+    unread_work,
+)
 
 NAN = float("nan")
 
@@ -90,3 +100,66 @@ def test_preemption_stats_without_preemptions_or_observations() -> None:
 def test_preemption_stats_needs_one_value_per_request() -> None:
     with pytest.raises(ValueError, match="same shape"):
         preemption_stats([1], [True, False], [1])
+
+
+# --- engine steps (draft 4.6.2-4.6.3) -----------------------------------------------------------
+def test_engine_steps_by_hand() -> None:
+    # request 1: steps at 100 (1 token), 140 (3 tokens: speculative decoding), 150 (2 tokens);
+    # request 2: no token; request 3: one token at 100 — its time equals request 1's first,
+    # which must not join the two requests' steps
+    times = Ragged.from_lengths([100.0, 140.0, 140.0, 140.0, 150.0, 150.0, 100.0], [6, 0, 1])
+    s = engine_steps(times)
+    assert s.tokens_per_step.tolist() == [1, 3, 2, 1]
+    assert (s.tokens, s.steps, s.multi_token_steps) == (7, 4, 2)
+    assert [g.tolist() for g in s.step_times] == [[100.0, 140.0, 150.0], [], [100.0]]
+    assert [g.tolist() for g in s.between_steps] == [[40.0, 10.0], [], []]
+    # per-token ITL: 40, 0, 0, 10, 0 — three zeros of five samples
+    assert (s.zero_gaps, s.itl_samples, s.zero_gap_share) == (3, 5, 0.6)
+
+
+def test_engine_steps_of_nothing() -> None:
+    s = engine_steps(Ragged.from_lengths([], [0, 0]))
+    assert (s.tokens, s.steps, s.zero_gaps, s.itl_samples) == (0, 0, 0, 0)
+    assert s.zero_gap_share is None
+    assert len(s.step_times) == len(s.between_steps) == 2
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(1, 50_000), st.integers(1, 5)), max_size=12),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_engine_steps_recover_the_step_schedule(
+    requests: list[list[tuple[int, int]]],
+) -> None:
+    """Each request is a schedule of engine steps (gap in µs since the previous step, tokens);
+    its token times repeat each step's time once per token, as the hooks' offsets do."""
+    values, lengths = [], []
+    for steps in requests:
+        t = 0
+        for gap, k in steps:
+            t += gap
+            values += [float(t)] * k
+        lengths.append(sum(k for _, k in steps))
+    s = engine_steps(Ragged.from_lengths(values, lengths))
+    assert s.tokens_per_step.tolist() == [k for steps in requests for _, k in steps]
+    assert [g.tolist() for g in s.between_steps] == [
+        [float(gap) for gap, _ in steps[1:]] for steps in requests
+    ]
+    assert s.zero_gaps == sum(k - 1 for steps in requests for _, k in steps)
+    assert s.itl_samples == sum(max(n - 1, 0) for n in lengths)
+
+
+def test_unread_work_by_hand() -> None:
+    # a request cut in decode (100 prompt / 4 output tokens, 0.5 s), one cut in the queue
+    # without the engine core's account (its tokens unknown, no inference time), and one ended
+    # through the finished path with finish reason abort (50 / 2 tokens, 0.25 s)
+    w = unread_work([100, NAN, 50], [4, NAN, 2], [0.5, NAN, 0.25])
+    assert (w.requests, w.prompt_tokens, w.output_tokens) == (3, 150, 6)
+    assert w.engine_s == 0.75
+    assert w.unaccounted == 1
+    with pytest.raises(ValueError, match="same shape"):
+        unread_work([1], [1, 2], [1])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -16,7 +19,10 @@ from otelbench.procedures.levels import (
     run_data_from_outcome,
     saturation_at,
 )
+from otelbench.procedures.render import render_procedure
+from otelbench.query import extract_run_data, open_store
 from otelbench.report import report_from_data
+from tests.unit.query.spanstore import write_hook_scenario
 
 S = 1_000_000_000  # ns per second
 T0 = 1_700_000_000 * S
@@ -174,3 +180,43 @@ def test_completion_criterion_needs_enough_submissions() -> None:
     assert sat["completion_ratio"] is None
     enough = row_of([result(i, 0.5 * i, 20.0, 10.0) for i in range(MIN_COMPLETION_SAMPLES)])
     assert enough["completion_ratio"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_requests_cut_on_the_client_without_server_spans() -> None:
+    """A live level row (no server span yet): the client's cancellations and timeouts are
+    counted, the engine's side is not known (None); a 500 is a failure, not a cut."""
+    results = [result(i, 0.5 * i, 20.0, 10.0) for i in range(6)]
+    for i, kind in ((1, "timeout"), (2, "cancelled"), (3, "timeout"), (4, "500")):
+        results[i] = dataclasses.replace(results[i], ok=False, error_type=kind)
+    assert row_of(results)["requests_cut"] == {"client": 3, "server": None, "both": None}
+
+
+def test_requests_cut_from_the_stored_spans(tmp_path: Path) -> None:
+    """The hook scenario's stored run (tests/unit/query/spanstore.py): H3's client timed out
+    and its server span (finish reason abort, no end reason) counts as aborted: one cut on each
+    side, none cancelled on both; the procedure's Markdown lists the level."""
+    with open_store(write_hook_scenario(tmp_path / "h.duckdb")) as store:
+        data = extract_run_data(store)
+    row = level_row(data, report_from_data(data))
+    assert row["requests_cut"] == {"client": 1, "server": 1, "both": 0}
+    levels = [
+        {"index": 1, "label": "a", "requests_cut": row["requests_cut"]},
+        {"index": 2, "label": "b", "requests_cut": {"client": 0, "server": 0, "both": 0}},
+    ]
+    md = render_procedure(_minimal_result(levels), [])
+    assert (
+        "## Requests cut\n\n"
+        "| # | Label | Client cut (cancelled, timed out) | Engine did not finish | Both |\n"
+        "|---|---|---|---|---|\n"
+        "| 1 | a | 1 | 1 | 0 |\n"
+    ) in md
+    assert "## Requests cut" not in render_procedure(_minimal_result(levels[1:]), [])
+
+
+def _minimal_result(levels: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "title": "t", "draft_section": "5.2", "procedure": "throughput", "profile": "quick",
+        "store": "spans.duckdb", "duration_s": 1.0, "runs": [], "parameters": {},
+        "configuration": {"sut": {}, "workload": {}, "warmup": None},
+        "deviations": [], "levels": levels,
+    }  # fmt: skip

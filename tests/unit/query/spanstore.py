@@ -230,7 +230,7 @@ class SpanWriter:
         e2e_s: str,
         queue_s: str,
         prefill_s: str,
-        decode_s: str,
+        decode_s: str | None,
         prompt_tokens: int,
         preemptions: int | None = 0,
         events: Sequence[Event] = (),
@@ -238,10 +238,14 @@ class SpanWriter:
         finish_reason: str = "length",
         output_phase_token: int | None = None,
         resource: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        status: str = semconv.STATUS_UNSET,
     ) -> None:
         """One engine-hook ``otelbench.vllm.request`` span (as ``engine_hooks`` emits it), with
         its three phase child spans (which the metrics must ignore); ``resource`` defaults to
-        :data:`HOOK_RESOURCE`."""
+        :data:`HOOK_RESOURCE`. ``decode_s`` None: no decode time, and no inference time unless
+        ``extra`` (more attributes, overriding) has one — a request cut short, with its end
+        reason and phase in ``extra``."""
         attrs: dict[str, Any] = {
             semconv.VLLM_REQUEST_ID: request_id,
             semconv.VLLM_RESPONSE_FINISH_REASON: finish_reason,
@@ -252,16 +256,18 @@ class SpanWriter:
             semconv.VLLM_LATENCY_TTFT: ttft_s,
             semconv.VLLM_LATENCY_QUEUE: queue_s,
             semconv.VLLM_LATENCY_PREFILL: prefill_s,
-            semconv.VLLM_LATENCY_DECODE: decode_s,
-            semconv.VLLM_LATENCY_INFERENCE: repr(float(prefill_s) + float(decode_s)),
             semconv.SERVER_MONO_TO_UNIX_OFFSET_NS: 1_690_000_000_000_000_000,
         }
+        if decode_s is not None:
+            attrs[semconv.VLLM_LATENCY_DECODE] = decode_s
+            attrs[semconv.VLLM_LATENCY_INFERENCE] = repr(float(prefill_s) + float(decode_s))
         if token_offsets_us is not None:
             attrs[semconv.SERVER_TOKEN_OFFSETS_US] = list(token_offsets_us)
         if preemptions is not None:
             attrs[semconv.SERVER_PREEMPTIONS] = preemptions
         if output_phase_token is not None:
             attrs[semconv.SERVER_OUTPUT_PHASE_TOKEN] = output_phase_token
+        attrs.update(extra or {})
         self.span(
             trace_id=trace_id,
             span_id=span_id,
@@ -274,6 +280,7 @@ class SpanWriter:
             attributes=attrs,
             events=events,
             resource=HOOK_RESOURCE if resource is None else resource,
+            status=status,
         )
         for k, name in enumerate(
             (semconv.SPAN_HOOK_QUEUE, semconv.SPAN_HOOK_PREFILL, semconv.SPAN_HOOK_DECODE)

@@ -13,6 +13,13 @@ llm_request span, ignored), H4 only an llm_request span; H3's client request fai
   queue 10, 20, 5 + queue 20, 50, 5 + prefill 30, 80, 20 (sums 340 = 100 + 35 + 75 + 130).
 * Preemptions (hook spans H1–H3): 0, 2, 1 → total 3, 2 of 3 preempted, H2 succeeded and H3 did
   not: recovery 1/2; KV tokens 41 + 42 + 30 = 113; stalls 60, 5, 30 ms.
+* Engine steps (H1–H3's offsets): H1 60 | 80 | 100 100, H2 150 | 250 | 260, H3 90 | 95 → 9
+  tokens in 8 steps (7 of one token, 1 of two), 1 zero among the 6 ITL samples; time between
+  steps 20, 20, 100, 10, 5: mean 31, P50 20.
+* Request ends: H3's hook span predates end reasons and has finish reason ``abort``: it counts
+  as ``aborted`` (phase unknown) but keeps its timing in the summaries above, as before; its
+  client timed out (a client cut, but no cancellation on the engine's side). Its work: 30 prompt
+  tokens, 2 completion tokens (1 reached the client), inference 0.07 + 0.005 s.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ def test_server_keys_with_hook_spans(hook_store: Path) -> None:
         "itl_per_request",
         "itl_p99_p50_ratio",
         "preemptions",
+        "engine_steps",
+        "request_ends",
     ]
     assert server["requests_joined"] == 4
     assert server["client_requests_without_server_span"] == 0
@@ -172,6 +181,79 @@ def test_preemption_timeline_places_each_preemption_at_its_engine_time(hook_stor
     assert pre["cumulative"] == [1, 2, 3]
     page = render_html(build_report(hook_store), plot_data(data))
     assert "placed at its time in the engine" in page
+
+
+def test_engine_steps_of_a_multi_token_step(hook_store: Path) -> None:
+    report = build_report(hook_store)
+    steps = report["metrics"]["server"]["engine_steps"]
+    assert {k: v for k, v in steps.items() if not k.endswith(("_step", "_ms"))} == {
+        "requests": 3,
+        "tokens": 9,
+        "steps": 8,
+        "multi_token_steps": 1,
+        "steps_by_tokens": {"1": 7, "2": 1},
+        "zero_itl_samples": 1,
+        "zero_itl_share": pytest.approx(1 / 6),
+    }
+    per_step = steps["tokens_per_step"]
+    assert (per_step["count"], per_step["mean"], per_step["max"]) == (8, 9 / 8, 2.0)
+    between = steps["time_between_steps_ms"]
+    assert (between["count"], between["min"], between["max"]) == (5, 5.0, 100.0)
+    assert (between["mean"], between["p50"]) == pytest.approx((31.0, 20.0))
+    method = report["methodology"]["itl_method"]
+    assert method["server_engine_steps"] == (
+        "multi-token engine steps: 9 tokens from 8 engine steps (1.12 tokens per step on "
+        "average, up to 2: speculative decoding or another multi-token step); 1 of 6 server "
+        "ITL samples (16.7%) are 0"
+    )
+    assert method["server_multi_token_handling"].startswith("by the draft's rules (4.6.2-4.6.3)")
+    # the per-token ITL keeps the zero: six samples, the smallest 0 (test_server_itl_is_option_c)
+    assert report["metrics"]["server"]["itl_ms"]["min"] == 0.0
+    (chunking,) = [c for c in report["compliance"]["checks"] if c["id"] == "chunking-declared"]
+    assert chunking["evidence"].endswith(
+        "; server ITL by Option C: " + method["server_engine_steps"]
+        + ", handled as methodology.itl_method.server_multi_token_handling says"
+    )  # fmt: skip
+    md = render_markdown(report)
+    steps_md = section(md, "## Engine steps (draft 4.6.2-4.6.3)")
+    for row in (
+        "| Engine steps | 8 (1 with several tokens) |",
+        "| Tokens per step (mean / max) | 1.12 / 2 |",
+        "| Steps by tokens | 1: 7, 2: 1 |",
+        "| Zero server ITL samples | 1 (16.7%) |",
+        "| Time between steps P50 | 20.00 ms |",
+    ):
+        assert row in steps_md, row
+    assert f"- Engine steps: {method['server_engine_steps']}\n" in md
+
+
+def test_request_ends_of_a_span_written_before_end_reasons(hook_store: Path) -> None:
+    ends = build_report(hook_store)["metrics"]["server"]["request_ends"]
+    assert ends["client"] == {"ok": 3, "timeout": 1}
+    assert ends["server"] == {"finished": 3, "cancelled": 0, "aborted": 1, "error": 0}
+    zero = {"finished": 0, "cancelled": 0, "aborted": 0, "error": 0, "no_server_span": 0}
+    assert ends["by_client_outcome"] == {
+        "ok": {**zero, "finished": 3},
+        "timeout": {**zero, "aborted": 1},
+    }
+    assert ends["cut_on_both_sides"] == 0
+    assert ends["mismatches"] == {
+        "client_cut_server_finished": 0,
+        "client_ok_server_not_finished": 0,
+        "client_cut_without_server_span": 0,
+    }
+    assert ends["by_phase"]["aborted"] == {
+        "queue": 0, "prefill": 0, "decode": 0, "preempted": 0, "unknown": 1,
+    }  # fmt: skip
+    work = {k: v for k, v in ends["unread_work"].items() if k != "definition"}
+    assert work == {
+        "requests": 1,
+        "prompt_tokens_processed": 30,
+        "output_tokens_generated": 2,
+        "output_tokens_received_by_client": 1,
+        "engine_request_s": pytest.approx(0.075),
+        "requests_without_engine_account": 0,
+    }
 
 
 def test_report_with_hooks_is_deterministic(hook_store: Path) -> None:

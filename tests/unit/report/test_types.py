@@ -169,6 +169,8 @@ TABLES: dict[tuple[str, int], Any] = {
     ("metrics.server", 0): rt.ServerMetrics,
     ("metrics.server", 1): rt.TtftDecomposition,
     ("metrics.server", 2): rt.Preemptions,
+    ("metrics.server", 3): rt.EngineStepsSection,
+    ("metrics.server", 4): rt.RequestEnds,
     ("metrics.fluidity", 0): rt.Fluidity,
     ("metrics.fluidity", 1): rt.DeadlineRow,
     ("metrics.fluidity", 2): rt.FluidRate,

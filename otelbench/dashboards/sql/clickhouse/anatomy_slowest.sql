@@ -1,6 +1,7 @@
 -- The slowest requests in the time range (server span duration, arrival -> finish), with their
 -- anatomy; trace_id links to the trace datasource. status is the exporter's current spelling
--- (Error, Ok, Unset) whichever spelling the store holds.
+-- (Error, Ok, Unset) whichever spelling the store holds; end_reason says whether the engine
+-- finished the request (otelbench.server.end_reason; finished where the span has none).
 SELECT
     s.TraceId                                                           AS trace_id,
     s.Timestamp                                                         AS arrival,
@@ -17,7 +18,9 @@ SELECT
     multiIf(s.StatusCode = {{STATUS_ERROR_LEGACY}}, {{STATUS_ERROR}},
             s.StatusCode = {{STATUS_OK_LEGACY}}, {{STATUS_OK}},
             s.StatusCode = {{STATUS_UNSET_LEGACY}}, {{STATUS_UNSET}},
-            s.StatusCode)                                               AS status
+            s.StatusCode)                                               AS status,
+    if(s.SpanAttributes[{{SERVER_END_REASON}}] = '', {{END_REASON_FINISHED}},
+       s.SpanAttributes[{{SERVER_END_REASON}}])                         AS end_reason
 FROM {{> _server_requests}} AS s
 LEFT JOIN {{> _guardrail_per_trace}} AS g ON g.TraceId = s.TraceId
 ORDER BY e2e DESC, trace_id

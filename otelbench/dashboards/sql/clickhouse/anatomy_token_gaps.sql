@@ -1,6 +1,7 @@
 -- Per-token stall heatmap: every gap between consecutive output-token steps of the hook spans
 -- (otelbench.server.token_offsets_us), placed at the wall time of the later token and counted in
--- buckets whose upper bounds (ms) are the column names (Grafana heatmap, "le" layout).
+-- buckets whose upper bounds (ms) are the column names (Grafana heatmap, "le" layout). Requests
+-- the engine finished only, as the report's server ITL.
 SELECT
     $__timeInterval(token_time)             AS time,
     countIf(gap_ms <= 5)                    AS `5`,
@@ -23,6 +24,7 @@ FROM (
     ) AS gap
     WHERE $__timeFilter_ms(Timestamp)
       AND SpanName = {{SPAN_HOOK_REQUEST}}
+      AND SpanAttributes[{{SERVER_END_REASON}}] IN ('', {{END_REASON_FINISHED}})
 )
 GROUP BY time
 ORDER BY time

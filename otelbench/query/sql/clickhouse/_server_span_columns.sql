@@ -6,7 +6,8 @@
 -- same in both dialects, so both accept the same text); a present value that does not is read
 -- as absent and its attribute name is listed in rejected_attributes (once per span, or once per
 -- event for event attributes), which the extraction counts. Hook-only attributes are parsed,
--- and rejected, on hook spans only.
+-- and rejected, on hook spans only; an end reason or end phase (re_end_reason, re_end_phase) is
+-- one of semconv's values.
     trace_id,
     span_id,
     parent_span_id,
@@ -78,6 +79,20 @@
         t -> intDiv(toUnixTimestamp64Nano(t) - toUnixTimestamp64Nano(ts), 1000),
         arrayFilter((t, n) -> n = {event_preemption:String}, event_ts, event_names)
     ), CAST([], 'Array(Int64)'))                                           AS preemption_offset_us,
+    if(is_hook AND mapContains(attrs, {attr_server_end_reason:String})
+       AND match(attrs[{attr_server_end_reason:String}], {re_end_reason:String}),
+       attrs[{attr_server_end_reason:String}], NULL)                       AS end_reason,
+    if(is_hook AND mapContains(attrs, {attr_server_end_phase:String})
+       AND match(attrs[{attr_server_end_phase:String}], {re_end_phase:String}),
+       attrs[{attr_server_end_phase:String}], NULL)                        AS end_phase,
+    if(is_hook AND mapContains(attrs, {attr_server_prompt_tokens_computed:String})
+       AND match(attrs[{attr_server_prompt_tokens_computed:String}], {re_int:String}),
+       toInt64OrNull(attrs[{attr_server_prompt_tokens_computed:String}]), NULL)
+                                                                           AS prompt_tokens_computed,
+    if(is_hook AND mapContains(attrs, {attr_server_output_tokens_generated:String})
+       AND match(attrs[{attr_server_output_tokens_generated:String}], {re_int:String}),
+       toInt64OrNull(attrs[{attr_server_output_tokens_generated:String}]), NULL)
+                                                                           AS output_tokens_generated,
     arrayConcat(
         arrayFilter(a -> a != '', [
             if(mapContains(attrs, {attr_vllm_ttft:String})
@@ -115,7 +130,19 @@
                {attr_server_token_offsets_us:String}, ''),
             if(is_hook AND mapContains(attrs, {attr_server_output_phase_token:String})
                AND NOT match(attrs[{attr_server_output_phase_token:String}], {re_int:String}),
-               {attr_server_output_phase_token:String}, '')
+               {attr_server_output_phase_token:String}, ''),
+            if(is_hook AND mapContains(attrs, {attr_server_end_reason:String})
+               AND NOT match(attrs[{attr_server_end_reason:String}], {re_end_reason:String}),
+               {attr_server_end_reason:String}, ''),
+            if(is_hook AND mapContains(attrs, {attr_server_end_phase:String})
+               AND NOT match(attrs[{attr_server_end_phase:String}], {re_end_phase:String}),
+               {attr_server_end_phase:String}, ''),
+            if(is_hook AND mapContains(attrs, {attr_server_prompt_tokens_computed:String})
+               AND NOT match(attrs[{attr_server_prompt_tokens_computed:String}], {re_int:String}),
+               {attr_server_prompt_tokens_computed:String}, ''),
+            if(is_hook AND mapContains(attrs, {attr_server_output_tokens_generated:String})
+               AND NOT match(attrs[{attr_server_output_tokens_generated:String}], {re_int:String}),
+               {attr_server_output_tokens_generated:String}, '')
         ]),
         if(is_hook, arrayMap(a -> {attr_preemption_kv_discarded:String}, arrayFilter(
             (a, n) -> n = {event_preemption:String}

@@ -6,7 +6,8 @@
 -- ($re_int, $re_number, $re_int_array: query.extract.PATTERN_PARAMETERS, the same in both
 -- dialects); a present value that does not is read as absent and its attribute name is listed
 -- in rejected_attributes (once per span, or once per event for event attributes), which the
--- extraction counts. Hook-only attributes are parsed, and rejected, on hook spans only.
+-- extraction counts. Hook-only attributes are parsed, and rejected, on hook spans only; an end
+-- reason or end phase ($re_end_reason, $re_end_phase) is one of semconv's values.
 -- The token offsets are matched and parsed once, in the CTE (_server_token_offsets), so the
 -- rejection test reads the parsed list rather than matching the long array a second time.
     trace_id,
@@ -58,6 +59,16 @@
         list_filter(events, lambda e: e[1] = $event_preemption),
         lambda e: (epoch_ns(e[3]) - epoch_ns(ts)) // 1000
     ) ELSE []::BIGINT[] END                                            AS preemption_offset_us,
+    CASE WHEN is_hook AND regexp_matches(attrs[$attr_server_end_reason], $re_end_reason)
+         THEN attrs[$attr_server_end_reason] END                       AS end_reason,
+    CASE WHEN is_hook AND regexp_matches(attrs[$attr_server_end_phase], $re_end_phase)
+         THEN attrs[$attr_server_end_phase] END                        AS end_phase,
+    CASE WHEN is_hook AND regexp_matches(attrs[$attr_server_prompt_tokens_computed], $re_int)
+         THEN CAST(attrs[$attr_server_prompt_tokens_computed] AS BIGINT) END
+                                                                       AS prompt_tokens_computed,
+    CASE WHEN is_hook AND regexp_matches(attrs[$attr_server_output_tokens_generated], $re_int)
+         THEN CAST(attrs[$attr_server_output_tokens_generated] AS BIGINT) END
+                                                                       AS output_tokens_generated,
     list_concat(
         list_filter([
             CASE WHEN NOT regexp_matches(attrs[$attr_vllm_ttft], $re_number)
@@ -85,7 +96,19 @@
                  THEN $attr_server_token_offsets_us END,
             CASE WHEN is_hook
                       AND NOT regexp_matches(attrs[$attr_server_output_phase_token], $re_int)
-                 THEN $attr_server_output_phase_token END
+                 THEN $attr_server_output_phase_token END,
+            CASE WHEN is_hook
+                      AND NOT regexp_matches(attrs[$attr_server_end_reason], $re_end_reason)
+                 THEN $attr_server_end_reason END,
+            CASE WHEN is_hook
+                      AND NOT regexp_matches(attrs[$attr_server_end_phase], $re_end_phase)
+                 THEN $attr_server_end_phase END,
+            CASE WHEN is_hook
+                      AND NOT regexp_matches(attrs[$attr_server_prompt_tokens_computed], $re_int)
+                 THEN $attr_server_prompt_tokens_computed END,
+            CASE WHEN is_hook
+                      AND NOT regexp_matches(attrs[$attr_server_output_tokens_generated], $re_int)
+                 THEN $attr_server_output_tokens_generated END
         ], lambda a: a IS NOT NULL),
         CASE WHEN is_hook THEN list_transform(
             list_filter(events, lambda e: e[1] = $event_preemption
