@@ -25,6 +25,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -32,9 +33,11 @@ import pytest
 
 from otelbench import semconv
 from otelbench.client import InstrumentedTransport
+from otelbench.collector import Receiver
 from otelbench.sut import VllmCpuServer
 from otelbench.telemetry import make_tracer_provider, shutdown
 from tests.conftest import hook_test_versions
+from tests.fixtures.cli import otelbench
 from tests.vllm.conftest import SHARED_ENV, serving, set_up_vllm
 from tests.vllm.test_engine_hooks import Span, one, trace_spans, wait_for_spans
 
@@ -299,6 +302,22 @@ def test_parallel_samples_cut_together_leave_one_span_each(
         assert server.attributes[semconv.SERVER_END_PHASE] == semconv.END_PHASE_DECODE
 
 
+def hook_spans_stored(receiver: Receiver, expected: int, timeout: float = 30.0) -> None:
+    """Wait until ``receiver``'s store holds ``expected`` hook spans (the hooks export every
+    200 ms; a cut request's span waits for the engine core's account first)."""
+    deadline = time.monotonic() + timeout
+    found = 0
+    while time.monotonic() < deadline:
+        [(found,)] = receiver.store.execute(
+            f'SELECT count(*) FROM {semconv.TABLE_TRACES} WHERE "SpanName" = ?',
+            [semconv.SPAN_HOOK_REQUEST],
+        )
+        if found >= expected:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{found} hook spans stored, not {expected}")
+
+
 def requests_counter(base_url: str) -> dict[tuple[str, str], float]:
     """``otelbench_server_requests_total`` on vLLM's ``/metrics``, by (end reason, phase)."""
     text = httpx.get(f"{base_url}/metrics", timeout=10.0, trust_env=False).text
@@ -333,3 +352,52 @@ def test_the_hooks_counter_counts_each_ended_request_by_reason_and_phase(
         expected.get((semconv.END_REASON_FINISHED, ""), 0) + 1
     )  # serving()'s warm-up request
     assert counted == pytest.approx({k: float(v) for k, v in expected.items()})
+
+
+def test_a_run_whose_queued_requests_time_out_counts_them_cut_on_both_sides(
+    cut_server: VllmCpuServer, otlp_receiver: SpanSink, tmp_path: Path
+) -> None:
+    """``otelbench run`` in a closed loop of 6 against the server's 2 slots, 400-token answers
+    and a 0.5 s read timeout: a request waiting for a slot gets no byte for longer than that,
+    so the client gives up and vLLM cancels it; the report counts each cut request once on each
+    side, joined by trace, and what the engine did for it. (Last in the module: its spans go to
+    the run's own store, which the counter test above does not read.)"""
+    out = tmp_path / "run"
+    with (
+        otlp_receiver.lent() as port,
+        Receiver(tmp_path / "spans.duckdb", port=port) as receiver,
+    ):
+        proc = otelbench(
+            "run", "--target", cut_server.base_url, "--model", "tiny", "--concurrency", "6",
+            "--requests", "12", "--timeout", "0.5", "--cold-start", "--ignore-eos",
+            "--vocab-size", "1024", "--seed", "5",
+            "--workload-param", "input_min=32", "--workload-param", "input_max=32",
+            "--workload-param", "output_min=400", "--workload-param", "output_max=400",
+            "--otlp-endpoint", f"http://127.0.0.1:{port}", "--out", str(out),
+            timeout=600,
+        )  # fmt: skip
+        hook_spans_stored(receiver, 12)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report_proc = otelbench("report", str(out), "--store", str(tmp_path / "spans.duckdb"))
+    assert report_proc.returncode == 0, report_proc.stderr[-4000:]
+    report = json.loads((out / "report.json").read_text())
+    requests = report["run"]["requests"]
+    assert requests["total"] == 12
+    timed_out = requests["failed_by_type"].get(semconv.ERROR_TYPE_TIMEOUT, 0)
+    assert timed_out >= 4  # at least the first wave's four waiting requests
+    assert requests["failed"] == timed_out
+    server = report["metrics"]["server"]
+    assert server["requests_joined"] == 12
+    ends = server["request_ends"]
+    assert ends["client"] == {"ok": 12 - timed_out, "timeout": timed_out}
+    assert ends["server"] == {"finished": 12 - timed_out, "cancelled": timed_out, "aborted": 0,
+                              "error": 0}  # fmt: skip
+    assert ends["cut_on_both_sides"] == timed_out
+    assert set(ends["mismatches"].values()) == {0}
+    phases = ends["by_phase"]["cancelled"]
+    assert sum(phases.values()) == timed_out
+    assert phases["queue"] >= 1
+    work = ends["unread_work"]
+    assert work["requests"] == timed_out
+    assert work["requests_without_engine_account"] == 0
+    assert work["output_tokens_received_by_client"] <= work["output_tokens_generated"]

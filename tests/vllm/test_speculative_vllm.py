@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -24,8 +25,11 @@ import pytest
 
 from otelbench import semconv
 from otelbench.client import CompletionRequest
+from otelbench.collector import Receiver
 from otelbench.sut import VllmCpuServer, VllmEnv
+from tests.fixtures.cli import otelbench
 from tests.vllm.conftest import SHARED_ENV, serving
+from tests.vllm.test_cancelled_requests import hook_spans_stored
 from tests.vllm.test_engine_hooks import one, send_traced, wait_for_spans
 
 if TYPE_CHECKING:
@@ -105,3 +109,38 @@ def test_tokens_of_one_step_share_its_time_and_add_up_to_vllms_accepted_drafts(
     accepted = accepted_tokens(spec_server.base_url) - before
     assert steps_with_several > 0, "no draft was accepted: nothing speculative to show"
     assert extra_tokens <= accepted <= extra_tokens + SPECULATIVE_TOKENS * len(results)
+
+
+def test_a_run_report_states_the_tokens_per_step_and_how_itl_treated_them(
+    spec_server: VllmCpuServer, otlp_receiver: SpanSink, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    with (
+        otlp_receiver.lent() as port,
+        Receiver(tmp_path / "spans.duckdb", port=port) as receiver,
+    ):
+        proc = otelbench(
+            "run", "--target", spec_server.base_url, "--model", "tiny", "--concurrency", "4",
+            "--requests", "16", "--cold-start", "--ignore-eos", "--vocab-size", "1024",
+            "--seed", "9", "--workload-param", "input_min=32", "--workload-param", "input_max=64",
+            "--workload-param", "output_min=64", "--workload-param", "output_max=64",
+            "--otlp-endpoint", f"http://127.0.0.1:{port}", "--out", str(out),
+            timeout=600,
+        )  # fmt: skip
+        hook_spans_stored(receiver, 16)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report_proc = otelbench("report", str(out), "--store", str(tmp_path / "spans.duckdb"))
+    assert report_proc.returncode == 0, report_proc.stderr[-4000:]
+    report = json.loads((out / "report.json").read_text())
+    steps = report["metrics"]["server"]["engine_steps"]
+    assert steps["tokens"] == 16 * 64
+    assert steps["multi_token_steps"] > 0
+    assert steps["zero_itl_samples"] == steps["tokens"] - steps["steps"]
+    assert sum(steps["steps_by_tokens"].values()) == steps["steps"]
+    assert max(int(k) for k in steps["steps_by_tokens"]) <= 1 + SPECULATIVE_TOKENS
+    assert steps["tokens_per_step"]["mean"] == pytest.approx(steps["tokens"] / steps["steps"])
+    itl = report["methodology"]["itl_method"]
+    assert itl["server_engine_steps"].startswith("multi-token engine steps")
+    assert "zeros included" in itl["server_multi_token_handling"]
+    md = (out / "report.md").read_text()
+    assert "## Engine steps (draft 4.6.2-4.6.3)" in md
