@@ -409,6 +409,9 @@ ENV_VLLM_EXPORT: Final = "OTELBENCH_VLLM_EXPORT"
 process, off vLLM's API server) or ``inprocess`` (in the API server)."""
 ENV_VLLM_ITL_RECORDS: Final = "OTELBENCH_VLLM_ITL_RECORDS"
 """Inter-token gaps the engine hooks record per request in their ITL histogram (default 0: off)."""
+ENV_VLLM_EXPORTER_NICE: Final = "OTELBENCH_VLLM_EXPORTER_NICE"
+"""How much lower the hooks' exporter process's CPU priority is than vLLM's (default 10; 0 keeps
+vLLM's)."""
 ENV_VLLM_ABORT_CHANNEL: Final = "OTELBENCH_VLLM_ABORT_CHANNEL"
 """The directory of the hooks' abort channel (engine core → API servers); set by the hooks in
 vLLM's first process and inherited by the others (``otelbench_vllm.aborts``)."""

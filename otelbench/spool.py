@@ -80,7 +80,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -97,6 +97,7 @@ __all__ = [
     "RETRY_INITIAL_S",
     "RETRY_MAX_S",
     "SEGMENT_BYTES",
+    "FastSpanExporter",
     "Spool",
     "SpoolBusyError",
     "SpoolRecord",
@@ -104,6 +105,7 @@ __all__ = [
     "SpoolingSpanExporter",
     "StatsSink",
     "encode_batch",
+    "settings_from_env",
 ]
 
 _log = logging.getLogger(__name__)
@@ -700,6 +702,89 @@ def _request(spans: Sequence[ReadableSpan]) -> bytes:
     return b"".join(out)
 
 
+def settings_from_env() -> dict[str, Any]:
+    """The sending settings the standard variables give the SDK's OTLP/HTTP exporter, as keyword
+    arguments of :class:`SpoolingSpanExporter` and :class:`FastSpanExporter`: headers
+    (``OTEL_EXPORTER_OTLP_TRACES_HEADERS``, else ``OTEL_EXPORTER_OTLP_HEADERS`` — a receiver's
+    bearer token), timeout (``…_TIMEOUT``, seconds), trust root (``…_CERTIFICATE``) and body
+    encoding (``…_COMPRESSION``: :data:`COMPRESSIONS`; another value raises ``ValueError`` when
+    the exporter is made)."""
+    headers = parse_env_headers(
+        _env("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS") or "",
+        liberal=True,
+    )
+    return {
+        "headers": headers,
+        "timeout_s": float(
+            _env("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT") or 10
+        ),
+        "certificate_file": _env(
+            "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"
+        ),
+        "compression": (
+            _env("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
+            or "none"
+        )
+        .strip()
+        .lower(),
+    }
+
+
+class FastSpanExporter(SpanExporter):
+    """OTLP/HTTP protobuf span exporter without a spool: the batch encoded by
+    :func:`encode_batch` (the SDK encoder's bytes, ~4x less CPU), one kept-alive connection, up
+    to ``attempts`` tries while the collector's answer is worth retrying (connection refused or
+    reset, timeout, HTTP 429 or 5xx), backing off from :data:`RETRY_INITIAL_S`. ``export``
+    returns SUCCESS on a 2xx and FAILURE otherwise; it never raises. For a sender that has
+    nowhere to keep what the collector cannot take now (the engine hooks without
+    ``OTELBENCH_SPOOL_DIR``); :class:`SpoolingSpanExporter` keeps it."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float = 10.0,
+        certificate_file: str | None = None,
+        compression: str = "none",
+        attempts: int = 3,
+    ) -> None:
+        self._sender = _Sender(endpoint, headers or {}, timeout_s, certificate_file, compression)
+        self._attempts = attempts
+        self._stop = threading.Event()
+
+    @classmethod
+    def from_env(cls, endpoint: str) -> FastSpanExporter:
+        """One configured by the standard variables (:func:`settings_from_env`)."""
+        return cls(endpoint, **settings_from_env())
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            payload = encode_batch(spans)
+        except Exception:  # noqa: BLE001 - a span the encoder refuses is a failed export
+            _log.exception("otlp: could not encode a batch of %d spans", len(spans))
+            return SpanExportResult.FAILURE
+        backoff = RETRY_INITIAL_S
+        for attempt in range(self._attempts):
+            status = self._sender.send(payload)
+            if status is not None and 200 <= status < 300:
+                return SpanExportResult.SUCCESS
+            if not _retryable(status) or attempt + 1 == self._attempts or self._stop.is_set():
+                _log.warning("otlp: %d spans not exported (HTTP %s)", len(spans), status)
+                return SpanExportResult.FAILURE
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, RETRY_MAX_S)
+        return SpanExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Nothing is held here: every batch is sent (or failed) within ``export``."""
+        return True
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._sender.close()
+
+
 class SpoolingSpanExporter(SpanExporter):
     """OTLP/HTTP protobuf span exporter with an on-disk spool (see the module docstring).
 
@@ -743,35 +828,9 @@ class SpoolingSpanExporter(SpanExporter):
         max_bytes: int = DEFAULT_MAX_BYTES,
         stats: StatsSink | None = None,
     ) -> SpoolingSpanExporter:
-        """One configured as the SDK's OTLP exporter would be by the standard variables:
-        headers (``OTEL_EXPORTER_OTLP_TRACES_HEADERS``, else ``OTEL_EXPORTER_OTLP_HEADERS`` — a
-        receiver's bearer token), timeout (``…_TIMEOUT``, seconds), trust root
-        (``…_CERTIFICATE``) and body encoding (``…_COMPRESSION``: :data:`COMPRESSIONS`; another
-        value raises ``ValueError``). The endpoint is the caller's."""
-        headers = parse_env_headers(
-            _env("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS") or "",
-            liberal=True,
-        )
-        timeout_s = float(
-            _env("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT") or 10
-        )
-        return cls(
-            endpoint,
-            spool_dir,
-            max_bytes=max_bytes,
-            headers=headers,
-            timeout_s=timeout_s,
-            certificate_file=_env(
-                "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"
-            ),
-            compression=(
-                _env("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
-                or "none"
-            )
-            .strip()
-            .lower(),
-            stats=stats,
-        )
+        """One configured as the SDK's OTLP exporter would be by the standard variables
+        (:func:`settings_from_env`); the endpoint is the caller's."""
+        return cls(endpoint, spool_dir, max_bytes=max_bytes, stats=stats, **settings_from_env())
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:

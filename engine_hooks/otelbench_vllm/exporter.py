@@ -5,9 +5,12 @@ the lifecycle). It reads frames from stdin: the first is its configuration (the 
 attributes and the API server's pid), each further one a pickled batch of
 :class:`~otelbench_vllm.spans.FinishedRequest` records, for which it builds the very spans the
 API server would build in-process (:func:`otelbench_vllm.spans.emit_spans`, draft 4.6.3 Option
-C) and exports them with the hooks' own tracer provider
-(:func:`otelbench_vllm.export.make_tracer_provider`: OTLP/HTTP from the inherited ``OTEL_*``
+C) and exports them through the hooks' own span processor
+(:func:`otelbench_vllm.export.make_span_processor`: OTLP/HTTP from the inherited ``OTEL_*``
 variables, the span spool slot under ``OTELBENCH_SPOOL_DIR``, ``process.pid`` the API server's).
+The spans go straight from each record to that processor (:mod:`otelbench_vllm.direct`), not
+through a tracer, unless ``OTEL_TRACES_SAMPLER`` asks for a sampler other than the SDK's default.
+The process runs at a lower CPU priority than vLLM's (:data:`DEFAULT_NICE`).
 Every :data:`REPORT_INTERVAL_S` it writes one JSON line to stdout: its ``HookStats`` counts and
 ``records_received``. When stdin ends it shuts the provider down (exporting what its batch
 processor holds), writes a last report and exits 0.
@@ -26,18 +29,19 @@ import pickle
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
-from opentelemetry.trace import Tracer
+from opentelemetry.sdk.trace import TracerProvider
 
 from otelbench_vllm import names
-from otelbench_vllm.export import make_tracer_provider
+from otelbench_vllm.direct import DirectSpans, direct_allowed
+from otelbench_vllm.export import make_resource, make_span_processor
 from otelbench_vllm.hook import HookStats
 from otelbench_vllm.offload import read_frames
 from otelbench_vllm.spans import FinishedRequest, emit_spans
 
-__all__ = ["REPORT_INTERVAL_S", "main"]
+__all__ = ["DEFAULT_NICE", "REPORT_INTERVAL_S", "main"]
 
 REPORT_INTERVAL_S = 1.0
 
@@ -87,7 +91,9 @@ def _take_stdout() -> IO[str]:
     return out
 
 
-def _serve(frames: Iterator[bytes], tracer: Tracer, reporter: _Reporter) -> None:
+def _serve(
+    frames: Iterator[bytes], emit: Callable[[FinishedRequest], None], reporter: _Reporter
+) -> None:
     """Build and end the spans of every record of every batch until the frames end."""
     stats = reporter.stats
     failed = False
@@ -95,7 +101,7 @@ def _serve(frames: Iterator[bytes], tracer: Tracer, reporter: _Reporter) -> None
         batch: list[FinishedRequest] = pickle.loads(frame)
         for record in batch:
             try:
-                emit_spans(tracer, record)
+                emit(record)
             except Exception:  # noqa: BLE001 - one bad record never stops the others
                 stats.add("hook_errors")
                 if not failed:
@@ -118,13 +124,50 @@ def main() -> int:
     frames = read_frames(sys.stdin.buffer)
     first = next(frames, None)
     config = pickle.loads(first) if first is not None else {}
+    _lower_priority()
     stats = HookStats()
-    provider = make_tracer_provider(stats, config.get("resource"), pid=config.get("pid"))
+    resource = make_resource(config.get("resource"), pid=config.get("pid"))
+    processor = make_span_processor(stats)
+    if direct_allowed():
+        direct = DirectSpans(processor, resource)
+        on_end = processor.on_end
+
+        def emit(record: FinishedRequest) -> None:
+            for span in direct.spans(record):
+                on_end(span)
+
+    else:  # a sampler of the user's: the SDK's tracer decides
+        provider = TracerProvider(resource=resource)
+        provider.add_span_processor(processor)
+        tracer = provider.get_tracer(names.INSTRUMENTATION_SCOPE_HOOKS)
+
+        def emit(record: FinishedRequest) -> None:
+            emit_spans(tracer, record)
+
     reporter = _Reporter(stats, out)
-    _serve(frames, provider.get_tracer(names.INSTRUMENTATION_SCOPE_HOOKS), reporter)
-    provider.shutdown()
+    _serve(frames, emit, reporter)
+    processor.shutdown()  # type: ignore[no-untyped-call]
     reporter.stop()
     return 0
+
+
+DEFAULT_NICE = 10
+"""How much lower than the API server's the exporter process's CPU priority is
+(``OTELBENCH_VLLM_EXPORTER_NICE``): on a host whose cores vLLM keeps busy, building and sending
+spans waits for them, and the engine is not slowed by its telemetry; the batch processor's queue
+(bounded, ``OTEL_BSP_MAX_QUEUE_SIZE``) absorbs the wait."""
+
+
+def _lower_priority() -> None:
+    raw = os.environ.get(names.ENV_VLLM_EXPORTER_NICE, "").strip()
+    try:
+        increment = int(raw) if raw else DEFAULT_NICE
+    except ValueError:
+        _log.warning("otelbench hooks: %s=%r is not an integer", names.ENV_VLLM_EXPORTER_NICE, raw)
+        increment = DEFAULT_NICE
+    if increment > 0:
+        with contextlib.suppress(OSError):
+            os.nice(increment)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -49,8 +50,11 @@ from otelbench_vllm import names
 
 __all__ = [
     "FinishedRequest",
+    "SpanPlan",
     "emit_spans",
+    "parent_context",
     "phase_durations",
+    "plan_spans",
     "span_count",
     "token_offsets_us",
     "unix_ns",
@@ -172,24 +176,32 @@ def _attributes(rec: FinishedRequest, offsets: list[int]) -> dict[str, Any]:
     return attributes
 
 
-def _add_preemption_events(span: trace.Span, rec: FinishedRequest) -> None:
+def _events(rec: FinishedRequest) -> list[tuple[str, dict[str, Any], int]]:
+    """(name, attributes, wall-clock ns) of the request span's preemption and resumption
+    events, in order."""
     off = rec.offset_ns
+    events: list[tuple[str, dict[str, Any], int]] = []
     for i, (ts, tokens) in enumerate(rec.preemptions):
-        span.add_event(
-            names.EVENT_PREEMPTION,
-            {
-                names.PREEMPTION_OUTPUT_TOKENS: tokens,
-                names.PREEMPTION_KV_TOKENS_DISCARDED: rec.num_prompt_tokens + tokens,
-            },
-            timestamp=unix_ns(ts, off),
+        events.append(
+            (
+                names.EVENT_PREEMPTION,
+                {
+                    names.PREEMPTION_OUTPUT_TOKENS: tokens,
+                    names.PREEMPTION_KV_TOKENS_DISCARDED: rec.num_prompt_tokens + tokens,
+                },
+                unix_ns(ts, off),
+            )
         )
         if i < len(rec.resumptions):
             resumed = rec.resumptions[i]
-            span.add_event(
-                names.EVENT_RESUMPTION,
-                {names.PREEMPTION_STALL_US: round((resumed - ts) * 1e6)},
-                timestamp=unix_ns(resumed, off),
+            events.append(
+                (
+                    names.EVENT_RESUMPTION,
+                    {names.PREEMPTION_STALL_US: round((resumed - ts) * 1e6)},
+                    unix_ns(resumed, off),
+                )
             )
+    return events
 
 
 def _phases(rec: FinishedRequest) -> list[tuple[str, float, float]]:
@@ -220,10 +232,22 @@ def span_count(rec: FinishedRequest) -> int:
     return 1 + len(_phases(rec))
 
 
-def emit_spans(tracer: trace.Tracer, rec: FinishedRequest) -> None:
-    """Build and end the request's server span (child of the client's span through the trace
-    headers), its queue / prefill / decode child spans and its preemption / resumption
-    events."""
+class SpanPlan(NamedTuple):
+    """A record's spans as plain data, wall-clock ns: the request span (``start_ns`` … ``status``)
+    and its phase spans; both ways of emitting them (:func:`emit_spans` through a tracer,
+    ``otelbench_vllm.direct`` straight to a span processor) read it."""
+
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    events: list[tuple[str, dict[str, Any], int]]
+    error_type: str | None
+    phases: list[tuple[str, int, int]]
+    """(child span name, start, end) of each phase."""
+
+
+def plan_spans(rec: FinishedRequest) -> SpanPlan:
+    """The server span and its phase spans of ``rec`` (module docstring: time domains)."""
     off = rec.offset_ns
     arrival_ns = int(rec.arrival_time * 1e9)
     offsets = token_offsets_us(rec.token_timestamps(), arrival_ns, off)
@@ -231,19 +255,39 @@ def emit_spans(tracer: trace.Tracer, rec: FinishedRequest) -> None:
     for mono in (rec.last_token_ts, rec.end_ts):
         if mono:
             end_ns = max(end_ns, unix_ns(mono, off))
-    parent = _PROPAGATOR.extract(rec.trace_headers) if rec.trace_headers else None
+    return SpanPlan(
+        arrival_ns,
+        end_ns,
+        _attributes(rec, offsets),
+        _events(rec),
+        rec.error_type,
+        [(name, unix_ns(start, off), unix_ns(end, off)) for name, start, end in _phases(rec)],
+    )
+
+
+def parent_context(rec: FinishedRequest) -> Context | None:
+    """The client's span as the request span's remote parent (from its ``traceparent``)."""
+    return _PROPAGATOR.extract(rec.trace_headers) if rec.trace_headers else None
+
+
+def emit_spans(tracer: trace.Tracer, rec: FinishedRequest) -> None:
+    """Build and end the request's server span (child of the client's span through the trace
+    headers), its queue / prefill / decode child spans and its preemption / resumption
+    events."""
+    plan = plan_spans(rec)
     span = tracer.start_span(
         names.SPAN_HOOK_REQUEST,
-        context=parent,
+        context=parent_context(rec),
         kind=SpanKind.SERVER,
-        attributes=_attributes(rec, offsets),
-        start_time=arrival_ns,
+        attributes=plan.attributes,
+        start_time=plan.start_ns,
     )
-    _add_preemption_events(span, rec)
-    if rec.error_type is not None:
-        span.set_status(Status(StatusCode.ERROR, rec.error_type))
+    for name, attributes, timestamp in plan.events:
+        span.add_event(name, attributes, timestamp=timestamp)
+    if plan.error_type is not None:
+        span.set_status(Status(StatusCode.ERROR, plan.error_type))
     in_span = trace.set_span_in_context(span)
-    for name, start, end in _phases(rec):
-        child = tracer.start_span(name, context=in_span, start_time=unix_ns(start, off))
-        child.end(end_time=unix_ns(end, off))
-    span.end(end_time=end_ns)
+    for name, start, end in plan.phases:
+        child = tracer.start_span(name, context=in_span, start_time=start)
+        child.end(end_time=end)
+    span.end(end_time=plan.end_ns)

@@ -23,7 +23,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelbench import telemetry
@@ -32,10 +32,12 @@ from otelbench.collector.access import RateLimit
 from otelbench.errors import ConfigError
 from otelbench.spool import (
     RECORD_HEADER,
+    FastSpanExporter,
     Spool,
     SpoolBusyError,
     SpoolingSpanExporter,
     SpoolStats,
+    encode_batch,
 )
 
 pytestmark = pytest.mark.integration
@@ -194,7 +196,7 @@ def test_spool_left_by_a_crash_is_replayed_and_torn_tail_is_counted(
 import os
 from pathlib import Path
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from otelbench.spool import RECORD_HEADER, Spool
@@ -346,7 +348,7 @@ class _CapturingCollector:
     """A plain HTTP server that keeps each request's headers and body and answers 200: what an
     exporter put on the wire, which the real receiver decodes without saying how it came."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: int = 200) -> None:
         self.requests: list[tuple[dict[str, str], bytes]] = []
         captured = self.requests
 
@@ -354,7 +356,7 @@ class _CapturingCollector:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 captured.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -428,3 +430,39 @@ def test_an_unknown_compression_is_one_clear_error(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd")
     with pytest.raises(ConfigError, match=r"OTLP compression must be one of none, gzip, deflate"):
         telemetry.make_tracer_provider(f"http://127.0.0.1:{_free_port()}", spool_dir=tmp_path / "s")
+
+
+# ----------------------------------------------------------------------------------------------
+# FastSpanExporter: the same encoder and sender, no spool (the engine hooks without one)
+# ----------------------------------------------------------------------------------------------
+def test_fast_exporter_delivers_a_batch_byte_for_byte_as_the_sdk_encodes_it(
+    port: int, store: Path
+) -> None:
+    spans = _spans(5, "fast")
+    with Receiver(store, port=port):
+        exporter = FastSpanExporter(f"http://127.0.0.1:{port}/v1/traces")
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+    assert sorted(_stored_names(store)) == sorted(s.name for s in spans)
+    assert encode_batch(spans) == _payload(spans)
+
+
+@pytest.mark.parametrize(("status", "tries"), [(503, 3), (429, 3), (400, 1), (404, 1)])
+def test_fast_exporter_retries_what_is_worth_it_and_fails_the_rest(status: int, tries: int) -> None:
+    """A 429 or 5xx is tried again (three tries), another 4xx never; either way the batch fails
+    once the tries are spent, and nothing raises."""
+    collector = _CapturingCollector(status)
+    spans = _spans(2)
+    try:
+        exporter = FastSpanExporter(collector.url, attempts=3)
+        assert exporter.export(spans) is SpanExportResult.FAILURE
+        exporter.shutdown()
+    finally:
+        collector.close()
+    assert [body for _, body in collector.requests] == [encode_batch(spans)] * tries
+
+
+def test_fast_exporter_fails_a_batch_nobody_takes(port: int) -> None:
+    exporter = FastSpanExporter(f"http://127.0.0.1:{port}/v1/traces", attempts=2)
+    assert exporter.export(_spans(2)) is SpanExportResult.FAILURE
+    exporter.shutdown()
