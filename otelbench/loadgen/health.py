@@ -250,11 +250,13 @@ def client_health(workers: list[WorkerHealth]) -> dict[str, Any]:
 class LoopMonitor:
     """Samples the running event loop's lateness and the process's CPU until :meth:`stop`.
 
-    Create and start it inside the loop to watch; ``worker`` is the process's worker index.
+    Create it before the schedule's ``t0`` (it measures the clock then, which takes tens of ms
+    the first time), start it inside the loop to watch; ``worker`` is the process's worker index.
     """
 
     def __init__(self, worker: int = 0) -> None:
         self.health = WorkerHealth(worker, os.getpid(), METHOD_TIMERFD)
+        self.health.clock = measure_clock()
         self._task: asyncio.Task[None] | None = None
         self._usage: resource.struct_rusage | None = None
         self._t0 = 0
@@ -262,8 +264,7 @@ class LoopMonitor:
         self._steal: tuple[int, int] | None = None
 
     def start(self) -> None:
-        """Start sampling (from the loop's own thread), after measuring the clock."""
-        self.health.clock = measure_clock()
+        """Start sampling (from the loop's own thread)."""
         self._usage = resource.getrusage(resource.RUSAGE_SELF)
         self._waited_ns = _runqueue_wait_ns()
         self._steal = _steal_ticks()

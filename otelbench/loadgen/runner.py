@@ -423,10 +423,13 @@ async def execute_run(
                 gc.collect()
                 gc.freeze()
             with _pinned_here(plan if pool is None else None):
+                # the monitor measures the clock when made: before t0
+                monitor = LoopMonitor(shares[0].worker) if pool is None else None
                 started_unix = time.time()
                 t0 = time.perf_counter_ns()
                 if pool is None:
-                    healths = [await _measure_here(sender, shares[0], t0, on_result, plan)]
+                    assert monitor is not None
+                    healths = [await _measure_here(sender, shares[0], t0, monitor, on_result, plan)]
                 else:
                     t0, healths = await pool.measure(_collect(outcome, on_result))
     finally:
@@ -483,12 +486,12 @@ async def _measure_here(
     sender: Sender,
     share: Share,
     t0: int,
+    monitor: LoopMonitor,
     on_result: Callable[[CompletionResult], None] | None,
     plan: CpuPlan | None = None,
 ) -> WorkerHealth:
-    """One worker: the measured load on this process's own loop, its health monitored (and,
-    pinned, the CPUs it found itself on)."""
-    monitor = LoopMonitor(share.worker)
+    """One worker: the measured load on this process's own loop, its health monitored by
+    ``monitor`` (made before ``t0``; and, pinned, the CPUs it found itself on)."""
     if plan is not None:
         monitor.health.cpus = read_back()
     monitor.start()
