@@ -280,7 +280,10 @@ async def _batch(
         nonlocal stop
         if stop is not None:
             return False
-        if done - failed >= spec.min_requests and tokens >= spec.min_output_tokens:
+        # the requests in flight count as successes until they fail: the closed loop issues
+        # no more than the floor asks (a failure issues another), the tokens are counted as
+        # they come
+        if issued - failed >= spec.min_requests and tokens >= spec.min_output_tokens:
             return False
         if issued >= spec.max_requests:
             stop = f"reached its cap of {spec.max_requests} requests"

@@ -1,12 +1,17 @@
-"""Warm-up's pure parts: the stabilization check, probe summaries and the spec's validation."""
+"""Warm-up: the stabilization check, probe summaries, the spec's validation, and what a round
+sends (against a send function that plays the target)."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
 from otelbench.client import CompletionResult
 from otelbench.errors import ConfigError
-from otelbench.loadgen.warmup import WarmupSpec, probe_summary, probe_variation
+from otelbench.loadgen.warmup import WarmupSpec, probe_summary, probe_variation, run_warmup
+from otelbench.loadgen.workloads import WorkloadRequest, make_workload
+from otelbench.semconv import PHASE_PROBE, PHASE_WARMUP
 
 
 def result(end_us: int | None, ttft_us: int | None, ok: bool = True) -> CompletionResult:
@@ -128,4 +133,30 @@ async def test_failed_warm_up_requests_do_not_count_toward_the_floor() -> None:
     # one at a time: 14 sent, the 3rd, 6th, 9th and 12th failed, the 10 others reach the floor
     assert (manifest["requests"], manifest["failed"]) == (14, 4)
     assert manifest["output_tokens"] == 40
+    assert manifest["drained"] is True
+
+
+@pytest.mark.parametrize("failures", [0, 3])
+def test_a_warm_up_round_issues_only_what_its_floor_asks_and_replaces_each_failure(
+    failures: int,
+) -> None:
+    """Closed loop at 8 streams, floor 8 requests (no token floor): 8 sent, plus one for each
+    failed request; the probes (2 before, 2 after) apart."""
+    sent: list[str] = []
+
+    async def send(item: WorkloadRequest, phase: str) -> CompletionResult:
+        await asyncio.sleep(0.001 * (1 + len(sent) % 3))  # requests end out of order
+        sent.append(phase)
+        warm = [p for p in sent if p == PHASE_WARMUP]
+        ok = phase != PHASE_WARMUP or len(warm) > failures  # the first ones fail
+        return result(10_000, 1_000, ok=ok)
+
+    spec = WarmupSpec(min_requests=8, min_output_tokens=0, probes=2, max_rounds=1)
+    workload = make_workload("synthetic-uniform", seed=1, vocab_size=1024)
+    out = asyncio.run(run_warmup(spec, workload, send, concurrency=8))
+    assert sent.count(PHASE_WARMUP) == 8 + failures
+    assert sent.count(PHASE_PROBE) == 4
+    manifest = out.to_manifest()
+    assert manifest["rounds"][0]["requests"] == 8 + failures
+    assert manifest["rounds"][0]["failed"] == failures
     assert manifest["drained"] is True
