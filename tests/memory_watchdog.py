@@ -59,6 +59,15 @@ from typing import Any, Final
 
 import pytest
 
+from tests.fixtures.procfs import (
+    children_files_exist,
+    cmdline,
+    comm,
+    descendants,
+    parent_tree,
+    rss_bytes,
+)
+
 __all__ = [
     "DEFAULT_LIMIT",
     "ENV_LIMIT",
@@ -83,7 +92,6 @@ at once when it fell back under the bound in between): the memory a failed test 
 is its own failure, not the next test's."""
 HARD_EXIT_STATUS: Final = 70
 SIGNAL: Final = signal.SIGUSR2
-_PAGE: Final = os.sysconf("SC_PAGE_SIZE")
 _UNITS: Final = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -137,88 +145,6 @@ def _trim(frames: traceback.StackSummary) -> traceback.StackSummary:
     return frames
 
 
-def _read(path: str) -> str | None:
-    """A small /proc file's text (os-level calls: the cheapest read)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 1 << 16).decode(errors="replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def rss_bytes(pid: int | str = "self") -> int | None:
-    """A process's resident set size (``/proc/<pid>/statm``), None when it is gone."""
-    text = _read(f"/proc/{pid}/statm")
-    if not text:
-        return None
-    try:
-        return int(text.split()[1]) * _PAGE
-    except (IndexError, ValueError):
-        return None
-
-
-def _tasks(pid: int | str) -> list[str]:
-    try:
-        with os.scandir(f"/proc/{pid}/task") as it:
-            return [entry.name for entry in it]
-    except OSError:
-        return []
-
-
-def _children_files_exist() -> bool:
-    return any(Path(f"/proc/self/task/{t}/children").exists() for t in _tasks("self"))
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for tid in _tasks(pid):
-        text = _read(f"/proc/{pid}/task/{tid}/children")
-        if text:
-            out += [int(x) for x in text.split()]
-    return out
-
-
-def _ppids() -> dict[int, list[int]]:
-    """Every process's children, from the ppid of each ``/proc/<pid>/stat`` (no children files)."""
-    tree: dict[int, list[int]] = {}
-    with os.scandir("/proc") as it:
-        names = [entry.name for entry in it if entry.name.isdigit()]
-    for name in names:
-        text = _read(f"/proc/{name}/stat")
-        if text:
-            with contextlib.suppress(IndexError, ValueError):
-                ppid = int(text.rsplit(")", 1)[1].split()[1])
-                tree.setdefault(ppid, []).append(int(name))
-    return tree
-
-
-def descendants(pid: int, tree: dict[int, list[int]] | None = None) -> list[int]:
-    """The pids of ``pid``'s descendants, parents before their children: from the kernel's
-    ``children`` files, or from ``tree`` (:func:`_ppids`) where it is given."""
-    out: list[int] = []
-    todo = [pid]
-    while todo:
-        parent = todo.pop()
-        kids = _children(parent) if tree is None else tree.get(parent, [])
-        out += kids
-        todo += kids
-    return out
-
-
-def _comm(pid: int) -> str:
-    return (_read(f"/proc/{pid}/comm") or "gone").strip()
-
-
-def _cmdline(pid: int) -> str:
-    text = _read(f"/proc/{pid}/cmdline") or ""
-    return " ".join(text.split("\0")).strip()[:160] or "?"
-
-
 @dataclass
 class Breach:
     """One bound passed: where, by which process, and what the main thread was doing."""
@@ -236,7 +162,7 @@ class Breach:
 
     def __post_init__(self) -> None:
         if not self.names:
-            self.names = {p: _comm(p) for p in self.sizes if p != os.getpid()}
+            self.names = {p: comm(p) for p in self.sizes if p != os.getpid()}
 
     def text(self) -> str:
         own = self.pid == os.getpid()
@@ -294,7 +220,7 @@ class MemoryWatchdog:
     ) -> None:
         self.limit = limit
         self.interval_s = interval_s
-        self.children_files = _children_files_exist()
+        self.children_files = children_files_exist()
         self.where: str | None = None
         """``<node id> (<phase>)`` while a test phase runs in the main thread; None between."""
         self.breaches: dict[str, Breach] = {}
@@ -365,7 +291,7 @@ class MemoryWatchdog:
         if self.children_files:
             kids = descendants(me)
         elif self.samples % 8 == 0:  # a scan of every process's stat costs more: every 2 s
-            kids = descendants(me, _ppids())
+            kids = descendants(me, parent_tree())
         else:
             kids = []
         for pid in kids:
@@ -388,7 +314,7 @@ class MemoryWatchdog:
                 self.limit,
                 dict(sizes),
                 stack,
-                command=_cmdline(pid),
+                command=cmdline(pid),
                 notes=(["other threads:", *others] if others else []) + _top_allocations(),
             )
             if where is None:
@@ -433,7 +359,7 @@ class MemoryWatchdog:
             self.limit,
             dict(sizes),
             stack,
-            command=_cmdline(pid),
+            command=cmdline(pid),
         )
         if self._capture is not None:
             with contextlib.suppress(Exception):  # the report matters more

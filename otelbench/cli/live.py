@@ -177,13 +177,13 @@ def probe(
     provider.add_span_processor(ProbeTagger(stream))
     outcomes = []
     try:
-        outcomes = asyncio.run(run_probe(config, tracer_provider=provider))
+        outcomes = asyncio.run(run_probe(config, tracer_provider=provider, keep_records=False))
     except KeyboardInterrupt:
         pass
     finally:
         shutdown(provider, flush_ms)
-    sent = sum(len(o.results) for o in outcomes)
-    failed = sum(1 for o in outcomes for r in o.results if not r.ok)
+    sent = sum(o.tally.sent for o in outcomes)
+    failed = sum(o.tally.failed.total() for o in outcomes)
     typer.echo(f"otelbench probe: {sent} requests in {len(outcomes)} segments, {failed} failed")
     if spool_dir is not None:
         counts = spool_stats.as_dict()

@@ -176,6 +176,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
             on_status=progress.status,
             span_wait_s=c.span_wait,
             spool_dir=r.spool_dir,
+            keep_records=False,  # the report comes from the store
         )
     if result.report_md is not None:
         typer.echo(result.report_md)
@@ -188,10 +189,9 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         )
     if result.interrupted:
         raise typer.Exit(130)
-    outcome = result.outcome
-    if outcome is not None and outcome.results and not any(x.ok for x in outcome.results):
-        kinds = sorted({x.error_type or "error" for x in outcome.results})
-        _fail(f"all {len(outcome.results)} requests failed ({', '.join(kinds)})")
+    tally = result.outcome.tally if result.outcome is not None else None
+    if tally is not None and tally.sent and tally.failed.total() == tally.sent:
+        _fail(f"all {tally.sent} requests failed ({', '.join(sorted(tally.failed))})")
 
 
 _COMMON = dataclass_options(

@@ -16,7 +16,7 @@ A run's measured load is split into :class:`Share` s, one per worker process
 each send time (:class:`otelbench.loadgen.deadline.DeadlineTimer`) and starts the request as its
 own task, never waiting for a response; the closed loop keeps its streams busy.
 :class:`Sender` sends one request through the instrumented client, with the run's span
-attributes (``otelbench.loadgen.worker`` among them), and records it.
+attributes (``otelbench.loadgen.worker`` among them), and hands its record to ``on_record``.
 
 Clock domain: ``time.perf_counter_ns()`` (CLOCK_MONOTONIC, ns); offsets and lags in µs.
 
@@ -170,7 +170,9 @@ class Sender:
 
     Every request's span carries the run id, workload, request index, class and phase, the
     worker that sent it, and, when it had a send time, its scheduled offset from :attr:`t0` and
-    its schedule lag (µs). ``on_record`` sees every record as it is made.
+    its schedule lag (µs). ``on_record`` sees every record as it is made; the sender keeps none
+    (a worker process sends each to the caller, which keeps what it needs: a long run's records
+    kept twice grew every process by 3-4 KB a request).
     """
 
     def __init__(
@@ -184,7 +186,6 @@ class Sender:
         self.config = config
         self.client = client
         self.worker = worker
-        self.records: list[RequestRecord] = []
         self.t0 = time.perf_counter_ns()
         self._on_record = on_record
         self._extra_body = {
@@ -228,7 +229,6 @@ class Sender:
         record = RequestRecord(
             item.index, item.request_class, phase, offset_us, lag_us, result, self.worker
         )
-        self.records.append(record)
         if self._on_record is not None:
             self._on_record(record)
         return result
