@@ -14,7 +14,12 @@ Every ``--interval`` seconds the resident set size (``/proc/<pid>/statm``) of ev
 the run is read: the ``otelbench run`` process (*parent*: the run span, the records the workers
 send back), the multiprocessing forkserver, the two *worker* processes (children of the
 forkserver), the resource tracker, the *collector* (each incarnation apart), the target (not
-otelbench's: shown, not judged), and the size of the spool directory.
+otelbench's: shown, not judged), and the size of the spool directory. The collector's DuckDB
+caches the blocks of the table it writes, up to the writer's memory limit (512 MiB,
+``otelbench.store.duckdb.WRITER_MEMORY_LIMIT``): its RSS grows with the store by design until
+then. So the collector's ``store_memory_bytes`` (``GET /otelbench/stats``: DuckDB's
+``duckdb_memory()``) is sampled too, and what is judged is its RSS less those blocks; the whole
+RSS and the blocks are shown.
 
 **Slope.** Per process, an ordinary least-squares line through its RSS (MiB) against time (h)
 from the end of ``--warmup-minutes`` to the end of the load (the last sample with both workers
@@ -52,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +65,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import machine, write_result  # noqa: E402
 from otelbench import semconv  # noqa: E402
+from otelbench.collector.receiver import STATS_PATH  # noqa: E402
+from otelbench.store.duckdb import WRITER_MEMORY_LIMIT  # noqa: E402
 from tests.fixtures.collector_process import free_port, start_collector, stop_collector  # noqa: E402
 from tests.fixtures.procfs import cmdline, descendants, rss_bytes  # noqa: E402
 from tests.fixtures.scripted_server import ScriptedServer  # noqa: E402
@@ -120,7 +128,9 @@ class Sampler:
     def __init__(self, parent: int, server_pids: list[int]) -> None:
         self.parent = parent
         self.server_pids = server_pids
-        self.series: dict[int, Series] = {}
+        self.series: dict[tuple[int, str], Series] = {}
+        """By (pid, what): ``rss``, and for a collector ``duckdb`` (its store's cached blocks)
+        and ``own`` (its RSS less those)."""
         self.workers: list[int] = []
         self.collectors: list[int] = []
         self.spool_peak_bytes = 0
@@ -142,7 +152,15 @@ class Sampler:
             return "resource tracker"
         return f"other: {command[:60]}"
 
-    def sample(self, t_s: float, collector: int | None, spool: Path) -> int:
+    def add(self, pid: int, what: str, role: str, t_s: float, mib: float) -> Series:
+        s = self.series.get((pid, what))
+        if s is None:
+            s = self.series[pid, what] = Series(role, pid)
+        s.t_s.append(round(t_s, 2))
+        s.rss_mib.append(round(mib, 2))
+        return s
+
+    def sample(self, t_s: float, collector: int | None, port: int, spool: Path) -> int:
         """One sample of every process; returns how many workers are alive."""
         kids = descendants(self.parent)
         forkserver = next((p for p in kids if "forkserver" in cmdline(p)), None)
@@ -156,17 +174,31 @@ class Sampler:
             rss = rss_bytes(pid)
             if rss is None:
                 continue
-            s = self.series.get(pid)
-            if s is None:
-                s = self.series[pid] = Series(self.role(pid, forkserver), pid)
-            s.t_s.append(round(t_s, 2))
-            s.rss_mib.append(round(rss / MIB, 2))
-            alive += s.role.startswith("worker")
+            known = self.series.get((pid, "rss"))
+            role = known.role if known is not None else self.role(pid, forkserver)
+            self.add(pid, "rss", role, t_s, rss / MIB)
+            alive += role.startswith("worker")
+            if pid == collector:
+                cached = store_memory(port)
+                if cached is not None:
+                    self.add(pid, "duckdb", f"{role}: DuckDB's cached blocks", t_s, cached / MIB)
+                    self.add(pid, "own", f"{role}: RSS less those", t_s, (rss - cached) / MIB)
         size = (
             sum(p.stat().st_size for p in spool.rglob("*") if p.is_file()) if spool.exists() else 0
         )
         self.spool_peak_bytes = max(self.spool_peak_bytes, size)
         return alive
+
+
+def store_memory(port: int) -> int | None:
+    """The collector's ``store_memory_bytes`` (``GET /otelbench/stats``), None if it answers
+    nothing."""
+    try:
+        stats = httpx.get(f"http://127.0.0.1:{port}{STATS_PATH}", timeout=2.0).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    value = stats.get("store_memory_bytes")
+    return value if isinstance(value, int) else None
 
 
 def stored_client_spans(store: Path, run_id: str | None) -> int:
@@ -257,15 +289,17 @@ def main() -> None:
                     down = False
                     print(f"{now / 60:6.1f} min  collector started again", flush=True)
                 if now >= next_sample:
-                    alive = sampler.sample(now, None if down else collector.pid, run_dir / "spool")
+                    alive = sampler.sample(
+                        now, None if down else collector.pid, port, run_dir / "spool"
+                    )
                     if alive == 2:
                         load_end_s = now
                     load_avg.append((round(now, 1), os.getloadavg()[0]))
                     if int(now) % 60 < args.interval:
                         rss = {
                             s.role.split(" (")[0]: s.rss_mib[-1]
-                            for s in sampler.series.values()
-                            if s.t_s and s.t_s[-1] == round(now, 2)
+                            for (_, what), s in sampler.series.items()
+                            if what == "rss" and s.t_s and s.t_s[-1] == round(now, 2)
                         }
                         print(f"{now / 60:6.1f} min  RSS MiB {rss}", flush=True)
                     next_sample += args.interval
@@ -286,19 +320,25 @@ def main() -> None:
 
     start_s = 60 * args.warmup_minutes
     rows = []
-    for s in sorted(sampler.series.values(), key=lambda s: s.role):
-        if s.role.startswith("collector"):
+    for (_, what), s in sorted(sampler.series.items(), key=lambda kv: kv[1].role):
+        collector_role = s.role.startswith("collector")
+        if collector_role:
             window = (s.t_s[0] + COLLECTOR_WARMUP_S, load_end_s) if s.t_s else (0.0, 0.0)
         else:
             window = (start_s, load_end_s)
-        judged = not s.role.startswith(("target", "other"))
+        # a collector's whole RSS grows with its store's cached blocks by design (up to DuckDB's
+        # limit): its own memory, the RSS less those blocks, is what is judged
+        judged = not s.role.startswith(("target", "other")) and (
+            not collector_role or what == "own"
+        )
         rows.append(
             {
                 "role": s.role,
                 "pid": s.pid,
+                "measure": what,
                 "judged": judged,
                 "fit": fit(s, *window, args.bound),
-                "series": {"t_s": s.t_s, "rss_mib": s.rss_mib},
+                "series": {"t_s": s.t_s, "mib": s.rss_mib},
             }
         )
     judged = [r for r in rows if r["judged"] and r["fit"] is not None]
@@ -316,6 +356,7 @@ def main() -> None:
         "fit_window_s": [start_s, round(load_end_s, 1)],
         "bound_mib_per_h": args.bound,
         "all_flat": flat,
+        "collector_store_memory_limit": WRITER_MEMORY_LIMIT,
         "outage": {
             **outage,
             "minutes": round(outage_s / 60, 2),

@@ -146,6 +146,7 @@ def probe(
 
     from otelbench.cli.options import workload_params
     from otelbench.live.probe import ProbeConfig, ProbeTagger, run_probe
+    from otelbench.loadgen.share import steady_heap
     from otelbench.spool import SpoolStats
     from otelbench.telemetry import make_tracer_provider, shutdown
 
@@ -168,6 +169,7 @@ def probe(
     )
     flush_ms = round(parse_duration(flush_timeout) * 1000)
     spool_stats = SpoolStats()
+    steady_heap()  # a probe may send for days
     provider = make_tracer_provider(
         otlp_endpoint,
         service_name=semconv.SERVICE_PROBE,

@@ -111,6 +111,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
     from otelbench.benchmark import run_benchmark
     from otelbench.loadgen.affinity import cpu_plan
     from otelbench.loadgen.runner import LoadSpec, RunConfig
+    from otelbench.loadgen.share import steady_heap
     from otelbench.loadgen.warmup import WarmupSpec
 
     if r.rate is not None and r.concurrency is not None:
@@ -165,6 +166,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
     )
     launch = {"max_model_len": c.max_model_len, "served_model_name": c.model} if c.sut else None
     out = c.out
+    steady_heap()  # this process sends the load when it has one worker
     with _Progress(r.requests) as progress:
         result = run_benchmark(
             config,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -121,3 +123,39 @@ def test_client_health_pools_the_workers_ticks() -> None:
         "runqueue_wait_share",
         "host_steal_share",
     }
+
+
+HEAP_PROBE = """
+import ctypes, sys
+from otelbench.loadgen.share import steady_heap
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+steady = sys.argv[1] == "steady" and steady_heap()
+big = bytearray(4 << 20)  # a mapped 4 MiB buffer, freed: glibc raises its threshold to it
+del big
+before = libc.mallinfo2().hblkhd
+kept = [bytearray(200_000) for _ in range(64)]  # large buffers: mapped, or a heap grown?
+print(steady, libc.mallinfo2().hblkhd - before)
+"""
+
+
+@pytest.mark.parametrize("mode", ["steady", "default"])
+def test_steady_heap_maps_large_buffers_for_the_whole_run(mode: str) -> None:
+    """glibc raises its mmap threshold to every mapped buffer freed, so later large buffers come
+    from the heap and fragment it over a long run; ``steady_heap`` fixes the threshold."""
+    proc = subprocess.run(
+        [sys.executable, "-c", HEAP_PROBE, mode],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    steady, mapped = proc.stdout.split()
+    if mode == "steady":
+        assert steady == "True"
+        assert int(mapped) >= 48 * 200_000  # their own mappings, once the heap's slack is used
+    else:
+        assert int(mapped) == 0  # glibc's own threshold, raised: all from the heap
