@@ -635,6 +635,7 @@ def run_benchmark(
     on_status: Callable[[str], None] = lambda _msg: None,
     span_wait_s: float | None = None,
     spool_dir: Path | None = None,
+    keep_records: bool = True,
 ) -> BenchmarkResult:
     """Run one benchmark and write its reports (see the module docstring).
 
@@ -650,7 +651,11 @@ def run_benchmark(
 
     With ``config.loadgen_cpus`` (:mod:`otelbench.loadgen.affinity`) this process runs on the
     other CPUs from before it starts the collector and vLLM (they inherit them) until the
-    reports are written; the measurement itself runs on the load generator's."""
+    reports are written; the measurement itself runs on the load generator's.
+
+    ``keep_records=False``: :attr:`BenchmarkResult.outcome` keeps the run's tally, not every
+    request's record (``otelbench run``: the report comes from the store, and a long run's memory
+    stays flat; :func:`~otelbench.loadgen.runner.execute_run`)."""
     with away_from(config.loadgen_cpus):
         return _run_benchmark(
             config,
@@ -662,6 +667,7 @@ def run_benchmark(
             on_status=on_status,
             span_wait_s=span_wait_s,
             spool_dir=spool_dir,
+            keep_records=keep_records,
         )
 
 
@@ -676,6 +682,7 @@ def _run_benchmark(
     on_status: Callable[[str], None],
     span_wait_s: float | None,
     spool_dir: Path | None,
+    keep_records: bool,
 ) -> BenchmarkResult:
     check_workload(config)
     if launch_vllm_cpu is None:
@@ -743,6 +750,7 @@ def _run_benchmark(
                             export=ExportSpec(otlp_endpoint, spool),
                             spool_stats=spool_stats,
                             neighbours=neighbours,
+                            keep_records=keep_records,
                         ),
                         collector,
                     )
@@ -761,7 +769,7 @@ def _run_benchmark(
                 record_client_telemetry(out_dir, config.run_id, result.client_telemetry)
                 if span_wait_s is not None:
                     flush_wait = span_wait_s
-                sent = len(result.outcome.results) if result.outcome else config.load.requests
+                sent = result.outcome.tally.sent if result.outcome else config.load.requests
                 if watch is not None and flush_wait > 0 and not _failed(collector):
                     traced = watch.target_spans(config.run_id) > before
                     if traced or time.monotonic() - started < flush_wait:

@@ -17,6 +17,10 @@ or ``tests/vllm`` is named on the command line, with a marker expression (``-m t
 vllm``: the expression decides), or with ``--vllm`` (every tier); they run in one process (the
 timing tier's tests one at a time, the vLLM tier's shared servers are per process).
 ``scripts/test.sh`` runs the quick tier and the vLLM tier side by side, then the timing tier alone.
+
+Every process that runs tests has a memory watchdog (``tests/memory_watchdog.py``): a test whose
+process, or a process it started, passes ``$OTELBENCH_TEST_RSS_LIMIT`` (default 4 GiB) of RSS
+fails with its name and the stack of the moment.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ settings.load_profile("otelbench")
 """Hypothesis without its per-example deadline (200 ms by default) in every test: a garbage
 collection or a busy shared machine can take that long, and the properties are about results,
 not speed. A test's own ``@settings`` changes only the fields it names."""
+
+pytest_plugins = ("tests.memory_watchdog",)
 
 DEFAULT_HOOK_VERSIONS = (VLLM_VERSION, TESTED_VLLM_VERSIONS[0])
 """The releases the engine-hook tests run on when nothing else is asked: the default (which the

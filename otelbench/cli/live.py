@@ -146,6 +146,7 @@ def probe(
 
     from otelbench.cli.options import workload_params
     from otelbench.live.probe import ProbeConfig, ProbeTagger, run_probe
+    from otelbench.loadgen.share import steady_heap
     from otelbench.spool import SpoolStats
     from otelbench.telemetry import make_tracer_provider, shutdown
 
@@ -168,6 +169,7 @@ def probe(
     )
     flush_ms = round(parse_duration(flush_timeout) * 1000)
     spool_stats = SpoolStats()
+    steady_heap()  # a probe may send for days
     provider = make_tracer_provider(
         otlp_endpoint,
         service_name=semconv.SERVICE_PROBE,
@@ -177,13 +179,13 @@ def probe(
     provider.add_span_processor(ProbeTagger(stream))
     outcomes = []
     try:
-        outcomes = asyncio.run(run_probe(config, tracer_provider=provider))
+        outcomes = asyncio.run(run_probe(config, tracer_provider=provider, keep_records=False))
     except KeyboardInterrupt:
         pass
     finally:
         shutdown(provider, flush_ms)
-    sent = sum(len(o.results) for o in outcomes)
-    failed = sum(1 for o in outcomes for r in o.results if not r.ok)
+    sent = sum(o.tally.sent for o in outcomes)
+    failed = sum(o.tally.failed.total() for o in outcomes)
     typer.echo(f"otelbench probe: {sent} requests in {len(outcomes)} segments, {failed} failed")
     if spool_dir is not None:
         counts = spool_stats.as_dict()

@@ -111,6 +111,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
     from otelbench.benchmark import run_benchmark
     from otelbench.loadgen.affinity import cpu_plan
     from otelbench.loadgen.runner import LoadSpec, RunConfig
+    from otelbench.loadgen.share import steady_heap
     from otelbench.loadgen.warmup import WarmupSpec
 
     if r.rate is not None and r.concurrency is not None:
@@ -165,6 +166,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
     )
     launch = {"max_model_len": c.max_model_len, "served_model_name": c.model} if c.sut else None
     out = c.out
+    steady_heap()  # this process sends the load when it has one worker
     with _Progress(r.requests) as progress:
         result = run_benchmark(
             config,
@@ -176,6 +178,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
             on_status=progress.status,
             span_wait_s=c.span_wait,
             spool_dir=r.spool_dir,
+            keep_records=False,  # the report comes from the store
         )
     if result.report_md is not None:
         typer.echo(result.report_md)
@@ -188,10 +191,9 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         )
     if result.interrupted:
         raise typer.Exit(130)
-    outcome = result.outcome
-    if outcome is not None and outcome.results and not any(x.ok for x in outcome.results):
-        kinds = sorted({x.error_type or "error" for x in outcome.results})
-        _fail(f"all {len(outcome.results)} requests failed ({', '.join(kinds)})")
+    tally = result.outcome.tally if result.outcome is not None else None
+    if tally is not None and tally.sent and tally.failed.total() == tally.sent:
+        _fail(f"all {tally.sent} requests failed ({', '.join(sorted(tally.failed))})")
 
 
 _COMMON = dataclass_options(

@@ -30,22 +30,29 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["READ_DELAYS", "DelayHistogram", "ReadDelays"]
+__all__ = ["READ_DELAYS", "SUB_BITS", "DelayHistogram", "ReadDelays"]
 
-_SUB_BITS: Final = 5
-_SUB: Final = 1 << _SUB_BITS
-"""Buckets per power of two."""
-_SIZE: Final = _SUB * 48
+SUB_BITS: Final = 5
+"""The read delays' resolution: 2**5 = 32 buckets per power of two (each within 3.1 % of its
+values)."""
+_POWERS: Final = 48
 """Up to 2**47 ns (39 hours); anything longer lands in the last bucket."""
 
 
 class DelayHistogram:
-    """Counts of nanosecond delays in log-linear buckets, and the largest delay exactly."""
+    """Counts of nanosecond delays in log-linear buckets, and the largest delay exactly.
 
-    __slots__ = ("counts", "max_ns")
+    ``sub_bits`` sets the resolution: 2**sub_bits buckets per power of two, values below
+    2**sub_bits ns exact, any other within 2**-sub_bits of its bucket's middle; the size is
+    48 × 2**sub_bits counts, whatever was counted (5: 12 KiB; 10: 384 KiB, of pages that stay
+    untouched, and so not resident, until a value lands there).
+    """
 
-    def __init__(self) -> None:
-        self.counts = np.zeros(_SIZE, dtype=np.int64)
+    __slots__ = ("counts", "max_ns", "sub_bits")
+
+    def __init__(self, sub_bits: int = SUB_BITS) -> None:
+        self.sub_bits = sub_bits
+        self.counts = np.zeros(_POWERS << sub_bits, dtype=np.int64)
         self.max_ns = 0
 
     def add(self, delays_ns: array[int] | npt.NDArray[np.int64]) -> None:
@@ -53,14 +60,20 @@ class DelayHistogram:
         v = np.maximum(np.asarray(delays_ns, dtype=np.int64), 0)
         if v.size == 0:
             return
+        bits, sub = self.sub_bits, 1 << self.sub_bits
         # a value's bit length: frexp's exponent, exact for integers below 2**53
-        e = np.maximum(np.frexp(v.astype(np.float64))[1] - _SUB_BITS - 1, 0)
-        index = np.where(v < _SUB, v, _SUB * (e + 1) + (v >> e) - _SUB)
-        self.counts += np.bincount(np.minimum(index, _SIZE - 1), minlength=_SIZE)
+        e = np.maximum(np.frexp(v.astype(np.float64))[1] - bits - 1, 0)
+        index = np.minimum(
+            np.where(v < sub, v, sub * (e + 1) + (v >> e) - sub), self.counts.size - 1
+        )
+        found = np.bincount(index)
+        self.counts[: found.size] += found
         self.max_ns = max(self.max_ns, int(v.max()))
 
     def merge(self, other: DelayHistogram) -> None:
-        """Add ``other``'s counts to these."""
+        """Add ``other``'s counts (of the same resolution) to these."""
+        if other.sub_bits != self.sub_bits:
+            raise ValueError(f"histograms of {self.sub_bits} and {other.sub_bits} sub-bits")
         self.counts = self.counts + other.counts
         self.max_ns = max(self.max_ns, other.max_ns)
 
@@ -68,15 +81,27 @@ class DelayHistogram:
     def count(self) -> int:
         return int(self.counts.sum())
 
+    def count_at_least(self, ns: int) -> int:
+        """How many delays were counted in buckets that hold only values of ``ns`` or more."""
+        first = int(np.searchsorted(self._lows(), ns, side="left"))
+        return int(self.counts[first:].sum())
+
+    def _lows(self) -> npt.NDArray[np.int64]:
+        """Each bucket's smallest value."""
+        index = np.arange(self.counts.size, dtype=np.int64)
+        sub = 1 << self.sub_bits
+        e, m = np.divmod(np.maximum(index - sub, 0), sub)
+        return np.where(index < sub, index, (sub + m) << e)
+
     def percentile_ns(self, q: float) -> float | None:
         """The ``q``-th percentile (0–100): the middle of the bucket it falls in (exact below
-        32 ns), at most the largest delay; None when empty."""
+        2**sub_bits ns), at most the largest delay; None when empty."""
         total = self.count
         if total == 0:
             return None
         rank = max(1, math.ceil(q * total / 100))
         index = int(np.searchsorted(np.cumsum(self.counts), rank))
-        return min(_middle(index), float(self.max_ns))
+        return min(_middle(index, 1 << self.sub_bits), float(self.max_ns))
 
     def summary_ms(self) -> dict[str, float | int | None]:
         """``{count, p50, p99, max}``, the percentiles and the maximum in ms."""
@@ -89,11 +114,11 @@ class DelayHistogram:
         }
 
 
-def _middle(index: int) -> float:
-    if index < _SUB:
+def _middle(index: int, sub: int) -> float:
+    if index < sub:
         return float(index)
-    e, m = divmod(index - _SUB, _SUB)
-    low = (_SUB + m) << e
+    e, m = divmod(index - sub, sub)
+    low = (sub + m) << e
     return low + ((1 << e) - 1) / 2
 
 

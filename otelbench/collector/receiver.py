@@ -69,7 +69,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any, Final
@@ -120,6 +120,8 @@ DEFAULT_MAX_BODY_BYTES: Final = 16 << 20
 """Largest request body accepted as sent (compressed or not): 16 MiB."""
 DEFAULT_MAX_DECOMPRESSED_BYTES: Final = 64 << 20
 """Largest body accepted after decompression (a gzip bomb stops here): 64 MiB."""
+STORE_MEMORY_EVERY_S: Final = 1.0
+""":attr:`ReceiverStats.store_memory_bytes` is read at most this often (a query: ~1 ms)."""
 
 # gRPC status codes for the google.rpc.Status bodies
 _INVALID_ARGUMENT: Final = 3
@@ -183,6 +185,11 @@ class ReceiverStats:
     spans_by_service: dict[str, int] = field(default_factory=dict)
     """Stored spans per ``service.name``: lets a load generator see whether, and how many,
     server spans have arrived for its run without opening the store (one writer process)."""
+    store_memory_bytes: int | None = None
+    """The memory the DuckDB store's buffer manager holds (its cached blocks, up to the writer's
+    memory limit: :meth:`~otelbench.store.SpanStore.memory_bytes`), read at most once a second;
+    None for a ClickHouse store or a closed one. The part of the collector's RSS that grows with
+    the store, by design, until that limit."""
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -194,6 +201,7 @@ class ReceiverStats:
             "metric_points_rejected": self.metric_points_rejected,
             "rejected": dict(self.rejected),
             "spans_by_service": dict(self.spans_by_service),
+            "store_memory_bytes": self.store_memory_bytes,
         }
 
 
@@ -633,6 +641,9 @@ class Receiver(Stops):
         self._conn_lock = threading.Lock()
         self._connections: dict[_Handler, bool] = {}  # handler -> busy
         self._stopping = False
+        self._memory_lock = threading.Lock()
+        self._memory: int | None = None
+        self._memory_read_at = -STORE_MEMORY_EVERY_S
 
     # ---------------------------------------------------------------- life cycle
     def start(self) -> Receiver:
@@ -767,8 +778,21 @@ class Receiver(Stops):
         return writer
 
     def stats(self) -> ReceiverStats:
-        """Counters since :meth:`start` (still readable after :meth:`stop`)."""
-        return self._counters.snapshot()
+        """Counters since :meth:`start` (still readable after :meth:`stop`), and the store's
+        memory while it is open."""
+        return replace(self._counters.snapshot(), store_memory_bytes=self._store_memory())
+
+    def _store_memory(self) -> int | None:
+        store = self._store
+        if not isinstance(store, SpanStore):
+            return None
+        now = time.monotonic()
+        with self._memory_lock:
+            if now - self._memory_read_at >= STORE_MEMORY_EVERY_S:
+                with contextlib.suppress(StoreError):  # closed: the last reading stands
+                    self._memory = store.memory_bytes()
+                self._memory_read_at = now
+            return self._memory
 
 
 def serve(

@@ -86,12 +86,17 @@ class ProbeConfig:
 
 
 async def run_probe(
-    config: ProbeConfig, *, tracer_provider: TracerProvider | None = None
+    config: ProbeConfig,
+    *,
+    tracer_provider: TracerProvider | None = None,
+    keep_records: bool = True,
 ) -> list[RunOutcome]:
     """Run the probe's segments one after another; returns each segment's outcome.
 
     ``tracer_provider`` should carry a :class:`ProbeTagger` (``probe`` adds one); per-request
-    failures are results, as in any run.
+    failures are results, as in any run. ``keep_records=False`` (``otelbench probe``, which may
+    run for ever: its results are its spans) keeps each segment's tally, not its records
+    (:class:`~otelbench.loadgen.runner.RunOutcome`).
     """
     outcomes: list[RunOutcome] = []
     per_segment = config.segment_requests(config.segment_s)
@@ -112,7 +117,9 @@ async def run_probe(
             run_id=f"{config.stream}-{segment}",
             sut={"probe": {"stream": config.stream, "rate": config.rate}},
         )
-        outcomes.append(await execute_run(run, tracer_provider=tracer_provider))
+        outcomes.append(
+            await execute_run(run, tracer_provider=tracer_provider, keep_records=keep_records)
+        )
         segment += 1
         if left is not None:
             left -= n

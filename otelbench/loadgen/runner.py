@@ -46,6 +46,7 @@ import inspect
 import json
 import time
 import uuid
+from array import array
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -100,6 +101,7 @@ __all__ = [
     "RequestRecord",
     "RunConfig",
     "RunOutcome",
+    "RunTally",
     "check_workload",
     "execute_run",
 ]
@@ -197,11 +199,33 @@ class RunConfig:
 
 
 @dataclass
+class RunTally:
+    """What a run counts of its measured requests whatever it keeps of their records: how many
+    were sent, which failed (by ``error.type``), and every schedule lag (8 bytes a request)."""
+
+    sent: int = 0
+    failed: Counter[str] = field(default_factory=Counter)
+    schedule_lags_us: array[int] = field(default_factory=lambda: array("q"))
+
+    def add(self, record: RequestRecord) -> None:
+        """Count one measured request's record."""
+        self.sent += 1
+        if not record.result.ok:
+            self.failed[record.result.error_type or "error"] += 1
+        if record.schedule_lag_us is not None:
+            self.schedule_lags_us.append(record.schedule_lag_us)
+
+
+@dataclass
 class RunOutcome:
     """What the run measured, in memory; the same facts are on the exported spans.
 
     ``results`` holds the measured requests' results only (completion order); ``records`` every
-    request the run sent, warm-up and probe requests included; ``warmup`` the warm-up outcome.
+    request the run sent, warm-up and probe requests included; ``warmup`` the warm-up outcome;
+    ``tally`` the counts of the measured requests. Without ``keep_records`` (``execute_run``'s
+    ``keep_records=False``: ``otelbench run``, whose report comes from the store) ``results`` and
+    ``records`` stay empty and the tally is all the run keeps of each request, so a long run's
+    memory does not grow with its requests' chunk times.
     """
 
     # The lists stay out of repr(): asyncio.run formats its main task's repr, result included,
@@ -211,9 +235,21 @@ class RunOutcome:
     results: list[CompletionResult] = field(default_factory=list, repr=False)
     records: list[RequestRecord] = field(default_factory=list, repr=False)
     warmup: WarmupOutcome | None = field(default=None, repr=False)
+    tally: RunTally = field(default_factory=RunTally, repr=False)
+    keep_records: bool = field(default=True, repr=False)
+
+    def add(self, record: RequestRecord) -> None:
+        """One request's record, as it completes: counted, and kept if the run keeps them."""
+        measured = record.phase == semconv.PHASE_MEASURE
+        if measured:
+            self.tally.add(record)
+        if self.keep_records:
+            self.records.append(record)
+            if measured:
+                self.results.append(record.result)
 
 
-def _lag_summary(lags_us: list[int]) -> dict[str, float | None]:
+def _lag_summary(lags_us: array[int]) -> dict[str, float | None]:
     if not lags_us:
         return {"p50_ms": None, "p99_ms": None, "max_ms": None}
     a = np.asarray(lags_us, dtype=np.float64) / 1000.0
@@ -318,6 +354,7 @@ async def execute_run(
     export: ExportSpec | None = None,
     spool_stats: SpoolStats | None = None,
     neighbours: Mapping[str, int | None] | None = None,
+    keep_records: bool = True,
 ) -> RunOutcome:
     """Run the load described by ``config``; returns every request's result.
 
@@ -336,6 +373,9 @@ async def execute_run(
     (:mod:`otelbench.loadgen.affinity`; this thread, when it measures, for the measurement
     only), and ``load.workers.cpus`` records the plan and the CPUs of the ``neighbours`` (name →
     pid: the processes the caller started for the run, e.g. the collector) as read back now.
+
+    ``keep_records=False``: the outcome keeps its tally of the measured requests, not their
+    records (:class:`RunOutcome`), for callers that read the results from the spans.
     """
     from opentelemetry import trace
 
@@ -382,7 +422,7 @@ async def execute_run(
         manifest["load"]["workers"]["cpus"] = plan.describe(neighbours or {})
         manifest["notes"].extend(filter(None, [plan.note()]))
 
-    outcome = RunOutcome(config.run_id, manifest)
+    outcome = RunOutcome(config.run_id, manifest, keep_records=keep_records)
     tracer = trace.get_tracer(semconv.INSTRUMENTATION_SCOPE, __version__, tracer_provider)
     run_span = tracer.start_span(
         semconv.SPAN_RUN,
@@ -392,7 +432,7 @@ async def execute_run(
     client = AsyncLLMClient(
         config.target, tracer_provider=tracer_provider, timeout=config.timeout_s
     )
-    sender = Sender(config, client)
+    sender = Sender(config, client, on_record=outcome.add)
     pool = None
     if workers > 1:
         assert export is not None
@@ -434,10 +474,7 @@ async def execute_run(
                     t0, healths = await pool.measure(_collect(outcome, on_result))
     finally:
         finished_unix = time.time()
-        outcome.records[:0] = sender.records
-        if pool is None:
-            outcome.results = [r.result for r in sender.records if r.phase == semconv.PHASE_MEASURE]
-        else:
+        if pool is not None:
             pool.close()
             healths = healths or pool.healths
             manifest["deviations"].extend(pool.failures)
@@ -508,11 +545,9 @@ def _collect(
     """A worker's record, as it arrives, into the outcome (and to ``on_result`` if measured)."""
 
     def take(record: RequestRecord) -> None:
-        outcome.records.append(record)
-        if record.phase == semconv.PHASE_MEASURE:
-            outcome.results.append(record.result)
-            if on_result is not None:
-                on_result(record.result)
+        outcome.add(record)
+        if on_result is not None and record.phase == semconv.PHASE_MEASURE:
+            on_result(record.result)
 
     return take
 
@@ -530,17 +565,12 @@ def _finish_manifest(
     if config.warmup is not None and manifest["warmup"] is None:
         manifest["warmup"] = {"mode": "warm", "interrupted": True}
         manifest["deviations"].append("the run was interrupted during its warm-up")
-    lags_us = [
-        r.schedule_lag_us
-        for r in outcome.records
-        if r.phase == semconv.PHASE_MEASURE and r.schedule_lag_us is not None
-    ]
-    lag = _lag_summary(lags_us)
+    lag = _lag_summary(outcome.tally.schedule_lags_us)
     manifest.update(
         started_unix=started_unix,
         finished_unix=finished_unix,
         duration_s=(time.perf_counter_ns() - t0) / 1e9,
-        requests_sent=len(outcome.results),
+        requests_sent=outcome.tally.sent,
         schedule_lag=lag,
         client_health=client_health(healths) if healths else None,
     )

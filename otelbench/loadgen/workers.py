@@ -63,6 +63,7 @@ from otelbench.loadgen.share import (
     Sender,
     Share,
     measure_share,
+    steady_heap,
     timing_process,
 )
 from otelbench.loadgen.workloads import WorkloadRequest
@@ -326,6 +327,7 @@ def worker_main(plan: _Plan, conn: Connection) -> None:
 
 async def _work(plan: _Plan, conn: Connection) -> None:
     config, share, export = plan.config, plan.share, plan.export
+    steady_heap()
     if plan.other_cpus is not None:  # before the exporter's thread starts: it inherits them
         move_process(plan.other_cpus)
     stats = SpoolStats()

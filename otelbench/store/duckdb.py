@@ -451,6 +451,12 @@ class SpanStore(Closes):
         [(n,)] = self.execute(f"SELECT sum(n) FROM ({union})")
         return int(n)
 
+    def memory_bytes(self) -> int:
+        """The memory DuckDB's buffer manager holds for this process now (``duckdb_memory()``):
+        mostly the table blocks it caches, which a writer keeps to :data:`WRITER_MEMORY_LIMIT`."""
+        [(n,)] = self.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()")
+        return int(n)
+
     def meta(self) -> dict[str, str]:
         """The ``otelbench_meta`` key/value pairs (``schema_version``, ``created_by``)."""
         return {

@@ -117,6 +117,7 @@ def test_the_receiver_writes_spans_into_chdb_and_rejects_metric_points_visibly()
     assert (stats.spans_accepted, stats.metric_points_accepted) == (3, 0)
     assert stats.metric_points_rejected == 2
     assert stats.spans_by_service == {"svc": 3}
+    assert stats.store_memory_bytes is None  # DuckDB's buffer manager only
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -18,7 +20,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from otelbench.collector.receiver import STATS_PATH, STORE_MEMORY_EVERY_S
 from otelbench.store import SpanStore
+from otelbench.store.duckdb import WRITER_MEMORY_LIMIT
 
 pytestmark = pytest.mark.integration
 
@@ -123,6 +127,22 @@ def test_sigterm_stops_gracefully(
     assert not Path(f"{store}.wal").exists()  # closed cleanly: the WAL was checkpointed
     with SpanStore.open(store, read_only=True) as reopened:
         assert reopened.span_count() == 7
+
+
+def test_stats_say_how_much_memory_the_store_holds(
+    collector: tuple[subprocess.Popen[str], dict[str, Any], Path],
+) -> None:
+    """The part of the collector's RSS that grows with the store by design (DuckDB's cached
+    blocks, up to the writer's memory limit), so a soak can tell it from a leak."""
+    _, ready, _ = collector
+    exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{ready['port']}/v1/traces", timeout=30)
+    assert exporter.export(some_spans(2000, "m")) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    time.sleep(STORE_MEMORY_EVERY_S)  # a reading taken before the batch is not reused
+    stats = httpx.get(f"http://127.0.0.1:{ready['port']}{STATS_PATH}", timeout=10).json()
+    assert stats["spans_accepted"] == 2000
+    limit = int(WRITER_MEMORY_LIMIT.removesuffix("MiB")) << 20
+    assert 0 < stats["store_memory_bytes"] <= limit
 
 
 def test_sigint_stops_too(collector: tuple[subprocess.Popen[str], dict[str, Any], Path]) -> None:

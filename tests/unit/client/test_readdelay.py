@@ -6,6 +6,7 @@ import pickle
 from array import array
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,3 +69,35 @@ def test_recording_is_off_until_started_and_folds_its_pending_reads() -> None:
     assert READ_DELAYS.pending is None
     assert READ_DELAYS.histogram is None
     assert READ_DELAYS.stop().count == 0
+
+
+@settings(deadline=None, max_examples=100)
+@given(values=delays, q=st.sampled_from([1.0, 50.0, 99.0, 100.0]), bits=st.sampled_from([5, 10]))
+def test_a_finer_histogram_is_within_its_own_bucket_width(
+    values: list[int], q: float, bits: int
+) -> None:
+    """The loop lateness's histogram (1,024 buckets per power of two): within 1/2048."""
+    h = DelayHistogram(sub_bits=bits)
+    h.add(array("q", values))
+    exact = float(np.percentile(values, q, method="inverted_cdf"))
+    got = h.percentile_ns(q)
+    assert got is not None
+    assert abs(got - exact) <= max(0.5, exact / (2 << bits))
+    assert h.count == len(values)
+    assert h.max_ns == max(values)
+    assert h.counts.size == 48 << bits  # fixed, however many values
+
+
+@settings(deadline=None, max_examples=100)
+@given(values=delays, at=st.integers(0, 10**12))
+def test_count_at_least_counts_the_buckets_wholly_above(values: list[int], at: int) -> None:
+    h = DelayHistogram(sub_bits=10)
+    h.add(array("q", values))
+    got = h.count_at_least(at)
+    assert got <= sum(v >= at for v in values)  # never a value below ``at``
+    assert got >= sum(v >= at + at / 1024 + 1 for v in values)  # at most one bucket short
+
+
+def test_histograms_of_two_resolutions_do_not_merge() -> None:
+    with pytest.raises(ValueError, match="5 and 10 sub-bits"):
+        DelayHistogram().merge(DelayHistogram(sub_bits=10))
