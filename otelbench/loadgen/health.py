@@ -50,6 +50,8 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import os
 import resource
 import time
@@ -69,6 +71,7 @@ __all__ = [
     "LATENESS_LIMIT_MS",
     "LATENESS_SUB_BITS",
     "PERIOD_NS",
+    "GcPauses",
     "LoopMonitor",
     "WorkerHealth",
     "client_health",
@@ -110,6 +113,66 @@ METHOD_SLEEP: Final = (
 
 
 @dataclass
+class GcPauses:
+    """CPython's garbage collections in one process, and how long each stopped it: while one
+    runs (in whichever thread allocated), it holds the GIL, so the event loop cannot stamp a
+    chunk. Counted from ``gc.callbacks`` between :meth:`watch` and :meth:`unwatch`; a fixed
+    size however long the run. A full collection's pause grows with the objects alive (e.g.
+    thousands of requests in flight when the target falls behind)."""
+
+    collections: int = 0
+    full: int = 0
+    """Collections of the oldest generation (2)."""
+    over_limit: int = 0
+    """Pauses longer than :data:`LATENESS_LIMIT_MS` (draft 4.2.1's 1 ms)."""
+    total_ns: int = 0
+    max_ns: int = 0
+    _started_ns: int = field(default=0, repr=False)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        now = time.perf_counter_ns()
+        if phase == "start":
+            self._started_ns = now
+            return
+        if not self._started_ns:
+            return  # watched from the middle of a collection
+        pause = now - self._started_ns
+        self._started_ns = 0
+        self.collections += 1
+        self.full += info.get("generation") == 2
+        self.over_limit += pause > LATENESS_LIMIT_MS * 1e6
+        self.total_ns += pause
+        self.max_ns = max(self.max_ns, pause)
+
+    def watch(self) -> None:
+        """Count every collection from now on."""
+        gc.callbacks.append(self._callback)
+
+    def unwatch(self) -> None:
+        """Stop counting (idempotent)."""
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._callback)
+
+    def merge(self, other: GcPauses) -> None:
+        """Add ``other``'s counts (another process's) to these."""
+        self.collections += other.collections
+        self.full += other.full
+        self.over_limit += other.over_limit
+        self.total_ns += other.total_ns
+        self.max_ns = max(self.max_ns, other.max_ns)
+
+    def summary(self) -> dict[str, Any]:
+        """``{collections, full, over_limit, total_ms, max_ms}`` (docs/report-schema.md)."""
+        return {
+            "collections": self.collections,
+            "full": self.full,
+            "over_limit": self.over_limit,
+            "total_ms": round(self.total_ns / 1e6, 3),
+            "max_ms": round(self.max_ns / 1e6, 3),
+        }
+
+
+@dataclass
 class WorkerHealth:
     """One load-generating process's measurement of itself (picklable: workers send it back)."""
 
@@ -130,6 +193,8 @@ class WorkerHealth:
     as ``os.sched_getaffinity(0)`` read them back (:mod:`otelbench.loadgen.affinity`)."""
     clock: dict[str, Any] = field(default_factory=dict)
     """:func:`measure_clock` at the measurement's start."""
+    gc: GcPauses | None = None
+    """The process's garbage collections during the measurement (None: not watched)."""
 
     def summary(self) -> dict[str, Any]:
         """This worker's entry of ``run.client_health.workers``."""
@@ -141,6 +206,7 @@ class WorkerHealth:
             **pinned,
             "loop_lateness_ms": self.lateness.summary_ms(),
             "read_delay_ms": self.read_delays.summary_ms(),
+            **({"gc_pauses": self.gc.summary()} if self.gc is not None else {}),
             "cpu": {
                 "user_s": round(self.user_s, 6),
                 "system_s": round(self.system_s, 6),
@@ -235,6 +301,10 @@ def client_health(workers: list[WorkerHealth]) -> dict[str, Any]:
         reads.merge(w.read_delays)
     methods = sorted({w.method for w in workers})
     clock = _worst_clock(workers)
+    watched = [w.gc for w in workers if w.gc is not None]
+    pauses = GcPauses()
+    for g in watched:
+        pauses.merge(g)
     return {
         **({"clock": clock} if clock is not None else {}),
         "method": "; ".join(methods),
@@ -242,6 +312,7 @@ def client_health(workers: list[WorkerHealth]) -> dict[str, Any]:
         "limit_ms": LATENESS_LIMIT_MS,
         "loop_lateness_ms": ticks.summary_ms(),
         "read_delay_ms": reads.summary_ms(),
+        **({"gc_pauses": pauses.summary()} if watched else {}),
         "workers": [w.summary() for w in sorted(workers, key=lambda w: w.worker)],
     }
 
@@ -270,6 +341,8 @@ class LoopMonitor:
         self._waited_ns = _runqueue_wait_ns()
         self._steal = _steal_ticks()
         READ_DELAYS.start()
+        self.health.gc = GcPauses()
+        self.health.gc.watch()
         self._t0 = time.perf_counter_ns()
         self._task = asyncio.get_running_loop().create_task(self._tick())
 
@@ -306,6 +379,8 @@ class LoopMonitor:
         waited_ns = _runqueue_wait_ns()
         steal = _steal_ticks()
         self.health.read_delays = READ_DELAYS.stop()
+        if self.health.gc is not None:
+            self.health.gc.unwatch()
         self._fold()
         wall_ns = time.perf_counter_ns() - self._t0
         if self._task is not None:

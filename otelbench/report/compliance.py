@@ -356,6 +356,7 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
         f"core, longest wait for a core {waited:.0%} of the time"
         + (f", {stolen:.0%} of the CPU time taken by the host (steal)" if stolen >= 0.005 else "")
         + _read_delay(health)
+        + _gc_pauses(health, limit)
     )
     if p99 <= limit:
         return False, f"{evidence} (P99 within {limit:g} ms)"
@@ -380,6 +381,20 @@ def _contended_advice(f: ReportFacts) -> str:
     return (
         f"other processes kept the load generator waiting on its own CPUs (--loadgen-cpus "
         f"{cpus}): quiet the host or give it CPUs nothing else runs on"
+    )
+
+
+def _gc_pauses(health: Mapping[str, Any], limit: float) -> str:
+    """The load generator's own garbage-collection pauses over ``limit`` ms, where it counted
+    them and had any."""
+    pauses = mapping(health.get("gc_pauses"))
+    over = integer(pauses.get("over_limit"))
+    if not over:
+        return ""
+    return (
+        f"; its garbage collector paused it {over} time(s) for over {limit:g} ms, longest "
+        f"{fmt(number(pauses.get('max_ms')), 1, 'ms')} ({integer(pauses.get('full')) or 0} full "
+        "collection(s) in all)"
     )
 
 

@@ -706,6 +706,17 @@ def _lateness(value: Any) -> str:
     return fmt(value, 3, "ms")
 
 
+def _gc_note(pauses: Any, limit_ms: float) -> str:
+    """The load generator's garbage collections, where it counted them."""
+    p = mapping(pauses)
+    if not p:
+        return ""
+    return (
+        f" Garbage collection: {p['collections']} collection(s) ({p['full']} full), "
+        f"{p['over_limit']} pause(s) over {limit_ms:g} ms, longest {fmt(p['max_ms'], 1, 'ms')}."
+    )
+
+
 def _client_health_section(run: Mapping[str, Any]) -> list[str]:
     h = run.get("client_health")
     if not h:
@@ -733,10 +744,14 @@ def _client_health_section(run: Mapping[str, Any]) -> list[str]:
     head.append("Involuntary switches")
     workers = mapping(run.get("load")).get("workers") or {}
     note = (
-        f"{len(h['workers'])} load-generator worker(s) ({workers.get('chosen', 'n/a')}); "
-        f"timing holds to 1 ms while the lateness P99 is within {h['limit_ms']:g} ms. "
-        f"Method: {h['method']}."
-    ) + _pinning(workers.get("cpus"), h["workers"])
+        (
+            f"{len(h['workers'])} load-generator worker(s) ({workers.get('chosen', 'n/a')}); "
+            f"timing holds to 1 ms while the lateness P99 is within {h['limit_ms']:g} ms. "
+            f"Method: {h['method']}."
+        )
+        + _pinning(workers.get("cpus"), h["workers"])
+        + _gc_note(h.get("gc_pauses"), h["limit_ms"])
+    )
     return [
         "## Load generator health (draft 4.2.1)",
         "",

@@ -378,6 +378,18 @@ class WorkerCpu(TypedDict):
     host_steal_share: float | None
 
 
+class GcPauses(TypedDict):
+    """``gc_pauses`` of ``run.client_health`` and of each worker: CPython's garbage collections
+    during the measurement, each a pause of the whole process (section ``run``,
+    ``client_health``)."""
+
+    collections: int
+    full: int
+    over_limit: int
+    total_ms: float
+    max_ms: float
+
+
 class WorkerHealth(TypedDict):
     """An entry of ``run.client_health.workers`` (section ``run``, ``client_health``)."""
 
@@ -387,6 +399,8 @@ class WorkerHealth(TypedDict):
     """With ``--loadgen-cpus``: the CPUs it read back at the measurement's start."""
     loop_lateness_ms: HealthQuantiles
     read_delay_ms: HealthQuantiles
+    gc_pauses: NotRequired[GcPauses]
+    """The worker's garbage collections during the measurement (reports from 2026-11-29 on)."""
     cpu: WorkerCpu
 
 
@@ -411,6 +425,7 @@ class ClientHealth(TypedDict):
     limit_ms: float
     loop_lateness_ms: HealthQuantiles
     read_delay_ms: HealthQuantiles
+    gc_pauses: NotRequired[GcPauses]
     workers: list[WorkerHealth]
 
 

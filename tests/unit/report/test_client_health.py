@@ -134,3 +134,24 @@ def test_a_clock_coarser_than_1_ms_fails_whatever_the_loop() -> None:
     assert check["met"] is False
     assert check["evidence"].endswith("(P99 within 1 ms): the clock itself is coarser than 1 ms")
     assert checks_by_id(report)["timing-resolution-us"]["met"] is False
+
+
+def test_the_load_generators_own_gc_pauses_are_named_where_it_counted_them() -> None:
+    report = full_report()
+    late = health(3.2)
+    late["gc_pauses"] = {
+        "collections": 900, "full": 7, "over_limit": 41, "total_ms": 812.5, "max_ms": 277.4
+    }  # fmt: skip
+    report["run"]["client_health"] = late
+    check = timing(report)
+    assert check["met"] is False
+    assert (
+        "its garbage collector paused it 41 time(s) for over 1 ms, longest 277.4 ms "
+        "(7 full collection(s) in all)"
+    ) in check["evidence"]
+    quiet = health(0.4)
+    quiet["gc_pauses"] = {**late["gc_pauses"], "over_limit": 0, "max_ms": 0.8}
+    report["run"]["client_health"] = quiet
+    assert "garbage collector" not in timing(report)["evidence"]
+    report["run"]["client_health"] = health(3.2)  # an older report: not counted, not named
+    assert "garbage collector" not in timing(report)["evidence"]
