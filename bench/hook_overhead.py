@@ -40,13 +40,16 @@ interval's lower bound ≥ 0.98.
 
 Usage: ``.venv/bin/python bench/hook_overhead.py [--cycles 4] [--blocks 4] [--requests 192]
 [--concurrency 16] [--max-tokens 64] [--modes on,absent] [--vllm-version 0.32.0]
-[--out bench/results/hook_overhead_paired.json]``.
+[--out bench/results/hook_overhead_paired.json] [--resume EARLIER.json]``. ``--resume`` adds a
+sitting's cycles to an earlier result of the same settings (each cycle is its own launches, so
+cycles from two sittings are alike); ``sittings`` in the JSON says how many cycles each had.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import statistics
@@ -290,6 +293,13 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "bench/results/hook_overhead_paired.json"
     )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        help="an earlier result of the same settings: its blocks are kept, this sitting's "
+        "cycles are added after them, and the result covers all",
+    )
     args = parser.parse_args()
     args.modes = [m.strip() for m in args.modes.split(",")]
     if "absent" not in args.modes or not set(args.modes) <= set(MODES):
@@ -299,12 +309,26 @@ def main() -> None:
     if not env.ready:
         sys.exit(f"run scripts/vllm/setup.sh first: {'; '.join(env.problems())}")
     blocks: list[dict[str, Any]] = []
+    sittings: list[dict[str, Any]] = []
+    if args.resume is not None:
+        earlier = json.loads(args.resume.read_text(encoding="utf-8"))
+        for key in ("requests", "concurrency", "max_tokens", "modes"):
+            if earlier["settings"][key] != getattr(args, key):
+                parser.error(f"--resume: {key} was {earlier['settings'][key]!r} there")
+        if earlier["vllm_version"] != env.version:
+            parser.error(f"--resume: vLLM {earlier['vllm_version']} there, {env.version} here")
+        blocks = earlier["blocks"]
+        sittings = earlier.get("sittings") or [
+            {"cycles": 1 + max(b["cycle"] for b in blocks), "elapsed_s": earlier["elapsed_s"],
+             "machine": earlier["machine"]}
+        ]  # fmt: skip
+    first_cycle = 1 + max((b["cycle"] for b in blocks), default=-1)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         collector = EmbeddedCollector(Path(tmp) / "spans.duckdb")
         endpoint = collector.start() + "/v1/traces"
         try:
-            for cycle in range(args.cycles):
+            for cycle in range(first_cycle, first_cycle + args.cycles):
                 servers: dict[str, VllmCpuServer] = {}
                 try:
                     for mode in args.modes:
@@ -399,12 +423,15 @@ def main() -> None:
             f"{tc['mean']:.4f} [{tc['ci95_low']:.4f}, {tc['ci95_high']:.4f}]; goal "
             f"{'met' if c['goal_met'] else 'not met'}"
         )
+    elapsed = round(time.monotonic() - started, 1)
+    sittings.append({"cycles": args.cycles, "elapsed_s": elapsed, "machine": machine()})
     result = {
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "design": "paired: one server per mode up at once, ABBA blocks of saturated rounds",
         "bsp_schedule_delay_ms": int(BSP_DELAY_MS),
         "machine": machine(),
-        "elapsed_s": round(time.monotonic() - started, 1),
+        "elapsed_s": round(sum(x["elapsed_s"] for x in sittings), 1),
+        "sittings": sittings,
         "vllm_version": env.version,
         "modes": per_mode,
         "comparison": comparison,
