@@ -35,6 +35,9 @@ measurement (report ``run.client_health``; the timing-resolution compliance chec
   (``time.get_clock_info("perf_counter")`` and ``time.clock_getres(CLOCK_MONOTONIC)``) and how
   long one read of it takes, measured by reading it back to back: a timestamp can be no finer
   than either.
+* **Garbage collection** (:class:`GcPauses`): every CPython collection during the measurement and
+  how long it held the GIL (``gc.callbacks``), so that lateness of the load generator's own
+  making can be told from a busy host.
 
 Clock domain: ``time.perf_counter_ns()`` (CLOCK_MONOTONIC, ns); summaries in ms.
 
