@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import re
+import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -354,14 +355,41 @@ def test_the_hooks_counter_counts_each_ended_request_by_reason_and_phase(
     assert counted == pytest.approx({k: float(v) for k, v in expected.items()})
 
 
+def calibrated_read_timeout(server: VllmCpuServer, sink: SpanSink) -> float:
+    """A read timeout the running streams keep within and the queued ones exceed, from one stream
+    of the run's shape (32 prompt tokens, 400 out) measured alone now: 4 times the longest it
+    waited for a byte (its TTFT or a gap between chunks), at most a third of its duration (a
+    queued request waits about one such duration for a slot), at least 0.5 s. On a busy machine
+    both grow together; a fixed 0.5 s once cut every stream of the run, the running ones too.
+    The stream's hook span is awaited in ``sink`` before the run borrows the sink's port."""
+    trace_id = secrets.token_hex(16)
+    headers = {"traceparent": f"00-{trace_id}-{secrets.token_hex(8)}-01"}
+    waits: list[float] = []
+    with httpx.Client(base_url=server.base_url, timeout=120.0, trust_env=False) as client:
+        start = last = time.perf_counter()
+        payload = body(prompt(97, 32), 400)
+        with client.stream("POST", "/v1/completions", json=payload, headers=headers) as response:
+            response.raise_for_status()
+            for line in response.iter_lines():
+                if line.startswith("data: {"):
+                    now = time.perf_counter()
+                    waits.append(now - last)
+                    last = now
+    assert len(waits) == 400
+    wait_for_spans(sink, trace_id, {semconv.SPAN_HOOK_REQUEST: 1}, timeout=30.0)
+    return max(0.5, min(4 * max(waits), (last - start) / 3))
+
+
 def test_a_run_whose_queued_requests_time_out_counts_them_cut_on_both_sides(
     cut_server: VllmCpuServer, otlp_receiver: SpanSink, tmp_path: Path
 ) -> None:
     """``otelbench run`` in a closed loop of 6 against the server's 2 slots, 400-token answers
-    and a 0.5 s read timeout: a request waiting for a slot gets no byte for longer than that,
-    so the client gives up and vLLM cancels it; the report counts each cut request once on each
-    side, joined by trace, and what the engine did for it. (Last in the module: its spans go to
-    the run's own store, which the counter test above does not read.)"""
+    and a read timeout the running streams keep within (:func:`calibrated_read_timeout`): a
+    request waiting for a slot gets no byte for longer than that, so the client gives up and
+    vLLM cancels it; the report counts each cut request once on each side, joined by trace, and
+    what the engine did for it. (Last in the module: its spans go to the run's own store, which
+    the counter test above does not read.)"""
+    timeout = calibrated_read_timeout(cut_server, otlp_receiver)
     out = tmp_path / "run"
     with (
         otlp_receiver.lent() as port,
@@ -369,7 +397,7 @@ def test_a_run_whose_queued_requests_time_out_counts_them_cut_on_both_sides(
     ):
         proc = otelbench(
             "run", "--target", cut_server.base_url, "--model", "tiny", "--concurrency", "6",
-            "--requests", "12", "--timeout", "0.5", "--cold-start", "--ignore-eos",
+            "--requests", "12", "--timeout", f"{timeout:.2f}", "--cold-start", "--ignore-eos",
             "--vocab-size", "1024", "--seed", "5",
             "--workload-param", "input_min=32", "--workload-param", "input_max=32",
             "--workload-param", "output_min=400", "--workload-param", "output_max=400",
