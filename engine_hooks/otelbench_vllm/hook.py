@@ -221,6 +221,30 @@ class _Cut:
         self.deadline = end_mono
 
 
+def _claim(rs: Any, wall: float, mono: float) -> _Cut | None:
+    """A frontend ``RequestState`` ended outside vLLM's finish path, claimed once: marked ended
+    on its stats (None when it has no stats or was ended already), with its trace state (its
+    engine request id filled in)."""
+    req_stats = rs.stats
+    if req_stats is None or req_stats.__dict__.get(ENDED_ATTR):
+        return None
+    req_stats.__dict__[ENDED_ATTR] = True
+    state: RequestTrace | None = req_stats.__dict__.pop(STATE_ATTR, None)
+    if state is None:
+        state = RequestTrace()
+    if state.engine_request_id is None:
+        state.engine_request_id = str(rs.request_id)
+    return _Cut(
+        state,
+        req_stats,
+        getattr(rs, "external_req_id", rs.request_id),
+        int(rs.prompt_len or 0),
+        int(rs.num_cached_tokens or 0),
+        wall,
+        mono,
+    )
+
+
 class HookStats:
     """The hook's own health, counted in the frontend process (read it with :meth:`as_dict`)."""
 
@@ -635,28 +659,7 @@ class RequestHook:
         and carries the events and trace headers the frontend never received; then its span is
         ended with end reason ``cancelled``. Without the channel, at once."""
         wall, mono = time.time(), time.monotonic()
-        cut = []
-        for rs in request_states:
-            req_stats = rs.stats
-            if req_stats is None or req_stats.__dict__.get(ENDED_ATTR):
-                continue
-            req_stats.__dict__[ENDED_ATTR] = True
-            state: RequestTrace | None = req_stats.__dict__.pop(STATE_ATTR, None)
-            if state is None:
-                state = RequestTrace()
-            if state.engine_request_id is None:
-                state.engine_request_id = str(rs.request_id)
-            cut.append(
-                _Cut(
-                    state,
-                    req_stats,
-                    getattr(rs, "external_req_id", rs.request_id),
-                    int(rs.prompt_len or 0),
-                    int(rs.num_cached_tokens or 0),
-                    wall,
-                    mono,
-                )
-            )
+        cut = [c for rs in request_states if (c := _claim(rs, wall, mono)) is not None]
         if not cut:
             return
         if self._abort_channel() is None:
@@ -698,23 +701,9 @@ class RequestHook:
         wall, mono = time.time(), time.monotonic()
         kind = type(error).__name__
         for rs in request_states:
-            req_stats = rs.stats
-            if req_stats is None or req_stats.__dict__.get(ENDED_ATTR):
-                continue
-            req_stats.__dict__[ENDED_ATTR] = True
-            state: RequestTrace | None = req_stats.__dict__.pop(STATE_ATTR, None)
-            if state is None:
-                state = RequestTrace(str(rs.request_id))
-            c = _Cut(
-                state,
-                req_stats,
-                getattr(rs, "external_req_id", rs.request_id),
-                int(rs.prompt_len or 0),
-                int(rs.num_cached_tokens or 0),
-                wall,
-                mono,
-            )
-            self._end_cut(c, None, end_reason=names.END_REASON_ERROR, error_type=kind)
+            c = _claim(rs, wall, mono)
+            if c is not None:
+                self._end_cut(c, None, end_reason=names.END_REASON_ERROR, error_type=kind)
 
     def _end_cut(
         self,
