@@ -13,6 +13,7 @@ children; four samples a second.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -133,10 +134,11 @@ def test_the_tests_past_the_bound_fail_with_their_name_and_stack(
 
 def section(out: str, head: str) -> str:
     """The watchdog's report that starts with ``head`` (its last occurrence: the exception's
-    message comes first), up to the next test's section."""
+    message comes first), up to the next test's section or the next line of the short summary
+    (where the environment says CI, pytest writes each failure's whole message there)."""
     assert head in out, out
     text = head + out.rsplit(head, 1)[1]
-    return text.split("\n___", 1)[0].split("\n===", 1)[0]
+    return re.split(r"\n(?:___|===|FAILED |PASSED |ERROR )", text, maxsplit=1)[0]
 
 
 def frames_of(report: str) -> list[str]:
