@@ -343,8 +343,8 @@ SERVER_TOKEN_OFFSETS_US: Final = "otelbench.server.token_offsets_us"
 """Int array: for every output token, µs from arrival to the engine step that produced it
 (tokens of one step share the step's timestamp). Length = output tokens."""
 SERVER_MONO_TO_UNIX_OFFSET_NS: Final = "otelbench.server.mono_to_unix_offset_ns"
-"""``time.time_ns() - time.monotonic_ns()`` taken once when the hook loaded in vLLM's frontend:
-the offset used to put the engine's monotonic timestamps on the wall clock."""
+"""``time.time_ns() - time.monotonic_ns()`` read in vLLM's frontend when the request's record
+was made: the offset used to put the engine's monotonic timestamps on the wall clock."""
 SERVER_PREEMPTIONS: Final = "otelbench.server.preemptions"
 """Int: the request's PREEMPTED events (= the number of EVENT_PREEMPTION events)."""
 SERVER_ENGINE_REQUEST_ID: Final = "otelbench.server.engine_request_id"

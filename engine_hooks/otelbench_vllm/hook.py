@@ -104,8 +104,9 @@ STATE_ATTR = "_otelbench_trace"
 def mono_to_unix_offset_ns() -> int:
     """``time.time_ns() - time.monotonic_ns()``, read back to back (the error is well under 1 µs).
 
-    ``CLOCK_MONOTONIC`` is host-wide on Linux, so this one offset converts the engine core's
-    ``time.monotonic()`` timestamps, taken in another process, to wall-clock time.
+    ``CLOCK_MONOTONIC`` is host-wide on Linux, so the offset converts the engine core's
+    ``time.monotonic()`` timestamps, taken in another process, to wall-clock time; it is read
+    again for every finished request (:meth:`RequestHook.current_offset_ns`).
     """
     return time.time_ns() - time.monotonic_ns()
 
@@ -436,7 +437,9 @@ class RequestHook:
         self.stats = stats if stats is not None else HookStats()
         self.think_end_token_id = think_end_token_id
         """A reasoning model's think-end token (module docstring); None: phases not marked."""
-        self.offset_ns = offset_ns if offset_ns is not None else mono_to_unix_offset_ns()
+        self.offset_ns = offset_ns
+        """A fixed monotonic → wall-clock offset (tests); None: read when each record is made
+        (:meth:`current_offset_ns`)."""
         self._provider = tracer_provider
         self._tracer: trace.Tracer | None = None
         self._meter_provider = meter_provider
@@ -571,9 +574,18 @@ class RequestHook:
             state.preemptions,
             state.resumptions,
             state.output_phase_token,
-            self.offset_ns,
+            self.current_offset_ns(),
             **ended,
         )
+
+    def current_offset_ns(self) -> int:
+        """The offset that puts the engine core's monotonic times on the wall clock now: the
+        fixed one if given, else read afresh. Read once per record, not once per process: the
+        wall clock is slewed and stepped (NTP, a VM paused or migrated) while the monotonic
+        clock is not, so an offset read at start-up drifts over a server's life (a vLLM tier run
+        once saw a queue span start 14 ms before its request's arrival with an offset read
+        minutes before)."""
+        return self.offset_ns if self.offset_ns is not None else mono_to_unix_offset_ns()
 
     def on_finished(
         self,

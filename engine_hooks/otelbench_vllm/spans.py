@@ -23,9 +23,9 @@ Time domains: ``arrival_time`` and ``iteration_timestamp`` are vLLM's frontend w
 (seconds since the epoch); ``queued_ts``, ``scheduled_ts``, ``first_token_ts``,
 ``last_token_ts``, the token timestamps, preemption and resumption times are the engine core's
 ``time.monotonic()`` seconds (``CLOCK_MONOTONIC``, host-wide). ``offset_ns`` converts the latter
-to the former: ``time.time_ns() - time.monotonic_ns()`` read in the API server when the hook
-loaded (:func:`otelbench_vllm.hook.mono_to_unix_offset_ns`), carried in the record so that the
-exporter process applies the API server's offset, not one of its own.
+to the former: ``time.time_ns() - time.monotonic_ns()`` read in the API server when the record
+was made (:func:`otelbench_vllm.hook.mono_to_unix_offset_ns`), carried in the record so that the
+exporter process applies the API server's offset of that moment, not one of its own.
 
 This module depends on ``opentelemetry-api`` only.
 

@@ -81,11 +81,11 @@ class OtelbenchStatLogger(StatLoggerBase):
         if self._hook is not None:
             _log.info(
                 "otelbench hooks: active (engine %d; vLLM %s, %s): one otelbench.vllm.request "
-                "span per request, mono→unix offset %d ns",
+                "span per request, mono→unix offset %d ns now",
                 self.engine_index,
                 self._hook.resource_attributes.get(RESOURCE_VLLM_VERSION, "?"),
                 self._hook.support,
-                self._hook.offset_ns,
+                self._hook.current_offset_ns(),
             )
 
     def log(self) -> None:
