@@ -357,7 +357,7 @@ def main() -> None:
         earlier = json.loads(args.resume.read_text(encoding="utf-8"))
         for key in ("requests", "concurrency", "max_tokens", "modes", "collector_nice"):
             if earlier["settings"].get(key) != getattr(args, key):
-                parser.error(f"--resume: {key} was {earlier['settings'][key]!r} there")
+                parser.error(f"--resume: {key} was {earlier['settings'].get(key)!r} there")
         if earlier["vllm_version"] != env.version:
             parser.error(f"--resume: vLLM {earlier['vllm_version']} there, {env.version} here")
         blocks = earlier["blocks"]

@@ -12,6 +12,7 @@ import dataclasses
 import enum
 import json
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -299,6 +300,30 @@ def test_a_request_finished_without_outputs_still_gives_a_span(
     assert attrs[semconv.SERVER_TOKEN_OFFSETS_US] == ()
     assert attrs[semconv.VLLM_RESPONSE_FINISH_REASON] == "abort"
     assert semconv.VLLM_LATENCY_TTFT not in attrs
+
+
+def test_the_clock_offset_is_read_for_each_request_not_once(
+    exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a fixed offset, each span carries the wall-clock minus monotonic offset of the
+    moment its record was made: a wall-clock step (NTP, a VM resumed) between two requests shows
+    in the second request's offset, so its phases stay on the wall clock of its own time. The
+    step is made by shifting ``time.time_ns`` (the standard library's clock, not our code)."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hook = RequestHook(tracer_provider=provider)
+    offsets = []
+    for step_ns in (0, 5_000_000_000):
+        real = time.time_ns
+        monkeypatch.setattr(time, "time_ns", lambda real=real, step=step_ns: real() + step)
+        exporter.clear()
+        hook.on_finished(time.time(), "length", f"cmpl-{step_ns}-0", 16, request_stats())
+        attrs = by_name(exporter)[semconv.SPAN_HOOK_REQUEST].attributes or {}
+        offsets.append(int(attrs[semconv.SERVER_MONO_TO_UNIX_OFFSET_NS]))
+        monkeypatch.undo()
+    provider.shutdown()
+    # the second record's offset moved with the step (the clocks' reads differ by microseconds)
+    assert abs((offsets[1] - offsets[0]) - 5_000_000_000) < 50_000_000, offsets
 
 
 # ----------------------------------------------------------------------------------------------
