@@ -31,6 +31,7 @@ from otelbench_vllm.hook import (
     HookStats,
     RequestHook,
     RequestTrace,
+    mono_to_unix_offset_ns,
     think_end_token_id_from_env,
     token_offsets_us,
 )
@@ -300,6 +301,17 @@ def test_a_request_finished_without_outputs_still_gives_a_span(
     assert attrs[semconv.SERVER_TOKEN_OFFSETS_US] == ()
     assert attrs[semconv.VLLM_RESPONSE_FINISH_REASON] == "abort"
     assert semconv.VLLM_LATENCY_TTFT not in attrs
+
+
+def test_the_clock_offset_lies_within_the_reads_around_it() -> None:
+    """The offset is wall minus monotonic at one instant within the call: it lies between the
+    offsets bracketing the call from outside (a wall read before it against a monotonic read
+    after it, and the reverse)."""
+    for _ in range(100):
+        wall_before, mono_before = time.time_ns(), time.monotonic_ns()
+        offset = mono_to_unix_offset_ns()
+        mono_after, wall_after = time.monotonic_ns(), time.time_ns()
+        assert wall_before - mono_after <= offset <= wall_after - mono_before
 
 
 def test_the_clock_offset_is_read_for_each_request_not_once(
