@@ -63,10 +63,10 @@ from typing import Any, Final, cast
 import numpy as np
 import numpy.typing as npt
 
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.metrics.stats import (
     MAX_EXACT_PERMUTATIONS,
-    MIN_RUNS,
     PERMUTATION_RESAMPLES,
     bootstrap_ci,
     permutation_test,
@@ -662,7 +662,7 @@ def _system_stats(
     if n == 0:
         return {"n": 0, "values": [], "mean": None, "sample_std": None, "ci": None}
     ci = None
-    if n >= MIN_RUNS:
+    if n >= draft.COMPARISON_MIN_RUNS:
         b = bootstrap_ci(values, confidence=confidence, resamples=resamples, seed=seed)
         ci = {"low": b.low, "high": b.high}
     return {
@@ -696,8 +696,8 @@ def _comparison(
     difference = other["mean"] - base["mean"]
     out["difference"] = difference
     out["relative_difference"] = difference / base["mean"] if base["mean"] != 0 else None
-    if base["n"] < MIN_RUNS or other["n"] < MIN_RUNS:
-        out["verdict"] = f"not tested: fewer than {MIN_RUNS} runs"
+    if base["n"] < draft.COMPARISON_MIN_RUNS or other["n"] < draft.COMPARISON_MIN_RUNS:
+        out["verdict"] = f"not tested: fewer than {draft.COMPARISON_MIN_RUNS} runs"
         return out
     welch = welch_t_test(other["values"], base["values"])
     perm = permutation_test(other["values"], base["values"], seed=seed)
@@ -715,7 +715,7 @@ def _comparison(
 
 def _method(confidence: float, alpha: float, resamples: int, seed: int) -> dict[str, Any]:
     return {
-        "runs_required": MIN_RUNS,
+        "runs_required": draft.COMPARISON_MIN_RUNS,
         "per_system": (
             "mean of the per-run values; sample standard deviation (ddof=1); percentile-bootstrap "
             f"{confidence:.0%} confidence interval of the mean over runs "
@@ -821,10 +821,11 @@ def compare_runs(
                 "run_deviations": own,
             }
         )
-        if len(s.runs) < MIN_RUNS:
+        if len(s.runs) < draft.COMPARISON_MIN_RUNS:
             deviations.append(
                 f"system {s.id} ({s.name}) has {len(s.runs)} run(s); draft 6.3 asks for at least "
-                f"{MIN_RUNS} independent runs: no confidence interval or significance test for it"
+                f"{draft.COMPARISON_MIN_RUNS} independent runs: no confidence interval or "
+                "significance test for it"
             )
     if len(systems) == 1:
         deviations.append(

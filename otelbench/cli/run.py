@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import typer
 
+from otelbench import draft
 from otelbench.cli.options import (
     CommonOptions,
     dataclass_options,
@@ -25,11 +26,6 @@ from otelbench.cli.options import prompt_format as parse_prompt_format
 from otelbench.options import json_object, option
 
 __all__ = ["RunOptions", "run"]
-
-RUN_WARMUP_REQUESTS: Final = 100
-"""Draft 4.5: the warm-up sends at least 100 requests …"""
-RUN_WARMUP_TOKENS: Final = 10_000
-"""… and 10,000 output tokens."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,10 +137,11 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
     if r.workload_file is not None:
         workload, params["path"] = "file", str(r.workload_file)
     params = workload_params(workload, c.workload_param, params)
+    requests, tokens = c.warmup_requests, c.warmup_tokens
     warmup = WarmupSpec(
         cold_start=c.cold_start,
-        min_requests=RUN_WARMUP_REQUESTS if c.warmup_requests is None else c.warmup_requests,
-        min_output_tokens=RUN_WARMUP_TOKENS if c.warmup_tokens is None else c.warmup_tokens,
+        min_requests=draft.WARMUP_MIN_REQUESTS if requests is None else requests,
+        min_output_tokens=draft.WARMUP_MIN_OUTPUT_TOKENS if tokens is None else tokens,
     )
     body = json_object(c.extra_body, "--extra-body")
     config = RunConfig(
@@ -198,7 +195,10 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
 
 _COMMON = dataclass_options(
     CommonOptions,
-    defaults={"warmup_requests": RUN_WARMUP_REQUESTS, "warmup_tokens": RUN_WARMUP_TOKENS},
+    defaults={
+        "warmup_requests": draft.WARMUP_MIN_REQUESTS,
+        "warmup_tokens": draft.WARMUP_MIN_OUTPUT_TOKENS,
+    },
 )
 _RUN = dataclass_options(RunOptions)
 

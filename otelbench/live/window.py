@@ -51,10 +51,9 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from otelbench import semconv
+from otelbench import draft, semconv
 from otelbench.live.query import LiveWindow
 from otelbench.metrics import (
-    DECODE_DEADLINE_PRESETS_S,
     FluidRate,
     Preemptions,
     Ragged,
@@ -97,7 +96,7 @@ class WindowConfig:
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
     prefill_deadline_s: float = 1.0
-    decode_deadlines_s: tuple[float, ...] = tuple(DECODE_DEADLINE_PRESETS_S.values())
+    decode_deadlines_s: tuple[float, ...] = tuple(draft.FLUIDITY_DECODE_DEADLINE_PRESETS_S.values())
     min_fluidity: float = 0.9
     fluid_request_fraction: float = 0.99
     fluid_rate_precision_s: float = 1e-4

@@ -65,13 +65,12 @@ from typing import Any, Final
 
 import numpy as np
 
+from otelbench import draft
 from otelbench.client.readdelay import READ_DELAYS, DelayHistogram
-from otelbench.draft import TIMING_RESOLUTION_MS
 from otelbench.loadgen.deadline import DeadlineTimer
 
 __all__ = [
     "CLOCK_READS",
-    "LATENESS_LIMIT_MS",
     "LATENESS_SUB_BITS",
     "PERIOD_NS",
     "GcPauses",
@@ -95,8 +94,6 @@ LATENESS_SUB_BITS: Final = 10
 """The lateness histogram's resolution: 1,024 buckets per power of two, each within 0.1 % of its
 values, so a percentile is within 0.05 % (at 1 ms, half a µs; below 1 µs exact): 384 KiB of
 counts per worker, whatever the length of the run."""
-LATENESS_LIMIT_MS: Final = TIMING_RESOLUTION_MS
-"""Draft 4.2.1: timing resolution of 1 ms or better; a loop lateness P99 above it fails it."""
 METHOD_TIMERFD: Final = (
     "a timerfd on CLOCK_MONOTONIC armed every 2 ms at absolute deadlines, its expiry served by "
     "the event loop like a readable socket; lateness = when the waiting task ran − the deadline, "
@@ -127,7 +124,7 @@ class GcPauses:
     full: int = 0
     """Collections of the oldest generation (2)."""
     over_limit: int = 0
-    """Pauses longer than :data:`LATENESS_LIMIT_MS` (draft 4.2.1's 1 ms)."""
+    """Pauses longer than :data:`otelbench.draft.TIMING_RESOLUTION_MS` (draft 4.2.1's 1 ms)."""
     total_ns: int = 0
     max_ns: int = 0
     _started_ns: int = field(default=0, repr=False)
@@ -143,7 +140,7 @@ class GcPauses:
         self._started_ns = 0
         self.collections += 1
         self.full += info.get("generation") == 2
-        self.over_limit += pause > LATENESS_LIMIT_MS * 1e6
+        self.over_limit += pause > draft.TIMING_RESOLUTION_MS * 1e6
         self.total_ns += pause
         self.max_ns = max(self.max_ns, pause)
 
@@ -312,7 +309,7 @@ def client_health(workers: list[WorkerHealth]) -> dict[str, Any]:
         **({"clock": clock} if clock is not None else {}),
         "method": "; ".join(methods),
         "period_ms": PERIOD_NS / 1e6,
-        "limit_ms": LATENESS_LIMIT_MS,
+        "limit_ms": draft.TIMING_RESOLUTION_MS,
         "loop_lateness_ms": ticks.summary_ms(),
         "read_delay_ms": reads.summary_ms(),
         **({"gc_pauses": pauses.summary()} if watched else {}),

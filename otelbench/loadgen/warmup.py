@@ -51,18 +51,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from otelbench import draft
 from otelbench.client import CompletionResult
-from otelbench.draft import WARMUP_MIN_OUTPUT_TOKENS as DRAFT_MIN_OUTPUT_TOKENS
-from otelbench.draft import WARMUP_MIN_REQUESTS as DRAFT_MIN_REQUESTS
-from otelbench.draft import WARMUP_STABILIZATION_THRESHOLD as STABILIZATION_THRESHOLD
 from otelbench.errors import ConfigError
 from otelbench.loadgen.workloads import Workload, WorkloadRequest
 from otelbench.metrics.warmup import probe_variation
 from otelbench.semconv import PHASE_PROBE, PHASE_WARMUP
 
 __all__ = [
-    "DRAFT_MIN_OUTPUT_TOKENS",
-    "DRAFT_MIN_REQUESTS",
     "WARMUP_SEED_OFFSET",
     "SendFn",
     "WarmupOutcome",
@@ -101,11 +97,11 @@ class WarmupSpec:
     """
 
     cold_start: bool = False
-    min_requests: int = DRAFT_MIN_REQUESTS
-    min_output_tokens: int = DRAFT_MIN_OUTPUT_TOKENS
+    min_requests: int = draft.WARMUP_MIN_REQUESTS
+    min_output_tokens: int = draft.WARMUP_MIN_OUTPUT_TOKENS
     concurrency: int | None = None
     probes: int = 5
-    threshold: float = STABILIZATION_THRESHOLD
+    threshold: float = draft.WARMUP_STABILIZATION_THRESHOLD
     max_rounds: int = 3
     max_requests: int = 5_000
 
@@ -130,19 +126,19 @@ class WarmupSpec:
         if self.cold_start:
             return []
         out = []
-        if self.min_requests < DRAFT_MIN_REQUESTS or self.min_output_tokens < (
-            DRAFT_MIN_OUTPUT_TOKENS
+        if self.min_requests < draft.WARMUP_MIN_REQUESTS or self.min_output_tokens < (
+            draft.WARMUP_MIN_OUTPUT_TOKENS
         ):
             out.append(
                 f"warm-up scaled down to at least {self.min_requests} requests and "
                 f"{self.min_output_tokens} output tokens (draft 4.5.1: at least "
-                f"{DRAFT_MIN_REQUESTS} requests or {DRAFT_MIN_OUTPUT_TOKENS:,} output tokens, "
-                "whichever is greater)"
+                f"{draft.WARMUP_MIN_REQUESTS} requests or "
+                f"{draft.WARMUP_MIN_OUTPUT_TOKENS:,} output tokens, whichever is greater)"
             )
-        if self.threshold > STABILIZATION_THRESHOLD:
+        if self.threshold > draft.WARMUP_STABILIZATION_THRESHOLD:
             out.append(
                 f"warm-up stabilization threshold {self.threshold:.0%} is looser than draft "
-                f"4.5.2's {STABILIZATION_THRESHOLD:.0%}"
+                f"4.5.2's {draft.WARMUP_STABILIZATION_THRESHOLD:.0%}"
             )
         return out
 

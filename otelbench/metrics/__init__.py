@@ -35,7 +35,6 @@ from otelbench.metrics.effects import (
     prefix_cache_effect,
 )
 from otelbench.metrics.fairness import (
-    STARVATION_FACTOR,
     ClassFairness,
     Fairness,
     jain_fairness_index,
@@ -44,9 +43,6 @@ from otelbench.metrics.fairness import (
     starvation_rate,
 )
 from otelbench.metrics.fluidity import (
-    DECODE_DEADLINE_PRESETS_S,
-    DEFAULT_SCHEDULING_SLACK_S,
-    MIN_PROFILE_REQUESTS_PER_LENGTH,
     FluidRate,
     PrefillFit,
     deadline_intervals,
@@ -60,7 +56,6 @@ from otelbench.metrics.fluidity import (
     profiled_prefill_deadlines,
 )
 from otelbench.metrics.latency import (
-    TTFT_INPUT_BUCKET_EDGES,
     InputBucket,
     InputBucketDict,
     Ragged,
@@ -101,14 +96,9 @@ from otelbench.metrics.server import (
     ttft_decomposition,
     unread_work,
 )
-from otelbench.metrics.stats import (
-    MIN_RUNS,
-    BootstrapCI,
-    bootstrap_ci,
-)
+from otelbench.metrics.stats import BootstrapCI, bootstrap_ci
 from otelbench.metrics.summary import (
     PERCENTILE_METHOD,
-    PERCENTILES,
     AnyOrderStatistics,
     CountedOrderStatistics,
     OrderStatistics,
@@ -127,16 +117,9 @@ from otelbench.metrics.throughput import (
 )
 
 __all__ = [
-    "DECODE_DEADLINE_PRESETS_S",
-    "DEFAULT_SCHEDULING_SLACK_S",
     "ITL_SHAPE_PERCENTILES",
-    "MIN_PROFILE_REQUESTS_PER_LENGTH",
-    "MIN_RUNS",
-    "PERCENTILES",
     "PERCENTILE_METHOD",
-    "STARVATION_FACTOR",
     "TTFT_COMPONENTS",
-    "TTFT_INPUT_BUCKET_EDGES",
     "UNKNOWN_ERROR_TYPE",
     "AnyOrderStatistics",
     "BootstrapCI",

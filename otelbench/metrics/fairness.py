@@ -18,15 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from otelbench import draft
 from otelbench.metrics.summary import percentile
 
 __all__ = [
-    "STARVATION_FACTOR",
     "ClassFairness",
     "Fairness",
     "jain_fairness_index",
@@ -36,9 +35,6 @@ __all__ = [
 ]
 
 F64 = npt.NDArray[np.float64]
-
-STARVATION_FACTOR: Final = 5.0
-"""A request starves when it waits longer than this many times its class's median (5.6.4)."""
 
 
 def jain_fairness_index(x: npt.ArrayLike) -> float:
@@ -79,7 +75,9 @@ def latency_inflation(
     return m / i
 
 
-def starvation_rate(wait: npt.ArrayLike, factor: float = STARVATION_FACTOR) -> float | None:
+def starvation_rate(
+    wait: npt.ArrayLike, factor: float = draft.FAIRNESS_STARVATION_FACTOR
+) -> float | None:
     """Fraction of one class's requests waiting longer than ``factor ×`` its median (5.6.4).
 
     None for an empty class.
@@ -128,7 +126,7 @@ def scheduling_fairness(
     mixed_class: npt.ArrayLike,
     isolated_ttft: npt.ArrayLike,
     isolated_class: npt.ArrayLike,
-    factor: float = STARVATION_FACTOR,
+    factor: float = draft.FAIRNESS_STARVATION_FACTOR,
 ) -> Fairness:
     """Per-class TTFT percentiles, inflation, starvation and Jain's index (draft 5.6.4).
 

@@ -49,19 +49,16 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.metrics.latency import Ragged
 
 __all__ = [
-    "DECODE_DEADLINE_PRESETS_S",
-    "DEFAULT_SCHEDULING_SLACK_S",
-    "MIN_PROFILE_REQUESTS_PER_LENGTH",
     "FluidRate",
     "PrefillFit",
     "deadline_intervals",
@@ -77,17 +74,9 @@ __all__ = [
 
 F64 = npt.NDArray[np.float64]
 
-DECODE_DEADLINE_PRESETS_S: Final[Mapping[str, float]] = MappingProxyType(
-    {"strict": 0.025, "medium": 0.050, "relaxed": 0.100}
-)
-"""Etalon's decode (TBT) deadline presets in seconds (§4.1): chat, medium, relaxed."""
 
-MIN_PROFILE_REQUESTS_PER_LENGTH: Final = 10
-"""Etalon profiles each prompt length with 10 isolated requests (§4.1, "tunable")."""
 PROFILE_GROUPS: Final = 3
 """A quadratic has 3 coefficients: Etalon's profile needs at least 3 prompt lengths (§4.1)."""
-DEFAULT_SCHEDULING_SLACK_S: Final = 0.5
-"""Etalon §4.1: "interactive applications might set a tight slack of 500ms"."""
 
 
 def fluidity_index(
@@ -322,7 +311,7 @@ def fit_prefill_time(
     prompt_tokens: npt.ArrayLike,
     prefill_s: npt.ArrayLike,
     *,
-    min_requests_per_length: int = MIN_PROFILE_REQUESTS_PER_LENGTH,
+    min_requests_per_length: int = draft.FLUIDITY_PROFILE_REQUESTS,
 ) -> PrefillFit:
     """Least-squares quadratic fit of isolated prefill time against prompt length (Etalon §4.1).
 
@@ -437,7 +426,7 @@ def isolated(
 
 
 def profile_groups(
-    prompt_tokens: npt.ArrayLike, min_requests: int = MIN_PROFILE_REQUESTS_PER_LENGTH
+    prompt_tokens: npt.ArrayLike, min_requests: int = draft.FLUIDITY_PROFILE_REQUESTS
 ) -> npt.NDArray[np.int64] | None:
     """Split profiled requests by prompt length into groups that stand for Etalon's profiled
     lengths (§4.1): each group at least ``min_requests`` requests, no prompt length in two

@@ -38,11 +38,11 @@ from typing import Final, TypedDict
 import numpy as np
 import numpy.typing as npt
 
+from otelbench import draft
 from otelbench.metrics.summary import percentile
 
 __all__ = [
     "TAIL_EXPONENTIAL_BAND",
-    "TTFT_INPUT_BUCKET_EDGES",
     "InputBucket",
     "InputBucketDict",
     "Ragged",
@@ -51,6 +51,7 @@ __all__ = [
     "group_last",
     "group_max",
     "group_std",
+    "input_bucket_labels",
     "tail_class",
     "tail_ratio",
     "tail_spacing_ratio",
@@ -58,9 +59,6 @@ __all__ = [
     "tpot",
     "ttft_by_input_length",
 ]
-
-TTFT_INPUT_BUCKET_EDGES: Final = (0, 256, 512, 1024, 2048, 4096)
-"""Lower edges of the draft's recommended input-length buckets (5.1.4.2); the last is open."""
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -338,10 +336,24 @@ class InputBucket:
         }
 
 
+def _bucket_label(lower: int, upper: int | None) -> str:
+    return f"{lower}-{upper}" if upper is not None else f"{lower}+"
+
+
+def input_bucket_labels(edges: Sequence[int]) -> tuple[str, ...]:
+    """The labels of the buckets :func:`ttft_by_input_length` makes from these lower edges.
+
+    >>> input_bucket_labels((0, 256, 512))
+    ('0-256', '256-512', '512+')
+    """
+    uppers = [*edges[1:], None]
+    return tuple(_bucket_label(lower, upper) for lower, upper in zip(edges, uppers, strict=True))
+
+
 def ttft_by_input_length(
     ttft: npt.ArrayLike,
     input_tokens: npt.ArrayLike,
-    edges: Sequence[int] = TTFT_INPUT_BUCKET_EDGES,
+    edges: Sequence[int] = draft.TTFT_INPUT_BUCKET_EDGES,
 ) -> list[InputBucket]:
     """TTFT P50/P95/P99 per input-length bucket (draft 5.1.4.2).
 
@@ -366,10 +378,9 @@ def ttft_by_input_length(
         upper = lowers[k + 1] if k + 1 < len(lowers) else None
         in_bucket = (n >= lower) & (n < upper) if upper is not None else (n >= lower)
         sample = t[in_bucket]
-        label = f"{lower}-{upper}" if upper is not None else f"{lower}+"
         rows.append(
             InputBucket(
-                label=label,
+                label=_bucket_label(lower, upper),
                 lower=lower,
                 upper=upper,
                 count=int(sample.size),

@@ -23,11 +23,11 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from otelbench import draft
 from otelbench.errors import ConfigError
 
 __all__ = [
     "MAX_EXACT_PERMUTATIONS",
-    "MIN_RUNS",
     "PERMUTATION_RESAMPLES",
     "BootstrapCI",
     "PermutationTest",
@@ -41,9 +41,6 @@ __all__ = [
 ]
 
 F64 = npt.NDArray[np.float64]
-
-MIN_RUNS: Final = 3
-"""The draft's minimum number of independent runs for a comparative claim (6.3)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +79,10 @@ def bootstrap_ci(
     x = np.asarray(run_values, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError("run values must be a 1-D array, one value per run")
-    if x.size < MIN_RUNS:
+    if x.size < draft.COMPARISON_MIN_RUNS:
         raise ConfigError(
-            f"a confidence interval needs at least {MIN_RUNS} independent runs, got {x.size}: "
-            "repeat the run"
+            f"a confidence interval needs at least {draft.COMPARISON_MIN_RUNS} independent runs, "
+            f"got {x.size}: repeat the run"
         )
     if not np.all(np.isfinite(x)):
         raise ValueError("run values must be finite")

@@ -26,9 +26,10 @@ from typing import Final, TypeAlias, TypedDict
 import numpy as np
 import numpy.typing as npt
 
+from otelbench import draft
+
 __all__ = [
     "COUNTING_MAX_SPAN",
-    "PERCENTILES",
     "PERCENTILE_METHOD",
     "AnyOrderStatistics",
     "CountedOrderStatistics",
@@ -43,8 +44,6 @@ __all__ = [
     "type7_ranks",
 ]
 
-PERCENTILES: Final = (50.0, 90.0, 95.0, 99.0, 99.9)
-"""The percentiles the draft requires for TTFT (5.1.4.1) and ITL (5.4.4.1)."""
 
 PERCENTILE_METHOD: Final = (
     "linear interpolation between closest ranks (Hyndman-Fan type 7, numpy method='linear'): "
@@ -195,7 +194,7 @@ class OrderStatistics:
     ranks: frozenset[int]
 
     @classmethod
-    def of(cls, samples: npt.ArrayLike, q: Sequence[float] = PERCENTILES) -> OrderStatistics:
+    def of(cls, samples: npt.ArrayLike, q: Sequence[float] = draft.PERCENTILES) -> OrderStatistics:
         """Partition a copy of ``samples`` (finite, 1-D) at the type-7 ranks of ``q``, 0 and
         ``n - 1`` (``samples`` is left as it is)."""
         a = _finite_1d(samples)
@@ -385,7 +384,7 @@ def summarize(values: npt.ArrayLike, *, order: AnyOrderStatistics | None = None)
     """Count, mean, population std, min, max and P50/P90/P95/P99/P99.9 of finite samples.
 
     Raises ``ValueError`` on NaN or infinite samples: callers choose which samples are defined.
-    ``order`` is ``OrderStatistics.of(values)`` (made for at least :data:`PERCENTILES`), or
+    ``order`` is ``OrderStatistics.of(values)`` (made for at least :data:`draft.PERCENTILES`), or
     their :class:`CountedOrderStatistics`, when the caller has it already (the order statistics
     are then read from it, not from a sort of their own); the mean and std are summed in
     ``values``' order either way.
@@ -401,7 +400,7 @@ def summarize(values: npt.ArrayLike, *, order: AnyOrderStatistics | None = None)
         order = OrderStatistics.of(a)
     elif order.size != a.size:
         raise ValueError("order must be the order statistics of the samples")
-    p50, p90, p95, p99, p99_9 = (float(v) for v in order.percentiles(PERCENTILES))
+    p50, p90, p95, p99, p99_9 = (float(v) for v in order.percentiles(draft.PERCENTILES))
     return Summary(
         count=int(a.size),
         mean=float(a.mean()),

@@ -58,7 +58,6 @@ from otelbench.procedures.levels import LEVEL_ROW_KEYS, level_row, run_data_from
 from otelbench.procedures.long_context import LongContextParams, LongContextProcedure
 from otelbench.procedures.memory_pressure import MemoryPressureParams, MemoryPressureProcedure
 from otelbench.procedures.planning import (
-    ITL_FRACTIONS,
     SWEEP_FRACTIONS,
     MaxSearch,
     fraction_levels,
@@ -73,7 +72,6 @@ from otelbench.procedures.tradeoff import TradeoffParams, TradeoffProcedure, cur
 from otelbench.procedures.ttft import TtftParams, TtftProcedure
 
 __all__ = [
-    "ITL_FRACTIONS",
     "LEVEL_ROW_KEYS",
     "PROCEDURES",
     "PROCEDURE_SCHEMA_VERSION",

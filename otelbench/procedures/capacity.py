@@ -30,7 +30,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from otelbench.draft import CAPACITY_MIN_COMPLETION as MIN_COMPLETION
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.options import option
@@ -40,7 +40,7 @@ from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 
-__all__ = ["MIN_COMPLETION", "CapacityParams", "CapacityProcedure", "capacity_verdict"]
+__all__ = ["CapacityParams", "CapacityProcedure", "capacity_verdict"]
 
 
 def _server_errors(failed_by_type: dict[str, int]) -> int:
@@ -57,9 +57,11 @@ def capacity_verdict(row: dict[str, Any], slo_ttft_p99_ms: float | None) -> dict
     """
     reasons = []
     rate = row.get("success_rate")
-    if rate is None or rate < MIN_COMPLETION:
+    if rate is None or rate < draft.CAPACITY_MIN_COMPLETION:
         reasons.append(
-            f"completion {pct(rate)} < {MIN_COMPLETION:.0%}" if rate is not None else "no request"
+            f"completion {pct(rate)} < {draft.CAPACITY_MIN_COMPLETION:.0%}"
+            if rate is not None
+            else "no request"
         )
     p99 = row.get("ttft_p99_ms")
     if slo_ttft_p99_ms is not None and (p99 is None or p99 > slo_ttft_p99_ms):
@@ -123,7 +125,7 @@ class CapacityProcedure(Procedure[CapacityParams]):
             "min_duration_s": self.min_duration_s,
             "resolution": self.resolution,
             "max_levels": self.profile.search_max_levels,
-            "min_completion": MIN_COMPLETION,
+            "min_completion": draft.CAPACITY_MIN_COMPLETION,
             "load_model": "closed-loop",
         }
 
@@ -206,7 +208,10 @@ class CapacityProcedure(Procedure[CapacityParams]):
         if search is not None and search.capped:
             self.notes.append("the maximum concurrency passed: capacity may be higher")
         return {
-            "slo": {"ttft_p99_ms": p.slo_ttft_p99_ms, "min_completion": MIN_COMPLETION},
+            "slo": {
+                "ttft_p99_ms": p.slo_ttft_p99_ms,
+                "min_completion": draft.CAPACITY_MIN_COMPLETION,
+            },
             "levels": entries,
             "search": {
                 "steps": [{"concurrency": int(s.value), "passed": s.passed} for s in search.steps]

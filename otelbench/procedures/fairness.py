@@ -29,16 +29,10 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from otelbench.draft import FAIRNESS_CLASS_REQUESTS as DRAFT_CLASS_REQUESTS
-from otelbench.draft import FAIRNESS_MIXED_DURATION_S as DRAFT_MIXED_DURATION_S
-from otelbench.draft import FAIRNESS_SHORT_MIX as DRAFT_MIX
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
-from otelbench.metrics.fairness import (
-    STARVATION_FACTOR,
-    latency_inflation,
-    scheduling_fairness,
-)
+from otelbench.metrics.fairness import latency_inflation, scheduling_fairness
 from otelbench.metrics.summary import percentile
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
@@ -72,7 +66,9 @@ class FairnessParams:
     or 5.3, recorded so that the compliance check can judge ``rate`` against 5.6.2's 70–90 %."""
 
     rate: float = option(help="The mixed run's arrival rate, req/s.")
-    short_ratio: float = option(DRAFT_MIX, help="Share of short requests (draft 0.8).")
+    short_ratio: float = option(
+        draft.FAIRNESS_SHORT_MIX, help="Share of short requests (draft 0.8)."
+    )
     requests: int | None = option(
         None, help="Mixed-run requests (default: 500 of the smaller class; draft)."
     )
@@ -132,7 +128,7 @@ class FairnessProcedure(Procedure[FairnessParams]):
         if self.params.requests is not None:
             return self.params.requests
         per_class = (
-            DRAFT_CLASS_REQUESTS
+            draft.FAIRNESS_CLASS_REQUESTS
             if self.profile.name == "draft"
             else self.profile.min_level_requests
         )
@@ -168,7 +164,7 @@ class FairnessProcedure(Procedure[FairnessParams]):
                 }
                 for label in CLASSES
             },
-            "starvation_factor": STARVATION_FACTOR,
+            "starvation_factor": draft.FAIRNESS_STARVATION_FACTOR,
             "load_model": "open-loop",
         }
 
@@ -244,17 +240,17 @@ class FairnessProcedure(Procedure[FairnessParams]):
             if label not in mixed:
                 deviations.append(f"no {label} request completed in the mixed run")
         for c in classes:
-            if c["mixed_count"] < DRAFT_CLASS_REQUESTS:
+            if c["mixed_count"] < draft.FAIRNESS_CLASS_REQUESTS:
                 deviations.append(
                     f"{c['mixed_count']} {c['request_class']} requests in the mixed run, fewer "
-                    f"than the {DRAFT_CLASS_REQUESTS} per class of 5.6.2"
+                    f"than the {draft.FAIRNESS_CLASS_REQUESTS} per class of 5.6.2"
                 )
         mixed_level = next((lv for lv in levels if lv.meta.get("role") == "mixed"), None)
         duration = ((mixed_level.row or {}) if mixed_level else {}).get("duration_s")
-        if duration is not None and duration < DRAFT_MIXED_DURATION_S:
+        if duration is not None and duration < draft.FAIRNESS_MIXED_DURATION_S:
             deviations.append(
                 f"the mixed run lasted {duration:.1f} s, shorter than the "
-                f"{DRAFT_MIXED_DURATION_S:g} s of 5.6.3"
+                f"{draft.FAIRNESS_MIXED_DURATION_S:g} s of 5.6.3"
             )
         if self.params.isolated_rate is None:
             deviations.append(
@@ -262,7 +258,7 @@ class FairnessProcedure(Procedure[FairnessParams]):
                 "the mix); 5.6.3 step 2 says 'at same total load': --isolated-rate equal to "
                 "--rate runs that"
             )
-        if self.params.short_ratio != DRAFT_MIX:
+        if self.params.short_ratio != draft.FAIRNESS_SHORT_MIX:
             deviations.append(
                 f"class mix {self.params.short_ratio:.0%} short, not the draft's 80/20 (5.6.2)"
             )
@@ -277,7 +273,7 @@ class FairnessProcedure(Procedure[FairnessParams]):
         self.notes.append(
             "Jain's index is over the mixed run's TTFTs, each divided by its class's isolated "
             "TTFT median (1.0: every class slowed down alike); starvation: mixed TTFT > "
-            f"{STARVATION_FACTOR:g} × the class's mixed TTFT median"
+            f"{draft.FAIRNESS_STARVATION_FACTOR:g} × the class's mixed TTFT median"
         )
         return {
             "levels": [level_entry(lv) for lv in levels],

@@ -80,13 +80,11 @@ from typing import Any, Final
 
 import numpy as np
 
-from otelbench.draft import FLUIDITY_MIN_INDEX as DEFAULT_MIN_FLUIDITY
-from otelbench.draft import FLUIDITY_REQUEST_FRACTION as DEFAULT_REQUEST_FRACTION
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.loadgen.workloads import make_workload
 from otelbench.metrics import (
-    DEFAULT_SCHEDULING_SLACK_S,
     PrefillFit,
     Ragged,
     deadline_intervals,
@@ -124,10 +122,6 @@ from otelbench.report.sections import (
 )
 
 __all__ = [
-    "DEFAULT_DECODE_DEADLINE_S",
-    "DEFAULT_MIN_FLUIDITY",
-    "DEFAULT_REQUEST_FRACTION",
-    "DEFAULT_SCHEDULING_SLACK_S",
     "PROFILE_ROLE",
     "SEARCH_ROLE",
     "FluidityParams",
@@ -140,14 +134,10 @@ __all__ = [
 
 SEARCH_ROLE: Final = "fluidity-search"
 PROFILE_ROLE: Final = "prefill-profile"
-ETALON_PROFILE_REQUESTS: Final = 10
-"""Etalon §4.1: each prompt length is profiled with 10 isolated requests ("tunable")."""
 OUTLIER_FACTOR: Final = 3.0
 """A profiled time above this × its length's median is left out of the prefill fit."""
 PROFILE_WORKLOAD: Final = "synthetic-uniform"
 PROFILE_SAMPLE: Final = 200
-DEFAULT_DECODE_DEADLINE_S: Final = 0.025
-"""Etalon §4.1: the strict decode target (chat), 25 ms; §5.2 uses it for the capacity SLO."""
 
 
 @dataclass(frozen=True)
@@ -247,9 +237,9 @@ def fluidity_verdict(
     data: RunData,
     *,
     prefill: PrefillDeadline | None = None,
-    decode_deadline_s: float = DEFAULT_DECODE_DEADLINE_S,
-    min_fluidity: float = DEFAULT_MIN_FLUIDITY,
-    request_fraction: float = DEFAULT_REQUEST_FRACTION,
+    decode_deadline_s: float = draft.FLUIDITY_DECODE_DEADLINE_S,
+    min_fluidity: float = draft.FLUIDITY_MIN_INDEX,
+    request_fraction: float = draft.FLUIDITY_REQUEST_FRACTION,
 ) -> dict[str, Any]:
     """Whether a level meets the fluidity SLO (module docstring), with its figures.
 
@@ -333,7 +323,7 @@ class FluidityParams:
     profile resolution × capacity)."""
 
     decode_deadline_s: float = option(
-        DEFAULT_DECODE_DEADLINE_S,
+        draft.FLUIDITY_DECODE_DEADLINE_S,
         help="D_d, the per-token deadline (Etalon §4.1: 25/50/100 ms).",
         name="decode_deadline_ms",
         scale=1000.0,
@@ -347,13 +337,13 @@ class FluidityParams:
     )
     """A fixed ``D_p``; None: Etalon's profiled ``D_p(L) = prefill(L) + S``."""
     scheduling_slack_s: float = option(
-        DEFAULT_SCHEDULING_SLACK_S,
+        draft.FLUIDITY_SCHEDULING_SLACK_S,
         help="S of the profiled D_p (Etalon §4.1: 500 ms, interactive).",
         name="scheduling_slack_ms",
         scale=1000.0,
     )
     profile_requests: int = option(
-        ETALON_PROFILE_REQUESTS,
+        draft.FLUIDITY_PROFILE_REQUESTS,
         help="Isolated requests per prompt length of the profile (Etalon 10).",
     )
     profile_lengths: tuple[int, ...] | None = option(
@@ -362,10 +352,11 @@ class FluidityParams:
         name="profile_length",
     )
     min_fluidity: float = option(
-        DEFAULT_MIN_FLUIDITY, help="Fluidity-index a request must reach (Etalon §5.2: 0.9)."
+        draft.FLUIDITY_MIN_INDEX, help="Fluidity-index a request must reach (Etalon §5.2: 0.9)."
     )
     request_fraction: float = option(
-        DEFAULT_REQUEST_FRACTION, help="Share of requests that must reach it (Etalon §5.2: 0.99)."
+        draft.FLUIDITY_REQUEST_FRACTION,
+        help="Share of requests that must reach it (Etalon §5.2: 0.99).",
     )
     capacity_rps: float | None = shared_option("capacity_rps")
     min_rps: float | None = shared_option("min_rps")
@@ -500,7 +491,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
                     )
                 ys += kept.tolist()
                 xs += [float(length)] * int(kept.size)
-        needed = max(1, min(p.profile_requests, ETALON_PROFILE_REQUESTS) // 2)
+        needed = max(1, min(p.profile_requests, draft.FLUIDITY_PROFILE_REQUESTS) // 2)
         fit = fit_prefill_time(xs, ys, min_requests_per_length=needed)
         return PrefillDeadline(fit=fit, slack_s=p.scheduling_slack_s)
 
@@ -643,10 +634,10 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
                 "length (§4.1); a first token well ahead of D_p banks slack later tokens may "
                 "spend"
             )
-        elif p.profile_requests < ETALON_PROFILE_REQUESTS:
+        elif p.profile_requests < draft.FLUIDITY_PROFILE_REQUESTS:
             out.append(
                 f"the prefill profile ran {p.profile_requests} requests per length, fewer than "
-                f"Etalon's {ETALON_PROFILE_REQUESTS} (§4.1)"
+                f"Etalon's {draft.FLUIDITY_PROFILE_REQUESTS} (§4.1)"
             )
         needed = (
             math.ceil(round(1.0 / (1.0 - p.request_fraction), 6)) if p.request_fraction < 1 else 1

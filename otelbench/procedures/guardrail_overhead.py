@@ -66,7 +66,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from otelbench import semconv, telemetry
+from otelbench import draft, semconv, telemetry
 from otelbench.documents import read_document
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
@@ -88,7 +88,6 @@ from otelbench.sut.process import free_port
 
 __all__ = [
     "CONFIGURATIONS",
-    "GUARDRAIL_FRACTIONS",
     "MIDDLEWARE",
     "GuardrailOverheadParams",
     "GuardrailOverheadProcedure",
@@ -103,8 +102,6 @@ NAMES: Final = {
     "output": "Output Filter",
     "full": "Full Filter",
 }
-GUARDRAIL_FRACTIONS: Final = (0.25, 0.5, 0.75)
-"""5.10.2: load levels at 25 %, 50 %, 75 % of capacity."""
 MIDDLEWARE: Final = "otelbench.guardrails.middleware.GuardrailMiddleware"
 """The dotted path ``vllm serve --middleware`` loads."""
 PROBE: Final = "probe"
@@ -128,7 +125,7 @@ class GuardrailOverheadParams:
     )
     capacity_rps: float | None = shared_option("capacity_rps")
     fractions: tuple[float, ...] = option(
-        GUARDRAIL_FRACTIONS,
+        draft.GUARDRAIL_LOAD_FRACTIONS,
         help="Load level as a fraction of capacity (repeatable; 0.25 0.5 0.75).",
         name="fraction",
     )
@@ -402,7 +399,7 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams])
                 f"{refused} request(s) were refused by a guardrail: 5.10.2 asks for benign "
                 "content, and a refusal's latency is not a filtered request's"
             )
-        if self.params.fractions != GUARDRAIL_FRACTIONS:
+        if self.params.fractions != draft.GUARDRAIL_LOAD_FRACTIONS:
             deviations.append(
                 f"load levels at {', '.join(f'{100 * f:.0f}%' for f in self.params.fractions)} "
                 "of capacity, not 5.10.2's 25 %, 50 %, 75 %"

@@ -25,13 +25,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import tail_class, tail_spacing_ratio
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
-from otelbench.procedures.planning import ITL_FRACTIONS, fraction_levels, shared_option
-from otelbench.procedures.profiles import DRAFT_ITL_MIN_OUTPUT_TOKENS, shortfalls
+from otelbench.procedures.planning import fraction_levels, shared_option
+from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
 
@@ -66,7 +67,7 @@ class ItlParams:
     sweep: Path | None = option(
         None, help="A 5.3 procedure.json: saturation = its throughput peak."
     )
-    fractions: tuple[float, ...] = ITL_FRACTIONS
+    fractions: tuple[float, ...] = draft.ITL_LOAD_FRACTIONS
     requests: int | None = option(
         None, help="Requests per level (default: the profile's; draft 100)."
     )
@@ -146,7 +147,7 @@ class ItlProcedure(Procedure[ItlParams]):
             "saturation_rps": self.reference_rps,
             "saturation_source": self.reference_source,
             "requests": self.requests,
-            "minimum_output_tokens": DRAFT_ITL_MIN_OUTPUT_TOKENS,
+            "minimum_output_tokens": draft.ITL_MIN_OUTPUT_TOKENS,
             "measurement_method": "distributed timing at the client (4.6.3 Option B: a chunk's "
             "arrival time is each of its tokens'); server-side token timing (Option C) next to "
             "it when the target's engine-hook spans exist",
@@ -161,7 +162,7 @@ class ItlProcedure(Procedure[ItlParams]):
     def build(self, levels: list[Level]) -> dict[str, Any]:
         entries = [level_entry(lv, itl=itl_level(lv.report or {})) for lv in levels]
         deviations = shortfalls(itl_requests=self.requests)
-        marker = f"fewer than {DRAFT_ITL_MIN_OUTPUT_TOKENS} output tokens"
+        marker = f"fewer than {draft.ITL_MIN_OUTPUT_TOKENS} output tokens"
         short = [
             lv.index
             for lv in levels
@@ -173,7 +174,7 @@ class ItlProcedure(Procedure[ItlParams]):
         if short:
             deviations.append(
                 f"level(s) {', '.join(map(str, short))}: some requests generated fewer than "
-                f"{DRAFT_ITL_MIN_OUTPUT_TOKENS} output tokens (5.4.2)"
+                f"{draft.ITL_MIN_OUTPUT_TOKENS} output tokens (5.4.2)"
             )
         return {
             "saturation": {"rps": self.reference_rps, "source": self.reference_source},

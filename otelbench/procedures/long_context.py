@@ -24,8 +24,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from otelbench.draft import LONG_CONTEXT_LENGTHS as DRAFT_CONTEXT_LENGTHS
-from otelbench.draft import LONG_CONTEXT_REQUESTS as DRAFT_LONG_CONTEXT_REQUESTS
+from otelbench import draft
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.scaling import long_context_scaling
@@ -36,8 +35,6 @@ from otelbench.procedures.render import fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
 
 __all__ = [
-    "DRAFT_CONTEXT_LENGTHS",
-    "DRAFT_LONG_CONTEXT_REQUESTS",
     "LONG_CONTEXT_WORKLOAD",
     "LongContextParams",
     "LongContextProcedure",
@@ -90,7 +87,7 @@ class LongContextParams:
     closed-loop ``concurrency``."""
 
     lengths: tuple[int, ...] = option(
-        DRAFT_CONTEXT_LENGTHS,
+        draft.LONG_CONTEXT_LENGTHS,
         help="Context length, tokens (repeatable; default 1K…128K, draft 5.9.2).",
         name="length",
     )
@@ -142,8 +139,8 @@ class LongContextProcedure(Procedure[LongContextParams]):
         if self.params.requests is not None:
             return self.params.requests
         if self.profile.name == "draft":
-            return DRAFT_LONG_CONTEXT_REQUESTS
-        return max(1, min(DRAFT_LONG_CONTEXT_REQUESTS, self.profile.min_level_requests))
+            return draft.LONG_CONTEXT_REQUESTS
+        return max(1, min(draft.LONG_CONTEXT_REQUESTS, self.profile.min_level_requests))
 
     def planned_levels(self) -> int | None:
         return len(self.plan)
@@ -185,16 +182,16 @@ class LongContextProcedure(Procedure[LongContextParams]):
             ttft_s += t.tolist()
             lengths += [float(level.meta["input_tokens"])] * int(t.size)
         deviations = list(self.plan_deviations)
-        if self.requests < DRAFT_LONG_CONTEXT_REQUESTS:
+        if self.requests < draft.LONG_CONTEXT_REQUESTS:
             deviations.append(
                 f"{self.requests} requests per context length, fewer than the "
-                f"{DRAFT_LONG_CONTEXT_REQUESTS} of 5.9.2"
+                f"{draft.LONG_CONTEXT_REQUESTS} of 5.9.2"
             )
         if self.params.concurrency > 4:
             deviations.append(
                 f"concurrency {self.params.concurrency}, above the draft's low 1–4 (5.9.2)"
             )
-        if tuple(sorted(set(self.params.lengths))) != DRAFT_CONTEXT_LENGTHS:
+        if tuple(sorted(set(self.params.lengths))) != draft.LONG_CONTEXT_LENGTHS:
             deviations.append(
                 f"context lengths {sorted(set(self.params.lengths))} instead of 5.9.2's 1K–128K"
             )

@@ -88,26 +88,21 @@ from typing import Any, Final
 import httpx
 import numpy as np
 
-from otelbench.draft import LONG_CONTEXT_OUTPUT_TOKENS
-from otelbench.draft import PRESSURE_LEVEL_MIN_S as DRAFT_PRESSURE_LEVEL_S
-from otelbench.draft import PRESSURE_OVERSUBSCRIPTION as DEFAULT_OVERSUBSCRIPTION
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import percentile
 from otelbench.metrics.server import preemption_stats
 from otelbench.options import common, nested, option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
-from otelbench.procedures.capacity import MIN_COMPLETION, CapacityParams, CapacityProcedure
+from otelbench.procedures.capacity import CapacityParams, CapacityProcedure
 from otelbench.procedures.planning import shared_option
-from otelbench.procedures.profiles import DRAFT_TTFT_REQUESTS
 from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 from otelbench.query import RunData
 
 __all__ = [
     "CAPACITY_ROLE",
-    "DEFAULT_OVERSUBSCRIPTION",
-    "DRAFT_PRESSURE_LEVEL_S",
     "FAILURE_KINDS",
     "PRESSURE_ROLE",
     "CapacitySource",
@@ -381,7 +376,7 @@ class MemoryPressureParams:
         None, help="A 5.5 procedure.json: capacity = its max concurrency."
     )
     levels: tuple[float, ...] = option(
-        DEFAULT_OVERSUBSCRIPTION,
+        draft.PRESSURE_OVERSUBSCRIPTION,
         help="Oversubscription level, % of capacity (repeatable; 100 110 125 150).",
         name="level",
         scale=100.0,
@@ -399,7 +394,7 @@ class MemoryPressureParams:
         "target's /v1/models).",
     )
     output_tokens: int = option(
-        LONG_CONTEXT_OUTPUT_TOKENS, help="Long Context output tokens (A.5)."
+        draft.LONG_CONTEXT_OUTPUT_TOKENS, help="Long Context output tokens (A.5)."
     )
     search: CapacityParams = nested(
         CapacityParams,
@@ -449,7 +444,7 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
         if d is not None:
             return d
         return (
-            DRAFT_PRESSURE_LEVEL_S
+            draft.PRESSURE_LEVEL_MIN_S
             if self.profile.name == "draft"
             else self.profile.level_duration_s
         )
@@ -603,7 +598,8 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
                 (
                     i
                     for i, e in enumerate(entries)
-                    if e["completion_rate"] is None or e["completion_rate"] < MIN_COMPLETION
+                    if e["completion_rate"] is None
+                    or e["completion_rate"] < draft.CAPACITY_MIN_COMPLETION
                 ),
                 None,
             ),
@@ -662,19 +658,20 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
     def _deviations(self, entries: list[dict[str, Any]]) -> list[str]:
         p = self.params
         out: list[str] = []
-        if self.duration_s < DRAFT_PRESSURE_LEVEL_S:
+        if self.duration_s < draft.PRESSURE_LEVEL_MIN_S:
             out.append(
                 f"levels planned for {self.duration_s:g} s, shorter than the "
-                f"{DRAFT_PRESSURE_LEVEL_S:g} s of 5.8.3 step 3.2"
+                f"{draft.PRESSURE_LEVEL_MIN_S:g} s of 5.8.3 step 3.2"
             )
         short = [
             f"{e['index']} ({fmt(e.get('duration_s'), 1)} s)"
             for e in entries
-            if e.get("duration_s") is not None and e["duration_s"] < DRAFT_PRESSURE_LEVEL_S
+            if e.get("duration_s") is not None and e["duration_s"] < draft.PRESSURE_LEVEL_MIN_S
         ]
-        if short and self.duration_s >= DRAFT_PRESSURE_LEVEL_S:
+        if short and self.duration_s >= draft.PRESSURE_LEVEL_MIN_S:
             out.append(
-                f"level(s) {', '.join(short)} ran shorter than the {DRAFT_PRESSURE_LEVEL_S:g} s "
+                f"level(s) {', '.join(short)} ran shorter than the "
+                f"{draft.PRESSURE_LEVEL_MIN_S:g} s "
                 "of 5.8.3 step 3.2 (closed-loop levels are sized by request count from the "
                 "previous level's median latency)"
             )
@@ -705,10 +702,10 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
         if no_hooks:
             out.append(f"level(s) {', '.join(no_hooks)}: {NO_HOOKS_REASON}")
         counts = [int(e.get("requests") or 0) for e in entries]
-        if counts and min(counts) < DRAFT_TTFT_REQUESTS:
+        if counts and min(counts) < draft.P99_MIN_SAMPLES:
             out.append(
                 f"TTFT P99 from as few as {min(counts)} requests per level, fewer than the "
-                f"{DRAFT_TTFT_REQUESTS} the draft requires for P99 (5.1.2.1)"
+                f"{draft.P99_MIN_SAMPLES} the draft requires for P99 (5.1.2.1)"
             )
         return out
 
@@ -813,7 +810,7 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
 
         lines += [
             "",
-            f"- First level below {MIN_COMPLETION:.0%} completion: "
+            f"- First level below {draft.CAPACITY_MIN_COMPLETION:.0%} completion: "
             f"{at(s['first_below_completion_index'])}",
             "- First level with a preemption: "
             + (at(s["first_preempted_index"]) if s["preemptions_observed"] else NA + " (no hooks)"),

@@ -40,7 +40,6 @@ from otelbench.errors import ConfigError
 from otelbench.options import option
 
 __all__ = [
-    "ITL_FRACTIONS",
     "SWEEP_FRACTIONS",
     "MaxSearch",
     "SearchStep",
@@ -53,8 +52,6 @@ __all__ = [
 
 SWEEP_FRACTIONS: Final = tuple(round(0.1 * k, 1) for k in range(1, 13))
 """Draft 5.3.3 step 2: 10 %, 20 %, …, 100 %, 110 %, 120 % of the estimated capacity."""
-ITL_FRACTIONS: Final = (0.25, 0.5, 0.75, 0.9)
-"""Draft 5.4.2: 25 %, 50 %, 75 % and 90 % of saturation."""
 
 
 def fraction_levels(reference: float, fractions: Sequence[float] = SWEEP_FRACTIONS) -> list[float]:

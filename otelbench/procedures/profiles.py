@@ -34,25 +34,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from otelbench.draft import CAPACITY_MIN_DURATION_S as DRAFT_CAPACITY_MIN_DURATION_S
-from otelbench.draft import CAPACITY_REQUESTS_PER_SLOT as DRAFT_CAPACITY_REQUESTS_PER_SLOT
-from otelbench.draft import ITL_MIN_OUTPUT_TOKENS as DRAFT_ITL_MIN_OUTPUT_TOKENS
-from otelbench.draft import ITL_MIN_REQUESTS as DRAFT_ITL_REQUESTS
-from otelbench.draft import LEVEL_MIN_DURATION_S as DRAFT_LEVEL_DURATION_S
-from otelbench.draft import P99_MIN_SAMPLES as DRAFT_TTFT_REQUESTS
-from otelbench.draft import SWEEP_MIN_LEVELS as DRAFT_MIN_SWEEP_LEVELS
+from otelbench import draft
 from otelbench.errors import registered
 from otelbench.loadgen.warmup import WarmupSpec
 
 __all__ = [
     "DRAFT",
-    "DRAFT_CAPACITY_MIN_DURATION_S",
-    "DRAFT_CAPACITY_REQUESTS_PER_SLOT",
-    "DRAFT_ITL_MIN_OUTPUT_TOKENS",
-    "DRAFT_ITL_REQUESTS",
-    "DRAFT_LEVEL_DURATION_S",
-    "DRAFT_MIN_SWEEP_LEVELS",
-    "DRAFT_TTFT_REQUESTS",
     "PROFILES",
     "QUICK",
     "Profile",
@@ -82,12 +69,12 @@ class Profile:
 
 DRAFT: Final = Profile(
     name="draft",
-    ttft_requests=DRAFT_TTFT_REQUESTS,
-    level_duration_s=DRAFT_LEVEL_DURATION_S,
+    ttft_requests=draft.P99_MIN_SAMPLES,
+    level_duration_s=draft.LEVEL_MIN_DURATION_S,
     min_level_requests=1,
-    itl_requests=DRAFT_ITL_REQUESTS,
-    capacity_requests_per_slot=DRAFT_CAPACITY_REQUESTS_PER_SLOT,
-    capacity_min_duration_s=DRAFT_CAPACITY_MIN_DURATION_S,
+    itl_requests=draft.ITL_MIN_REQUESTS,
+    capacity_requests_per_slot=draft.CAPACITY_REQUESTS_PER_SLOT,
+    capacity_min_duration_s=draft.CAPACITY_MIN_DURATION_S,
     probe_requests=200,
     probe_concurrency=16,
     search_max_levels=20,
@@ -133,30 +120,30 @@ def shortfalls(
     ['40 requests, fewer than the 1000 the draft requires for P99 (5.1.2.1)']
     """
     out = []
-    if requests is not None and requests < DRAFT_TTFT_REQUESTS:
+    if requests is not None and requests < draft.P99_MIN_SAMPLES:
         out.append(
-            f"{requests} requests, fewer than the {DRAFT_TTFT_REQUESTS} the draft requires for "
+            f"{requests} requests, fewer than the {draft.P99_MIN_SAMPLES} the draft requires for "
             "P99 (5.1.2.1)"
         )
-    if level_duration_s is not None and level_duration_s < DRAFT_LEVEL_DURATION_S:
+    if level_duration_s is not None and level_duration_s < draft.LEVEL_MIN_DURATION_S:
         out.append(
             f"{level_duration_s:g} s per load level, shorter than the draft's minimum of "
-            f"{DRAFT_LEVEL_DURATION_S:g} s (5.2.2.1, 5.3.2)"
+            f"{draft.LEVEL_MIN_DURATION_S:g} s (5.2.2.1, 5.3.2)"
         )
-    if levels is not None and levels < DRAFT_MIN_SWEEP_LEVELS:
-        out.append(f"{levels} load levels, fewer than the {DRAFT_MIN_SWEEP_LEVELS} of 5.3.2")
-    if itl_requests is not None and itl_requests < DRAFT_ITL_REQUESTS:
+    if levels is not None and levels < draft.SWEEP_MIN_LEVELS:
+        out.append(f"{levels} load levels, fewer than the {draft.SWEEP_MIN_LEVELS} of 5.3.2")
+    if itl_requests is not None and itl_requests < draft.ITL_MIN_REQUESTS:
         out.append(
-            f"{itl_requests} requests per level, fewer than the {DRAFT_ITL_REQUESTS} of 5.4.2"
+            f"{itl_requests} requests per level, fewer than the {draft.ITL_MIN_REQUESTS} of 5.4.2"
         )
-    if requests_per_slot is not None and requests_per_slot < DRAFT_CAPACITY_REQUESTS_PER_SLOT:
+    if requests_per_slot is not None and requests_per_slot < draft.CAPACITY_REQUESTS_PER_SLOT:
         out.append(
             f"{requests_per_slot} request completions per concurrency slot, fewer than the "
-            f"{DRAFT_CAPACITY_REQUESTS_PER_SLOT} of 5.5.3"
+            f"{draft.CAPACITY_REQUESTS_PER_SLOT} of 5.5.3"
         )
-    if slot_duration_s is not None and slot_duration_s < DRAFT_CAPACITY_MIN_DURATION_S:
+    if slot_duration_s is not None and slot_duration_s < draft.CAPACITY_MIN_DURATION_S:
         out.append(
             f"levels planned for at least {slot_duration_s:g} s, shorter than the "
-            f"{DRAFT_CAPACITY_MIN_DURATION_S:g} s of 5.5.3"
+            f"{draft.CAPACITY_MIN_DURATION_S:g} s of 5.5.3"
         )
     return out

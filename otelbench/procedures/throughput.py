@@ -43,7 +43,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from otelbench.draft import THROUGHPUT_RECOMMENDED_DURATION_S as RECOMMENDED_DURATION_S
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.options import option
@@ -272,9 +272,10 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
             (e for e in entries if best is not None and e.get(self.load_key) == best), None
         )
         deviations = shortfalls(level_duration_s=self.duration_s)
-        if self.duration_s < RECOMMENDED_DURATION_S:
+        if self.duration_s < draft.THROUGHPUT_RECOMMENDED_DURATION_S:
             self.notes.append(
-                f"{self.duration_s:g} s per level; 5.2.2.1 recommends {RECOMMENDED_DURATION_S:g} s"
+                f"{self.duration_s:g} s per level; 5.2.2.1 recommends "
+                f"{draft.THROUGHPUT_RECOMMENDED_DURATION_S:g} s"
             )
         if search is not None and search.exhausted:
             unit = "concurrent requests" if self.closed else "req/s"

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from otelbench.draft import P99_9_MIN_SAMPLES
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.options import option
@@ -115,7 +115,7 @@ class TtftProcedure(Procedure[TtftParams]):
                 f"open-loop arrivals are {self.params.arrival}, not Poisson: 5.1.2.2 REQUIRES "
                 "Poisson (--arrival poisson)"
             )
-        if ttft.get("count", 0) < P99_9_MIN_SAMPLES:
+        if ttft.get("count", 0) < draft.P99_9_MIN_SAMPLES:
             self.notes.append(
                 "P99.9 needs at least 10,000 samples (5.1.4.3); it is reported from "
                 f"{ttft.get('count', 0)}"

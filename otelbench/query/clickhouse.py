@@ -55,8 +55,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from otelbench import semconv
-from otelbench.metrics.summary import PERCENTILES, Summary
+from otelbench import draft, semconv
+from otelbench.metrics.summary import Summary
 from otelbench.query.extract import (
     Columns,
     Dialect,
@@ -230,7 +230,7 @@ def _per_request(
 
 
 def _summary(store: QueryRunner, query: str, run_id: str) -> Summary:
-    levels = [p / 100.0 for p in PERCENTILES]
+    levels = [p / 100.0 for p in draft.PERCENTILES]
     cols = store.run(query, run_id=run_id, levels=levels)
     count = int(np.asarray(cols["count"])[0])
     if count == 0:

@@ -24,13 +24,7 @@ from typing import Any, Final, Literal, cast
 import numpy as np
 import numpy.typing as npt
 
-from otelbench import semconv
-from otelbench.draft import (
-    ITL_MIN_OUTPUT_TOKENS,
-    ITL_MIN_REQUESTS,
-    P99_9_MIN_SAMPLES,
-    P99_MIN_SAMPLES,
-)
+from otelbench import draft, semconv
 from otelbench.errors import ConfigError
 from otelbench.metrics import (
     PERCENTILE_METHOD,
@@ -84,10 +78,6 @@ from otelbench.report.sections import (
 )
 
 __all__ = [
-    "ITL_MIN_OUTPUT_TOKENS",
-    "ITL_MIN_REQUESTS",
-    "P99_9_MIN_SAMPLES",
-    "P99_MIN_SAMPLES",
     "SCHEMA_VERSION",
     "build_report",
     "render_json",
@@ -642,16 +632,16 @@ def _deviations(
         name = workload.get("name")
         out += [f"workload {name}: {d}" for d in workload["spec"].get("deviations") or []]
     n_ttft = int(np.isfinite(ttft_ms).sum())
-    if n_ttft < P99_MIN_SAMPLES:
+    if n_ttft < draft.P99_MIN_SAMPLES:
         out.append(
-            f"TTFT has {n_ttft} samples, fewer than the {P99_MIN_SAMPLES} the draft requires for "
-            f"P99 and the {P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3): those percentiles are reported "
-            "but not statistically reliable"
+            f"TTFT has {n_ttft} samples, fewer than the {draft.P99_MIN_SAMPLES} the draft requires "
+            f"for P99 and the {draft.P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3): those percentiles are "
+            "reported but not statistically reliable"
         )
-    elif n_ttft < P99_9_MIN_SAMPLES:
+    elif n_ttft < draft.P99_9_MIN_SAMPLES:
         out.append(
-            f"TTFT has {n_ttft} samples, fewer than the {P99_9_MIN_SAMPLES} the draft requires for "
-            "P99.9 (5.1.4.3): P99.9 is reported but not statistically reliable"
+            f"TTFT has {n_ttft} samples, fewer than the {draft.P99_9_MIN_SAMPLES} the draft "
+            "requires for P99.9 (5.1.4.3): P99.9 is reported but not statistically reliable"
         )
     no_content = result.succeeded - n_ttft
     if no_content > 0:
@@ -664,16 +654,16 @@ def _deviations(
             f"{result.failed} of {result.total} requests failed ({by_type}); latency metrics "
             f"cover the {result.succeeded} successful requests only"
         )
-    short = int((output_tokens < ITL_MIN_OUTPUT_TOKENS).sum())
+    short = int((output_tokens < draft.ITL_MIN_OUTPUT_TOKENS).sum())
     if short:
         out.append(
             f"{short} of {output_tokens.size} successful requests generated fewer than "
-            f"{ITL_MIN_OUTPUT_TOKENS} output tokens, the minimum for ITL statistics (5.4.2)"
+            f"{draft.ITL_MIN_OUTPUT_TOKENS} output tokens, the minimum for ITL statistics (5.4.2)"
         )
     with_itl = int((itl_us.lengths() > 0).sum())
-    if with_itl < ITL_MIN_REQUESTS:
+    if with_itl < draft.ITL_MIN_REQUESTS:
         out.append(
             f"per-request ITL statistics come from {with_itl} requests, fewer than the "
-            f"{ITL_MIN_REQUESTS} the draft requires (5.4.2)"
+            f"{draft.ITL_MIN_REQUESTS} the draft requires (5.4.2)"
         )
     return out

@@ -10,10 +10,10 @@ configuration summary (5.1.5.1) the checks read is :mod:`otelbench.report.config
   ``configuration`` or ``compliance`` themselves); :data:`PROCEDURE_REQUIREMENTS` read a whole
   test (:class:`ProcedureFacts`: its runs and ``procedure.json`` or ``compare.json``). Each gives
   ``met`` (True or False) with the facts as evidence, and names the normative statements it
-  judges (:mod:`otelbench.report.normative` ids). A check judges evidence the run produced: where
+  judges (:mod:`otelbench.draft.statements` ids). A check judges evidence the run produced: where
   the evidence is absent (no successful request, no ``client_health``, no span of a phase) it is
   not met and says what is missing. Its ``met`` is None only where the registry's condition of
-  what it judges (``normative.CONDITIONS``: "For open-loop:", "When using dataset-derived
+  what it judges (``draft.statements.CONDITIONS``: "For open-loop:", "When using dataset-derived
   workloads" …) does not hold for the run, decided here from the run's facts
   (:data:`CONDITION_HOLDS`), never by the check itself. Evidence that only a declaration can give
   (the tokenizer, the SUT's facts) is labelled ``declared``, and every field the statement names
@@ -53,22 +53,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
 
-from otelbench import semconv
-from otelbench.draft import (
-    CLOCK_SYNC_MAX_ERROR_MS,
-    FAIRNESS_CLASS_REQUESTS,
-    FAIRNESS_LOAD_RANGE,
-    ITL_MIN_OUTPUT_TOKENS,
-    ITL_MIN_REQUESTS,
-    LEVEL_MIN_DURATION_S,
-    P99_9_MIN_SAMPLES,
-    P99_MIN_SAMPLES,
-    SWEEP_MIN_LEVELS,
-    THROUGHPUT_RECOMMENDED_DURATION_S,
-    WARMUP_MIN_OUTPUT_TOKENS,
-    WARMUP_MIN_REQUESTS,
-    WARMUP_STABILIZATION_THRESHOLD,
+from otelbench import draft, semconv
+from otelbench.draft.statements import (
+    ALL_STATEMENTS,
+    BY_ID,
+    CONDITIONS,
+    TEST_TITLES,
+    Bullet,
+    Statement,
 )
+from otelbench.metrics.latency import input_bucket_labels
 from otelbench.metrics.warmup import probe_variation
 from otelbench.report.access import fmt, integer, mapping, nonblank, number
 from otelbench.report.configuration import (
@@ -83,14 +77,6 @@ from otelbench.report.configuration import (
     tokenizer_text,
     warmup_text,
     workload_text,
-)
-from otelbench.report.normative import (
-    ALL_STATEMENTS,
-    BY_ID,
-    CONDITIONS,
-    TEST_TITLES,
-    Bullet,
-    Statement,
 )
 from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
 from otelbench.report.types import (
@@ -176,7 +162,7 @@ _WORKLOAD_SECTIONS: Final = {
 }
 """otelbench's workloads by the Appendix A section they generate, for a report whose workload
 records no ``spec.draft_section``."""
-DRAFT_INPUT_BUCKETS: Final = ("0-256", "256-512", "512-1024", "1024-2048", "2048-4096", "4096+")
+DRAFT_INPUT_BUCKETS: Final = input_bucket_labels(draft.TTFT_INPUT_BUCKET_EDGES)
 """5.1.4.2's RECOMMENDED input-length buckets, as the report labels them."""
 CONTENDED_WAIT_SHARE: Final = 0.05
 """A loop thread waiting for a core this share of the time or more (or the host stealing this
@@ -211,7 +197,7 @@ Evaluate = Callable[[ReportFacts], tuple[bool, str]]
 class Requirement(Generic[_F]):
     """One check of the draft: where it is, its level, what it asks, how it is checked (over one
     run's :class:`ReportFacts`, or a whole test's :class:`ProcedureFacts`), and the normative
-    statements (:mod:`otelbench.report.normative` ids) it judges."""
+    statements (:mod:`otelbench.draft.statements` ids) it judges."""
 
     id: str
     section: str
@@ -220,8 +206,8 @@ class Requirement(Generic[_F]):
     evaluate: Callable[[_F], tuple[bool, str]]
     judges: tuple[str, ...] = ()
     condition: str | None = None
-    """The registry's condition (``normative.CONDITIONS``) of what it judges: where it does not
-    hold for the run, the check is not applicable (met None) and says so."""
+    """The registry's condition (``draft.statements.CONDITIONS``) of what it judges: where it does
+    not hold for the run, the check is not applicable (met None) and says so."""
 
     def check_judges(self) -> list[str]:
         """The statements it judges: its own, and the umbrellas whose bullets name it."""
@@ -780,8 +766,8 @@ def _phase(f: ReportFacts, name: str) -> Mapping[str, Any]:
     "warmup",
     "4.5.1",
     "MUST",
-    f"Before measurement, testers MUST process at least {WARMUP_MIN_REQUESTS} requests or "
-    f"{WARMUP_MIN_OUTPUT_TOKENS:,} output tokens, whichever is greater.",
+    f"Before measurement, testers MUST process at least {draft.WARMUP_MIN_REQUESTS} requests or "
+    f"{draft.WARMUP_MIN_OUTPUT_TOKENS:,} output tokens, whichever is greater.",
     judges=(),
     condition="warm-start",
 )
@@ -797,11 +783,11 @@ def _warmup(f: ReportFacts) -> tuple[bool, str]:
     evidence = (
         f"warm-up spans: {ok} of {spans.get('requests')} requests succeeded, {tokens} output tokens"
     )
-    if ok >= WARMUP_MIN_REQUESTS and tokens >= WARMUP_MIN_OUTPUT_TOKENS:
+    if ok >= draft.WARMUP_MIN_REQUESTS and tokens >= draft.WARMUP_MIN_OUTPUT_TOKENS:
         return True, evidence
     return False, (
-        f"{evidence}; the draft needs at least {WARMUP_MIN_REQUESTS} successful requests and "
-        f"{WARMUP_MIN_OUTPUT_TOKENS} output tokens"
+        f"{evidence}; the draft needs at least {draft.WARMUP_MIN_REQUESTS} successful requests and "
+        f"{draft.WARMUP_MIN_OUTPUT_TOKENS} output tokens"
     )
 
 
@@ -885,7 +871,7 @@ def _warmup_cache(f: ReportFacts) -> tuple[bool, str]:
     "4.5.2",
     "SHOULD",
     "Warm-up completion SHOULD be verified: probe latency before and after, less than "
-    f"{WARMUP_STABILIZATION_THRESHOLD:.0%} variation across consecutive probes.",
+    f"{draft.WARMUP_STABILIZATION_THRESHOLD:.0%} variation across consecutive probes.",
     judges=(),
     condition="warm-start",
 )
@@ -903,7 +889,7 @@ def _warmup_verified(f: ReportFacts) -> tuple[bool, str]:
         f"{fmt(number(after.get('median_latency_ms')), 2, 'ms')} after; variation across "
         f"consecutive probes {'n/a' if variation is None else f'{variation:.1%}'}"
     )
-    stable = variation is not None and variation < WARMUP_STABILIZATION_THRESHOLD
+    stable = variation is not None and variation < draft.WARMUP_STABILIZATION_THRESHOLD
     return stable, evidence + (": stabilized" if stable else ": NOT stabilized")
 
 
@@ -1033,7 +1019,7 @@ def _clock_sync(f: ReportFacts) -> tuple[bool, str]:
     "clock-sync-accuracy",
     "4.7.2",
     "MUST",
-    f"Across machines, clock synchronization MUST achieve {CLOCK_SYNC_MAX_ERROR_MS:g} ms or "
+    f"Across machines, clock synchronization MUST achieve {draft.CLOCK_SYNC_MAX_ERROR_MS:g} ms or "
     "better.",
     judges=("ntp-accuracy",),
     condition="distributed",
@@ -1043,8 +1029,8 @@ def _clock_sync_accuracy(f: ReportFacts) -> tuple[bool, str]:
     if accuracy is None:
         return False, f"no clock synchronization accuracy declared (method: {method or '?'})"
     evidence = f"declared: {method or 'method not declared'}, accuracy {accuracy:g} ms"
-    if accuracy > CLOCK_SYNC_MAX_ERROR_MS:
-        return False, f"{evidence}: worse than the draft's {CLOCK_SYNC_MAX_ERROR_MS:g} ms"
+    if accuracy > draft.CLOCK_SYNC_MAX_ERROR_MS:
+        return False, f"{evidence}: worse than the draft's {draft.CLOCK_SYNC_MAX_ERROR_MS:g} ms"
     return True, evidence
 
 
@@ -1211,30 +1197,30 @@ def _sample_count(f: ReportFacts, needed: int, label: str) -> tuple[bool, str]:
     "sample-count-p99",
     "5.1.2.1",
     "MUST",
-    f"The request count MUST be at least {P99_MIN_SAMPLES} for P99 (P99 within 10% at 95% "
+    f"The request count MUST be at least {draft.P99_MIN_SAMPLES} for P99 (P99 within 10% at 95% "
     "confidence, 5.1.4.3).",
     judges=("ttft-request-count",),
 )
 def _sample_count_p99(f: ReportFacts) -> tuple[bool, str]:
-    return _sample_count(f, P99_MIN_SAMPLES, "P99")
+    return _sample_count(f, draft.P99_MIN_SAMPLES, "P99")
 
 
 @_requirement(
     "sample-count-p99-9",
     "5.1.2.1",
     "MUST",
-    f"The request count MUST be at least {P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3).",
+    f"The request count MUST be at least {draft.P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3).",
     judges=("ttft-request-count",),
 )
 def _sample_count_p99_9(f: ReportFacts) -> tuple[bool, str]:
-    return _sample_count(f, P99_9_MIN_SAMPLES, "P99.9")
+    return _sample_count(f, draft.P99_9_MIN_SAMPLES, "P99.9")
 
 
 @_requirement(
     "itl-output-tokens",
     "5.4.2",
     "MUST",
-    f"Requests MUST generate at least {ITL_MIN_OUTPUT_TOKENS} output tokens to provide "
+    f"Requests MUST generate at least {draft.ITL_MIN_OUTPUT_TOKENS} output tokens to provide "
     "meaningful ITL samples.",
     judges=("itl-output-tokens",),
 )
@@ -1246,7 +1232,7 @@ def _itl_output_tokens(f: ReportFacts) -> tuple[bool, str]:
         return False, short
     return True, (
         f"every one of the {f.succeeded} successful requests generated at least "
-        f"{ITL_MIN_OUTPUT_TOKENS} output tokens"
+        f"{draft.ITL_MIN_OUTPUT_TOKENS} output tokens"
     )
 
 
@@ -1254,7 +1240,7 @@ def _itl_output_tokens(f: ReportFacts) -> tuple[bool, str]:
     "itl-request-count",
     "5.4.2",
     "SHOULD",
-    f"At least {ITL_MIN_REQUESTS} requests for per-request ITL statistics (a setup parameter "
+    f"At least {draft.ITL_MIN_REQUESTS} requests for per-request ITL statistics (a setup parameter "
     "without a BCP 14 keyword: weighed as SHOULD).",
     judges=("itl-request-count",),
 )
@@ -1264,9 +1250,9 @@ def _itl_request_count(f: ReportFacts) -> tuple[bool, str]:
     samples = integer(mapping(f.client.get("itl_ms")).get("count")) or 0
     evidence = (
         f"per-request ITL statistics from {n} requests ({samples} ITL samples); the draft "
-        f"asks for at least {ITL_MIN_REQUESTS}"
+        f"asks for at least {draft.ITL_MIN_REQUESTS}"
     )
-    return n >= ITL_MIN_REQUESTS, evidence
+    return n >= draft.ITL_MIN_REQUESTS, evidence
 
 
 @_requirement(
@@ -1405,13 +1391,13 @@ def _ttft_buckets(f: ReportFacts) -> tuple[bool, str]:
     "level-duration",
     "5.2.2.1",
     "SHOULD",
-    f"A throughput load level SHOULD run {THROUGHPUT_RECOMMENDED_DURATION_S:.0f} s.",
+    f"A throughput load level SHOULD run {draft.THROUGHPUT_RECOMMENDED_DURATION_S:.0f} s.",
     judges=("throughput-duration",),
 )
 def _level_duration(f: ReportFacts) -> tuple[bool, str]:
     duration = number(f.run.get("duration_s"))
     evidence = f"ran {fmt(duration, 1, 's')}; the draft recommends 300 s"
-    return duration is not None and duration >= THROUGHPUT_RECOMMENDED_DURATION_S, evidence
+    return duration is not None and duration >= draft.THROUGHPUT_RECOMMENDED_DURATION_S, evidence
 
 
 def _protocol_check(marker: str) -> Evaluate:
@@ -1713,7 +1699,7 @@ def _fairness_level(t: ProcedureFacts) -> tuple[bool, str]:
             f"the mixed run at {fmt(rate, 3, 'req/s')}, not related to a measured saturation "
             "throughput"
         )
-    low, high = FAIRNESS_LOAD_RANGE
+    low, high = draft.FAIRNESS_LOAD_RANGE
     share = rate / saturation
     return low <= share <= high, f"the mixed run at {share:.0%} of saturation"
 
@@ -1722,8 +1708,8 @@ def _fairness_level(t: ProcedureFacts) -> tuple[bool, str]:
     "fairness-class-requests",
     "5.6.2",
     "SHOULD",
-    f"At least {FAIRNESS_CLASS_REQUESTS} requests per class (a setup parameter without a BCP 14 "
-    "keyword: weighed as SHOULD).",
+    f"At least {draft.FAIRNESS_CLASS_REQUESTS} requests per class (a setup parameter without a "
+    "BCP 14 keyword: weighed as SHOULD).",
     judges=("fairness-class-requests",),
 )
 def _fairness_class_requests(t: ProcedureFacts) -> tuple[bool, str]:
@@ -1743,9 +1729,9 @@ def _fairness_class_requests(t: ProcedureFacts) -> tuple[bool, str]:
     mixed = [c for c in counts if len(c) >= 2] or counts
     fewest = min(mixed, key=lambda c: min(c.values()))
     shown = ", ".join(f"{k} {n}" for k, n in fewest.items())
-    return min(fewest.values()) >= FAIRNESS_CLASS_REQUESTS, (
+    return min(fewest.values()) >= draft.FAIRNESS_CLASS_REQUESTS, (
         f"measured requests per class (the run with the fewest of {len(mixed)}): {shown}; the "
-        f"draft asks for at least {FAIRNESS_CLASS_REQUESTS} per class"
+        f"draft asks for at least {draft.FAIRNESS_CLASS_REQUESTS} per class"
     )
 
 
@@ -1763,8 +1749,8 @@ def _level_durations(t: ProcedureFacts) -> list[tuple[str, float | None]]:
     "level-min-duration",
     "5.2.2.1",
     "MUST",
-    f"Each load level MUST run at least {LEVEL_MIN_DURATION_S:.0f} s (5.2.2.1's test duration, "
-    "a parameter 5.2.2 MUST define; 5.3.2 states the same minimum per load level).",
+    f"Each load level MUST run at least {draft.LEVEL_MIN_DURATION_S:.0f} s (5.2.2.1's test "
+    "duration, a parameter 5.2.2 MUST define; 5.3.2 states the same minimum per load level).",
     judges=("tradeoff-level-duration",),
 )
 def _level_min_duration(t: ProcedureFacts) -> tuple[bool, str]:
@@ -1772,25 +1758,26 @@ def _level_min_duration(t: ProcedureFacts) -> tuple[bool, str]:
     durations = _level_durations(t)
     if not durations:
         return False, "no evidence: no load level was measured"
-    short = [(label, d) for label, d in durations if d is None or d < LEVEL_MIN_DURATION_S]
+    short = [(label, d) for label, d in durations if d is None or d < draft.LEVEL_MIN_DURATION_S]
     shown = ", ".join(f"{label} {fmt(d, 1, 's')}" for label, d in (short or durations))
     if short:
-        return False, f"levels shorter than {LEVEL_MIN_DURATION_S:.0f} s as measured: {shown}"
-    return True, f"every level ran {LEVEL_MIN_DURATION_S:.0f} s or more as measured: {shown}"
+        return False, f"levels shorter than {draft.LEVEL_MIN_DURATION_S:.0f} s as measured: {shown}"
+    return True, f"every level ran {draft.LEVEL_MIN_DURATION_S:.0f} s or more as measured: {shown}"
 
 
 @_procedure_requirement(
     "tradeoff-load-levels",
     "5.3.2",
     "SHOULD",
-    f"At least {SWEEP_MIN_LEVELS} load levels (a setup parameter without a BCP 14 keyword: "
+    f"At least {draft.SWEEP_MIN_LEVELS} load levels (a setup parameter without a BCP 14 keyword: "
     "weighed as SHOULD).",
     judges=("tradeoff-load-levels",),
 )
 def _tradeoff_levels(t: ProcedureFacts) -> tuple[bool, str]:
     measured = [str(lv.get("label")) for lv in t.levels if lv.get("report")]
-    return len(measured) >= SWEEP_MIN_LEVELS, (
-        f"{len(measured)} load level(s) measured; the draft asks for at least {SWEEP_MIN_LEVELS}"
+    return len(measured) >= draft.SWEEP_MIN_LEVELS, (
+        f"{len(measured)} load level(s) measured; the draft asks for at least "
+        f"{draft.SWEEP_MIN_LEVELS}"
     )
 
 
@@ -1947,7 +1934,7 @@ CONDITION_HOLDS: Final[Mapping[str, Callable[[ReportFacts], bool]]] = {
     "sub-millisecond": _sub_millisecond,
     "slo-specified": lambda f: False,
 }
-"""Whether each of the registry's conditions (``normative.CONDITIONS``) holds for one run. A
+"""Whether each of the registry's conditions (``draft.statements.CONDITIONS``) holds for one run. A
 test holds a condition when one of its runs does; ``slo-specified`` is the procedure's
 (:func:`condition_holds`)."""
 
@@ -2100,7 +2087,7 @@ def verdict_for_test(
 ) -> TestVerdict:
     """The draft 2 verdict of ``test`` (``5.1`` … ``5.10``, ``6``) from ``checks`` (the results
     of :data:`REQUIREMENTS` and :data:`PROCEDURE_REQUIREMENTS`) over the run(s) of ``facts``:
-    every statement of :mod:`otelbench.report.normative` for that test (and its setup limits),
+    every statement of :mod:`otelbench.draft.statements` for that test (and its setup limits),
     met, not met or not applicable (by the registry's scope and conditions only), with its
     evidence and, for an umbrella, its bullets.
 

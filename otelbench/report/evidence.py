@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from otelbench.draft import TIMING_RESOLUTION_MS
+from otelbench import draft
 from otelbench.metrics.arrivals import exponential_fit
 from otelbench.query import RunData
 from otelbench.report import types as rt
@@ -70,7 +70,7 @@ def sent_section(data: RunData) -> rt.Sent:
         sends = np.unique(c.submit_unix_ns)
         measured = exponential_fit(sends, 1.0)
         rate = declared or (measured.rate_per_s if measured is not None else None)
-        fit = exponential_fit(sends, rate, TIMING_RESOLUTION_MS / 1e3) if rate else None
+        fit = exponential_fit(sends, rate, draft.TIMING_RESOLUTION_MS / 1e3) if rate else None
         if fit is not None and rate is not None:
             arrivals = {
                 "gaps": fit.gaps,

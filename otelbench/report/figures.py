@@ -26,6 +26,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from otelbench import draft
 from otelbench.metrics import (
     throughput_latency_points,
 )
@@ -34,9 +35,6 @@ from otelbench.report.plot_data import (
     LOG_AXIS_RATIO,
 )
 from otelbench.report.plots import PALETTE, Axis, Chart
-from otelbench.report.sections import (
-    MIN_FLUIDITY,
-)
 
 __all__ = ["CURVE_SHAPE", "FIGURES", "PLOTS", "Figure", "esc", "html_table", "throughput_latency"]
 
@@ -576,7 +574,7 @@ def _prefill_deadline_text(fixed_ms: Any) -> str:
 def _fluidity_cdf(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
     section = dig(report, "metrics", "fluidity")
     fluid = dig(plots, "fluidity")
-    min_fluidity = number(dig(section, "min_fluidity")) or MIN_FLUIDITY
+    min_fluidity = number(dig(section, "min_fluidity")) or draft.FLUIDITY_MIN_INDEX
     rows = dig(fluid, "deadlines")
     chart = Chart(Axis.fixed(0, 1, "fluidity-index"), Axis.fixed(0, 1, "fraction of requests"))
     drawn = 0

@@ -21,17 +21,11 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from otelbench import semconv
-from otelbench.metrics import (
-    DECODE_DEADLINE_PRESETS_S,
-    OrderStatistics,
-    Ragged,
-    group_first,
-)
+from otelbench import draft, semconv
+from otelbench.metrics import OrderStatistics, Ragged, group_first
 from otelbench.metrics.summary import AnyOrderStatistics, type7_interpolate, type7_ranks
 from otelbench.query import RunData
 from otelbench.report.sections import (
-    MIN_FLUIDITY,
     client_itl_order,
     client_jitter_us,
     fluidity_indices_of,
@@ -322,14 +316,14 @@ def _fluidity_plot(
     return {
         "source": source,
         "prefill_deadline_ms": deadline["deadline_ms"] if deadline["kind"] == "fixed" else None,
-        "min_fluidity": MIN_FLUIDITY,
+        "min_fluidity": draft.FLUIDITY_MIN_INDEX,
         "deadlines": [
             {
                 "preset": preset,
                 "decode_deadline_ms": dd * 1000.0,
                 "cdf": _cdf(fluidity_indices_of(data, prefill_deadline_s, dd), max_points, 6),
             }
-            for preset, dd in DECODE_DEADLINE_PRESETS_S.items()
+            for preset, dd in draft.FLUIDITY_DECODE_DEADLINE_PRESETS_S.items()
         ],
     }
 

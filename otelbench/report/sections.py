@@ -35,16 +35,9 @@ from typing import Any, Final, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from otelbench import semconv
-from otelbench.draft import FLUIDITY_MIN_INDEX as MIN_FLUIDITY
-from otelbench.draft import FLUIDITY_REQUEST_FRACTION as FLUID_RATE_REQUEST_FRACTION
+from otelbench import draft, semconv
 from otelbench.metrics import (
-    DECODE_DEADLINE_PRESETS_S,
-    DEFAULT_SCHEDULING_SLACK_S,
     ITL_SHAPE_PERCENTILES,
-    MIN_PROFILE_REQUESTS_PER_LENGTH,
-    PERCENTILES,
-    STARVATION_FACTOR,
     AnyOrderStatistics,
     CountedOrderStatistics,
     EngineSteps,
@@ -76,10 +69,8 @@ from otelbench.report import types as rt
 __all__ = [
     "DEFAULT_PREFILL_DEADLINE_S",
     "FLUID_RATE_PRECISION_S",
-    "FLUID_RATE_REQUEST_FRACTION",
     "GENERATOR_BOTTLENECK_DEVIATION",
     "ITL_PERCENTILES",
-    "MIN_FLUIDITY",
     "MULTI_TOKEN_STEP_HANDLING",
     "ONE_TOKEN_PER_STEP",
     "PrefillDeadlineChoice",
@@ -129,7 +120,7 @@ FLUID_RATE_PRECISION_S: Final = 1e-4
 """Bisection precision of the fluid token generation rate's decode deadline (seconds)."""
 GENERATOR_BOTTLENECK_DEVIATION: Final = "load generator fell behind its schedule"
 """How the load generator's manifest deviation flagging a generator bottleneck begins (4.2.5)."""
-ITL_PERCENTILES: Final = tuple(sorted({*PERCENTILES, *ITL_SHAPE_PERCENTILES}))
+ITL_PERCENTILES: Final = tuple(sorted({*draft.PERCENTILES, *ITL_SHAPE_PERCENTILES}))
 """The ITL percentiles the report reads: its summaries' and its ITL shape's."""
 
 SERVER_TIMELINE: Final = (
@@ -201,8 +192,8 @@ PROFILE_ISOLATION: Final[dict[TimelineSource, str]] = {
 """How ``prefill_deadline.isolation`` approximates Etalon's profile "in isolation" (§4.1)."""
 PROFILE_GROUPING: Final = (
     f"the isolated requests, sorted by prompt length, split into groups of at least "
-    f"{MIN_PROFILE_REQUESTS_PER_LENGTH} requests with disjoint length ranges (Etalon profiles "
-    f"each prompt length with {MIN_PROFILE_REQUESTS_PER_LENGTH} isolated requests); a profile "
+    f"{draft.FLUIDITY_PROFILE_REQUESTS} requests with disjoint length ranges (Etalon profiles "
+    f"each prompt length with {draft.FLUIDITY_PROFILE_REQUESTS} isolated requests); a profile "
     "needs 3 groups, as a quadratic needs 3 lengths, else D_p is the fixed default"
 )
 REASONING_POPULATION: Final = (
@@ -675,7 +666,7 @@ def _profile_points(data: RunData) -> _ProfilePoints | None:
 
 
 def profiled_deadline(
-    data: RunData, scheduling_slack_s: float = DEFAULT_SCHEDULING_SLACK_S
+    data: RunData, scheduling_slack_s: float = draft.FLUIDITY_SCHEDULING_SLACK_S
 ) -> PrefillDeadlineChoice | None:
     """Etalon's ``D_p(L) = prefill(L) + S`` (§4.1) profiled from the run itself: the first
     interval of the fluidity timeline of every request that was alone from its arrival to its
@@ -753,8 +744,8 @@ def fluidity_distribution(fi: F64, min_fluidity: float) -> rt.FluidityIndex:
 def fluid_rate_of(
     data: RunData,
     prefill_deadline_s: float | None,
-    min_fluidity: float = MIN_FLUIDITY,
-    request_fraction: float = FLUID_RATE_REQUEST_FRACTION,
+    min_fluidity: float = draft.FLUIDITY_MIN_INDEX,
+    request_fraction: float = draft.FLUIDITY_REQUEST_FRACTION,
 ) -> FluidRate | None:
     """The fluid token generation rate (Etalon §4.2) of :func:`fluidity_intervals` with the
     prefill deadline of :func:`prefill_deadline_of`, its search started from the
@@ -764,7 +755,7 @@ def fluid_rate_of(
     def compute() -> FluidRate | None:
         evaluated = {
             dd: fluidity_indices_of(data, prefill_deadline_s, dd)
-            for dd in DECODE_DEADLINE_PRESETS_S.values()
+            for dd in draft.FLUIDITY_DECODE_DEADLINE_PRESETS_S.values()
         }
         return fluid_token_generation_rate(
             fluidity_intervals(data)[2],
@@ -783,8 +774,8 @@ def fluidity_section(
     data: RunData,
     *,
     prefill_deadline_s: float | None = None,
-    min_fluidity: float = MIN_FLUIDITY,
-    request_fraction: float = FLUID_RATE_REQUEST_FRACTION,
+    min_fluidity: float = draft.FLUIDITY_MIN_INDEX,
+    request_fraction: float = draft.FLUIDITY_REQUEST_FRACTION,
 ) -> rt.Fluidity | None:
     """Fluidity-index at Etalon's decode-deadline presets and the fluid token generation rate.
 
@@ -806,7 +797,7 @@ def fluidity_section(
     if len(times) == 0:
         return None
     deadlines: list[rt.DeadlineRow] = []
-    for preset, dd in DECODE_DEADLINE_PRESETS_S.items():
+    for preset, dd in draft.FLUIDITY_DECODE_DEADLINE_PRESETS_S.items():
         fi = fluidity_indices_of(data, prefill_deadline_s, dd)
         deadlines.append(
             {
@@ -1022,7 +1013,7 @@ def classes_section(
     distinct classes occur. Jain's index is over the requests with a TTFT whose class median is
     > 0, normalized by their class's median in this run (:data:`CLASS_REFERENCE`); the
     starvation rate is the share of a class's requests whose TTFT (their wait, 5.6.3 step 5)
-    exceeds ``STARVATION_FACTOR ×`` the class median.
+    exceeds ``draft.FAIRNESS_STARVATION_FACTOR ×`` the class median.
 
     >>> classes_section(["a", "b"], [1.0, 2.0], [3.0, 4.0], [1.0, 1.0], itl)  # doctest: +SKIP
     """
@@ -1058,7 +1049,7 @@ def classes_section(
         "reference": CLASS_REFERENCE,
         "jain_index": jain_fairness_index(x) if x.size else None,
         "jain_requests": int(x.size),
-        "starvation_factor": STARVATION_FACTOR,
+        "starvation_factor": draft.FAIRNESS_STARVATION_FACTOR,
         "requests_without_class": int((~has_label).sum()),
         "by_class": by_class,
     }

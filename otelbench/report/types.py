@@ -998,7 +998,7 @@ class BulletResult(TypedDict):
 
 class StatementResult(TypedDict):
     """An entry of a test's ``statements`` (section ``compliance``, "Test"): one normative
-    statement of ``otelbench.report.normative``, judged."""
+    statement of ``otelbench.draft.statements``, judged."""
 
     id: str
     section: str

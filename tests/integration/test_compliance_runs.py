@@ -35,6 +35,7 @@ import pytest
 
 from otelbench.benchmark import run_benchmark
 from otelbench.compare import compare_runs, load_run
+from otelbench.draft.statements import ALL_STATEMENTS, TEST_TITLES
 from otelbench.loadgen.runner import LoadSpec, RunConfig
 from otelbench.loadgen.warmup import WarmupSpec
 from otelbench.loadgen.workloads import make_workload
@@ -48,7 +49,6 @@ from otelbench.report.compliance import (
     comparison_compliance,
     procedure_compliance,
 )
-from otelbench.report.normative import ALL_STATEMENTS, TEST_TITLES
 from tests.fixtures.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.integration

@@ -53,7 +53,7 @@ from typing import Any
 
 import pytest
 
-from otelbench.draft import P99_9_MIN_SAMPLES, WARMUP_MIN_OUTPUT_TOKENS, WARMUP_MIN_REQUESTS
+from otelbench import draft
 from otelbench.guardrails.gateway import GatewayServer
 from otelbench.loadgen.runner import GENERATOR_BOTTLENECK_P99_LAG_MS
 from tests.fixtures.cli import otelbench
@@ -140,7 +140,7 @@ def run(gateway: GatewayServer, out: Path, sharegpt: Path, guardrails: str) -> d
     proc = otelbench(
         "run", "--target", gateway.base_url, "--model", "m", "--workload", "sharegpt",
         "--workload-param", f"path={sharegpt}", "--tokenizer", "cl100k_base",
-        "--requests", str(P99_9_MIN_SAMPLES), "--rate", str(RATE), "--seed", "3",
+        "--requests", str(draft.P99_9_MIN_SAMPLES), "--rate", str(RATE), "--seed", "3",
         "--extra-body", json.dumps({"script": SCRIPT}), "--span-wait", "0",
         "--sut-config", str(sut), "--out", str(out), "--loadgen-cpus", str(LOADGEN_CPU),
         timeout=600,
@@ -176,7 +176,7 @@ def test_a_draft_sized_gateway_run_meets_5_1_on_its_evidence_and_its_timing_as_m
     sharegpt = sharegpt_subset(tmp_path / "sharegpt.json", CONVERSATIONS)
     # the comparative run: the same test with the safety systems disabled (4.8.2)
     baseline = run(gateways["disabled"], tmp_path / "no-guardrails", sharegpt, DISABLED)
-    assert baseline["run"]["requests"]["succeeded"] == P99_9_MIN_SAMPLES
+    assert baseline["run"]["requests"]["succeeded"] == draft.P99_9_MIN_SAMPLES
     enabled = ENABLED.format(comparative=tmp_path / "no-guardrails")
     report = run(gateways["enabled"], tmp_path / "guarded", sharegpt, enabled)
 
@@ -206,12 +206,12 @@ def test_a_draft_sized_gateway_run_meets_5_1_on_its_evidence_and_its_timing_as_m
 
     # what the verdict stands on, read back from the report
     run_ = report["run"]
-    assert run_["requests"]["succeeded"] == P99_9_MIN_SAMPLES
-    assert run_["phases"]["warmup"]["succeeded"] >= WARMUP_MIN_REQUESTS
-    assert run_["phases"]["warmup"]["output_tokens"] >= WARMUP_MIN_OUTPUT_TOKENS
+    assert run_["requests"]["succeeded"] == draft.P99_9_MIN_SAMPLES
+    assert run_["phases"]["warmup"]["succeeded"] >= draft.WARMUP_MIN_REQUESTS
+    assert run_["phases"]["warmup"]["output_tokens"] >= draft.WARMUP_MIN_OUTPUT_TOKENS
     assert run_["phases"]["warmup"]["ended_after_measurement_start"] == 0
     arrivals = run_["sent"]["arrivals"]
-    assert arrivals["gaps"] == P99_9_MIN_SAMPLES - 1
+    assert arrivals["gaps"] == draft.P99_9_MIN_SAMPLES - 1
     assert arrivals["ks_p_value"] >= 0.01
     spec = run_["workload"]["spec"]
     assert (spec["draft_section"], spec["synthetic"]) == ("A.3", False)

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otelbench.loadgen.health import LATENESS_LIMIT_MS, PERIOD_NS, LoopMonitor, client_health
+from otelbench import draft
+from otelbench.loadgen.health import PERIOD_NS, LoopMonitor, client_health
 from otelbench.loadgen.share import split_load
 from otelbench.loadgen.workers import CHUNKS_PER_WORKER_S, STREAMS_PER_WORKER, default_workers
 from otelbench.loadgen.workloads import WorkloadRequest
@@ -105,7 +106,7 @@ def test_client_health_pools_the_workers_ticks() -> None:
     a = asyncio.run(_blocked_loop(0.0)).health
     b = asyncio.run(_blocked_loop(0.03)).health
     summary = client_health([b, a])
-    assert summary["limit_ms"] == LATENESS_LIMIT_MS
+    assert summary["limit_ms"] == draft.TIMING_RESOLUTION_MS
     assert summary["period_ms"] == PERIOD_NS / 1e6
     assert [w["worker"] for w in summary["workers"]] == [3, 3]
     assert summary["loop_lateness_ms"]["count"] == a.lateness.count + b.lateness.count > 0

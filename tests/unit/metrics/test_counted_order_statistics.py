@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otelbench.metrics import ITL_SHAPE_PERCENTILES, PERCENTILES, itl_shape, summarize
+from otelbench import draft
+from otelbench.metrics import ITL_SHAPE_PERCENTILES, itl_shape, summarize
 from otelbench.metrics.summary import (
     _COUNTING_BLOCK,
     COUNTING_MAX_SPAN,
@@ -20,7 +21,7 @@ from otelbench.metrics.summary import (
     OrderStatistics,
 )
 
-QS = [*PERCENTILES, *ITL_SHAPE_PERCENTILES, 0.0, 1.0, 33.3, 100.0]
+QS = [*draft.PERCENTILES, *ITL_SHAPE_PERCENTILES, 0.0, 1.0, 33.3, 100.0]
 DIVISORS = st.sampled_from([1.0, 1000.0, 7.0, 0.1])
 
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.metrics import (
-    DECODE_DEADLINE_PRESETS_S,
     PrefillFit,
     Ragged,
     deadline_intervals,
@@ -134,7 +134,11 @@ def test_no_interval_is_undefined_and_deadlines_must_be_positive() -> None:
 
 
 def test_decode_deadline_presets() -> None:
-    assert dict(DECODE_DEADLINE_PRESETS_S) == {"strict": 0.025, "medium": 0.05, "relaxed": 0.1}
+    assert dict(draft.FLUIDITY_DECODE_DEADLINE_PRESETS_S) == {
+        "strict": 0.025,
+        "medium": 0.05,
+        "relaxed": 0.1,
+    }
 
 
 # --- deadline intervals and the vectorised form ------------------------------------------------

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from otelbench import draft
 from otelbench.metrics import (
     ITL_SHAPE_PERCENTILES,
-    PERCENTILES,
     FluidRate,
     Ragged,
     Summary,
@@ -41,7 +41,7 @@ from otelbench.metrics.summary import (
 def test_percentiles_of_finite_equal_numpy(values: list[int]) -> None:
     a = np.array(values, dtype=np.float64) / 7.0
     before = a.copy()
-    q = [*PERCENTILES, 0.0, 25.0, 75.0, 100.0]
+    q = [*draft.PERCENTILES, 0.0, 25.0, 75.0, 100.0]
     got = percentiles_of_finite(a, q)
     assert got.tolist() == np.percentile(a, q, method="linear").tolist()
     assert a.tolist() == before.tolist()  # the caller's array is left as it is
@@ -66,7 +66,7 @@ def test_one_token_per_chunk_is_the_general_path() -> None:
 
 # --- percentiles from sorted samples (numpy's arithmetic, no selection pass) -------------------
 
-QS = [*PERCENTILES, 0.0, 1.0, 5.0, 25.0, 75.0, 100.0, 33.3, 99.99]
+QS = [*draft.PERCENTILES, 0.0, 1.0, 5.0, 25.0, 75.0, 100.0, 33.3, 99.99]
 
 
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=300))

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from otelbench import draft
 from otelbench.errors import ConfigError
-from otelbench.metrics import MIN_RUNS, bootstrap_ci
+from otelbench.metrics import bootstrap_ci
 
 
 def test_three_runs_by_hand() -> None:
@@ -31,7 +32,7 @@ def test_other_statistics() -> None:
 
 
 def test_fewer_than_three_runs_is_a_config_error() -> None:
-    assert MIN_RUNS == 3
+    assert draft.COMPARISON_MIN_RUNS == 3
     with pytest.raises(ConfigError, match="at least 3 independent runs, got 2"):
         bootstrap_ci([1.0, 2.0])
     with pytest.raises(ValueError, match="finite"):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from otelbench import semconv
+from otelbench import draft, semconv
 from otelbench.cli import main
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec, RequestRecord, RunConfig, RunOutcome
@@ -20,7 +20,7 @@ from otelbench.procedures import (
     placeholder_load,
 )
 from otelbench.procedures.levels import run_data_from_outcome
-from otelbench.procedures.long_context import DRAFT_CONTEXT_LENGTHS, plan_lengths
+from otelbench.procedures.long_context import plan_lengths
 from tests.unit.procedures.test_levels import T0, S, result
 
 
@@ -65,7 +65,7 @@ def test_registered_as_5_9() -> None:
 
 def test_plan_caps_and_dedupes_lengths() -> None:
     assert plan_lengths((2048, 1024), None) == ([(1024, 1024), (2048, 2048)], [])
-    plan, dev = plan_lengths(DRAFT_CONTEXT_LENGTHS, 1792)
+    plan, dev = plan_lengths(draft.LONG_CONTEXT_LENGTHS, 1792)
     assert plan == [(1024, 1024), (2048, 1792)]
     assert len(dev) == 1
     assert "capped to 1792" in dev[0]

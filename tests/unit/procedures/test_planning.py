@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
+from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.procedures.planning import (
-    ITL_FRACTIONS,
     SWEEP_FRACTIONS,
     MaxSearch,
     fraction_levels,
@@ -19,7 +19,7 @@ from otelbench.procedures.planning import (
 
 def test_sweep_fractions_are_the_drafts_twelve_levels() -> None:
     assert SWEEP_FRACTIONS == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2)
-    assert ITL_FRACTIONS == (0.25, 0.5, 0.75, 0.9)
+    assert draft.ITL_LOAD_FRACTIONS == (0.25, 0.5, 0.75, 0.9)
     levels = fraction_levels(5.0)
     assert len(levels) == 12
     assert levels[0] == pytest.approx(0.5)

@@ -31,8 +31,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from otelbench import semconv
-from otelbench.metrics import DECODE_DEADLINE_PRESETS_S
+from otelbench import draft, semconv
 from otelbench.query import ClientRequests, RunData, RunInfo, ServerRequests
 from otelbench.report import report_from_data
 from otelbench.report.html import MAX_POINTS, PLOTS, plot_data, render_html
@@ -320,7 +319,7 @@ def test_plot_data_fluidity_matches_the_report(pd: dict[str, Any], report: dict[
     f = pd["fluidity"]
     section = report["metrics"]["fluidity"]
     assert f["source"] == section["source"] == "server"
-    assert [d["preset"] for d in f["deadlines"]] == list(DECODE_DEADLINE_PRESETS_S)
+    assert [d["preset"] for d in f["deadlines"]] == list(draft.FLUIDITY_DECODE_DEADLINE_PRESETS_S)
     for row, reported in zip(f["deadlines"], section["deadlines"], strict=True):
         values = row["cdf"]["values"]
         assert row["cdf"]["count"] == reported["fluidity_index"]["count"] == 4

@@ -1,6 +1,6 @@
 -- _itl_summary_select: the end of an ITL summary query — pools the `itl` arrays of the CTE
 -- `per_request` and returns one row: count, mean, population std, min, max and `percentiles` at
--- {levels} (PERCENTILES / 100), as otelbench.metrics.summary.summarize computes them.
+-- {levels} (otelbench.draft.PERCENTILES / 100), as otelbench.metrics.summary.summarize computes them.
 -- Percentiles are exact Hyndman-Fan type 7 (numpy method='linear'), with numpy's own arithmetic:
 -- the samples are sorted once and interpolated (h = (n-1)q, i = floor(h), g = h - i;
 -- a + (b-a)g below g = 0.5, b - (b-a)(1-g) from 0.5 on), which runs on chdb-core-lite (no

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from otelbench.report.compliance import CONDITION_HOLDS, PROCEDURE_REQUIREMENTS, REQUIREMENTS
-from otelbench.report.normative import (
+from otelbench.draft.statements import (
     ALL_STATEMENTS,
     ALL_TESTS,
     BY_ID,
@@ -31,6 +30,7 @@ from otelbench.report.normative import (
     statement,
     statements_for,
 )
+from otelbench.report.compliance import CONDITION_HOLDS, PROCEDURE_REQUIREMENTS, REQUIREMENTS
 
 DRAFT = Path(__file__).parents[3] / "docs" / "reference" / "methodology-draft.txt"
 

@@ -1,10 +1,15 @@
-"""The methodology's numbers: every minimum and threshold of the draft (and of Etalon, for
-fluidity) that otelbench checks, defined once, each with its section.
+"""The methodology's home: every minimum, threshold and preset of the draft (and of Etalon, for
+fluidity) that otelbench uses, defined once, each with its section, under one name.
 
 The report (``otelbench.report``: deviations and compliance checks), the warm-up
-(``otelbench.loadgen.warmup``) and the procedures (``otelbench.procedures``: profiles and
-shortfalls) read them from here. This module imports nothing of otelbench, so any module may read
-it without an import cycle.
+(``otelbench.loadgen.warmup``), the metrics and the procedures (``otelbench.procedures``: profiles
+and shortfalls) read them from here as ``draft.NAME``: a draft number is never copied into a
+constant of its own or imported under another name. This package imports nothing of otelbench
+outside itself, so any module may read it without an import cycle.
+
+* this module: the numbers;
+* :mod:`otelbench.draft.statements`: the registry of the draft's normative statements, each
+  worded as the draft words it (tested against ``docs/reference/methodology-draft.txt``).
 
 Usage::
 
@@ -16,6 +21,8 @@ Usage::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 __all__ = [
@@ -23,12 +30,20 @@ __all__ = [
     "CAPACITY_MIN_DURATION_S",
     "CAPACITY_REQUESTS_PER_SLOT",
     "CLOCK_SYNC_MAX_ERROR_MS",
+    "COMPARISON_MIN_RUNS",
     "FAIRNESS_CLASS_REQUESTS",
     "FAIRNESS_LOAD_RANGE",
     "FAIRNESS_MIXED_DURATION_S",
     "FAIRNESS_SHORT_MIX",
+    "FAIRNESS_STARVATION_FACTOR",
+    "FLUIDITY_DECODE_DEADLINE_PRESETS_S",
+    "FLUIDITY_DECODE_DEADLINE_S",
     "FLUIDITY_MIN_INDEX",
+    "FLUIDITY_PROFILE_REQUESTS",
     "FLUIDITY_REQUEST_FRACTION",
+    "FLUIDITY_SCHEDULING_SLACK_S",
+    "GUARDRAIL_LOAD_FRACTIONS",
+    "ITL_LOAD_FRACTIONS",
     "ITL_MIN_OUTPUT_TOKENS",
     "ITL_MIN_REQUESTS",
     "LEVEL_MIN_DURATION_S",
@@ -37,11 +52,13 @@ __all__ = [
     "LONG_CONTEXT_REQUESTS",
     "P99_9_MIN_SAMPLES",
     "P99_MIN_SAMPLES",
+    "PERCENTILES",
     "PRESSURE_LEVEL_MIN_S",
     "PRESSURE_OVERSUBSCRIPTION",
     "SWEEP_MIN_LEVELS",
     "THROUGHPUT_RECOMMENDED_DURATION_S",
     "TIMING_RESOLUTION_MS",
+    "TTFT_INPUT_BUCKET_EDGES",
     "WARMUP_MIN_OUTPUT_TOKENS",
     "WARMUP_MIN_REQUESTS",
     "WARMUP_STABILIZATION_THRESHOLD",
@@ -62,6 +79,11 @@ CLOCK_SYNC_MAX_ERROR_MS: Final = 10.0
 """4.7.2: across machines, clock synchronization must achieve 10 ms accuracy or better."""
 
 # -- TTFT (5.1) ----------------------------------------------------------------------------------
+
+PERCENTILES: Final = (50.0, 90.0, 95.0, 99.0, 99.9)
+"""5.1.4.1 and 5.4.4.1: the percentiles reported for TTFT and ITL: P50, P90, P95, P99, P99.9."""
+TTFT_INPUT_BUCKET_EDGES: Final = (0, 256, 512, 1024, 2048, 4096)
+"""5.1.4.2: the lower edges of the RECOMMENDED input-length buckets; the last is open."""
 
 P99_MIN_SAMPLES: Final = 1000
 """5.1.2.1 and 5.1.4.3: at least 1,000 samples (requests) for P99 within 10 % at 95 %
@@ -84,6 +106,8 @@ ITL_MIN_OUTPUT_TOKENS: Final = 50
 """5.4.2: every request generates at least 50 output tokens for meaningful ITL samples."""
 ITL_MIN_REQUESTS: Final = 100
 """5.4.2: at least 100 requests (per level) for per-request ITL statistics."""
+ITL_LOAD_FRACTIONS: Final = (0.25, 0.5, 0.75, 0.9)
+"""5.4.2: load levels at 25 %, 50 %, 75 % and 90 % of saturation."""
 
 # -- capacity (5.5) ------------------------------------------------------------------------------
 
@@ -104,6 +128,8 @@ FAIRNESS_CLASS_REQUESTS: Final = 500
 """5.6.2: at least 500 requests per class."""
 FAIRNESS_MIXED_DURATION_S: Final = 300.0
 """5.6.3 step 4: the mixed run lasts at least 300 s."""
+FAIRNESS_STARVATION_FACTOR: Final = 5.0
+"""5.6.4: a request starves when it waits longer than this many times its class's median."""
 
 # -- memory pressure (5.8) -----------------------------------------------------------------------
 
@@ -121,6 +147,11 @@ LONG_CONTEXT_REQUESTS: Final = 20
 LONG_CONTEXT_OUTPUT_TOKENS: Final = 256
 """A.5: the long-context workload generates 256 output tokens."""
 
+# -- guardrail overhead (5.10) -------------------------------------------------------------------
+
+GUARDRAIL_LOAD_FRACTIONS: Final = (0.25, 0.5, 0.75)
+"""5.10.2: load levels at 25 %, 50 % and 75 % of capacity."""
+
 # -- fluidity (Etalon) ---------------------------------------------------------------------------
 
 FLUIDITY_MIN_INDEX: Final = 0.9
@@ -128,3 +159,18 @@ FLUIDITY_MIN_INDEX: Final = 0.9
 FLUIDITY_REQUEST_FRACTION: Final = 0.99
 """Etalon §5.2: the fraction of requests that must be fluid for the fluid token generation
 rate."""
+FLUIDITY_DECODE_DEADLINE_PRESETS_S: Final[Mapping[str, float]] = MappingProxyType(
+    {"strict": 0.025, "medium": 0.050, "relaxed": 0.100}
+)
+"""Etalon §4.1: the decode (TBT) deadline presets in seconds: chat (strict), medium, relaxed."""
+FLUIDITY_DECODE_DEADLINE_S: Final = FLUIDITY_DECODE_DEADLINE_PRESETS_S["strict"]
+"""Etalon §4.1 and §5.2: the strict preset, 25 ms, the default ``D_d`` and the capacity SLO's."""
+FLUIDITY_SCHEDULING_SLACK_S: Final = 0.5
+"""Etalon §4.1: "interactive applications might set a tight slack of 500ms" (``S`` of ``D_p``)."""
+FLUIDITY_PROFILE_REQUESTS: Final = 10
+"""Etalon §4.1: each prompt length is profiled with 10 isolated requests ("tunable")."""
+
+# -- comparisons (6) -----------------------------------------------------------------------------
+
+COMPARISON_MIN_RUNS: Final = 3
+"""6.3: at least 3 independent runs for a comparative claim."""

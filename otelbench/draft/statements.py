@@ -45,7 +45,7 @@ that applies and lacks its evidence is not met.
 
 Usage::
 
-    from otelbench.report.normative import STATEMENTS, statement, statements_for
+    from otelbench.draft.statements import STATEMENTS, statement, statements_for
 
     statement("ttft-poisson").text          # 'Poisson (REQUIRED), uniform, or bursty.'
     [s.id for s in statements_for("5.9", "Model Engine")][:2]
