@@ -63,6 +63,7 @@ from otelbench.query.records import (
     RunInfo,
     ServerRequests,
     ServerSource,
+    upgrade_manifest,
 )
 from otelbench.store import SpanStore
 from otelbench.store.duckdb import snapshot_note
@@ -714,7 +715,7 @@ def list_runs(store: QueryRunner) -> list[RunInfo]:
             raise StoreError(f"run {run_id}: the manifest is not valid JSON ({err})") from err
         if not isinstance(manifest, dict):
             raise StoreError(f"run {run_id}: the manifest is not a JSON object")
-        runs.append(RunInfo(run_id, manifest, int(start), int(duration)))
+        runs.append(RunInfo(run_id, upgrade_manifest(manifest), int(start), int(duration)))
     return runs
 
 

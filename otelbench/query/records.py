@@ -40,6 +40,7 @@ __all__ = [
     "RunInfo",
     "ServerRequests",
     "ServerSource",
+    "upgrade_manifest",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -73,12 +74,36 @@ def _ragged(bounds: I64, values: I64, i: int) -> I64:
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """One benchmark run: its id, its manifest (parsed JSON) and its run span's timing."""
+    """One benchmark run: its id, its manifest (parsed JSON, :func:`upgrade_manifest`) and its
+    run span's timing."""
 
     run_id: str
     manifest: Mapping[str, Any]
     span_start_unix_ns: int
     span_duration_ns: int
+
+
+_BOTTLENECK_DEVIATION: Final = "load generator fell behind its schedule"
+"""How the load generator's bottleneck deviation began before the manifest carried the flag."""
+
+
+def upgrade_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A stored run manifest in today's shape, for manifests written by earlier otelbench
+    versions; read once, where the store's manifests are parsed.
+
+    * ``schedule_lag.generator_bottleneck`` (draft 4.2.5): earlier manifests carried the
+      bottleneck only as a deviation's prose; the flag is read from it.
+
+    >>> upgrade_manifest({"schedule_lag": {"p99_ms": 12.0}, "deviations": [
+    ...     "load generator fell behind its schedule: P99 send lag 12.0 ms"]})["schedule_lag"]
+    {'p99_ms': 12.0, 'generator_bottleneck': True}
+    """
+    lag = manifest.get("schedule_lag")
+    if isinstance(lag, dict) and "generator_bottleneck" not in lag:
+        deviations = manifest.get("deviations") or []
+        flagged = any(str(d).startswith(_BOTTLENECK_DEVIATION) for d in deviations)
+        manifest = {**manifest, "schedule_lag": {**lag, "generator_bottleneck": flagged}}
+    return manifest
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -78,7 +78,6 @@ from otelbench.report.configuration import (
     warmup_text,
     workload_text,
 )
-from otelbench.report.sections import GENERATOR_BOTTLENECK_DEVIATION
 from otelbench.report.types import (
     BulletResult,
     Check,
@@ -458,12 +457,12 @@ def _open_loop_isolation(f: ReportFacts) -> tuple[bool, str]:
         f"{fmt(number(lag.get('p50')), 2, 'ms')}, P99 {fmt(number(lag.get('p99')), 2, 'ms')}, max "
         f"{fmt(number(lag.get('max')), 2, 'ms')}"
     )
-    if gen.get("generator_bottleneck_flagged"):
-        flagged = next(
-            (d for d in f.deviations if d.startswith(GENERATOR_BOTTLENECK_DEVIATION)),
-            GENERATOR_BOTTLENECK_DEVIATION,
+    if gen.get("generator_bottleneck_flagged") is True:
+        return False, (
+            f"{facts}; flagged: the load generator fell behind its schedule (its P99 send lag "
+            "over all it sent exceeded its limit), the generator, not the target, may have "
+            "limited the offered load (run.load_generator.generator_bottleneck_flagged)"
         )
-        return False, f"{facts}; {flagged}"
     return True, f"{facts}; sends are scheduled independently of responses, not flagged"
 
 

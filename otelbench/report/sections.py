@@ -27,7 +27,7 @@ Usage::
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
@@ -69,7 +69,6 @@ from otelbench.report import types as rt
 __all__ = [
     "DEFAULT_PREFILL_DEADLINE_S",
     "FLUID_RATE_PRECISION_S",
-    "GENERATOR_BOTTLENECK_DEVIATION",
     "ITL_PERCENTILES",
     "MULTI_TOKEN_STEP_HANDLING",
     "ONE_TOKEN_PER_STEP",
@@ -118,8 +117,6 @@ DEFAULT_PREFILL_DEADLINE_S: Final = 1.0
 """The fixed prefill deadline ``D_p`` of the fluidity section (seconds) when none is given."""
 FLUID_RATE_PRECISION_S: Final = 1e-4
 """Bisection precision of the fluid token generation rate's decode deadline (seconds)."""
-GENERATOR_BOTTLENECK_DEVIATION: Final = "load generator fell behind its schedule"
-"""How the load generator's manifest deviation flagging a generator bottleneck begins (4.2.5)."""
 ITL_PERCENTILES: Final = tuple(sorted({*draft.PERCENTILES, *ITL_SHAPE_PERCENTILES}))
 """The ITL percentiles the report reads: its summaries' and its ITL shape's."""
 
@@ -1095,16 +1092,16 @@ def load_generator_section(data: RunData) -> rt.LoadGenerator | None:
     """Open-loop schedule lag (actual − scheduled send) P50/P99/max in ms over the run's requests.
 
     From each client span's ``otelbench.request.schedule_lag_us`` (every request, failed ones
-    included: the lag is about sending). ``generator_bottleneck_flagged`` says whether the run
-    manifest carries the load generator's bottleneck deviation (draft 4.2.5). None for a closed
-    loop (no request has a schedule lag).
+    included: the lag is about sending). ``generator_bottleneck_flagged`` is the run manifest's
+    ``schedule_lag.generator_bottleneck``: the load generator's P99 send lag over all it sent
+    exceeded its limit (draft 4.2.5). None for a closed loop (no request has a schedule lag).
 
     >>> load_generator_section(data)["schedule_lag_ms"]["p99"]  # doctest: +SKIP
     """
     lag_ms = _drop_nan(data.client.schedule_lag_us) / 1000.0
     if lag_ms.size == 0:
         return None
-    deviations = [str(d) for d in data.run.manifest.get("deviations", [])]
+    lag = data.run.manifest.get("schedule_lag")
     return {
         "schedule_lag_ms": {
             "count": int(lag_ms.size),
@@ -1112,7 +1109,6 @@ def load_generator_section(data: RunData) -> rt.LoadGenerator | None:
             "p99": percentile(lag_ms, 99),
             "max": float(lag_ms.max()),
         },
-        "generator_bottleneck_flagged": any(
-            d.startswith(GENERATOR_BOTTLENECK_DEVIATION) for d in deviations
-        ),
+        "generator_bottleneck_flagged": isinstance(lag, Mapping)
+        and lag.get("generator_bottleneck") is True,
     }

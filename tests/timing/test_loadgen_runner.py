@@ -210,6 +210,7 @@ async def test_a_generator_that_falls_behind_is_flagged(
     )
     lag = out.manifest["schedule_lag"]
     assert lag["p99_ms"] > 10.0
+    assert lag["generator_bottleneck"] is True
     (flag,) = [d for d in out.manifest["deviations"] if "fell behind" in d]
     assert flag.startswith(
         f"load generator fell behind its schedule: P99 send lag {lag['p99_ms']:.1f} ms"

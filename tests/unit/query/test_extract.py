@@ -54,6 +54,34 @@ def test_list_runs_oldest_first_with_parsed_manifest(scenario_store: Path) -> No
     assert runs[1].span_duration_ns == 1600 * MS
 
 
+def test_a_manifest_of_an_earlier_version_is_upgraded_where_it_is_read(tmp_path: Path) -> None:
+    """Manifests written before ``schedule_lag.generator_bottleneck`` carried the load
+    generator's bottleneck (draft 4.2.5) only as a deviation's words: the flag is read from them
+    once, as the store's manifests are parsed; a manifest with the flag is taken as written."""
+    fell_behind = "load generator fell behind its schedule: P99 send lag 19.7 ms (> 10 ms)"
+    manifests = {
+        "legacy-flagged": {"schedule_lag": {"p99_ms": 19.7}, "deviations": [fell_behind]},
+        "legacy-on-time": {"schedule_lag": {"p99_ms": 0.4}, "deviations": []},
+        "flag-false": {
+            "schedule_lag": {"p99_ms": 0.4, "generator_bottleneck": False},
+            "deviations": [fell_behind],
+        },
+        "closed-loop": {"deviations": []},
+    }
+    writer = SpanWriter(tmp_path / "s.duckdb")
+    for i, (run_id, manifest) in enumerate(manifests.items()):
+        writer.run_span(run_id, manifest, T0_NS + i * 10**9, 10**8)
+    writer.close()
+    with open_store(tmp_path / "s.duckdb") as store:
+        lags = {r.run_id: r.manifest.get("schedule_lag") for r in list_runs(store)}
+    assert lags == {
+        "legacy-flagged": {"p99_ms": 19.7, "generator_bottleneck": True},
+        "legacy-on-time": {"p99_ms": 0.4, "generator_bottleneck": False},
+        "flag-false": {"p99_ms": 0.4, "generator_bottleneck": False},
+        "closed-loop": None,
+    }
+
+
 def test_default_run_is_the_latest_and_runs_are_selected_by_id(scenario_store: Path) -> None:
     with open_store(scenario_store) as store:
         assert extract_run(store).run_id == RUN_ID
