@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import typer
 
@@ -25,7 +25,11 @@ from otelbench.cli.options import (
 from otelbench.cli.options import prompt_format as parse_prompt_format
 from otelbench.options import json_object, option
 
-__all__ = ["RunOptions", "run"]
+if TYPE_CHECKING:
+    from otelbench.loadgen.runner import LoadSpec, RunConfig
+    from otelbench.loadgen.warmup import WarmupSpec
+
+__all__ = ["RunOptions", "run", "run_config"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,11 +106,44 @@ class _Progress:
             )
 
 
+def run_config(
+    c: CommonOptions,
+    *,
+    load: LoadSpec,
+    warmup: WarmupSpec | None,
+    workload_params: dict[str, Any],
+    workload: str | None = None,
+    prompt_format: Literal["token_ids", "text"] = "token_ids",
+) -> RunConfig:
+    """The one :class:`~otelbench.loadgen.runner.RunConfig` of the common options: ``otelbench
+    run``'s (its load and prompt format) and ``otelbench test``'s (a placeholder load that each
+    procedure replaces per level). ``workload`` defaults to ``--workload``."""
+    from otelbench.loadgen.affinity import cpu_plan
+    from otelbench.loadgen.runner import RunConfig
+
+    return RunConfig(
+        target=c.target or "",
+        model=c.model,
+        load=load,
+        seed=c.seed,
+        workload=c.workload if workload is None else workload,
+        workload_params=workload_params,
+        ignore_eos=c.ignore_eos,
+        extra_body=json_object(c.extra_body, "--extra-body"),
+        timeout_s=c.timeout,
+        tokenizer=c.tokenizer,
+        workers=c.workers,
+        loadgen_cpus=cpu_plan(c.loadgen_cpus),
+        prompt_format=prompt_format,
+        warmup=warmup,
+        sut=declared_sut(c),
+    )
+
+
 def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
     """Run a benchmark and write OUT/report.json, report.md and report.html."""
     from otelbench.benchmark import run_benchmark
-    from otelbench.loadgen.affinity import cpu_plan
-    from otelbench.loadgen.runner import LoadSpec, RunConfig
+    from otelbench.loadgen.runner import LoadSpec
     from otelbench.loadgen.share import steady_heap
     from otelbench.loadgen.warmup import WarmupSpec
 
@@ -143,23 +180,13 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         min_requests=draft.WARMUP_MIN_REQUESTS if requests is None else requests,
         min_output_tokens=draft.WARMUP_MIN_OUTPUT_TOKENS if tokens is None else tokens,
     )
-    body = json_object(c.extra_body, "--extra-body")
-    config = RunConfig(
-        target=c.target or "",
-        model=c.model,
+    config = run_config(
+        c,
         load=load,
-        seed=c.seed,
+        warmup=warmup,
         workload=workload,
         workload_params=params,
-        ignore_eos=c.ignore_eos,
-        extra_body=body,
-        timeout_s=c.timeout,
-        tokenizer=c.tokenizer,
-        workers=c.workers,
-        loadgen_cpus=cpu_plan(c.loadgen_cpus),
         prompt_format=parse_prompt_format(r.prompt_format),
-        warmup=warmup,
-        sut=declared_sut(c),
     )
     launch = {"max_model_len": c.max_model_len, "served_model_name": c.model} if c.sut else None
     out = c.out

@@ -44,12 +44,12 @@ from otelbench.cli.options import (
     CommonOptions,
     Opt,
     dataclass_options,
-    declared_sut,
     from_values,
     make_command,
     workload_params,
 )
-from otelbench.options import json_object, option
+from otelbench.cli.run import run_config
+from otelbench.options import option
 from otelbench.procedures import (
     CapacityProcedure,
     FairnessProcedure,
@@ -115,8 +115,6 @@ _CONFIG_HELP = {
 
 
 def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list[str]) -> Any:
-    from otelbench.loadgen.affinity import cpu_plan
-    from otelbench.loadgen.runner import RunConfig
     from otelbench.procedures.base import placeholder_load
     from otelbench.procedures.configurations import parse_configurations
     from otelbench.procedures.profiles import get_profile
@@ -131,7 +129,6 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
     prof = get_profile(p.profile)
     vocab = {} if c.vocab_size is None else {"vocab_size": c.vocab_size}
     params = workload_params(c.workload, c.workload_param, vocab)
-    body = json_object(c.extra_body, "--extra-body")
     warmup = None
     if not c.cold_start:
         warmup = prof.warmup
@@ -139,22 +136,7 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
             warmup = dataclasses.replace(warmup, min_requests=c.warmup_requests)
         if c.warmup_tokens is not None:
             warmup = dataclasses.replace(warmup, min_output_tokens=c.warmup_tokens)
-    base = RunConfig(
-        target=c.target or "",
-        model=c.model,
-        load=placeholder_load(),
-        seed=c.seed,
-        workload=c.workload,
-        workload_params=params,
-        ignore_eos=c.ignore_eos,
-        extra_body=body,
-        timeout_s=c.timeout,
-        tokenizer=c.tokenizer,
-        workers=c.workers,
-        loadgen_cpus=cpu_plan(c.loadgen_cpus),
-        warmup=warmup,
-        sut=declared_sut(c),
-    )
+    base = run_config(c, load=placeholder_load(), warmup=warmup, workload_params=params)
     if p.vllm_arg and not c.sut:
         raise typer.BadParameter("--vllm-arg needs --sut vllm-cpu (it configures the launch)")
     vllm_launch: dict[str, Any] | None = None
