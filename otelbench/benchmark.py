@@ -61,7 +61,8 @@ from otelbench.loadgen.runner import ExportSpec, RunConfig, RunOutcome, check_wo
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
-from otelbench.report.html import plot_data, render_html
+from otelbench.report.html import render_html
+from otelbench.report.plot_data import plot_data
 from otelbench.report.types import Report
 from otelbench.spool import COUNTERS as SPOOL_COUNTERS
 from otelbench.spool import SpoolStats

@@ -166,12 +166,6 @@ class RequestTrace:
         """Index in ``token_ts`` of the first token after the think-end token, once seen."""
         self._preempted = False
 
-    def on_tokens(self, timestamp: float, count: int) -> None:
-        if count == 1:
-            self.token_ts.append(timestamp)
-        elif count > 1:
-            self.token_ts.extend([timestamp] * count)
-
     def on_event(self, event_type: int, timestamp: float) -> None:
         if event_type == EVENT_PREEMPTED:
             self.preemptions.append((timestamp, len(self.token_ts)))

@@ -81,7 +81,8 @@ from otelbench.procedures.levels import level_row, run_data_from_outcome
 from otelbench.query import RunData, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
-from otelbench.report.html import plot_data, render_html
+from otelbench.report.html import render_html
+from otelbench.report.plot_data import plot_data
 from otelbench.report.types import Report
 from otelbench.spool import SpoolStats
 

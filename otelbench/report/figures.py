@@ -31,10 +31,7 @@ from otelbench.metrics import (
     throughput_latency_points,
 )
 from otelbench.report.access import dig, fmt, number
-from otelbench.report.plot_data import (
-    LOG_AXIS_RATIO,
-)
-from otelbench.report.plots import PALETTE, Axis, Chart
+from otelbench.report.plots import LOG_AXIS_RATIO, PALETTE, Axis, Chart
 
 __all__ = ["CURVE_SHAPE", "FIGURES", "PLOTS", "Figure", "esc", "html_table", "throughput_latency"]
 

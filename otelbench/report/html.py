@@ -1,9 +1,9 @@
 """Render a run report as one self-contained HTML page with inline SVG plots (issue 5).
 
 :func:`render_html` takes the ``report.json`` dict (``docs/report-schema.md``) and, optionally,
-the compact per-request plot data of :func:`plot_data` (or finds it under the report's
-``plots`` key). It returns one HTML document that opens offline: no script, style sheet, font
-or image is loaded from anywhere; the plots are inline SVG drawn by
+the compact per-request plot data that :func:`otelbench.report.plot_data.plot_data` builds (or
+finds it under the report's ``plots`` key). It returns one HTML document that opens offline:
+no script, style sheet, font or image is loaded from anywhere; the plots are inline SVG drawn by
 :mod:`otelbench.report.plots`, hover text is SVG ``<title>``, and one short inline script at the
 end marks the page (``<html data-script="ok" data-plots="…" data-plots-drawn="…">``) so a
 headless browser can prove that every plot drew with no script error.
@@ -35,7 +35,8 @@ Usage::
 
     from otelbench.query import extract_run_data, open_store
     from otelbench.report import report_from_data
-    from otelbench.report.html import plot_data, render_html
+    from otelbench.report.html import render_html
+    from otelbench.report.plot_data import plot_data
 
     with open_store("otelbench.duckdb") as runner:
         data = extract_run_data(runner)
@@ -60,15 +61,11 @@ from otelbench.report.figures import (
     throughput_latency,
 )
 from otelbench.report.markdown import request_ends_table, server_timing_text
-from otelbench.report.plot_data import MAX_POINTS, PLOT_DATA_VERSION, plot_data
 from otelbench.report.types import Report
 
 __all__ = [
     "CURVE_SHAPE",
-    "MAX_POINTS",
     "PLOTS",
-    "PLOT_DATA_VERSION",
-    "plot_data",
     "render_html",
     "render_procedure_html",
 ]
@@ -317,9 +314,10 @@ def _verdict(compliance: Any) -> str:
 def render_html(report: Report, plot_data: Mapping[str, Any] | None = None) -> str:
     """The report as one self-contained HTML page (no external resource) with inline SVG plots.
 
-    ``plot_data`` is :func:`plot_data`'s dict; when None the report's own ``plots`` key is used
-    if it has one. Without per-request data the plots that need it say so; the others are drawn
-    from the report alone. Sections missing from the report (older reports) are tolerated.
+    ``plot_data`` is :func:`otelbench.report.plot_data.plot_data`'s dict; when None the report's
+    own ``plots`` key is used if it has one. Without per-request data the plots that need it say
+    so; the others are drawn from the report alone. Sections missing from the report (older
+    reports) are tolerated.
 
     >>> page = render_html(report_from_data(data), plot_data(data))  # doctest: +SKIP
     >>> page.startswith("<!DOCTYPE html>")  # doctest: +SKIP

@@ -26,8 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text, mapping
-from otelbench.report.compliance import compliance
-from otelbench.report.configuration import CONFIGURATION_LABELS, configuration_summary
+from otelbench.report.configuration import CONFIGURATION_LABELS
 from otelbench.report.types import Report
 
 __all__ = ["compliance_lines", "render_markdown", "request_ends_table", "server_timing_text"]
@@ -849,7 +848,7 @@ _MET = {True: "✓", False: "✗", None: "n/a"}
 
 def _configuration_section(report: Mapping[str, Any]) -> list[str]:
     """Draft 5.1.5.1's configuration summary (``report["configuration"]``)."""
-    config = report.get("configuration") or configuration_summary(report)
+    config = report["configuration"]
     rows = [[label, _cell(config.get(key, NA))] for key, label in CONFIGURATION_LABELS.items()]
     return [
         "## Configuration summary (draft 5.1.5.1)",
@@ -929,7 +928,7 @@ def compliance_lines(c: Mapping[str, Any]) -> list[str]:
 
 def _compliance_section(report: Mapping[str, Any]) -> list[str]:
     """The methodology compliance: each test's verdict (draft 2) and the checks."""
-    c = report.get("compliance") or compliance(report)
+    c = report["compliance"]
     return ["## Methodology Compliance", "", *compliance_lines(c)]
 
 

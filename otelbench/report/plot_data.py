@@ -25,6 +25,7 @@ from otelbench import draft, semconv
 from otelbench.metrics import OrderStatistics, Ragged, group_first
 from otelbench.metrics.summary import AnyOrderStatistics, type7_interpolate, type7_ranks
 from otelbench.query import RunData
+from otelbench.report.plots import LOG_AXIS_RATIO
 from otelbench.report.sections import (
     client_itl_order,
     client_jitter_us,
@@ -41,7 +42,6 @@ from otelbench.report.sections import (
 __all__ = [
     "HISTOGRAM_BINS",
     "HISTOGRAM_PERCENTILES",
-    "LOG_AXIS_RATIO",
     "MAX_POINTS",
     "PLOT_DATA_VERSION",
     "plot_data",
@@ -58,8 +58,6 @@ HISTOGRAM_BINS: Final = 40
 HISTOGRAM_PERCENTILES: Final = (99.0,)
 """What a histogram reads of each series besides its smallest and largest sample: the P99 that
 caps a linear axis (the pooled P99's tail is read from each series' P99 partition)."""
-LOG_AXIS_RATIO: Final = 50.0
-"""A positive series spanning at least this max/min ratio gets a log axis."""
 
 # ------------------------------------------------------------------------------------------
 # plot data: compact per-request arrays from the records

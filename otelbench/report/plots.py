@@ -26,6 +26,7 @@ from html import escape
 from typing import Final
 
 __all__ = [
+    "LOG_AXIS_RATIO",
     "PALETTE",
     "Axis",
     "Chart",
@@ -34,6 +35,9 @@ __all__ = [
     "tick_label",
 ]
 
+LOG_AXIS_RATIO: Final = 50.0
+"""A positive series spanning at least this max/min ratio gets a log axis (the histograms' bins
+in :mod:`otelbench.report.plot_data` follow the same rule)."""
 PALETTE: Final = (
     "#1f77b4",
     "#d62728",

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from otelbench.report import report_from_data
-from otelbench.report.html import PLOTS, plot_data, render_html, render_procedure_html
+from otelbench.report.html import PLOTS, render_html, render_procedure_html
+from otelbench.report.plot_data import plot_data
 from tests.unit.report.test_html import PROCEDURE, REQS, Page, html_run
 
 pytestmark = pytest.mark.integration

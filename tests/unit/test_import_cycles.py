@@ -114,3 +114,39 @@ def test_the_draft_imports_nothing_of_otelbench_outside_itself() -> None:
     assert sorted(package) == ["otelbench.draft", "otelbench.draft.statements"]
     for name in package:
         assert {m for m in graph[name] if m not in package} == set(), name
+
+
+RENDERERS = (
+    "otelbench.report.markdown",
+    "otelbench.report.html",
+    "otelbench.report.figures",
+    "otelbench.report.plots",
+    "otelbench.procedures.render",
+)
+"""The modules that turn a built report (or procedure result) into text: they render what the
+builder and the judge computed, and compute nothing themselves."""
+RENDERER_MAY_IMPORT = (
+    *RENDERERS,
+    "otelbench.draft",
+    "otelbench.report.access",
+    "otelbench.report.types",
+)
+KNOWN_RENDERER_IMPORTS = {
+    ("otelbench.report.markdown", "otelbench.report.configuration"),
+    ("otelbench.report.html", "otelbench.report.configuration"),
+    ("otelbench.report.figures", "otelbench.metrics"),
+}
+"""Left for the typed report model: the configuration summary's labels live beside the code that
+builds it, and the throughput-latency figure derives a procedure block's knee, saturation, peak
+and optimal points (draft 5.3.4) where the block lacks them."""
+
+
+def test_no_renderer_imports_the_builder_the_judge_or_the_query_layer() -> None:
+    graph = import_graph()
+    found = {
+        (name, target)
+        for name in RENDERERS
+        for target in graph[name]
+        if target not in RENDERER_MAY_IMPORT
+    }
+    assert found == KNOWN_RENDERER_IMPORTS

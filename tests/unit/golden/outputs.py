@@ -27,7 +27,8 @@ from otelbench.procedures.tradeoff import SWEEP_ROLE
 from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.compliance import procedure_compliance
-from otelbench.report.html import plot_data, render_html, render_procedure_html
+from otelbench.report.html import render_html, render_procedure_html
+from otelbench.report.plot_data import plot_data
 from tests.unit.procedures.test_reports import TABLE_5, capacity_levels, level, spec
 from tests.unit.query.spanstore import write_hook_scenario, write_scenario
 from tests.unit.report.test_guardrails import write_guarded

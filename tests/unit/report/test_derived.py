@@ -9,7 +9,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from otelbench.report import render_json, report_from_data
-from otelbench.report.html import plot_data
+from otelbench.report.plot_data import plot_data
 from otelbench.report.sections import (
     _DERIVED,
     client_itl_order,

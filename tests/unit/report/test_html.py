@@ -34,7 +34,8 @@ import pytest
 from otelbench import draft, semconv
 from otelbench.query import ClientRequests, RunData, RunInfo, ServerRequests
 from otelbench.report import report_from_data
-from otelbench.report.html import MAX_POINTS, PLOTS, plot_data, render_html
+from otelbench.report.html import PLOTS, render_html
+from otelbench.report.plot_data import MAX_POINTS, plot_data
 from otelbench.report.plots import Axis, Chart, linear_ticks, log_ticks, tick_label
 
 MS = 1000  # µs per ms

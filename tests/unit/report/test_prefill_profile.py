@@ -21,7 +21,8 @@ import pytest
 from otelbench.query import RunData
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report import types as rt
-from otelbench.report.html import plot_data, render_html
+from otelbench.report.html import render_html
+from otelbench.report.plot_data import plot_data
 from tests.unit.report.conformance import conforms
 from tests.unit.report.test_sections import MS, Req, run_data
 
