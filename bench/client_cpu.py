@@ -56,7 +56,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import machine, write_result  # noqa: E402
+from bench.common import machine, process_cpu_s, write_result  # noqa: E402
 from tests.fixtures.scripted_server import ScriptedServer, chunk_errors  # noqa: E402
 
 SCRIPT: dict[str, Any] = {"n": 64, "ttft_ms": 60.0, "itl_ms": 12.0}
@@ -69,19 +69,13 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _proc_cpu_s(pid: int) -> float:
-    """User + system CPU-s of process ``pid``, every thread (``/proc/<pid>/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _settled_cpu_s(pid: int, quiet_s: float = 0.5, limit_s: float = 30.0) -> float:
     """The process's CPU-s once it has stopped using CPU for ``quiet_s`` (its ingest is done)."""
     deadline = time.monotonic() + limit_s
-    last = _proc_cpu_s(pid)
+    last = process_cpu_s(pid)
     while time.monotonic() < deadline:
         time.sleep(quiet_s)
-        now = _proc_cpu_s(pid)
+        now = process_cpu_s(pid)
         if now == last:
             break
         last = now
@@ -162,7 +156,7 @@ def child_otelbench(
                 export=ExportSpec(endpoint, out / "spool"),
                 spool_stats=stats,
             )
-            coll0 = _proc_cpu_s(pid)
+            coll0 = process_cpu_s(pid)
             cpu0, wall0 = _cpu_s(), time.perf_counter()
             if profile is not None:
                 import cProfile

@@ -25,6 +25,16 @@ def machine(**versions: str) -> dict[str, Any]:
     }
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds so far of process ``pid``, every thread (``/proc/PID/stat``, in
+    clock ticks: 10 ms steps); 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def write_result(path: Path, report: dict[str, Any]) -> None:
     """Write a benchmark's result JSON (creating its directory) and say where."""
     path.parent.mkdir(parents=True, exist_ok=True)

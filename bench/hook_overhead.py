@@ -72,7 +72,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import machine, write_result  # noqa: E402
+from bench.common import machine, process_cpu_s, write_result  # noqa: E402
 from otelbench.benchmark import EmbeddedCollector  # noqa: E402
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult  # noqa: E402
 from otelbench.sut import VllmCpuServer, VllmEnv  # noqa: E402
@@ -161,15 +161,6 @@ def wait_hooks_exported(base_url: str, timeout: float = 60.0) -> None:
             return
         time.sleep(0.1)
     raise RuntimeError(f"the hooks' spans were not all exported within {timeout:.0f} s")
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds so far of process ``pid`` (all its threads); 0 once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def renice(pid: int, niceness: int) -> None:
