@@ -19,16 +19,13 @@ schema holds it, so one set of SQL serves both and the reports are the same
 (``tests/unit/query/test_clickhouse_json_schema.py``). A table of any other schema is refused on
 opening with one message naming the two.
 
-Heavy aggregations run in the database, without moving per-token arrays to Python: the ITL
-figures of the report, which pool every token interval of a run (a million offsets for 10,000
-requests of 100 tokens) — :func:`server_itl_summary` and :func:`client_itl_summary` (the
-distribution, exact type-7 percentiles: ``metrics.*.itl_ms``), :func:`server_itl_per_request`
-and :func:`client_itl_per_request` (jitter and maximum pause, draft 5.4.4.2:
-``metrics.*.itl_per_request``). Counts, minima, maxima and percentiles equal numpy's exactly;
-means and standard deviations are sums in another order (equal within float rounding). Their
-time against numpy's is in ``bench/query_dialects.py``. :func:`run_target_span_count` counts a
-run's target spans in the store (how a run waits for them when an external collector writes a
-ClickHouse server).
+:func:`run_target_span_count` counts a run's target spans in the store (how a run waits for them
+when an external collector writes a ClickHouse server). The report's aggregations (the ITL
+distributions among them) run in numpy on the extracted records, as on DuckDB: the report needs
+every record for its other sections anyway, and ClickHouse did not do the ITL figures faster
+(``bench/results/query_dialects.json``: the server ITL summary 0.94 s in chdb against 1.20 s for
+extraction and numpy, the client and per-request ITL 1.64 s against 1.29 s, on a million token
+offsets, with the extraction still to do).
 
 Errors are translated once, in :mod:`otelbench.store.clickhouse` (the connections raise
 :class:`~otelbench.errors.StoreError` and :class:`~otelbench.errors.NotAnOtelbenchStore`).
@@ -36,11 +33,11 @@ Errors are translated once, in :mod:`otelbench.store.clickhouse` (the connection
 Usage::
 
     from otelbench.query import extract_run_data, open_store
-    from otelbench.query.clickhouse import server_itl_summary
+    from otelbench.query.clickhouse import run_target_span_count
 
     with open_store("chdb:///var/lib/otelbench/ch") as store:
         data = extract_run_data(store)
-        itl = server_itl_summary(store, data.run.run_id)   # computed in ClickHouse
+        target_spans = run_target_span_count(store, data.run.run_id)
 """
 
 from __future__ import annotations
@@ -55,8 +52,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from otelbench import draft, semconv
-from otelbench.metrics.summary import Summary
+from otelbench import semconv
 from otelbench.query.extract import (
     Columns,
     Dialect,
@@ -76,13 +72,9 @@ from otelbench.store.clickhouse import (
 )
 
 __all__ = [
-    "client_itl_per_request",
-    "client_itl_summary",
     "open_chdb",
     "open_clickhouse_server",
     "run_target_span_count",
-    "server_itl_per_request",
-    "server_itl_summary",
     "traces_relation",
 ]
 
@@ -164,92 +156,8 @@ register_store_scheme("clickhouses", open_clickhouse_server)
 
 
 # ---------------------------------------------------------------------------------------------
-# Aggregations in the database
+# Counts in the database
 # ---------------------------------------------------------------------------------------------
-def server_itl_summary(store: QueryRunner, run_id: str) -> Summary:
-    """Run ``run_id``'s server ITL distribution (ms), computed in ClickHouse: the figures of the
-    report's ``metrics.server.itl_ms`` (same samples, same type-7 percentiles) in one query.
-
-    >>> server_itl_summary(store, "r1").p99  # doctest: +SKIP
-    24.8
-    """
-    return _summary(store, "run_server_itl_summary", run_id)
-
-
-def client_itl_summary(store: QueryRunner, run_id: str) -> Summary:
-    """Run ``run_id``'s client ITL distribution (ms, Option B: every token of a chunk arrives
-    with it), computed in ClickHouse: the figures of the report's ``metrics.client.itl_ms``.
-
-    >>> client_itl_summary(store, "r1").count  # doctest: +SKIP
-    600
-    """
-    return _summary(store, "run_client_itl_summary", run_id)
-
-
-def client_itl_per_request(
-    store: QueryRunner, run_id: str
-) -> dict[str, dict[str, int | float | None]]:
-    """Run ``run_id``'s per-request client ITL jitter and maximum pause P50/P95/P99 (ms, draft
-    5.4.4.2), computed in ClickHouse: the report's ``metrics.client.itl_per_request``.
-
-    >>> client_itl_per_request(store, "r1")["max_pause_ms"]["p99"]  # doctest: +SKIP
-    31.5
-    """
-    return _per_request(store, "run_client_itl_per_request", run_id)
-
-
-def server_itl_per_request(
-    store: QueryRunner, run_id: str
-) -> dict[str, dict[str, int | float | None]]:
-    """Run ``run_id``'s per-request server ITL jitter and maximum pause P50/P95/P99 (ms, Option
-    C), computed in ClickHouse: the report's ``metrics.server.itl_per_request``.
-
-    >>> server_itl_per_request(store, "r1")["jitter_ms"]["p50"]  # doctest: +SKIP
-    1.2
-    """
-    return _per_request(store, "run_server_itl_per_request", run_id)
-
-
-_PER_REQUEST_LEVELS: Final = (50, 95, 99)
-"""The percentiles the report gives of per-request figures (``_p50_p95_p99``)."""
-
-
-def _per_request(
-    store: QueryRunner, query: str, run_id: str
-) -> dict[str, dict[str, int | float | None]]:
-    levels = [p / 100.0 for p in _PER_REQUEST_LEVELS]
-    cols = store.run(query, run_id=run_id, levels=levels)
-    out: dict[str, dict[str, int | float | None]] = {}
-    for name, column in (("jitter_ms", "jitter"), ("max_pause_ms", "max_pause")):
-        values = [float(v) for v in cols[f"{column}_percentiles"][0]]
-        figures: dict[str, int | float | None] = {"count": int(cols[f"{column}_count"][0])}
-        for i, p in enumerate(_PER_REQUEST_LEVELS):
-            figures[f"p{p}"] = values[i] if values else None
-        out[name] = figures
-    return out
-
-
-def _summary(store: QueryRunner, query: str, run_id: str) -> Summary:
-    levels = [p / 100.0 for p in draft.PERCENTILES]
-    cols = store.run(query, run_id=run_id, levels=levels)
-    count = int(np.asarray(cols["count"])[0])
-    if count == 0:
-        return Summary(0, None, None, None, None, None, None, None, None, None)
-    p50, p90, p95, p99, p99_9 = (float(v) for v in cols["percentiles"][0])
-    return Summary(
-        count=count,
-        mean=float(np.asarray(cols["mean"])[0]),
-        std=float(np.asarray(cols["std"])[0]),
-        min=float(np.asarray(cols["min"])[0]),
-        max=float(np.asarray(cols["max"])[0]),
-        p50=p50,
-        p90=p90,
-        p95=p95,
-        p99=p99,
-        p99_9=p99_9,
-    )
-
-
 def run_target_span_count(store: QueryRunner, run_id: str) -> int:
     """Spans from the target (every service but the load generator) in run ``run_id``'s traces,
     counted in ClickHouse: how a run learns that an external collector has stored them.

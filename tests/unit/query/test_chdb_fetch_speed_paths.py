@@ -1,7 +1,7 @@
 """The chdb fetch's fast paths keep their results: Arrow results read in place stay valid after
 chdb frees its result, the extraction's settings apply next to a query's own ``SETTINGS``, and
-``run_server_requests`` and the server ITL queries (which join the chosen span's wide row back)
-still give one row per client span when the store holds a server span twice (an exporter
+``run_server_requests`` (which joins the chosen span's wide row back) still gives one row per
+client span when the store holds a server span twice (an exporter
 retry)."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 
 from otelbench import semconv
 from otelbench.query import open_store
-from otelbench.query.clickhouse import server_itl_summary
 from otelbench.query.extract import Columns, ListColumn, QueryRunner
 from otelbench.store.clickhouse import ChdbConnection
 from tests.unit.query.clickhouse_store import chdb_session, load_chdb
@@ -56,11 +55,8 @@ def test_chdb_queries_run_with_the_extraction_settings_and_their_own(tmp_path: P
 
 
 def _server_queries(runner: QueryRunner) -> dict[str, Any]:
-    """The run's server spans and the server ITL summary computed in ClickHouse."""
-    return {
-        "requests": runner.run("run_server_requests", run_id=HOOK_RUN_ID),
-        "itl": server_itl_summary(runner, HOOK_RUN_ID),
-    }
+    """The run's server spans."""
+    return {"requests": runner.run("run_server_requests", run_id=HOOK_RUN_ID)}
 
 
 def _as_text(columns: Columns) -> dict[str, str]:
@@ -87,6 +83,3 @@ def test_the_server_queries_read_a_duplicated_server_span_once(tmp_path: Path) -
         after = _server_queries(runner)
     assert len(before["requests"]["span_id"]) == 4
     assert _as_text(after["requests"]) == _as_text(before["requests"])
-    # the ITL aggregations pick the same spans (_chosen_server_spans): no interval twice
-    assert after["itl"] == before["itl"]
-    assert after["itl"].count > 0

@@ -26,7 +26,6 @@ import pytest
 
 from otelbench import semconv
 from otelbench.live.query import extract_window
-from otelbench.metrics import summarize
 from otelbench.query import (
     RunData,
     extract_run_data,
@@ -418,112 +417,12 @@ def test_the_comparison_sees_real_data(stores: dict[str, tuple[Path, str]]) -> N
     assert window.requests.client_index.tolist() == [-1] * len(window)
 
 
-def test_server_itl_is_aggregated_in_clickhouse_as_the_report_computes_it(
-    stores: dict[str, tuple[Path, str]],
-) -> None:
-    from otelbench.query.clickhouse import server_itl_summary
-
-    for name, run_id in (("hooks", HOOK_RUN_ID), ("mixed", "m1")):
-        duck, url = stores[name]
-        with open_store(duck) as d:
-            report = report_from_data(extract_run_data(d, run_id))
-        with open_store(url) as c:
-            summary = server_itl_summary(c, run_id)
-        expected = report["metrics"]["server"]["itl_ms"]
-        assert summary.count == expected["count"] > 0
-        for key in ("p50", "p90", "p95", "p99", "p99_9", "min", "max"):
-            assert getattr(summary, key) == expected[key], (name, key)
-        assert summary.mean == pytest.approx(expected["mean"], rel=1e-12)
-        assert summary.std == pytest.approx(expected["std"], rel=1e-12)
-    # hooks: H1 60/80/100/100, H2 150/250/260, H3 90/95 ms → ITL 20, 20, 0, 100, 10, 5 ms
-    with open_store(stores["hooks"][1]) as c:
-        hooks = server_itl_summary(c, HOOK_RUN_ID)
-    assert (hooks.count, hooks.min, hooks.max, hooks.p50) == (6, 0.0, 100.0, 15.0)
-
-
-def test_itl_percentiles_interpolate_like_numpy_not_like_quantiles_exact(tmp_path: Path) -> None:
-    """Ten ITL samples 1..10 ms: type-7 P50 is 5.5 (quantilesExact would say 6)."""
-    from otelbench.query.clickhouse import server_itl_summary
-
-    s = SpanWriter(tmp_path / "s.duckdb")
-    offsets = np.cumsum(np.arange(0, 11) * 1000).tolist()
-    s.client_span(
-        run_id="q", trace_id=trace(1), span_id=span(1), submit_ns=T0_NS, end_offset_us=99_000,
-        chunk_offsets_us=[1000], chunk_tokens=[1],
-    )  # fmt: skip
-    s.hook_span(
-        trace_id=trace(1), span_id=span(2), parent_span_id=span(1), start_ns=T0_NS,
-        token_offsets_us=offsets, ttft_s="0", e2e_s="0.06", queue_s="0", prefill_s="0",
-        decode_s="0.055", prompt_tokens=1,
-    )  # fmt: skip
-    s.close()
-    with open_store(load_chdb(tmp_path / "s.duckdb")) as c:
-        got = server_itl_summary(c, "q")
-    assert got.count == 10
-    assert got.p50 == 5.5
-    assert got.p90 == pytest.approx(9.1, rel=1e-15)
-    assert got.p99_9 == pytest.approx(9.991, rel=1e-15)
-    assert got.mean == 5.5
-
-
-def test_server_itl_of_a_run_without_hook_spans_is_empty(
-    stores: dict[str, tuple[Path, str]],
-) -> None:
-    from otelbench.query.clickhouse import server_itl_summary
-
-    with open_store(stores["scenario"][1]) as c:
-        empty = server_itl_summary(c, "r1")
-    assert empty.count == 0
-    assert empty.p50 is None
-    assert empty.mean is None
-
-
-def test_server_itl_matches_numpy_on_random_data(tmp_path: Path) -> None:
-    """120 requests with random per-token offsets (seeded): the database's summary equals
-    ``summarize`` over the offsets' consecutive differences computed here in numpy."""
-    from otelbench.query.clickhouse import server_itl_summary
-
-    rng = np.random.default_rng(11)
-    s = SpanWriter(tmp_path / "s.duckdb")
-    s.run_span("rnd", MANIFEST, T0_NS, 60_000 * MS)
-    expected: list[np.ndarray] = []
-    for i in range(1, 121):
-        n_tokens = int(rng.integers(1, 60))
-        offsets = np.cumsum(rng.integers(0, 40_000, size=n_tokens)) + 20_000
-        expected.append(np.diff(offsets) / 1000.0)
-        s.client_span(
-            run_id="rnd", trace_id=trace(i), span_id=span(i), submit_ns=T0_NS + i * MS,
-            end_offset_us=int(offsets[-1]) + 1000, chunk_offsets_us=[1000], chunk_tokens=[1],
-            index=i,
-        )  # fmt: skip
-        s.hook_span(
-            trace_id=trace(i), span_id=span(1000 + i), parent_span_id=span(i),
-            start_ns=T0_NS + i * MS, token_offsets_us=offsets.tolist(), ttft_s="0.02",
-            e2e_s="1", queue_s="0", prefill_s="0.02", decode_s="0.9", prompt_tokens=5,
-        )  # fmt: skip
-    s.close()
-    truth = summarize(np.concatenate(expected))
-    with open_store(load_chdb(tmp_path / "s.duckdb")) as c:
-        got = server_itl_summary(c, "rnd")
-    assert got.count == truth.count > 3000
-    for key in ("p50", "p90", "p95", "p99", "p99_9", "min", "max"):
-        assert getattr(got, key) == getattr(truth, key), key
-    assert got.mean == pytest.approx(truth.mean, rel=1e-12)
-    assert got.std == pytest.approx(truth.std, rel=1e-12)
-
-
 # --- the SQL files ------------------------------------------------------------------------------
 
-VALUE_PARAMETERS = {"run_id", "levels"}
+VALUE_PARAMETERS = {"run_id"}
 # run_target_span_count binds semconv.SERVICE_CLIENT itself (otelbench.query.clickhouse)
 CLICKHOUSE_VALUE_PARAMETERS = {"service_client"}
-CLICKHOUSE_ONLY = {
-    "run_server_itl_summary.sql",
-    "run_server_itl_per_request.sql",
-    "run_client_itl_summary.sql",
-    "run_client_itl_per_request.sql",
-    "run_target_span_count.sql",
-}
+CLICKHOUSE_ONLY = {"run_target_span_count.sql"}
 
 
 def _sql_names(dialect: str) -> list[str]:
@@ -556,13 +455,13 @@ def test_a_clickhouse_only_query_on_duckdb_is_a_store_error(
     stores: dict[str, tuple[Path, str]],
 ) -> None:
     from otelbench.errors import StoreError
-    from otelbench.query.clickhouse import server_itl_summary
+    from otelbench.query.clickhouse import run_target_span_count
 
     with (
         open_store(stores["hooks"][0]) as d,
-        pytest.raises(StoreError, match="no duckdb SQL for query 'run_server_itl_summary'"),
+        pytest.raises(StoreError, match="no duckdb SQL for query 'run_target_span_count'"),
     ):
-        server_itl_summary(d, HOOK_RUN_ID)
+        run_target_span_count(d, HOOK_RUN_ID)
 
 
 def test_parameters_reach_chdb_unchanged() -> None:
@@ -625,7 +524,6 @@ def test_clickhouse_connect_binds_every_query_as_chdb_runs_it(
             assert isinstance(conn, ChdbConnection)
             values: dict[str, object] = {
                 "run_id": run_id,
-                "levels": [0.5, 0.9, 0.95, 0.99, 0.999],
                 "service_client": semconv.SERVICE_CLIENT,
             }
             for name in _sql_names("clickhouse"):
@@ -643,5 +541,5 @@ def test_clickhouse_connect_binds_every_query_as_chdb_runs_it(
                 rows[query] = rows.get(query, 0) + len(next(iter(ours.values())))
                 for col in ours:
                     assert repr(_as_lists(theirs[col])) == repr(_as_lists(ours[col])), (query, col)
-    assert len(rows) == 11
+    assert len(rows) == len(_sql_names("clickhouse")) == 7
     assert all(n > 0 for n in rows.values()), rows

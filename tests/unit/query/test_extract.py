@@ -595,18 +595,19 @@ def test_a_shared_fragment_is_included_where_a_query_asks_for_it() -> None:
 
 
 def test_fragments_include_fragments_and_a_cycle_is_refused(tmp_path: Path) -> None:
-    """The server ITL queries include ``_server_token_intervals``, which includes the span pick
-    (``_chosen_server_spans``) that ``run_server_requests`` includes too: one pick, expanded
-    wherever it is included. A fragment that includes itself is one clear error."""
+    """``run_server_requests`` includes ``_measured_client_parents``, which includes
+    ``_measured_client_filter`` (a fragment in a fragment), and the span pick
+    (``_chosen_server_spans``): each expanded once where it is included. A fragment that includes
+    itself is one clear error."""
     import otelbench.query.clickhouse  # noqa: F401  (registers the dialect)
 
     clickhouse = get_dialect("clickhouse")
-    pick = files("otelbench.query") / "sql" / "clickhouse" / "_chosen_server_spans.sql"
-    body = pick.read_text(encoding="utf-8").rstrip("\n")
-    for query in ("run_server_requests", "run_server_itl_summary", "run_server_itl_per_request"):
-        text = clickhouse.sql(query)
-        assert "-- @include" not in text
-        assert text.count(body) == 1, query
+    sql = files("otelbench.query") / "sql" / "clickhouse"
+    text = clickhouse.sql("run_server_requests")
+    assert "-- @include" not in text
+    for fragment in ("_chosen_server_spans", "_measured_client_filter"):
+        body = (sql / f"{fragment}.sql").read_text(encoding="utf-8").rstrip("\n")
+        assert text.count(body) == 1, fragment
     (tmp_path / "_a.sql").write_text("-- @include _b\n")
     (tmp_path / "_b.sql").write_text("SELECT 1\n-- @include _a\n")
     with pytest.raises(StoreError, match="'_a' includes itself"):

@@ -1,7 +1,7 @@
 -- _chosen_server_rows: otel_traces (as `s`) joined back to the CTE `chosen` of
 -- _chosen_server_spans (as `c`) on the columns that identify each chosen server span, so that
 -- only the chosen rows' attributes are read. Included after the SELECT list of a CTE over the
--- chosen spans (run_server_requests, _server_token_intervals).
+-- chosen spans (run_server_requests).
 FROM otel_traces AS s
 INNER JOIN chosen AS c
     ON s.TraceId = c.c_trace_id AND s.SpanId = c.c_span_id
