@@ -274,7 +274,15 @@ def test_a_request_cut_during_a_long_prefill_leaves_one_span_with_its_prefill_cu
     phases = []
     for trace_id in asyncio.run(run()):
         spans = traced(otlp_receiver, trace_id)
-        phase = one(spans, semconv.SPAN_HOOK_REQUEST).attributes[semconv.SERVER_END_PHASE]
+        hook = one(spans, semconv.SPAN_HOOK_REQUEST).attributes
+        if semconv.SERVER_END_PHASE not in hook:
+            # the answer was whole before the cut came (the measured time to first token was
+            # stretched by a stall): nothing was cut, and the span says so
+            assert hook[semconv.SERVER_END_REASON] == semconv.END_REASON_FINISHED, hook
+            assert int(hook[semconv.VLLM_USAGE_COMPLETION_TOKENS]) == 30, hook
+            phases.append(semconv.END_REASON_FINISHED)
+            continue
+        phase = hook[semconv.SERVER_END_PHASE]
         server = check_cut(spans, phase)
         phases.append(phase)
         if phase == semconv.END_PHASE_PREFILL:
@@ -431,19 +439,27 @@ def test_a_run_whose_queued_requests_time_out_counts_them_cut_on_both_sides(
     (Last in the module: its spans go to the run's own store, which the counter test above
     does not read.)"""
     timeout = calibrated_read_timeout(cut_server, otlp_receiver)
-    out = tmp_path / "run"
-    store = tmp_path / "spans.duckdb"
-    with otlp_receiver.lent() as port, Receiver(store, port=port) as receiver:
-        proc = otelbench(
-            "run", "--target", cut_server.base_url, "--model", "tiny", "--concurrency", "6",
-            "--requests", "12", "--timeout", f"{timeout:.2f}", "--cold-start", "--ignore-eos",
-            "--vocab-size", "1024", "--seed", "5",
-            "--workload-param", "input_min=32", "--workload-param", "input_max=32",
-            "--workload-param", "output_min=400", "--workload-param", "output_max=400",
-            "--otlp-endpoint", f"http://127.0.0.1:{port}", "--out", str(out),
-            timeout=600,
-        )  # fmt: skip
-        hook_spans_stored(receiver, 12)
+    for attempt in range(2):
+        out = tmp_path / f"run{attempt}"
+        store = tmp_path / f"spans{attempt}.duckdb"
+        with otlp_receiver.lent() as port, Receiver(store, port=port) as receiver:
+            proc = otelbench(
+                "run", "--target", cut_server.base_url, "--model", "tiny", "--concurrency", "6",
+                "--requests", "12", "--timeout", f"{timeout:.2f}", "--cold-start", "--ignore-eos",
+                "--vocab-size", "1024", "--seed", "5",
+                "--workload-param", "input_min=32", "--workload-param", "input_max=32",
+                "--workload-param", "output_min=400", "--workload-param", "output_max=400",
+                "--otlp-endpoint", f"http://127.0.0.1:{port}", "--out", str(out),
+                timeout=600,
+            )  # fmt: skip
+            hook_spans_stored(receiver, 12)
+        # Every request cut, the running ones too: the machine stalled every stream for longer
+        # than the calibration allowed (seen twice beside the quick tier). Once more, with twice
+        # the timeout (still short of a queued request's wait of about one stream's duration).
+        if attempt == 0 and "all 12 requests failed" in proc.stderr:
+            timeout *= 2
+            continue
+        break
     assert proc.returncode == 0, proc.stderr[-4000:]
     report_proc = otelbench("report", str(out), "--store", str(store))
     assert report_proc.returncode == 0, report_proc.stderr[-4000:]

@@ -85,7 +85,11 @@ def test_5_4_itl_levels(
     assert [lv["fraction"] for lv in r["levels"]] == [0.25, 0.5, 0.75, 0.9]
     itl = [lv["itl"] for lv in r["levels"]]
     assert all(i["samples"] == 8 * 31 for i in itl)  # 31 intervals of 32 tokens, one per chunk
-    assert all(0 < i["itl_ms"]["p50"] <= i["itl_ms"]["p99"] for i in itl)
+    # a chunk that carries several tokens (the API server behind a busy engine) gives intervals
+    # of 0 by Option B: the median may be 0, the tail not
+    assert all(
+        0 <= i["itl_ms"]["p50"] <= i["itl_ms"]["p99"] and i["itl_ms"]["p99"] > 0 for i in itl
+    )
     vllm_measurements["procedure 5.4 quick itl_p50_ms"] = [
         round(i["itl_ms"]["p50"], 2) for i in itl
     ]
