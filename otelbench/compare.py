@@ -58,7 +58,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -73,8 +73,8 @@ from otelbench.metrics.stats import (
     welch_t_test,
 )
 from otelbench.report.access import dig, number
-from otelbench.report.build import SCHEMA_VERSION
 from otelbench.report.compliance import comparison_compliance
+from otelbench.report.load import load_report, report_file
 from otelbench.report.markdown import compliance_lines
 from otelbench.report.types import Report
 
@@ -144,42 +144,15 @@ def parse_run_arguments(arguments: Sequence[str]) -> list[tuple[str | None, Path
 
 
 def load_run(path: Path, *, system: str | None = None) -> RunReport:
-    """Read a run's ``report.json`` from a run directory or the file itself, and check it.
+    """Read a run's ``report.json`` from a run directory or the file itself
+    (:func:`~otelbench.report.load.load_report`: checked, and in this version's shape).
 
     Raises :class:`~otelbench.errors.ConfigError` when the file is missing or unreadable, is not
-    JSON, is not an otelbench run report, or has another ``schema_version``.
+    JSON, is not an otelbench run report, or has a ``schema_version`` this otelbench cannot read.
+    Every key the comparison reads besides the run id and the client metrics is read through
+    :mod:`otelbench.report.access`, which tolerates its absence.
     """
-    file = path / "report.json" if path.is_dir() else path
-    if not file.is_file():
-        where = f"no report.json in {path}" if path.is_dir() else f"no such report: {path}"
-        raise ConfigError(f"{where}: give a run directory written by `otelbench run`")
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {file}: {exc}") from None
-    try:
-        report = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{file} is not valid JSON ({exc})") from None
-    if not isinstance(report, dict) or "schema_version" not in report:
-        raise ConfigError(f"{file} is not an otelbench run report (no schema_version)")
-    version = report["schema_version"]
-    if version != SCHEMA_VERSION:
-        raise ConfigError(
-            f"{file} has report schema_version {version!r}, this otelbench reads "
-            f"{SCHEMA_VERSION}: rebuild it with `otelbench report` of this version"
-        )
-    run, metrics = report.get("run"), report.get("metrics")
-    if (
-        not isinstance(run, dict)
-        or not isinstance(run.get("id"), str)
-        or not isinstance(metrics, dict)
-        or not isinstance(metrics.get("client"), dict)
-    ):
-        raise ConfigError(f"{file} is not an otelbench run report (no run id or client metrics)")
-    # A report.json of this schema version, checked as far as the comparison relies on; every
-    # other key is read through otelbench.report.access, which tolerates its absence.
-    return RunReport(path=file, report=cast(Report, report), system=system)
+    return RunReport(path=report_file(path), report=load_report(path), system=system)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -384,10 +384,10 @@ def summarize(values: npt.ArrayLike, *, order: AnyOrderStatistics | None = None)
     """Count, mean, population std, min, max and P50/P90/P95/P99/P99.9 of finite samples.
 
     Raises ``ValueError`` on NaN or infinite samples: callers choose which samples are defined.
-    ``order`` is ``OrderStatistics.of(values)`` (made for at least :data:`draft.PERCENTILES`), or
-    their :class:`CountedOrderStatistics`, when the caller has it already (the order statistics
-    are then read from it, not from a sort of their own); the mean and std are summed in
-    ``values``' order either way.
+    ``order`` is ``OrderStatistics.of(values)`` (made for at least
+    :data:`otelbench.draft.PERCENTILES`), or their :class:`CountedOrderStatistics`, when the caller
+    has it already (the order statistics are then read from it, not from a sort of their own); the
+    mean and std are summed in ``values``' order either way.
 
     >>> s = summarize([1.0, 2.0, 3.0, 4.0])
     >>> (s.count, s.mean, s.p50, s.p90)
