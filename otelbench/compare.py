@@ -72,7 +72,7 @@ from otelbench.metrics.stats import (
     permutation_test,
     welch_t_test,
 )
-from otelbench.report.access import dig, number
+from otelbench.report.access import dig, markdown_cell, markdown_table, number
 from otelbench.report.compliance import comparison_compliance
 from otelbench.report.load import load_report, report_file
 from otelbench.report.markdown import compliance_lines
@@ -907,10 +907,6 @@ def _fmt_p(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _system_cell(stats: Mapping[str, Any], unit: str) -> str:
     if stats["n"] == 0:
         return "n/a"
@@ -949,16 +945,19 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
         "",
         "## Systems",
         "",
-        "| id | system | runs | GPUs |",
-        "|---|---|---|---|",
+        *markdown_table(
+            ["id", "system", "runs", "GPUs"],
+            [
+                [
+                    s["id"],
+                    markdown_cell(s["name"]) + (" (baseline)" if s["baseline"] else ""),
+                    f"{s['n_runs']}: " + markdown_cell(", ".join(r["id"] for r in s["runs"])),
+                    markdown_cell(s["gpus"]["status"]),
+                ]
+                for s in systems
+            ],
+        ),
     ]
-    for s in systems:
-        tag = " (baseline)" if s["baseline"] else ""
-        runs = ", ".join(r["id"] for r in s["runs"])
-        lines.append(
-            f"| {s['id']} | {_cell(s['name'])}{tag} | {s['n_runs']}: {_cell(runs)} | "
-            f"{_cell(s['gpus']['status'])} |"
-        )
     conf = f"{method['confidence']:.0%}"
     others = [s for s in systems if s["name"] != base]
     lines += [
@@ -969,18 +968,17 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
         f"{head[base]}: relative difference, Welch's t-test p (permutation test p), verdict "
         f"at α = {method['alpha']}.",
         "",
-        "| metric | "
-        + " | ".join(_cell(head[s["name"]]) for s in systems)
-        + "".join(f" | {_cell(head[s['name']])} vs {_cell(head[base])}" for s in others)
-        + " |",
-        "|---" * (1 + len(systems) + len(others)) + "|",
     ]
+    header = ["metric", *(markdown_cell(head[s["name"]]) for s in systems)]
+    header += [f"{markdown_cell(head[s['name']])} vs {markdown_cell(head[base])}" for s in others]
+    rows = []
     for m in result["metrics"]:
         unit = "%" if m["unit"] == "fraction" else m["unit"]
         cells = [f"{m['label']} ({unit})"]
         cells += [_system_cell(m["systems"][s["name"]], m["unit"]) for s in systems]
         cells += [_comparison_cell(m["comparisons"][s["name"]]) for s in others]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        rows.append([markdown_cell(c) for c in cells])
+    lines += markdown_table(header, rows)
     norm = result["normalization"]
     lines += [
         "",
@@ -990,15 +988,16 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
         f"- Per GPU: {norm['per_gpu']}.",
     ]
     for name, g in norm["systems"].items():
-        lines.append(f"  - {_cell(head[name])}: {g['status']} (from {'; '.join(g['source'])})")
+        lines.append(
+            f"  - {markdown_cell(head[name])}: {g['status']} (from {'; '.join(g['source'])})"
+        )
     lines += [
         f"- Cost: {norm['cost']}.",
         "",
         "## Equivalence checklist (draft 6.1, 6.4)",
         "",
-        "| item | draft | status | values |",
-        "|---|---|---|---|",
     ]
+    rows = []
     for c in result["checklist"]:
         status = c["status"] + (" (identifies the systems)" if c["identity"] else "")
         if c["status"] == "not recorded":
@@ -1007,7 +1006,8 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
             values = _short(c["values"][systems[0]["name"]][0], 100)
         else:
             values = _values_text(c, head, 50)
-        lines.append(f"| {c['label']} | {c['draft']} | {status} | {_cell(values)} |")
+        rows.append([c["label"], c["draft"], status, markdown_cell(values)])
+    lines += markdown_table(["item", "draft", "status", "values"], rows)
     if result.get("compliance"):
         lines += ["", "## Methodology Compliance", "", *compliance_lines(result["compliance"])]
         lines.pop()  # compliance_lines ends with a blank line; the next section adds its own
@@ -1029,6 +1029,6 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
     if own:
         lines += ["", "Deviations the runs' own reports record:", ""]
         for s in own:
-            lines.append(f"- {_cell(head[s['name']])}:")
+            lines.append(f"- {markdown_cell(head[s['name']])}:")
             lines += [f"  - {d}" for d in s["run_deviations"]]
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from typing import Any
 
 from otelbench.report import access
 from otelbench.report.access import NA
+from otelbench.report.access import markdown_table as table
 from otelbench.report.markdown import compliance_lines
 
 __all__ = ["NA", "fmt", "pct", "render_procedure", "table"]
@@ -33,12 +34,6 @@ def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
 def pct(value: Any, digits: int = 1) -> str:
     """A ratio as a percentage, or ``n/a``."""
     return NA if value is None else f"{100.0 * float(value):.{digits}f}%"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """A Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def _value(value: Any) -> str:

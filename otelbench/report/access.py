@@ -20,7 +20,7 @@ Usage::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 __all__ = [
@@ -31,6 +31,8 @@ __all__ = [
     "integer",
     "load_text",
     "mapping",
+    "markdown_cell",
+    "markdown_table",
     "nonblank",
     "number",
 ]
@@ -89,6 +91,22 @@ def fmt(value: Any, digits: int = 2, unit: str = "") -> str:
     if v is None:
         return NA
     return f"{v:.{digits}f} {unit}" if unit else f"{v:.{digits}f}"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table's lines: the header, its ``|---|`` rule and one line per row (cells as
+    given: :func:`markdown_cell` escapes one).
+
+    >>> markdown_table(["a", "b"], [["1", "2"]])
+    ['| a | b |', '|---|---|', '| 1 | 2 |']
+    """
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def markdown_cell(text: Any) -> str:
+    """``text`` fit for one Markdown table cell: ``|`` escaped, line breaks as spaces."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def load_text(load: Any) -> str:

@@ -22,10 +22,18 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text, mapping
+from otelbench.report.access import (
+    NA,
+    NOT_RECORDED,
+    fmt,
+    load_text,
+    mapping,
+    markdown_cell,
+    markdown_table,
+)
 from otelbench.report.configuration import CONFIGURATION_LABELS
 from otelbench.report.types import Report
 
@@ -34,12 +42,6 @@ __all__ = ["compliance_lines", "render_markdown", "request_ends_table", "server_
 
 def _ms(value: Any) -> str:
     return fmt(value, 2, "ms")
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
 
 
 def _workload_text(workload: Any) -> str:
@@ -155,13 +157,15 @@ def _ttft_section(client: Mapping[str, Any]) -> list[str]:
     s = client["ttft_ms"]
     rows = [*_summary_rows("TTFT", s, "Requests"), ["TTFT Min", _ms(s["min"])]]
     rows.append(["TTFT Max", _ms(s["max"])])
-    lines = ["## TTFT results (draft 5.1.5.2)", "", *_table(["Metric", "Value"], rows), ""]
+    lines = ["## TTFT results (draft 5.1.5.2)", "", *markdown_table(["Metric", "Value"], rows), ""]
     buckets = [
         [b["bucket"], str(b["count"]), fmt(b["p50"]), fmt(b["p95"]), fmt(b["p99"])]
         for b in client["ttft_by_input_tokens"]
     ]
     lines += ["## TTFT by input length (draft 5.1.5.3)", ""]
-    lines += _table(["Input Tokens", "Requests", "P50 (ms)", "P95 (ms)", "P99 (ms)"], buckets)
+    lines += markdown_table(
+        ["Input Tokens", "Requests", "P50 (ms)", "P95 (ms)", "P99 (ms)"], buckets
+    )
     return [*lines, ""]
 
 
@@ -177,7 +181,7 @@ def _itl_section(client: Mapping[str, Any], itl_method: Mapping[str, Any]) -> li
         f"Method: Option {itl_method['option']}, {itl_method['name']}; "
         f"chunk token counts: {source}.",
         "",
-        *_table(["Metric", "Value"], rows),
+        *markdown_table(["Metric", "Value"], rows),
         "",
     ]
     per_request = client["itl_per_request"]
@@ -189,14 +193,14 @@ def _itl_section(client: Mapping[str, Any], itl_method: Mapping[str, Any]) -> li
         )
     ]
     lines += ["Per-request statistics (draft 5.4.4.2):", ""]
-    lines += _table(["Metric", "Requests", "P50", "P95", "P99"], pr_rows)
+    lines += markdown_table(["Metric", "Requests", "P50", "P95", "P99"], pr_rows)
     tbc = client["time_between_chunks_ms"]
     tpc = client["tokens_per_chunk"]
     lines += [
         "",
         "Time between chunks (draft 4.6.3 Option A):",
         "",
-        *_table(
+        *markdown_table(
             ["Metric", "Samples", "P50", "P90", "P99", "Mean"],
             [
                 [
@@ -241,9 +245,9 @@ def _latency_throughput_section(client: Mapping[str, Any]) -> list[str]:
     return [
         "## Latency and throughput (draft 5.2.5)",
         "",
-        *_table(["Metric", "P50", "P95", "P99"], rows),
+        *markdown_table(["Metric", "P50", "P95", "P99"], rows),
         "",
-        *_table(["Metric", "Value"], throughput_rows),
+        *markdown_table(["Metric", "Value"], throughput_rows),
         "",
     ]
 
@@ -299,11 +303,11 @@ def _server_section(metrics: Mapping[str, Any]) -> list[str]:
         )
     lines += [
         "",
-        *_table(["Metric", "Client P50", "Server P50", "Client P99", "Server P99"], side),
+        *markdown_table(["Metric", "Client P50", "Server P50", "Client P99", "Server P99"], side),
         "",
         "Server components (draft 5.1.4.2):",
         "",
-        *_table(["Component", "Requests", "P50", "P95", "P99"], components),
+        *markdown_table(["Component", "Requests", "P50", "P95", "P99"], components),
         "",
     ]
     lines += _request_ends_section(server.get("request_ends"))
@@ -395,13 +399,13 @@ def request_ends_table(
 
 
 def _request_ends_section(ends: Any) -> list[str]:
-    table = request_ends_table(ends)
-    if table is None:
+    found = request_ends_table(ends)
+    if found is None:
         return []
-    header, rows, notes = table
+    header, rows, notes = found
     lines = ["Requests by how they ended (client span and server span, joined by trace):", ""]
     if rows:
-        lines += [*_table(header, rows), ""]
+        lines += [*markdown_table(header, rows), ""]
     return [*lines, *(f"- {n}" for n in notes), ""]
 
 
@@ -434,7 +438,7 @@ def _engine_steps_section(steps: Any) -> list[str]:
         "Several tokens came from one engine step (speculative decoding or another multi-token "
         "step): they share the step's time, so part of the server ITL samples are 0.",
         "",
-        *_table(["Metric", "Value"], rows),
+        *markdown_table(["Metric", "Value"], rows),
         "",
     ]
 
@@ -470,7 +474,7 @@ def _decomposition_section(d: Mapping[str, Any] | None) -> list[str]:
     return [
         f"TTFT decomposition (draft 5.1.4.2), {d['count']} successful requests:",
         "",
-        *_table(["Component", "Mean", "P50", "P99", "Share of mean", "P50 share"], rows),
+        *markdown_table(["Component", "Mean", "P50", "P99", "Share of mean", "P50 share"], rows),
         "",
     ]
 
@@ -494,7 +498,7 @@ def _preemption_section(p: Mapping[str, Any] | None) -> list[str]:
         ["Stall P99", _ms(stall["p99"])],
         ["Stall Max", _ms(stall["max"])],
     ]
-    return ["## Preemption (draft 5.8.4)", "", *_table(["Metric", "Value"], rows), ""]
+    return ["## Preemption (draft 5.8.4)", "", *markdown_table(["Metric", "Value"], rows), ""]
 
 
 def _itl_shape_section(client: Mapping[str, Any]) -> list[str]:
@@ -515,7 +519,7 @@ def _itl_shape_section(client: Mapping[str, Any]) -> list[str]:
         "",
         "Client ITL (Option B); peaks of a Gaussian kernel density estimate.",
         "",
-        *_table(["Metric", "Value"], rows),
+        *markdown_table(["Metric", "Value"], rows),
         "",
     ]
 
@@ -541,7 +545,7 @@ def _reasoning_section(client: Mapping[str, Any]) -> list[str]:
         f"({n['think_phase_ended']} ended, {n['think_phase_unterminated']} unterminated); "
         f"{n['without_think_phase']} without one.",
         "",
-        *_table(["Metric", "Samples", "P50", "P95", "P99", "Mean"], rows),
+        *markdown_table(["Metric", "Samples", "P50", "P95", "P99", "Mean"], rows),
         "",
     ]
 
@@ -595,7 +599,7 @@ def _fluidity_section(metrics: Mapping[str, Any]) -> list[str]:
         f"{f['requests_left_out']} successful requests left out); prefill deadline "
         f"{_prefill_deadline(f['prefill_deadline'])}.",
         "",
-        *_table(
+        *markdown_table(
             ["Preset", "D_d", "Requests", "P1", "P5", "P50", "Mean", f"Requests {share}"], rows
         ),
         "",
@@ -631,9 +635,9 @@ def _classes_section(metrics: Mapping[str, Any]) -> list[str]:
     return [
         "## Per-class results (draft 5.6.5)",
         "",
-        *_table(header, rows),
+        *markdown_table(header, rows),
         "",
-        *_table(["Metric", "Value"], fairness),
+        *markdown_table(["Metric", "Value"], fairness),
         "",
         f"Fairness reference: {cl['reference']}.",
         "",
@@ -679,9 +683,9 @@ def _guardrails_section(metrics: Mapping[str, Any]) -> list[str]:
         f"- Refused requests: {refusals['requests']} (by stage: {by_stage})",
         f"- Requests with guardrail spans: {g['requests_with_guardrail_spans']}",
         "",
-        *_table([*header, "Per event P99"], rows),
+        *markdown_table([*header, "Per event P99"], rows),
         "",
-        *_table(["Added latency", "Requests", "P50", "P99"], added_rows),
+        *markdown_table(["Added latency", "Requests", "P50", "P99"], added_rows),
         "",
     ]
 
@@ -698,7 +702,7 @@ def _load_generator_section(run: Mapping[str, Any]) -> list[str]:
         ["Schedule lag Max", _ms(lag["max"])],
         ["Generator bottleneck flagged", "yes" if g["generator_bottleneck_flagged"] else "no"],
     ]
-    return ["## Load generator (draft 4.2.5)", "", *_table(["Metric", "Value"], rows), ""]
+    return ["## Load generator (draft 4.2.5)", "", *markdown_table(["Metric", "Value"], rows), ""]
 
 
 def _lateness(value: Any) -> str:
@@ -754,7 +758,7 @@ def _client_health_section(run: Mapping[str, Any]) -> list[str]:
     return [
         "## Load generator health (draft 4.2.1)",
         "",
-        *_table(head, rows),
+        *markdown_table(head, rows),
         "",
         note,
         "",
@@ -790,7 +794,7 @@ def _client_telemetry_section(run: Mapping[str, Any]) -> list[str]:
     rows += [[key, str(t[key])] for key in ("spans_dropped", "spans_rejected") if key in t]
     lost = t.get("spans_dropped", 0) + t.get("spans_rejected", 0)
     note = f"Client spans lost (spool full or refused by the collector): {lost}."
-    return ["## Client span export", "", *_table(["Counter", "Spans"], rows), "", note, ""]
+    return ["## Client span export", "", *markdown_table(["Counter", "Spans"], rows), "", note, ""]
 
 
 def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:
@@ -839,21 +843,19 @@ def _data_quality_section(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 _MET = {True: "✓", False: "✗", None: "n/a"}
 
 
 def _configuration_section(report: Mapping[str, Any]) -> list[str]:
     """Draft 5.1.5.1's configuration summary (``report["configuration"]``)."""
     config = report["configuration"]
-    rows = [[label, _cell(config.get(key, NA))] for key, label in CONFIGURATION_LABELS.items()]
+    rows = [
+        [label, markdown_cell(config.get(key, NA))] for key, label in CONFIGURATION_LABELS.items()
+    ]
     return [
         "## Configuration summary (draft 5.1.5.1)",
         "",
-        *_table(["Item", "Value"], rows),
+        *markdown_table(["Item", "Value"], rows),
         "",
     ]
 
@@ -872,7 +874,7 @@ def compliance_lines(c: Mapping[str, Any]) -> list[str]:
         f"**Verdict: {c['verdict']}** (draft 2; the lowest of the verdicts of the tests this "
         f"report stands for: {names}).",
         "",
-        *_table(
+        *markdown_table(
             ["Test", "Verdict", "MUST statements", "SHOULD statements"],
             [
                 [
@@ -892,14 +894,14 @@ def compliance_lines(c: Mapping[str, Any]) -> list[str]:
         if not unmet:
             lines += ["Every applicable statement is met.", ""]
             continue
-        lines += _table(
+        lines += markdown_table(
             ["Not met", "Section", "Keyword", "Evidence"],
             [
                 [
-                    f"`{s['id']}`: {_cell(s['statement'])}",
+                    f"`{s['id']}`: {markdown_cell(s['statement'])}",
                     s["section"],
                     s["keyword"],
-                    _cell(s["evidence"]),
+                    markdown_cell(s["evidence"]),
                 ]
                 for s in unmet
             ],
@@ -907,18 +909,18 @@ def compliance_lines(c: Mapping[str, Any]) -> list[str]:
         lines.append("")
     rows = [
         [
-            f"`{check['id']}`: {_cell(check['requirement'])}",
+            f"`{check['id']}`: {markdown_cell(check['requirement'])}",
             check["section"],
             check["level"],
             _MET[check["met"]],
-            _cell(check["evidence"]),
+            markdown_cell(check["evidence"]),
         ]
         for check in c["checks"]
     ]
     lines += [
         "### Checks",
         "",
-        *_table(["Check", "Section", "Level", "Met", "Evidence"], rows),
+        *markdown_table(["Check", "Section", "Level", "Met", "Evidence"], rows),
         "",
         f"Scope: {c['scope']}.",
         "",
