@@ -142,11 +142,15 @@ def test_token_offsets_are_microseconds_since_arrival() -> None:
     ]
 
 
-def test_request_trace_appends_one_timestamp_per_token_and_pairs_preemptions() -> None:
-    state = RequestTrace()
-    state.on_tokens(1.0, 1)
-    state.on_tokens(2.0, 3)  # one step, three tokens (speculative decoding): they share it
-    state.on_tokens(3.0, 0)
+def test_request_trace_appends_one_timestamp_per_token_and_pairs_preemptions(
+    hook: RequestHook,
+) -> None:
+    stats = request_stats()
+    hook.on_output(output(1), 1.0, stats)
+    hook.on_output(output(3), 2.0, stats)  # one step, three tokens (speculative): they share it
+    hook.on_output(output(0), 3.0, stats)
+    state = stats.__dict__[STATE_ATTR]
+    assert isinstance(state, RequestTrace)
     state.on_event(2, 2.5)  # SCHEDULED without a preemption before it: not a resumption
     state.on_event(3, 4.0)
     state.on_event(2, 4.5)
