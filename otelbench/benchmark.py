@@ -58,12 +58,12 @@ from otelbench.collector.receiver import STATS_PATH, STORE_ENV
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
 from otelbench.loadgen.affinity import away_from
 from otelbench.loadgen.runner import ExportSpec, RunConfig, RunOutcome, check_workload, execute_run
+from otelbench.model.report import Report
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.html import render_html
 from otelbench.report.plot_data import plot_data
-from otelbench.report.types import Report
 from otelbench.spool import COUNTERS as SPOOL_COUNTERS
 from otelbench.spool import SpoolStats
 from otelbench.sut.process import lower_session_priority

@@ -72,11 +72,11 @@ from otelbench.metrics.stats import (
     permutation_test,
     welch_t_test,
 )
+from otelbench.model.load import load_report, report_file
+from otelbench.model.report import Report
 from otelbench.report.access import dig, markdown_cell, markdown_table, number
 from otelbench.report.compliance import comparison_compliance
-from otelbench.report.load import load_report, report_file
 from otelbench.report.markdown import compliance_lines
-from otelbench.report.types import Report
 
 __all__ = [
     "COMPARE_VERSION",
@@ -145,7 +145,7 @@ def parse_run_arguments(arguments: Sequence[str]) -> list[tuple[str | None, Path
 
 def load_run(path: Path, *, system: str | None = None) -> RunReport:
     """Read a run's ``report.json`` from a run directory or the file itself
-    (:func:`~otelbench.report.load.load_report`: checked, and in this version's shape).
+    (:func:`~otelbench.model.load.load_report`: checked, and in this version's shape).
 
     Raises :class:`~otelbench.errors.ConfigError` when the file is missing or unreadable, is not
     JSON, is not an otelbench run report, or has a ``schema_version`` this otelbench cannot read.

@@ -61,7 +61,7 @@ _COUNTING_BLOCK: Final = 2**18
 
 class SummaryDict(TypedDict):
     """The report's summary shape (docs/report-schema.md, section ``The *summary* shape``):
-    :meth:`Summary.to_dict`. ``otelbench.report.types`` names it ``Summary``."""
+    :meth:`Summary.to_dict`. ``otelbench.model.report`` names it ``Summary``."""
 
     count: int
     mean: float | None

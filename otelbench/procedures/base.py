@@ -42,6 +42,7 @@ from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar, cast, get_a
 
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
+from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.profiles import Profile
 from otelbench.procedures.progress import ProcedureProgress
@@ -55,7 +56,6 @@ from otelbench.procedures.session import (
 from otelbench.report import render_json
 from otelbench.report.compliance import procedure_compliance
 from otelbench.report.html import render_procedure_html
-from otelbench.report.types import Report
 
 __all__ = [
     "PROCEDURES",

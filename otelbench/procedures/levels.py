@@ -38,9 +38,9 @@ from otelbench import semconv
 from otelbench.loadgen.runner import RunOutcome
 from otelbench.metrics import detect_saturation, queue_growing, steady_state
 from otelbench.metrics.curves import RAMP_FRACTION
+from otelbench.model.report import Report
 from otelbench.query import ClientRequests, RunData, RunInfo, ServerRequests
 from otelbench.report.request_ends import CLIENT_CUT
-from otelbench.report.types import Report
 
 __all__ = [
     "LEVEL_ROW_KEYS",

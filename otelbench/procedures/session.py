@@ -76,6 +76,7 @@ from otelbench.loadgen.runner import (
     check_workload,
     execute_run,
 )
+from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
 from otelbench.query import RunData, extract_run_data, open_store
@@ -83,7 +84,6 @@ from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.html import render_html
 from otelbench.report.plot_data import plot_data
-from otelbench.report.types import Report
 from otelbench.spool import SpoolStats
 
 __all__ = ["Level", "ProcedureInterrupted", "ProcedureSession"]

@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from otelbench.errors import registered
+from otelbench.model.report import Report
 from otelbench.report.build import SCHEMA_VERSION, build_report, render_json, report_from_data
 from otelbench.report.html import render_html
 from otelbench.report.markdown import render_markdown
-from otelbench.report.types import Report
 
 __all__ = [
     "RENDERERS",

@@ -43,8 +43,9 @@ from otelbench.metrics import (
     ttft_decomposition,
     window_throughput,
 )
+from otelbench.model import report as rt
+from otelbench.model.report import SCHEMA_VERSION
 from otelbench.query import ClientRequests, QueryRunner, RunData, extract_run_data, open_store
-from otelbench.report import types as rt
 from otelbench.report.compliance import compliance
 from otelbench.report.configuration import configuration_summary
 from otelbench.report.evidence import phases_section, sent_section
@@ -83,9 +84,6 @@ __all__ = [
     "render_json",
     "report_from_data",
 ]
-
-SCHEMA_VERSION: Final = 1
-"""Version of the ``report.json`` shape; bumped on any incompatible change."""
 
 
 FIRST_TOKEN_DEFINITION: Final = (

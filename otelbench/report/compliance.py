@@ -64,6 +64,16 @@ from otelbench.draft.statements import (
 )
 from otelbench.metrics.latency import input_bucket_labels
 from otelbench.metrics.warmup import probe_variation
+from otelbench.model.report import (
+    BulletResult,
+    Check,
+    ComplianceCounts,
+    ComplianceSection,
+    LevelCounts,
+    StatementResult,
+    TestVerdict,
+    Verdict,
+)
 from otelbench.report.access import fmt, integer, mapping, nonblank, number
 from otelbench.report.configuration import (
     CONFIGURATION_LABELS,
@@ -77,16 +87,6 @@ from otelbench.report.configuration import (
     tokenizer_text,
     warmup_text,
     workload_text,
-)
-from otelbench.report.types import (
-    BulletResult,
-    Check,
-    ComplianceCounts,
-    ComplianceSection,
-    LevelCounts,
-    StatementResult,
-    TestVerdict,
-    Verdict,
 )
 
 __all__ = [

@@ -26,8 +26,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from otelbench import semconv
+from otelbench.model.report import Configuration
 from otelbench.report.access import fmt, integer, mapping, nonblank, number
-from otelbench.report.types import Configuration
 
 __all__ = [
     "CONFIGURATION_LABELS",

@@ -29,8 +29,8 @@ import numpy.typing as npt
 
 from otelbench import draft
 from otelbench.metrics.arrivals import exponential_fit
+from otelbench.model import report as rt
 from otelbench.query import RunData
-from otelbench.report import types as rt
 from otelbench.report.access import mapping, number
 
 __all__ = ["phases_section", "sent_section"]

@@ -39,8 +39,8 @@ import numpy.typing as npt
 
 from otelbench import semconv
 from otelbench.metrics import summarize
+from otelbench.model import report as rt
 from otelbench.query import RunData
-from otelbench.report import types as rt
 
 __all__ = ["GUARDRAIL_DEFINITIONS", "guardrails_section", "input_busy_ms"]
 

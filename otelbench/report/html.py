@@ -49,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from otelbench.model.report import Report
 from otelbench.report.access import NA, dig, fmt, load_text, mapping, number
 from otelbench.report.configuration import CONFIGURATION_LABELS
 from otelbench.report.figures import (
@@ -61,7 +62,6 @@ from otelbench.report.figures import (
     throughput_latency,
 )
 from otelbench.report.markdown import request_ends_table, server_timing_text
-from otelbench.report.types import Report
 
 __all__ = [
     "CURVE_SHAPE",

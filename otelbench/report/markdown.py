@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from otelbench.model.report import Report
 from otelbench.report.access import (
     NA,
     NOT_RECORDED,
@@ -35,7 +36,6 @@ from otelbench.report.access import (
     markdown_table,
 )
 from otelbench.report.configuration import CONFIGURATION_LABELS
-from otelbench.report.types import Report
 
 __all__ = ["compliance_lines", "render_markdown", "request_ends_table", "server_timing_text"]
 

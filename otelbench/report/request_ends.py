@@ -28,8 +28,8 @@ import numpy.typing as npt
 
 from otelbench import semconv
 from otelbench.metrics import UNKNOWN_ERROR_TYPE, unread_work
+from otelbench.model import report as rt
 from otelbench.query import RunData
-from otelbench.report import types as rt
 
 __all__ = [
     "CLIENT_CUT",

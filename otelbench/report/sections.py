@@ -63,8 +63,8 @@ from otelbench.metrics import (
     summarize,
     token_arrival_times,
 )
+from otelbench.model import report as rt
 from otelbench.query import RunData
-from otelbench.report import types as rt
 
 __all__ = [
     "DEFAULT_PREFILL_DEADLINE_S",

@@ -33,7 +33,9 @@ from otelbench.metrics.stats import (
     student_t_two_sided_p,
     welch_t_test,
 )
-from otelbench.report import SCHEMA_VERSION
+from otelbench.query import extract_run_data, open_store
+from otelbench.report import SCHEMA_VERSION, render_json, report_from_data
+from tests.unit.query.spanstore import write_scenario
 
 # ---------------------------------------------------------------------------------------------
 # Regularized incomplete beta and Student's t
@@ -209,7 +211,15 @@ def test_permutation_monte_carlo_is_seeded() -> None:
 
 
 def summary(p50: float, p99: float) -> dict[str, Any]:
-    return {"count": 100, "mean": p50, "p50": p50, "p99": p99}
+    return {
+        **dict.fromkeys(
+            ("count", "mean", "std", "min", "max", "p50", "p90", "p95", "p99", "p99_9")
+        ),
+        "count": 100,
+        "mean": p50,
+        "p50": p50,
+        "p99": p99,
+    }
 
 
 def make_report(
@@ -616,8 +626,31 @@ def write(path: Path, content: Any) -> Path:
     return path
 
 
-def test_load_run_from_directory_or_file(tmp_path: Path) -> None:
-    file = write(tmp_path / "r1" / "report.json", make_report("r1"))
+def whole(report: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """``report`` laid over ``base`` (a whole built report), key by key: a report.json that
+    ``load_report`` accepts, with ``make_report``'s values (its warm-up is a partial declaration,
+    so the base's stands)."""
+    out = copy.deepcopy(base)
+    for key, value in report.items():
+        if key == "warmup":
+            continue
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "load":
+            out[key] = whole(value, out[key])
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.fixture(scope="module")
+def base_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    store = write_scenario(tmp_path_factory.mktemp("base") / "scenario.duckdb")
+    with open_store(store) as runner:
+        report: dict[str, Any] = json.loads(render_json(report_from_data(extract_run_data(runner))))
+    return report
+
+
+def test_load_run_from_directory_or_file(tmp_path: Path, base_report: dict[str, Any]) -> None:
+    file = write(tmp_path / "r1" / "report.json", whole(make_report("r1"), base_report))
     assert load_run(tmp_path / "r1").path == file
     assert load_run(file, system="x").system == "x"
     assert load_run(file).run_id == "r1"
@@ -705,13 +738,14 @@ def test_the_comparison_has_a_draft_6_verdict() -> None:
     assert "| 6 Multi-System Comparison | **not compliant** |" in md
 
 
-def test_compare_command_prints_and_writes(tmp_path: Path) -> None:
+def test_compare_command_prints_and_writes(tmp_path: Path, base_report: dict[str, Any]) -> None:
     import io
 
     args = []
     for name, values in (("a", [100.0, 110.0, 120.0]), ("b", [150.0, 160.0, 170.0])):
         for i, v in enumerate(values):
-            write(tmp_path / f"{name}{i}" / "report.json", make_report(f"{name}{i}", ttft=v))
+            report = whole(make_report(f"{name}{i}", ttft=v), base_report)
+            write(tmp_path / f"{name}{i}" / "report.json", report)
             args.append(f"{name}={tmp_path / f'{name}{i}'}")
     stdout, stderr = io.StringIO(), io.StringIO()
     out = tmp_path / "cmp"

@@ -129,7 +129,7 @@ RENDERER_MAY_IMPORT = (
     *RENDERERS,
     "otelbench.draft",
     "otelbench.report.access",
-    "otelbench.report.types",
+    "otelbench.model.report",
 )
 KNOWN_RENDERER_IMPORTS = {
     ("otelbench.report.markdown", "otelbench.report.configuration"),

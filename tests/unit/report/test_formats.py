@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from otelbench.model.report import Report
 from otelbench.report import build_report, render_markdown
 from otelbench.report.access import fmt
 from otelbench.report.configuration import CONFIGURATION_LABELS
 from otelbench.report.html import render_html
-from otelbench.report.types import Report
 
 
 @pytest.fixture(params=["scenario_store", "hook_store", "scenario_store_without_server"])

@@ -1,6 +1,7 @@
 """``load_report``: the one boundary where a stored report.json enters otelbench, and where an
-older schema version is brought to this version's shape (the error messages of a bad file are
-checked through ``otelbench compare`` in ``tests/unit/test_compare.py``)."""
+older schema version is brought to this version's shape and the result checked against the types
+(the error messages of a bad file are checked through ``otelbench compare`` in
+``tests/unit/test_compare.py``)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from typing import Any
 import pytest
 
 from otelbench.errors import ConfigError
-from otelbench.report import load as load_module
-from otelbench.report.build import SCHEMA_VERSION
-from otelbench.report.load import load_report, report_file
+from otelbench.model import load as load_module
+from otelbench.model.load import load_report, report_file
+from otelbench.model.report import SCHEMA_VERSION
+from otelbench.query import extract_run_data, open_store
+from otelbench.report import render_json, report_from_data
+from tests.unit.query.spanstore import write_scenario
 
 
 def write(path: Path, report: dict[str, Any]) -> Path:
@@ -26,12 +30,36 @@ def minimal(version: int) -> dict[str, Any]:
     return {"schema_version": version, "run": {"id": "r"}, "metrics": {"client": {}}}
 
 
+def built(tmp_path: Path) -> dict[str, Any]:
+    """A whole report, as report.json holds it (the golden scenario's run)."""
+    with open_store(write_scenario(tmp_path / "scenario.duckdb")) as runner:
+        report: dict[str, Any] = json.loads(render_json(report_from_data(extract_run_data(runner))))
+    return report
+
+
 def test_a_report_of_this_version_is_read_as_written(tmp_path: Path) -> None:
-    run = write(tmp_path / "run", {**minimal(SCHEMA_VERSION), "extra": [1, 2]})
+    """A key a newer otelbench of the same version added is kept: adding keys is compatible."""
+    report = {**built(tmp_path), "extra": [1, 2]}
+    run = write(tmp_path / "run", report)
     assert report_file(run) == run / "report.json"
     assert report_file(run / "report.json") == run / "report.json"
-    assert load_report(run) == {**minimal(SCHEMA_VERSION), "extra": [1, 2]}
+    assert load_report(run) == report
     assert load_report(run / "report.json") == load_report(run)
+
+
+def test_a_report_that_departs_from_the_types_is_refused_by_path(tmp_path: Path) -> None:
+    """Past ``load_report`` a report has its type's shape: a missing key, a wrong type or an
+    unknown value of a Literal stops it here, named by where it is."""
+    report = built(tmp_path)
+    del report["metrics"]["client"]["ttft_ms"]
+    report["run"]["requests"]["succeeded"] = "3"
+    run = write(tmp_path / "run", report)
+    with pytest.raises(ConfigError) as raised:
+        load_report(run)
+    message = str(raised.value)
+    assert "$.metrics.client: missing key ttft_ms" in message
+    assert "$.run.requests.succeeded: expected int, got str" in message
+    assert "rebuild it from its store with `otelbench report`" in message
 
 
 def test_an_older_version_is_upgraded_step_by_step_at_the_boundary(
@@ -51,10 +79,11 @@ def test_an_older_version_is_upgraded_step_by_step_at_the_boundary(
 
     monkeypatch.setattr(load_module, "SCHEMA_VERSION", 3)
     monkeypatch.setattr(load_module, "UPGRADES", {1: step(2), 2: step(3)})
-    run = write(tmp_path / "run", minimal(1))
+    whole = built(tmp_path)
+    run = write(tmp_path / "run", {**whole, "schema_version": 1})
     report: dict[str, Any] = dict(load_report(run))
     assert seen == [1, 2]
-    assert report == {**minimal(3), "added_in_2": True, "added_in_3": True}
+    assert report == {**whole, "schema_version": 3, "added_in_2": True, "added_in_3": True}
 
     monkeypatch.setattr(load_module, "UPGRADES", {2: step(3)})
     with pytest.raises(ConfigError, match="has report schema_version 1, this otelbench reads 3"):

@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from otelbench.model import report as rt
+from otelbench.model.conform import conforms
 from otelbench.query import RunData
 from otelbench.report import render_json, render_markdown, report_from_data
-from otelbench.report import types as rt
 from otelbench.report.html import render_html
 from otelbench.report.plot_data import plot_data
-from tests.unit.report.conformance import conforms
 from tests.unit.report.test_sections import MS, Req, run_data
 
 GAP_NS = 10**9

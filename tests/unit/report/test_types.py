@@ -1,4 +1,4 @@
-"""``report.json``'s TypedDicts (``otelbench.report.types``) against the built reports and the doc.
+"""``report.json``'s TypedDicts (``otelbench.model.report``) against the built reports and the doc.
 
 Three things that must not drift apart: what :func:`report_from_data` writes (every report of the
 golden scenarios, ``tests/unit/golden/outputs.py``, and the report with every optional section,
@@ -20,12 +20,12 @@ import pytest
 from otelbench.loadgen.runner import _tokenizer_declaration
 from otelbench.loadgen.warmup import WarmupOutcome, WarmupSpec, probe_summary
 from otelbench.metrics import TTFT_COMPONENTS
+from otelbench.model import report as rt
+from otelbench.model.conform import conforms
 from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, report_from_data
-from otelbench.report import types as rt
 from otelbench.report.configuration import CONFIGURATION_LABELS
 from tests.unit.golden.outputs import SCENARIOS
-from tests.unit.report.conformance import conforms
 from tests.unit.report.test_sections import full_report
 
 DOC = Path(__file__).parents[3] / "docs" / "report-schema.md"

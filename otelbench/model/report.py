@@ -25,7 +25,7 @@ their TypedDicts live there (:class:`~otelbench.metrics.SummaryDict`,
 Usage::
 
     from otelbench.report import build_report
-    from otelbench.report.types import Report
+    from otelbench.model.report import Report
 
     report: Report = build_report("otelbench.duckdb")
     report["metrics"]["client"]["ttft_ms"]["p99"]      # float | None
@@ -35,11 +35,12 @@ Usage::
 # made (Python 3.11's TypedDict reads it from evaluated annotations only), so that
 # ``__required_keys__`` is right for the conformance tests.
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 from otelbench.metrics import InputBucketDict, SummaryDict
 
 __all__ = [
+    "SCHEMA_VERSION",
     "AddedLatency",
     "Check",
     "ClassRow",
@@ -113,6 +114,10 @@ __all__ = [
     "WorkerCpu",
     "WorkerHealth",
 ]
+
+SCHEMA_VERSION: Final = 1
+"""Version of the ``report.json`` shape; bumped on any incompatible change
+(:data:`otelbench.model.load.UPGRADES` brings an older one to it)."""
 
 Summary = SummaryDict
 """The *summary* shape (``{count, mean, std, min, max, p50, p90, p95, p99, p99_9}``)."""

@@ -1,7 +1,10 @@
-"""Does a JSON value have a type's shape? A runtime check of the report's TypedDicts, for tests.
+"""Does a JSON value have a type's shape? The runtime check of the report's TypedDicts.
+
+:func:`~otelbench.model.load.load_report` checks every report it reads with it, and the tests check
+every report the builder writes (``tests/unit/report/test_types.py``).
 
 :func:`conforms` walks a value (parsed JSON: dicts, lists, strings, numbers, bools, None) against
-a type of :mod:`otelbench.report.types` and lists every problem by its path: a key the TypedDict
+a type of :mod:`otelbench.model.report` and lists every problem by its path: a key the TypedDict
 does not declare, a required key that is missing, a value of another type. It follows TypedDicts,
 ``list[X]``, ``dict[str, X]``, unions (``X | None``), ``Literal`` and ``Any``. JSON has one kind
 of number, so an int is a ``float`` (PEP 484's numeric tower); a bool is neither.
@@ -39,22 +42,24 @@ def _scalar(value: Any, tp: type) -> bool:
     return isinstance(value, tp)
 
 
-def _typeddict(value: Any, tp: Any, path: str) -> list[str]:
+def _typeddict(value: Any, tp: Any, path: str, unknown: bool) -> list[str]:
     if not isinstance(value, dict):
         return [f"{path}: expected {tp.__name__} (an object), got {type(value).__name__}"]
     hints = get_type_hints(tp)
-    problems = [f"{path}: unknown key {key}" for key in value if key not in hints]
+    problems = (
+        [] if unknown else [f"{path}: unknown key {key}" for key in value if key not in hints]
+    )
     problems += [
         f"{path}: missing key {key}" for key in sorted(tp.__required_keys__) if key not in value
     ]
     for key, item in value.items():
         if key in hints:
-            problems += conforms(item, hints[key], f"{path}.{key}")
+            problems += conforms(item, hints[key], f"{path}.{key}", unknown_keys=unknown)
     return problems
 
 
-def _union(value: Any, tp: Any, path: str) -> list[str]:
-    tried = [conforms(value, member, path) for member in get_args(tp)]
+def _union(value: Any, tp: Any, path: str, unknown: bool) -> list[str]:
+    tried = [conforms(value, member, path, unknown_keys=unknown) for member in get_args(tp)]
     if any(not problems for problems in tried):
         return []
     closest = min(tried, key=len)
@@ -63,18 +68,19 @@ def _union(value: Any, tp: Any, path: str) -> list[str]:
     return closest
 
 
-def conforms(value: Any, tp: Any, path: str = "$") -> list[str]:
+def conforms(value: Any, tp: Any, path: str = "$", *, unknown_keys: bool = False) -> list[str]:
     """Every way ``value`` departs from type ``tp``, as ``"PATH: problem"`` lines (``[]`` when
-    it conforms); ``path`` names ``value`` in them."""
+    it conforms); ``path`` names ``value`` in them. ``unknown_keys``: a key no TypedDict declares
+    is no problem (a report from a newer otelbench of the same schema version may add keys)."""
     if tp is Any:
         return []
     if tp is None or tp is type(None):
         return [] if value is None else [f"{path}: expected None, got {type(value).__name__}"]
     if is_typeddict(tp):
-        return _typeddict(value, tp, path)
+        return _typeddict(value, tp, path, unknown_keys)
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
-        return _union(value, tp, path)
+        return _union(value, tp, path, unknown_keys)
     if origin is Literal:
         allowed = get_args(tp)
         return [] if value in allowed else [f"{path}: {value!r} is none of {list(allowed)}"]
@@ -82,7 +88,11 @@ def conforms(value: Any, tp: Any, path: str = "$") -> list[str]:
         if not isinstance(value, list):
             return [f"{path}: expected {type_name(tp)}, got {type(value).__name__}"]
         (item,) = get_args(tp)
-        return [p for i, v in enumerate(value) for p in conforms(v, item, f"{path}[{i}]")]
+        return [
+            p
+            for i, v in enumerate(value)
+            for p in conforms(v, item, f"{path}[{i}]", unknown_keys=unknown_keys)
+        ]
     if origin is dict:
         if not isinstance(value, dict):
             return [f"{path}: expected {type_name(tp)}, got {type(value).__name__}"]
@@ -92,7 +102,11 @@ def conforms(value: Any, tp: Any, path: str = "$") -> list[str]:
             for k in value
             if not isinstance(k, key_type)
         ]
-        return problems + [p for k, v in value.items() for p in conforms(v, item, f"{path}.{k}")]
+        return problems + [
+            p
+            for k, v in value.items()
+            for p in conforms(v, item, f"{path}.{k}", unknown_keys=unknown_keys)
+        ]
     if isinstance(tp, type):
         return (
             []

@@ -1,15 +1,18 @@
 """Reading a ``report.json`` back: the one boundary where a stored run report enters otelbench.
 
-:func:`load_report` reads a run directory's ``report.json`` (or the file), checks that it is an
-otelbench run report and brings an older ``schema_version`` to this version's shape once, here,
-through :data:`UPGRADES`; past this function no code asks which version wrote a report.
+:func:`load_report` reads a run directory's ``report.json`` (or the file), brings an older
+``schema_version`` to this version's shape once, here, through :data:`UPGRADES`, and checks the
+result against :class:`~otelbench.model.report.Report`
+(:func:`~otelbench.model.conform.conforms`; keys a newer otelbench added are let through). Past
+this function a report has its type's shape: no code asks which version wrote it, and none reads
+it defensively.
 ``docs/report-schema.md`` is the shape. Adding a key is a compatible change and keeps the
-version; a change that is not compatible raises :data:`~otelbench.report.build.SCHEMA_VERSION`
+version; a change that is not compatible raises :data:`~otelbench.model.report.SCHEMA_VERSION`
 and adds the step from the version before to :data:`UPGRADES`.
 
 Usage::
 
-    from otelbench.report.load import load_report
+    from otelbench.model.load import load_report
 
     report = load_report(Path("out/run-1"))        # or Path("out/run-1/report.json")
     report["metrics"]["client"]["ttft_ms"]["p99"]
@@ -23,14 +26,18 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from otelbench.errors import ConfigError
-from otelbench.report.build import SCHEMA_VERSION
-from otelbench.report.types import Report
+from otelbench.model.conform import conforms
+from otelbench.model.report import SCHEMA_VERSION, Report
 
 __all__ = ["UPGRADES", "load_report", "report_file"]
 
 UPGRADES: Final[Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
 """``version → step``: each step takes a report of that ``schema_version`` and returns it in the
 next version's shape (its ``schema_version`` included). Empty while version 1 is the only one."""
+
+
+_SHOWN: Final = 3
+"""How many shape problems a refused report's error names."""
 
 
 def report_file(path: Path) -> Path:
@@ -43,7 +50,8 @@ def load_report(path: Path) -> Report:
 
     Raises :class:`~otelbench.errors.ConfigError` (one line) when the file is missing or
     unreadable, is not JSON, is not an otelbench run report (no ``schema_version``, run id or
-    client metrics), or has a ``schema_version`` this otelbench cannot bring to its own.
+    client metrics), has a ``schema_version`` this otelbench cannot bring to its own, or departs
+    from that version's shape (the first problems are named by their JSON path).
     """
     file = report_file(path)
     if not file.is_file():
@@ -76,4 +84,12 @@ def load_report(path: Path) -> Report:
         or not isinstance(metrics.get("client"), dict)
     ):
         raise ConfigError(f"{file} is not an otelbench run report (no run id or client metrics)")
+    problems = conforms(report, Report, unknown_keys=True)
+    if problems:
+        shown = "; ".join(problems[:_SHOWN])
+        more = f" (and {len(problems) - _SHOWN} more)" if len(problems) > _SHOWN else ""
+        raise ConfigError(
+            f"{file} does not have the shape of report schema_version {SCHEMA_VERSION}: "
+            f"{shown}{more}; rebuild it from its store with `otelbench report`"
+        )
     return cast(Report, report)

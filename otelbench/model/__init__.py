@@ -1,0 +1,18 @@
+"""The report as a typed value: ``report.json``'s shape, the one way in from disk, the check.
+
+* :mod:`otelbench.model.report` — one ``TypedDict`` per object of ``docs/report-schema.md``
+  (:class:`~otelbench.model.report.Report` is the whole report) and its
+  :data:`~otelbench.model.report.SCHEMA_VERSION`;
+* :mod:`otelbench.model.load` — :func:`~otelbench.model.load.load_report`, the one boundary where
+  a stored ``report.json`` enters otelbench: read, upgraded from an older version, checked
+  against the types;
+* :mod:`otelbench.model.conform` — :func:`~otelbench.model.conform.conforms`, that check: every
+  way a parsed JSON value departs from a type, by path.
+
+Why ``TypedDict`` and not dataclasses: ``report.json`` is the public contract, read as JSON by
+users, dashboards and ``otelbench compare``; a ``TypedDict`` types that very value (mypy checks
+every key read; no second representation to keep in step with the document, no conversion that
+could change a byte of the output). What a dataclass would add, a value known to have its shape,
+comes from checking it once where it enters (:func:`~otelbench.model.load.load_report`); a built
+report has it by construction (``tests/unit/report/test_types.py`` checks the golden reports).
+"""
