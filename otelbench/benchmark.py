@@ -788,7 +788,8 @@ def _run_benchmark(
             f"spool {spool_dir if spool_dir is not None else out_dir / 'spool'}: the next run "
             "with that spool, or any exporter opening it, replays them)"
         )
-    if _readable(store, external=collector is None):
+    # a shard holds part of its run: the run's report is built once every shard is stored
+    if config.shard is None and _readable(store, external=collector is None):
         assert store is not None
         result.report, result.report_md = write_reports(out_dir, store, config.run_id)
     return result
@@ -842,5 +843,6 @@ def config_json(config: RunConfig) -> dict[str, Any]:
         "warmup": dataclasses.asdict(config.warmup) if config.warmup is not None else None,
         "workers": config.workers,
         "loadgen_cpus": list(config.loadgen_cpus.load) if config.loadgen_cpus else None,
+        **({} if config.shard is None else {"shard": dataclasses.asdict(config.shard)}),
         "pid": os.getpid(),
     }

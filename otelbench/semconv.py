@@ -221,6 +221,12 @@ REQUEST_PROMPT_TOKENS: Final = "otelbench.request.prompt_tokens"
 decoding to text): the input length actually sent (draft 4.3.2, Appendix A)."""
 LOADGEN_WORKER: Final = "otelbench.loadgen.worker"
 """Which load-generating worker process sent the request (0 … N−1; ``otelbench run --workers``)."""
+LOADGEN_SHARD: Final = "otelbench.loadgen.shard"
+"""Which shard of a run sent from several hosts sent the request, or ran the run span
+(0 … N−1; ``otelbench run --shard I/N``); absent on a run from one host."""
+WARMUP_SHARD: Final = 0
+"""The shard of a run sent from several hosts that warms the target up (draft 4.5) before the
+agreed start; its run manifest is the run's (:mod:`otelbench.query.shards`)."""
 
 # --------------------------------------------------------------------------------------------
 # Server span attributes as vLLM writes them (seconds, doubles) — anchors.md §4.1

@@ -35,5 +35,12 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get install -y -qq chromium >/dev/null
 fi
 
+if ! command -v ip >/dev/null 2>&1; then
+    echo "setup: installing iproute2 (Debian), for the sharded run's network namespaces"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq iproute2 >/dev/null
+fi
+
 bash scripts/vllm/setup.sh
 echo "setup: done"

@@ -61,6 +61,28 @@ class RunOptions:
         None,
         help="Where client spans wait while the collector is unreachable (default OUT/spool).",
     )
+    shard: str | None = option(
+        None,
+        help="I/N: send shard I of N of the run's schedule (every shard: the same --run-id, "
+        "seed, workload, load and --start-at; default $OTELBENCH_SHARD, or "
+        "$JOB_COMPLETION_INDEX with --shards).",
+    )
+    shards: int | None = option(
+        None, help="N, the shard count, where the index comes from $JOB_COMPLETION_INDEX."
+    )
+    run_id: str | None = option(
+        None, help="The run's id (default: a new one; a sharded run: the same on every shard)."
+    )
+    start_at: str | None = option(
+        None,
+        help="A sharded run's agreed start: Unix seconds or ISO 8601 (e.g. "
+        "2026-11-29T15:00:00Z), after the last shard can be up.",
+    )
+    clock_reference: str | None = option(
+        None,
+        help="HOST[:PORT] of an SNTP server each shard measures its clock offset from "
+        "(draft 4.7.2 evidence).",
+    )
 
 
 def _fail(message: str) -> None:
@@ -188,6 +210,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         workload_params=params,
         prompt_format=parse_prompt_format(r.prompt_format),
     )
+    config = _sharded(config, r, c.otlp_endpoint)
     launch = {"max_model_len": c.max_model_len, "served_model_name": c.model} if c.sut else None
     out = c.out
     steady_heap()  # this process sends the load when it has one worker
@@ -204,7 +227,14 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
             spool_dir=r.spool_dir,
             keep_records=False,  # the report comes from the store
         )
-    if result.report_md is not None:
+    if config.shard is not None:
+        typer.echo(
+            f"otelbench: shard {config.shard.index}/{config.shard.count} of run "
+            f"{config.run_id} done; once every shard is, its report: `otelbench report DIR "
+            f"--store <the collector's store> --run-id {config.run_id}`",
+            err=True,
+        )
+    elif result.report_md is not None:
         typer.echo(result.report_md)
         typer.echo(f"otelbench: reports written to {out}/report.json and {out}/report.md", err=True)
     else:
@@ -218,6 +248,30 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
     tally = result.outcome.tally if result.outcome is not None else None
     if tally is not None and tally.sent and tally.failed.total() == tally.sent:
         _fail(f"all {tally.sent} requests failed ({', '.join(sorted(tally.failed))})")
+
+
+def _sharded(config: RunConfig, r: RunOptions, otlp_endpoint: str | None) -> RunConfig:
+    """``config`` with ``--run-id`` and, for a shard of a run sent from several hosts, its
+    :class:`~otelbench.loadgen.shard.Shard` (one shard of one is the whole run: no shard)."""
+    import os
+
+    from otelbench.loadgen.shard import Shard, parse_shard, parse_start, shard_from_env
+
+    if r.run_id is not None:
+        config = dataclasses.replace(config, run_id=r.run_id)
+    given = parse_shard(r.shard) if r.shard is not None else shard_from_env(os.environ, r.shards)
+    if given is None or given[1] == 1:
+        return config
+    if r.run_id is None:
+        raise typer.BadParameter("a sharded run needs --run-id, the same on every shard")
+    if otlp_endpoint is None:
+        raise typer.BadParameter(
+            "a sharded run's shards export to one collector: give --otlp-endpoint (and "
+            "--store, the store it writes)"
+        )
+    start = None if r.start_at is None else parse_start(r.start_at)
+    shard = Shard(index=given[0], count=given[1], start_at_unix=start)
+    return dataclasses.replace(config, shard=shard, clock_reference=r.clock_reference)
 
 
 _COMMON = dataclass_options(

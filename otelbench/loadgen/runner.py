@@ -24,6 +24,11 @@ Arrival processes (``poisson``, ``uniform``, ``bursty``, ``trace``) are register
 :mod:`otelbench.loadgen.arrivals`; their parameters go in ``LoadSpec.arrival_params`` and the
 manifest records them, with defaults filled in, under ``load.arrival``.
 
+Shards (:mod:`otelbench.loadgen.shard`): with ``RunConfig.shard`` this host sends one shard of
+the run's schedule from the agreed wall-clock start; its manifest carries ``shard`` (index, host,
+how late it started) and ``clock`` (its clock evidence, draft 4.7.2), and the warm-up runs on one
+shard only.
+
 Warm-up (draft 4.5): with ``RunConfig.warmup`` set, :func:`otelbench.loadgen.warmup.run_warmup`
 runs on the same client before the measurement starts (see there); its outcome is the manifest's
 ``warmup`` entry. Every request's span carries its class (``otelbench.request.class``) and its
@@ -40,6 +45,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import inspect
@@ -65,7 +71,9 @@ from otelbench.loadgen.arrivals import (
     arrival_parameters,
     arrival_schedule,
 )
+from otelbench.loadgen.clocksync import clock_evidence
 from otelbench.loadgen.health import LoopMonitor, WorkerHealth, client_health
+from otelbench.loadgen.shard import Shard, agreed_t0, shard_part
 from otelbench.loadgen.share import (
     RequestRecord,
     Sender,
@@ -82,7 +90,7 @@ from otelbench.loadgen.warmup import (
     WarmupSpec,
     run_warmup,
 )
-from otelbench.loadgen.workers import ExportSpec, WorkerPool, default_workers
+from otelbench.loadgen.workers import START_MARGIN_NS, ExportSpec, WorkerPool, default_workers
 from otelbench.loadgen.workloads import (
     A1_VOCAB_SIZE,
     WORKLOADS,
@@ -193,6 +201,17 @@ class RunConfig:
     """``--loadgen-cpus``: the CPUs the measuring event loops run on, one each, and the rest for
     everything else the run starts (:mod:`otelbench.loadgen.affinity`; checked when made, while
     this process may still use every CPU). None: nothing is pinned."""
+    shard: Shard | None = None
+    """``--shard I/N``: this host sends shard *I* of *N* of the run's schedule from the agreed
+    start (:mod:`otelbench.loadgen.shard`); None: the whole run, from now."""
+    clock_reference: str | None = None
+    """``--clock-reference HOST[:PORT]``: an SNTP server a sharded run measures its wall-clock
+    offset from (draft 4.7.2, :mod:`otelbench.loadgen.clocksync`)."""
+
+    @property
+    def shard_index(self) -> int | None:
+        """This host's shard (a request span's ``otelbench.loadgen.shard``); None unsharded."""
+        return None if self.shard is None else self.shard.index
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
@@ -415,20 +434,38 @@ async def execute_run(
             )
         ]
     )
-    workers, chosen = _workers(config, items, offsets_s, export)
-    shares = split_load(items, prompts, offsets_s, config.load.concurrency, workers)
+    concurrency = config.load.concurrency
+    shard = config.shard
+    if shard is not None:  # this host's part of the one schedule, then its workers' parts
+        part = shard_part(items, prompts, offsets_s, concurrency, shard)
+        items, prompts, offsets_s, concurrency = (
+            part.items,
+            part.prompts,
+            part.offsets_s,
+            part.concurrency,
+        )
+        manifest["clock"] = clock_evidence(config.clock_reference)
+    workers, chosen = _workers(config, items, offsets_s, concurrency, export)
+    shares = split_load(items, prompts, offsets_s, concurrency, workers)
     manifest["load"]["workers"] = {"count": workers, "chosen": chosen}
     plan = config.loadgen_cpus
     if plan is not None:
         manifest["load"]["workers"]["cpus"] = plan.describe(neighbours or {})
         manifest["notes"].extend(filter(None, [plan.note()]))
 
+    warmup = config.warmup if shard is None or shard.warms_up else None
+    if warmup is None and config.warmup is not None:
+        manifest["notes"].append(f"the warm-up (draft 4.5) ran on shard {semconv.WARMUP_SHARD}")
     outcome = RunOutcome(config.run_id, manifest, keep_records=keep_records)
     tracer = trace.get_tracer(semconv.INSTRUMENTATION_SCOPE, __version__, tracer_provider)
     run_span = tracer.start_span(
         semconv.SPAN_RUN,
         kind=trace.SpanKind.INTERNAL,
-        attributes={semconv.RUN_ID: config.run_id, semconv.WORKLOAD_NAME: config.workload},
+        attributes={
+            semconv.RUN_ID: config.run_id,
+            semconv.WORKLOAD_NAME: config.workload,
+            **({} if shard is None else {semconv.LOADGEN_SHARD: shard.index}),
+        },
     )
     client = AsyncLLMClient(
         config.target, tracer_provider=tracer_provider, timeout=config.timeout_s
@@ -447,12 +484,12 @@ async def execute_run(
             if pool is not None:
                 pool.start()  # the workers start while this process warms the target up
                 manifest["load"]["workers"]["start_method"] = pool.start_method
-            if config.warmup is not None:
+            if warmup is not None:
                 warm_workload = make_workload(
                     config.workload, **{**params, "seed": config.seed + WARMUP_SEED_OFFSET}
                 )
                 outcome.warmup = await run_warmup(
-                    config.warmup,
+                    warmup,
                     warm_workload,
                     lambda item, phase: sender.send(item, prompt_of(item), phase),
                     concurrency=config.load.concurrency or DEFAULT_CONCURRENCY,
@@ -468,11 +505,14 @@ async def execute_run(
                 monitor = LoopMonitor(shares[0].worker) if pool is None else None
                 started_unix = time.time()
                 t0 = time.perf_counter_ns()
+                if shard is not None:
+                    t0, started_unix = await _agreed_start(shard, manifest)
                 if pool is None:
                     assert monitor is not None
                     healths = [await _measure_here(sender, shares[0], t0, monitor, on_result, plan)]
                 else:
-                    t0, healths = await pool.measure(_collect(outcome, on_result))
+                    start = t0 if shard is not None else None
+                    t0, healths = await pool.measure(_collect(outcome, on_result), start)
     finally:
         finished_unix = time.time()
         if pool is not None:
@@ -489,20 +529,36 @@ async def execute_run(
     return outcome
 
 
+async def _agreed_start(shard: Shard, manifest: dict[str, Any]) -> tuple[int, float]:
+    """The agreed start as this host's ``t0`` (monotonic) and wall-clock time, waited for until
+    :data:`~otelbench.loadgen.workers.START_MARGIN_NS` before it (the measuring loops then wait
+    for their own deadlines). A host late for it keeps the agreed ``t0``: its sends show the
+    lag, and the manifest's ``shard.start_late_ms`` says by how much."""
+    assert shard.start_at_unix is not None
+    t0, late_ns = agreed_t0(shard.start_at_unix)
+    manifest["shard"] = shard.manifest(late_ns)
+    wait_ns = -late_ns - START_MARGIN_NS
+    if wait_ns > 0:
+        await asyncio.sleep(wait_ns / 1e9)
+    return t0, shard.start_at_unix
+
+
 def _workers(
     config: RunConfig,
     items: list[WorkloadRequest],
     offsets_s: list[float] | None,
+    concurrency: int | None,
     export: ExportSpec | None,
 ) -> tuple[int, str]:
-    """How many worker processes measure the run, and why."""
+    """How many worker processes measure the run (this host's part of it: ``items``,
+    ``offsets_s`` or ``concurrency`` streams), and why."""
     if config.workers is not None:
         if config.workers > 1 and export is None:
             raise ConfigError(
                 "several load-generator workers export their own spans: this run has no "
                 "collector endpoint to give them"
             )
-        streams = config.load.concurrency
+        streams = concurrency
         if offsets_s is None and streams is not None and config.workers > streams:
             # a procedure's closed-loop levels start at a few streams: one worker per stream
             return streams, f"--workers {config.workers}, at most one per closed-loop stream"
@@ -511,7 +567,7 @@ def _workers(
         return 1, "one process: this run's caller exports the spans itself"
     plan = config.loadgen_cpus
     cpus = None if plan is None else len(plan.load)
-    return default_workers(config.load.concurrency, items, offsets_s, cpus)
+    return default_workers(concurrency, items, offsets_s, cpus)
 
 
 def _pinned_here(plan: CpuPlan | None) -> contextlib.AbstractContextManager[None]:
@@ -563,7 +619,8 @@ def _finish_manifest(
 ) -> None:
     """The manifest's timing, schedule lag and client health, once the load has ended."""
     manifest = outcome.manifest
-    if config.warmup is not None and manifest["warmup"] is None:
+    warms_up = config.shard is None or config.shard.warms_up
+    if config.warmup is not None and warms_up and manifest["warmup"] is None:
         manifest["warmup"] = {"mode": "warm", "interrupted": True}
         manifest["deviations"].append("the run was interrupted during its warm-up")
     lag = _lag_summary(outcome.tally.schedule_lags_us)

@@ -16,7 +16,8 @@ A run's measured load is split into :class:`Share` s, one per worker process
 each send time (:class:`otelbench.loadgen.deadline.DeadlineTimer`) and starts the request as its
 own task, never waiting for a response; the closed loop keeps its streams busy.
 :class:`Sender` sends one request through the instrumented client, with the run's span
-attributes (``otelbench.loadgen.worker`` among them), and hands its record to ``on_record``.
+attributes (``otelbench.loadgen.worker`` among them, and ``otelbench.loadgen.shard`` on a
+run sent from several hosts), and hands its record to ``on_record``.
 
 Clock domain: ``time.perf_counter_ns()`` (CLOCK_MONOTONIC, ns); offsets and lags in µs.
 
@@ -83,6 +84,8 @@ class SendConfig(Protocol):
     def extra_body(self) -> dict[str, Any]: ...
     @property
     def ignore_eos(self) -> bool: ...
+    @property
+    def shard_index(self) -> int | None: ...
     @property
     def timeout_s(self) -> float: ...
 
@@ -239,6 +242,8 @@ class Sender:
             semconv.LOADGEN_WORKER: self.worker,
             semconv.REQUEST_PROMPT_TOKENS: len(item.prompt_token_ids),
         }
+        if config.shard_index is not None:
+            attributes[semconv.LOADGEN_SHARD] = config.shard_index
         offset_us = lag_us = None
         if scheduled_ns is not None:
             lag_us = (time.perf_counter_ns() - scheduled_ns) // 1000
@@ -270,7 +275,7 @@ async def measure_share(
     on_result: Callable[[CompletionResult], None] | None = None,
 ) -> None:
     """Send ``share``'s requests, measured, on the running loop: open loop at ``t0`` + each
-    offset, or closed loop with its streams; ``on_result`` sees each result."""
+    offset, or closed loop with its streams from ``t0``; ``on_result`` sees each result."""
     sender.t0 = t0
 
     async def send(i: int, scheduled_ns: int | None) -> None:
@@ -282,6 +287,11 @@ async def measure_share(
 
     if share.offsets_s is None:
         queue = iter(range(len(share)))
+        timer = DeadlineTimer()
+        try:  # every worker's streams start together, at t0
+            await timer.sleep_until(t0)
+        finally:
+            timer.close()
 
         async def stream() -> None:
             for i in queue:

@@ -203,11 +203,12 @@ class WorkerPool:
             self._workers.append(_Worker(share.worker, process, parent))
 
     async def measure(
-        self, on_record: Callable[[RequestRecord], None]
+        self, on_record: Callable[[RequestRecord], None], t0: int | None = None
     ) -> tuple[int, list[WorkerHealth]]:
-        """Wait for every worker, give them one ``t0``, pass each record to ``on_record`` as it
-        comes; returns ``t0`` and the health of every worker that finished (the span export
-        counts in :attr:`counts`, why any other failed in :attr:`failures`). Raises
+        """Wait for every worker, give them one ``t0`` (the given one, a shard's agreed start,
+        else :data:`START_MARGIN_NS` after the last is ready), pass each record to ``on_record``
+        as it comes; returns ``t0`` and the health of every worker that finished (the span
+        export counts in :attr:`counts`, why any other failed in :attr:`failures`). Raises
         :class:`~otelbench.errors.WorkerError` when none could run."""
         loop = asyncio.get_running_loop()
         self._on_record = on_record
@@ -222,7 +223,8 @@ class WorkerPool:
                 raise WorkerError(
                     f"the load-generator workers did not start within {READY_TIMEOUT_S:g} s"
                 ) from None
-            t0 = time.perf_counter_ns() + START_MARGIN_NS
+            if t0 is None:
+                t0 = time.perf_counter_ns() + START_MARGIN_NS
             for w in self._workers:
                 if w.error is None:
                     w.conn.send(t0)

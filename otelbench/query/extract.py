@@ -65,6 +65,10 @@ from otelbench.query.records import (
     ServerSource,
     upgrade_manifest,
 )
+from otelbench.query.shards import (
+    is_sharded,
+    join_shards,
+)
 from otelbench.store import SpanStore
 from otelbench.store.duckdb import snapshot_note
 
@@ -701,9 +705,11 @@ def _chunk_tokens(column: Any, n_offsets: npt.NDArray[np.int64]) -> npt.NDArray[
 # Extraction
 # ---------------------------------------------------------------------------------------------
 def list_runs(store: QueryRunner) -> list[RunInfo]:
-    """Every run in the store (one per ``otelbench.run`` span), oldest first."""
+    """Every run in the store (one per ``otelbench.run`` span; the shards of a run sent from
+    several hosts joined into one, :mod:`otelbench.query.shards`), oldest first."""
     cols = store.run("runs")
-    runs = []
+    runs: list[RunInfo] = []
+    shards: dict[str, list[RunInfo]] = {}
     ids = _str_required(cols["run_id"], "run_id")
     manifests = _str(cols["manifest"])
     starts = _i64(cols["span_start_unix_ns"], "span_start_unix_ns")
@@ -715,8 +721,23 @@ def list_runs(store: QueryRunner) -> list[RunInfo]:
             raise StoreError(f"run {run_id}: the manifest is not valid JSON ({err})") from err
         if not isinstance(manifest, dict):
             raise StoreError(f"run {run_id}: the manifest is not a JSON object")
-        runs.append(RunInfo(run_id, upgrade_manifest(manifest), int(start), int(duration)))
-    return runs
+        run = RunInfo(run_id, upgrade_manifest(manifest), int(start), int(duration))
+        if is_sharded(manifest):
+            if run_id not in shards:
+                runs.append(run)  # its place among the runs: its first shard's
+            shards.setdefault(run_id, []).append(run)
+        else:
+            runs.append(run)
+    return [_joined(run, shards[run.run_id]) if run.run_id in shards else run for run in runs]
+
+
+def _joined(first: RunInfo, shards: list[RunInfo]) -> RunInfo:
+    """One run from its shards' run spans: the joined manifest, the span from the first start
+    to the last end."""
+    start = min(s.span_start_unix_ns for s in shards)
+    end = max(s.span_start_unix_ns + s.span_duration_ns for s in shards)
+    manifest = join_shards([dict(s.manifest) for s in shards])
+    return RunInfo(first.run_id, manifest, start, end - start)
 
 
 def extract_run(store: QueryRunner, run_id: str | None = None) -> RunInfo:

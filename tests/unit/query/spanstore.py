@@ -106,11 +106,19 @@ class SpanWriter:
         )
 
     def run_span(
-        self, run_id: str, manifest: Mapping[str, Any], start_ns: int, duration_ns: int
+        self,
+        run_id: str,
+        manifest: Mapping[str, Any],
+        start_ns: int,
+        duration_ns: int,
+        *,
+        shard: int | None = None,
     ) -> None:
+        """The run span of ``run_id``; with ``shard``, that shard's (one of several)."""
+        suffix = "" if shard is None else f"-{shard}"
         self.span(
-            trace_id=run_trace_id(run_id),
-            span_id=run_trace_id(run_id)[:16],
+            trace_id=run_trace_id(run_id + suffix),
+            span_id=run_trace_id(run_id + suffix)[:16],
             name=semconv.SPAN_RUN,
             kind=semconv.SPAN_KIND_INTERNAL,
             start_ns=start_ns,
@@ -118,6 +126,7 @@ class SpanWriter:
             attributes={
                 semconv.RUN_ID: run_id,
                 semconv.RUN_MANIFEST: json.dumps(manifest, sort_keys=True),
+                **({} if shard is None else {semconv.LOADGEN_SHARD: shard}),
             },
         )
 
