@@ -663,7 +663,9 @@ def _resolve_gpus(
 # ---------------------------------------------------------------------------------------------
 
 
-def _verdict(better: str, difference: float, significant: bool | None) -> str:
+def _verdict(
+    better: Literal["lower", "higher"], difference: float, significant: bool | None
+) -> str:
     if significant is None:
         return "not tested"
     if not significant:
