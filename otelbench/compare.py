@@ -32,10 +32,11 @@ the systems metric by metric, with the first system as the baseline:
 Errors (a missing ``report.json``, unreadable JSON, another ``schema_version``, an unknown
 system in ``--gpus``) are :class:`~otelbench.errors.ConfigError`: one line at the CLI.
 
-Flow: :func:`parse_run_arguments` → :func:`load_run` → :func:`compare_runs` (pure: the
-``compare.json`` dict) → :func:`render_compare_markdown`; ``otelbench compare``
-(:func:`otelbench.cli.compare.compare_command`) does all of it and writes ``compare.json`` and
-``compare.md``.
+Flow: :func:`parse_run_arguments` → :func:`load_run` (each report checked against its types)
+→ :func:`compare_runs` (pure: ``compare.json``, typed by
+:class:`~otelbench.model.compare.CompareResult`) → :func:`render_compare_markdown`;
+``otelbench compare`` (:func:`otelbench.cli.compare.compare_command`) does all of it and writes
+``compare.json`` and ``compare.md``.
 
 Usage::
 
@@ -58,7 +59,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -72,9 +73,10 @@ from otelbench.metrics.stats import (
     permutation_test,
     welch_t_test,
 )
+from otelbench.model import compare as ct
+from otelbench.model import report as rt
 from otelbench.model.load import load_report, report_file
-from otelbench.model.report import Report
-from otelbench.report.access import dig, markdown_cell, markdown_table, number
+from otelbench.report.access import markdown_cell, markdown_table, number
 from otelbench.report.compliance import comparison_compliance
 from otelbench.report.markdown import compliance_lines
 
@@ -114,13 +116,13 @@ class RunReport:
     """One run's ``report.json``, where it came from, and its system when named explicitly."""
 
     path: Path
-    report: Report
+    report: rt.Report
     system: str | None = None
 
     @property
     def run_id(self) -> str:
         """The run id (``run.id``)."""
-        return str(self.report["run"]["id"])
+        return self.report["run"]["id"]
 
 
 def parse_run_arguments(arguments: Sequence[str]) -> list[tuple[str | None, Path]]:
@@ -148,23 +150,26 @@ def load_run(path: Path, *, system: str | None = None) -> RunReport:
     (:func:`~otelbench.model.load.load_report`: checked, and in this version's shape).
 
     Raises :class:`~otelbench.errors.ConfigError` when the file is missing or unreadable, is not
-    JSON, is not an otelbench run report, or has a ``schema_version`` this otelbench cannot read.
-    Every key the comparison reads besides the run id and the client metrics is read through
-    :mod:`otelbench.report.access`, which tolerates its absence.
+    JSON, is not an otelbench run report, has a ``schema_version`` this otelbench cannot read, or
+    departs from the report's types (so the comparison reads it as an ``rt.Report``).
     """
     return RunReport(path=report_file(path), report=load_report(path), system=system)
 
 
 # ---------------------------------------------------------------------------------------------
-# Report access
+# Report values
 # ---------------------------------------------------------------------------------------------
 
-_MISSING: Final = object()
 
-
-def _path(obj: Any, path: str, default: Any = None) -> Any:
-    """The value at a dotted ``path`` of nested mappings, ``default`` when any step is absent."""
-    return dig(obj, *path.split("."), default=default)
+def _group_value(report: rt.Report, path: str) -> Any:
+    """The value at a dotted report ``path`` of ``--group`` (any key the user names, so not one
+    the types can check: a key or step that is absent, or not an object, gives None)."""
+    value: Any = report
+    for key in path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    return value
 
 
 def _canonical(value: Any) -> str:
@@ -244,6 +249,12 @@ def gpu_count_from_hardware(hardware: Any) -> GpuCount:
 # ---------------------------------------------------------------------------------------------
 
 
+Extract = Callable[[rt.Report, int | None], float | None]
+"""A metric's value in a run's report, given the run's GPU count (None when unknown, 0 for
+CPU); a float (:func:`~otelbench.report.access.number`: an int in report.json is the same
+value)."""
+
+
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
     """A metric compared between systems: one value per run."""
@@ -251,62 +262,80 @@ class MetricSpec:
     key: str
     label: str
     unit: str
-    better: str
-    """``lower`` or ``higher``: the direction that is an improvement."""
+    better: Literal["lower", "higher"]
+    """The direction that is an improvement."""
     source: str
     """Where the per-run value comes from in ``report.json``."""
-    extract: Callable[[Mapping[str, Any], int | None], float | None]
+    extract: Extract
     """The run's value from its report and its GPU count (None when unknown, 0 for CPU)."""
 
 
-def _at(path: str) -> Callable[[Mapping[str, Any], int | None], float | None]:
-    def extract(report: Mapping[str, Any], gpus: int | None) -> float | None:
-        return number(_path(report, path))
+_Latency = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"]
+_Quantile = Literal["p50", "p99"]
+_QUANTILES: Final[tuple[_Quantile, ...]] = ("p50", "p99")
+
+
+def _client_latency(metric: _Latency, q: _Quantile) -> Extract:
+    def extract(report: rt.Report, gpus: int | None) -> float | None:
+        return number(report["metrics"]["client"][metric][q])
 
     return extract
 
 
-def _error_rate(report: Mapping[str, Any], gpus: int | None) -> float | None:
-    total = number(_path(report, "run.requests.total"))
-    failed = number(_path(report, "run.requests.failed"))
-    if total is None or failed is None or total <= 0:
+def _server_ttft_p50(report: rt.Report, gpus: int | None) -> float | None:
+    server = report["metrics"].get("server")
+    return None if server is None else number(server["ttft_ms"]["p50"])
+
+
+def _output_tokens_per_s(report: rt.Report, gpus: int | None) -> float | None:
+    return number(report["metrics"]["client"]["throughput"]["output_tokens_per_s"])
+
+
+def _requests_per_s(report: rt.Report, gpus: int | None) -> float | None:
+    return number(report["metrics"]["client"]["throughput"]["requests_per_s"])
+
+
+def _error_rate(report: rt.Report, gpus: int | None) -> float | None:
+    requests = report["run"]["requests"]
+    if requests["total"] <= 0:
         return None
-    return failed / total
+    return requests["failed"] / requests["total"]
 
 
-def _per_gpu(report: Mapping[str, Any], gpus: int | None) -> float | None:
-    rate = number(_path(report, "metrics.client.throughput.output_tokens_per_s"))
+def _per_gpu(report: rt.Report, gpus: int | None) -> float | None:
+    rate = _output_tokens_per_s(report, gpus)
     if rate is None or gpus is None or gpus <= 0:
         return None
     return rate / gpus
 
 
-def _latency(name: str, label: str, section: str = "client") -> tuple[MetricSpec, ...]:
+def _latency(metric: _Latency, label: str) -> tuple[MetricSpec, ...]:
+    name = metric.removesuffix("_ms")
     return tuple(
         MetricSpec(
-            key=f"{name}_{q}_ms" if section == "client" else f"server_{name}_{q}_ms",
+            key=f"{name}_{q}_ms",
             label=f"{label} {q.upper()}",
             unit="ms",
             better="lower",
-            source=f"metrics.{section}.{name}_ms.{q}",
-            extract=_at(f"metrics.{section}.{name}_ms.{q}"),
+            source=f"metrics.client.{metric}.{q}",
+            extract=_client_latency(metric, q),
         )
-        for q in ("p50", "p99")
+        for q in _QUANTILES
     )
 
 
 METRICS: Final[tuple[MetricSpec, ...]] = (
-    *_latency("ttft", "TTFT"),
-    *_latency("tpot", "TPOT"),
-    *_latency("itl", "ITL"),
-    *_latency("e2e", "E2E"),
+    *_latency("ttft_ms", "TTFT"),
+    *_latency("tpot_ms", "TPOT"),
+    *_latency("itl_ms", "ITL"),
+    *_latency("e2e_ms", "E2E"),
     MetricSpec(
         key="output_tokens_per_s",
         label="Output tokens/s",
         unit="tok/s",
         better="higher",
         source="metrics.client.throughput.output_tokens_per_s",
-        extract=_at("metrics.client.throughput.output_tokens_per_s"),
+        extract=_output_tokens_per_s,
     ),
     MetricSpec(
         key="output_tokens_per_gpu_s",
@@ -322,9 +351,16 @@ METRICS: Final[tuple[MetricSpec, ...]] = (
         unit="req/s",
         better="higher",
         source="metrics.client.throughput.requests_per_s",
-        extract=_at("metrics.client.throughput.requests_per_s"),
+        extract=_requests_per_s,
     ),
-    _latency("ttft", "Server TTFT", "server")[0],
+    MetricSpec(
+        key="server_ttft_p50_ms",
+        label="Server TTFT P50",
+        unit="ms",
+        better="lower",
+        source="metrics.server.ttft_ms.p50",
+        extract=_server_ttft_p50,
+    ),
     MetricSpec(
         key="error_rate",
         label="Error rate",
@@ -342,85 +378,88 @@ METRICS: Final[tuple[MetricSpec, ...]] = (
 # ---------------------------------------------------------------------------------------------
 
 
-def _present(run: Mapping[str, Any], key: str, none_means: str) -> Any:
-    """``run[key]``; None when the key is absent (an older report), ``none_means`` for null."""
-    if key not in run:
-        return None
-    value = run[key]
-    return none_means if value is None else value
-
-
-def _workload(report: Mapping[str, Any]) -> Any:
-    workload = _path(report, "run.workload")
-    if not isinstance(workload, Mapping):
+def _workload(report: rt.Report) -> Any:
+    workload = report["run"]["workload"]
+    if workload is None:
         return None
     return {"name": workload.get("name"), "spec": workload.get("spec")}
 
 
-def _seed(report: Mapping[str, Any]) -> Any:
-    seeds = {"workload": _path(report, "run.workload.seed"), "run": _path(report, "run.seed")}
+def _seed(report: rt.Report) -> Any:
+    workload = report["run"]["workload"]
+    seeds = {
+        "workload": None if workload is None else workload.get("seed"),
+        "run": report["run"]["seed"],
+    }
     return None if all(v is None for v in seeds.values()) else seeds
 
 
-def _load_model(report: Mapping[str, Any]) -> Any:
-    load = _path(report, "run.load")
-    if not isinstance(load, Mapping):
+def _load_model(report: rt.Report) -> Any:
+    load = report["run"]["load"]
+    if load is None:
         return None
     return {k: v for k, v in load.items() if k != "requests"}
 
 
-def _request_count(report: Mapping[str, Any]) -> Any:
+def _request_count(report: rt.Report) -> Any:
+    load = report["run"]["load"]
     return {
-        "configured": _path(report, "run.load.requests"),
-        "sent": _path(report, "run.requests.total"),
+        "configured": None if load is None else load.get("requests"),
+        "sent": report["run"]["requests"]["total"],
     }
 
 
-def _duration(report: Mapping[str, Any]) -> Any:
-    value = number(_path(report, "run.duration_s"))
-    return None if value is None else round(value, 1)
+def _duration(report: rt.Report) -> Any:
+    return round(float(report["run"]["duration_s"]), 1)
 
 
-def _warmup(report: Mapping[str, Any]) -> Any:
-    warmup = _present(report["run"], "warmup", "none")
-    if not isinstance(warmup, Mapping):
-        return warmup
-    if warmup.get("mode") != "warm":
-        return {"mode": warmup.get("mode")}
+def _warmup(report: rt.Report) -> Any:
+    warmup = report["run"]["warmup"]
+    if warmup is None:
+        return "none"
+    if warmup["mode"] == "cold_start":
+        return {"mode": warmup["mode"]}
+    procedure = ("mode", "procedure", "floors", "concurrency", "probe")
+    if "interrupted" in warmup:  # interrupted during its warm-up: no procedure recorded
+        return {"mode": warmup["mode"], **dict.fromkeys(procedure[1:])}
     # The procedure, not its outcome (requests sent, duration, probe results vary by run).
-    return {k: warmup.get(k) for k in ("mode", "procedure", "floors", "concurrency", "probe")}
+    return {
+        "mode": warmup["mode"],
+        "procedure": warmup["procedure"],
+        "floors": warmup["floors"],
+        "concurrency": warmup["concurrency"],
+        "probe": warmup["probe"],
+    }
 
 
-def _tokenizer(report: Mapping[str, Any]) -> Any:
-    return _present(report["run"], "tokenizer", "none declared")
+def _tokenizer(report: rt.Report) -> Any:
+    tokenizer = report["run"]["tokenizer"]
+    return "none declared" if tokenizer is None else tokenizer
 
 
-def _timing(report: Mapping[str, Any]) -> Any:
-    sources = _path(report, "metrics.server.span_sources")
-    spans = sorted(k for k, v in sources.items() if v) if isinstance(sources, Mapping) else []
+def _timing(report: rt.Report) -> Any:
+    server = report["metrics"].get("server")
+    sources = {} if server is None else server["span_sources"]
+    spans = sorted(k for k, v in sources.items() if v)
+    itl = report["methodology"]["itl_method"]
     return {
         "timing": "client and server spans" if spans else "client only",
         "server_spans": spans,
-        "itl_option": _path(report, "methodology.itl_method.option"),
-        "server_itl_option": _path(report, "methodology.itl_method.server_option"),
-        "chunk_token_source": _path(report, "methodology.itl_method.chunk_token_source"),
+        "itl_option": itl["option"],
+        "server_itl_option": itl["server_option"],
+        "chunk_token_source": itl["chunk_token_source"],
     }
 
 
-_DEFINITIONS: Final = (
-    "first_token_definition",
-    "tpot_definition",
-    "latency_population",
-    "throughput_window",
-    "percentile_method",
-)
-
-
-def _definitions(report: Mapping[str, Any]) -> Any:
-    methodology = report.get("methodology")
-    if not isinstance(methodology, Mapping):
-        return None
-    return {k: methodology.get(k) for k in _DEFINITIONS}
+def _definitions(report: rt.Report) -> Any:
+    methodology = report["methodology"]
+    return {
+        "first_token_definition": methodology["first_token_definition"],
+        "tpot_definition": methodology["tpot_definition"],
+        "latency_population": methodology["latency_population"],
+        "throughput_window": methodology["throughput_window"],
+        "percentile_method": methodology["percentile_method"],
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,7 +467,8 @@ class _CheckItem:
     key: str
     label: str
     draft: str
-    extract: Callable[[Mapping[str, Any]], Any]
+    extract: Callable[[rt.Report], Any]
+    """The item's value in a run's report (a JSON value; None when not recorded)."""
     identity: bool = False
     """Identifies the systems (expected to differ): listed, never a deviation."""
     tolerance: float | None = None
@@ -438,7 +478,7 @@ class _CheckItem:
 _CHECKLIST: Final[tuple[_CheckItem, ...]] = (
     _CheckItem("workload", "Workload (name and specification)", "6.1, 6.4", _workload),
     _CheckItem("seed", "Seed", "6.1", _seed),
-    _CheckItem("api", "API", "6.1", lambda r: _path(r, "run.api")),
+    _CheckItem("api", "API", "6.1", lambda r: r["run"]["api"]),
     _CheckItem("load_model", "Load model and parameters", "6.1", _load_model),
     _CheckItem("request_count", "Request count", "5.1.5.1, 6.4", _request_count),
     _CheckItem(
@@ -448,16 +488,18 @@ _CHECKLIST: Final[tuple[_CheckItem, ...]] = (
     _CheckItem("tokenizer", "Tokenizer declaration", "4.4.3", _tokenizer),
     _CheckItem("timing", "Timing method (server spans or client only)", "4.6.3, 4.7", _timing),
     _CheckItem("definitions", "Metric definitions and success criteria", "6.4", _definitions),
-    _CheckItem("model", "Model", "6.1", lambda r: _path(r, "run.model")),
-    _CheckItem("sut_boundary", "SUT boundary", "4.1, 6.1", lambda r: _path(r, "run.sut.boundary")),
-    _CheckItem("hardware", "Hardware", "6.1, 6.2", lambda r: _path(r, "run.sut.hardware")),
+    _CheckItem("model", "Model", "6.1", lambda r: r["run"]["model"]),
     _CheckItem(
-        "otelbench_version", "otelbench version", "6.4", lambda r: _path(r, "run.otelbench_version")
+        "sut_boundary", "SUT boundary", "4.1, 6.1", lambda r: r["run"]["sut"].get("boundary")
+    ),
+    _CheckItem("hardware", "Hardware", "6.1, 6.2", lambda r: r["run"]["sut"].get("hardware")),
+    _CheckItem(
+        "otelbench_version", "otelbench version", "6.4", lambda r: r["run"]["otelbench_version"]
     ),
     _CheckItem(
-        "software", "SUT software", "6.4", lambda r: _path(r, "run.sut.software"), identity=True
+        "software", "SUT software", "6.4", lambda r: r["run"]["sut"].get("software"), identity=True
     ),
-    _CheckItem("target", "Target", "6.4", lambda r: _path(r, "run.target"), identity=True),
+    _CheckItem("target", "Target", "6.4", lambda r: r["run"]["target"], identity=True),
 )
 
 
@@ -478,10 +520,11 @@ def _distinct(values: Sequence[Any]) -> list[Any]:
     return list(seen.values())
 
 
-def _check(item: _CheckItem, systems: Sequence[_System]) -> dict[str, Any]:
+def _check(item: _CheckItem, systems: Sequence[_System]) -> ct.ChecklistItem:
     per_system = {s.name: [item.extract(r.report) for r in s.runs] for s in systems}
     every = [v for values in per_system.values() for v in values]
     distinct = _distinct(every)
+    status: ct.ChecklistStatus
     if all(v is None for v in every):
         status = "not recorded"
     elif item.tolerance is not None:
@@ -518,7 +561,7 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _values_text(check: Mapping[str, Any], label: Mapping[str, str], limit: int = 60) -> str:
+def _values_text(check: ct.ChecklistItem, label: Mapping[str, str], limit: int = 60) -> str:
     """What differs: ``key: A v, B w; key2: …`` (the dotted keys that differ), each system's
     distinct values joined by `` / ``; the whole values when there is no key to point at."""
 
@@ -536,7 +579,7 @@ def _values_text(check: Mapping[str, Any], label: Mapping[str, str], limit: int 
     )
 
 
-def _check_deviation(check: Mapping[str, Any], label: Mapping[str, str]) -> str | None:
+def _check_deviation(check: ct.ChecklistItem, label: Mapping[str, str]) -> str | None:
     if check["identity"] or check["status"] == "equal":
         return None
     head = f"{check['label']} {check['status']} (draft {check['draft']})"
@@ -574,7 +617,7 @@ def _group(runs: Sequence[RunReport], group_by: Sequence[str]) -> list[_System]:
         if run.system is not None:
             name, key = run.system, {"system": run.system}
         else:
-            key = {path: _path(run.report, path) for path in group_by}
+            key = {path: _group_value(run.report, path) for path in group_by}
             name = " | ".join(_display(v) for v in key.values())
         if name not in systems:
             systems[name] = _System(id=_system_id(len(systems)), name=name, key=key)
@@ -584,7 +627,7 @@ def _group(runs: Sequence[RunReport], group_by: Sequence[str]) -> list[_System]:
 
 def _resolve_gpus(
     system: _System, declared: Mapping[str, int]
-) -> tuple[list[int | None], dict[str, Any]]:
+) -> tuple[list[int | None], ct.GpuStatement]:
     """Per-run GPU counts of a system and the system's normalization statement."""
     for label in (system.name, system.id):
         if label in declared:
@@ -593,7 +636,9 @@ def _resolve_gpus(
             found = [GpuCount(n, f"--gpus {label}={n}")]
             break
     else:
-        found = [gpu_count_from_hardware(_path(r.report, "run.sut.hardware")) for r in system.runs]
+        found = [
+            gpu_count_from_hardware(r.report["run"]["sut"].get("hardware")) for r in system.runs
+        ]
         counts = [g.count for g in found]
     known = {c for c in counts if c is not None}
     if any(c is None for c in counts):
@@ -618,7 +663,9 @@ def _resolve_gpus(
 # ---------------------------------------------------------------------------------------------
 
 
-def _verdict(better: str, difference: float, significant: bool | None) -> str:
+def _verdict(
+    better: Literal["lower", "higher"], difference: float, significant: bool | None
+) -> str:
     if significant is None:
         return "not tested"
     if not significant:
@@ -630,11 +677,11 @@ def _verdict(better: str, difference: float, significant: bool | None) -> str:
 
 def _system_stats(
     values: list[float], *, confidence: float, resamples: int, seed: int
-) -> dict[str, Any]:
+) -> ct.SystemStats:
     n = len(values)
     if n == 0:
         return {"n": 0, "values": [], "mean": None, "sample_std": None, "ci": None}
-    ci = None
+    ci: ct.ConfidenceInterval | None = None
     if n >= draft.COMPARISON_MIN_RUNS:
         b = bootstrap_ci(values, confidence=confidence, resamples=resamples, seed=seed)
         ci = {"low": b.low, "high": b.high}
@@ -649,13 +696,15 @@ def _system_stats(
 
 def _comparison(
     spec: MetricSpec,
-    base: Mapping[str, Any],
-    other: Mapping[str, Any],
+    base: ct.SystemStats,
+    other: ct.SystemStats,
     *,
+    vs: str,
     alpha: float,
     seed: int,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
+) -> ct.Comparison:
+    out: ct.Comparison = {
+        "vs": vs,
         "difference": None,
         "relative_difference": None,
         "welch": None,
@@ -663,12 +712,13 @@ def _comparison(
         "significant": None,
         "verdict": "not tested",
     }
-    if base["mean"] is None or other["mean"] is None:
+    base_mean, other_mean = base["mean"], other["mean"]
+    if base_mean is None or other_mean is None:
         out["verdict"] = "no data"
         return out
-    difference = other["mean"] - base["mean"]
+    difference = other_mean - base_mean
     out["difference"] = difference
-    out["relative_difference"] = difference / base["mean"] if base["mean"] != 0 else None
+    out["relative_difference"] = difference / base_mean if base_mean != 0 else None
     if base["n"] < draft.COMPARISON_MIN_RUNS or other["n"] < draft.COMPARISON_MIN_RUNS:
         out["verdict"] = f"not tested: fewer than {draft.COMPARISON_MIN_RUNS} runs"
         return out
@@ -681,12 +731,13 @@ def _comparison(
         "permutations": perm.permutations,
         "min_p": perm.min_p,
     }
-    out["significant"] = welch.p < alpha
-    out["verdict"] = _verdict(spec.better, difference, out["significant"])
+    significant = welch.p < alpha
+    out["significant"] = significant
+    out["verdict"] = _verdict(spec.better, difference, significant)
     return out
 
 
-def _method(confidence: float, alpha: float, resamples: int, seed: int) -> dict[str, Any]:
+def _method(confidence: float, alpha: float, resamples: int, seed: int) -> ct.Method:
     return {
         "runs_required": draft.COMPARISON_MIN_RUNS,
         "per_system": (
@@ -730,8 +781,9 @@ def compare_runs(
     alpha: float = 0.05,
     resamples: int = 10_000,
     seed: int = 0,
-) -> dict[str, Any]:
-    """Compare the systems the runs form (draft section 6); returns the ``compare.json`` dict.
+) -> ct.CompareResult:
+    """Compare the systems the runs form (draft section 6); returns ``compare.json``
+    (:class:`~otelbench.model.compare.CompareResult`).
 
     Runs with ``system`` set are grouped by it; the others by the values at the ``group_by``
     dotted report paths (default :data:`DEFAULT_GROUP_BY`). Systems keep the order of their
@@ -774,14 +826,12 @@ def compare_runs(
             raise ConfigError(f"--gpus {label}={n}: a GPU count must be >= 0")
 
     deviations: list[str] = []
-    system_rows: list[dict[str, Any]] = []
+    system_rows: list[ct.SystemRow] = []
     run_gpus: dict[str, list[int | None]] = {}
     for s in systems:
         counts, statement = _resolve_gpus(s, declared)
         run_gpus[s.name] = counts
-        own = _distinct(
-            [d for r in s.runs for d in (_path(r.report, "methodology.deviations") or [])]
-        )
+        own = _distinct([d for r in s.runs for d in r.report["methodology"]["deviations"]])
         system_rows.append(
             {
                 "id": s.id,
@@ -811,9 +861,9 @@ def compare_runs(
             "per launch): name systems with SYSTEM=PATH or choose --group"
         )
 
-    metrics: list[dict[str, Any]] = []
+    metrics: list[ct.MetricResult] = []
     for spec in METRICS:
-        per_system: dict[str, dict[str, Any]] = {}
+        per_system: dict[str, ct.SystemStats] = {}
         for s in systems:
             values = [
                 v
@@ -827,10 +877,9 @@ def compare_runs(
             continue
         base = per_system[systems[0].name]
         comparisons = {
-            s.name: {
-                "vs": systems[0].name,
-                **_comparison(spec, base, per_system[s.name], alpha=alpha, seed=seed),
-            }
+            s.name: _comparison(
+                spec, base, per_system[s.name], vs=systems[0].name, alpha=alpha, seed=seed
+            )
             for s in systems[1:]
         }
         metrics.append(
@@ -857,7 +906,7 @@ def compare_runs(
     label_of = _labels([s.name for s in systems], [s.id for s in systems])
     deviations.extend(d for c in checklist if (d := _check_deviation(c, label_of)) is not None)
 
-    result: dict[str, Any] = {
+    body: ct.CompareBody = {
         "compare_version": COMPARE_VERSION,
         "baseline": systems[0].name,
         "group_by": list(group_by),
@@ -875,8 +924,7 @@ def compare_runs(
         "deviations": deviations,
     }
     reports = [r.report for s in systems for r in s.runs]
-    result["compliance"] = comparison_compliance(result, reports)
-    return result
+    return {**body, "compliance": comparison_compliance(body, reports)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -907,7 +955,7 @@ def _fmt_p(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _system_cell(stats: Mapping[str, Any], unit: str) -> str:
+def _system_cell(stats: ct.SystemStats, unit: str) -> str:
     if stats["n"] == 0:
         return "n/a"
     mean = _fmt_metric(stats["mean"], unit)
@@ -918,17 +966,18 @@ def _system_cell(stats: Mapping[str, Any], unit: str) -> str:
     return f"{mean} [{low}, {high}] (n={stats['n']})"
 
 
-def _comparison_cell(c: Mapping[str, Any]) -> str:
+def _comparison_cell(c: ct.Comparison) -> str:
     rel = c["relative_difference"]
     change = "n/a" if rel is None else f"{rel * 100:+.1f} %"
-    if c["welch"] is None:
+    welch, perm = c["welch"], c["permutation"]
+    if welch is None or perm is None:  # tested with both, or with neither
         return f"{change}, {c['verdict']}"
     verdict = f"**{c['verdict']}**" if c["significant"] else c["verdict"]
-    tests = f"p={_fmt_p(c['welch']['p'])} (perm. {_fmt_p(c['permutation']['p'])})"
+    tests = f"p={_fmt_p(welch['p'])} (perm. {_fmt_p(perm['p'])})"
     return f"{change}, {tests}, {verdict}"
 
 
-def render_compare_markdown(result: Mapping[str, Any]) -> str:
+def render_compare_markdown(result: ct.CompareResult) -> str:
     """The comparison as Markdown: systems, results table, normalization, checklist,
     statistical method and deviations.
 
@@ -1008,9 +1057,8 @@ def render_compare_markdown(result: Mapping[str, Any]) -> str:
             values = _values_text(c, head, 50)
         rows.append([c["label"], c["draft"], status, markdown_cell(values)])
     lines += markdown_table(["item", "draft", "status", "values"], rows)
-    if result.get("compliance"):
-        lines += ["", "## Methodology Compliance", "", *compliance_lines(result["compliance"])]
-        lines.pop()  # compliance_lines ends with a blank line; the next section adds its own
+    lines += ["", "## Methodology Compliance", "", *compliance_lines(result["compliance"])]
+    lines.pop()  # compliance_lines ends with a blank line; the next section adds its own
     lines += [
         "",
         "## Statistical method (draft 6.3)",

@@ -6,6 +6,8 @@
 * :mod:`otelbench.model.load` — :func:`~otelbench.model.load.load_report`, the one boundary where
   a stored ``report.json`` enters otelbench: read, upgraded from an older version, checked
   against the types;
+* :mod:`otelbench.model.compare` — the second document, ``compare.json``
+  (:class:`~otelbench.model.compare.CompareResult`, what ``otelbench compare`` writes);
 * :mod:`otelbench.model.conform` — :func:`~otelbench.model.conform.conforms`, that check: every
   way a parsed JSON value departs from a type, by path.
 

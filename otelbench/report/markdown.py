@@ -22,107 +22,98 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final, Literal
 
-from otelbench.model.report import Report
-from otelbench.report.access import (
-    NA,
-    NOT_RECORDED,
-    fmt,
-    load_text,
-    mapping,
-    markdown_cell,
-    markdown_table,
-)
+from otelbench.model import report as rt
+from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text, markdown_cell, markdown_table
 from otelbench.report.configuration import CONFIGURATION_LABELS
 
 __all__ = ["compliance_lines", "render_markdown", "request_ends_table", "server_timing_text"]
 
 
-def _ms(value: Any) -> str:
+def _ms(value: float | None) -> str:
     return fmt(value, 2, "ms")
 
 
-def _workload_text(workload: Any) -> str:
-    if isinstance(workload, Mapping):
-        return str(workload.get("name", NOT_RECORDED))
-    return NOT_RECORDED if workload is None else str(workload)
+def _workload_text(workload: dict[str, Any] | None) -> str:
+    """``run.workload`` (the run manifest's workload, as declared) by its name."""
+    return NOT_RECORDED if workload is None else str(workload.get("name", NOT_RECORDED))
 
 
-def _tokenizer_text(tokenizer: Any) -> str:
+def _tokenizer_text(tokenizer: rt.Tokenizer | None) -> str:
     """Draft 4.4.3's declaration in one line."""
-    if not isinstance(tokenizer, Mapping):
+    if tokenizer is None:
         return NOT_RECORDED
-    parts = [f"Option {tokenizer.get('option')}", str(tokenizer.get("name", NOT_RECORDED))]
-    if tokenizer.get("vocab_size"):
-        parts.append(f"vocabulary {tokenizer['vocab_size']}")
-    if tokenizer.get("source"):
-        parts.append(str(tokenizer["source"]))
+    parts = [f"Option {tokenizer['option']}", tokenizer["name"]]
+    vocab_size = tokenizer.get("vocab_size")
+    if vocab_size:
+        parts.append(f"vocabulary {vocab_size}")
+    if tokenizer["source"]:
+        parts.append(tokenizer["source"])
     return ", ".join(parts)
 
 
-def _warmup_text(warmup: Any) -> str:
+def _warmup_text(warmup: rt.Warmup | None) -> str:
     """Draft 4.5's warm-up in one line."""
-    if not isinstance(warmup, Mapping):
+    if warmup is None:
         return "none (listed under Notes)"
-    if warmup.get("mode") == "cold_start":
+    if warmup["mode"] == "cold_start":
         return "skipped: cold-start measurement (draft 4.5.3)"
-    stabilized = "stabilized" if warmup.get("stabilized") else "NOT stabilized"
+    if "interrupted" in warmup:
+        # Interrupted during its warm-up: nothing was counted (the notes say so).
+        return "None requests, None output tokens in n/a s, probes NOT stabilized (draft 4.5)"
+    stabilized = "stabilized" if warmup["stabilized"] else "NOT stabilized"
     return (
-        f"{warmup.get('requests')} requests, {warmup.get('output_tokens')} output tokens in "
-        f"{fmt(warmup.get('duration_s'), 1)} s, probes {stabilized} (draft 4.5)"
+        f"{warmup['requests']} requests, {warmup['output_tokens']} output tokens in "
+        f"{fmt(warmup['duration_s'], 1)} s, probes {stabilized} (draft 4.5)"
     )
 
 
-def server_timing_text(timing: object) -> str:
-    """``run.sut.server_timing`` in one line: who produced the server spans, and its note."""
-    if not isinstance(timing, Mapping):
+def server_timing_text(timing: rt.ServerTiming | None) -> str:
+    """``run.sut.server_timing`` in one line: who produced the server spans, and its note
+    (:data:`~otelbench.report.access.NOT_RECORDED` for None)."""
+    if timing is None:
         return NOT_RECORDED
-    hooks = [h for h in timing.get("hooks") or [] if isinstance(h, Mapping)]
-    if timing.get("source") == "engine_hooks":
+    if timing["source"] == "engine_hooks":
         text = "otelbench engine hooks (Option C) " + "; ".join(
-            f"{h.get('hooks_version') or '?'} in vLLM {h.get('vllm_version') or '?'} "
-            f"({h.get('support') or '?'}, {h.get('spans')} spans)"
-            for h in hooks
+            f"{h['hooks_version'] or '?'} in vLLM {h['vllm_version'] or '?'} "
+            f"({h['support'] or '?'}, {h['spans']} spans)"
+            for h in timing["hooks"]
         )
-    elif timing.get("source") == "vllm_tracer":
-        text = f"vLLM's own tracer only ({timing.get('vllm_tracer_spans')} llm_request spans)"
+    elif timing["source"] == "vllm_tracer":
+        text = f"vLLM's own tracer only ({timing['vllm_tracer_spans']} llm_request spans)"
     else:
         text = "none"
-    note = timing.get("note")
+    note = timing["note"]
     return f"{text}. {note}" if note else text
 
 
-def _minimum_report(report: Mapping[str, Any]) -> list[str]:
+def _minimum_report(report: rt.Report) -> list[str]:
     run = report["run"]
     client = report["metrics"]["client"]
     requests = run["requests"]
-    duration = run.get("duration_s")
     deviations = report["methodology"]["deviations"]
-    sut = run.get("sut") if isinstance(run.get("sut"), Mapping) else {}
+    sut = run["sut"]
     lines = [
         "```text",
         "=== LLM Benchmark Report (Minimum) ===",
         "",
         "System Identification:",
-        f"- Model: {run.get('model') or NOT_RECORDED}",
+        f"- Model: {run['model'] or NOT_RECORDED}",
         f"- Hardware: {sut.get('hardware') or NOT_RECORDED}",
         f"- Software: {sut.get('software') or NOT_RECORDED}"
-        f" (target {run.get('target') or NOT_RECORDED})",
+        f" (target {run['target'] or NOT_RECORDED})",
         f"- SUT Boundary: {sut.get('boundary') or NOT_RECORDED}",
-        f"- Server Timing: {server_timing_text(sut.get('server_timing'))}",
+        f"- Server Timing: {server_timing_text(sut['server_timing'])}",
         "",
         "Test Configuration:",
-        f"- Workload: {_workload_text(run.get('workload'))}",
-        f"- Load Model: {load_text(run.get('load'))}",
+        f"- Workload: {_workload_text(run['workload'])}",
+        f"- Load Model: {load_text(run['load'])}",
         f"- Request Count: {requests['total']} "
         f"({requests['succeeded']} succeeded, {requests['failed']} failed)",
-        f"- Test Duration: {fmt(duration, 1)} s"
-        if duration is not None
-        else "- Test Duration: n/a",
-        f"- Tokenizer: {_tokenizer_text(run.get('tokenizer'))}",
-        f"- Warm-up: {_warmup_text(run.get('warmup'))}",
+        f"- Test Duration: {fmt(run['duration_s'], 1)} s",
+        f"- Tokenizer: {_tokenizer_text(run['tokenizer'])}",
+        f"- Warm-up: {_warmup_text(run['warmup'])}",
         "",
         "Key Results:",
         f"- TTFT P50: {_ms(client['ttft_ms']['p50'])}",
@@ -136,12 +127,12 @@ def _minimum_report(report: Mapping[str, Any]) -> list[str]:
         "Notes:",
     ]
     lines += [f"- {d}" for d in deviations] or ["- no deviations recorded"]
-    guardrails = report.get("configuration", {}).get("guardrails") or NOT_RECORDED
+    guardrails = report["configuration"]["guardrails"] or NOT_RECORDED
     lines += [f"- Guardrail configuration: {guardrails}", "", "=== End Report ===", "```"]
     return lines
 
 
-def _summary_rows(name: str, summary: Mapping[str, Any], count_label: str) -> list[list[str]]:
+def _summary_rows(name: str, summary: rt.Summary, count_label: str) -> list[list[str]]:
     return [
         [count_label, str(summary["count"])],
         [f"{name} P50", _ms(summary["p50"])],
@@ -153,7 +144,7 @@ def _summary_rows(name: str, summary: Mapping[str, Any], count_label: str) -> li
     ]
 
 
-def _ttft_section(client: Mapping[str, Any]) -> list[str]:
+def _ttft_section(client: rt.ClientMetrics) -> list[str]:
     s = client["ttft_ms"]
     rows = [*_summary_rows("TTFT", s, "Requests"), ["TTFT Min", _ms(s["min"])]]
     rows.append(["TTFT Max", _ms(s["max"])])
@@ -169,12 +160,12 @@ def _ttft_section(client: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _itl_section(client: Mapping[str, Any], itl_method: Mapping[str, Any]) -> list[str]:
+def _itl_section(client: rt.ClientMetrics, itl_method: rt.ItlMethod) -> list[str]:
     s = client["itl_ms"]
     rows = _summary_rows("ITL", s, "ITL Samples")
     rows.append(["ITL Std Dev", _ms(s["std"])])
     rows.append(["P99/P50 Ratio", fmt(client["itl_p99_p50_ratio"])])
-    source = itl_method.get("chunk_token_source") or NOT_RECORDED
+    source = itl_method["chunk_token_source"] or NOT_RECORDED
     lines = [
         "## Inter-token latency (draft 5.4.5)",
         "",
@@ -226,7 +217,7 @@ def _itl_section(client: Mapping[str, Any], itl_method: Mapping[str, Any]) -> li
     return lines
 
 
-def _latency_throughput_section(client: Mapping[str, Any]) -> list[str]:
+def _latency_throughput_section(client: rt.ClientMetrics) -> list[str]:
     rows = [
         [name, _ms(s["p50"]), _ms(s["p95"]), _ms(s["p99"])]
         for name, s in (
@@ -252,28 +243,29 @@ def _latency_throughput_section(client: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _server_section(metrics: Mapping[str, Any]) -> list[str]:
+def _server_section(metrics: rt.Metrics) -> list[str]:
     server = metrics.get("server")
     if server is None:
         return []
     client = metrics["client"]
-    pairs = [
+    pairs: list[tuple[str, rt.Summary | rt.ShortSummary, rt.Summary | rt.ShortSummary]] = [
         ("TTFT", client["ttft_ms"], server["ttft_ms"]),
         ("TPOT", client["tpot_ms"], server["tpot_ms"]),
         ("End-to-End", client["e2e_ms"], server["e2e_ms"]),
     ]
-    if "itl_ms" in server:
+    server_itl, server_per_request = server.get("itl_ms"), server.get("itl_per_request")
+    if server_itl is not None and server_per_request is not None:  # the engine hooks' spans
         pairs += [
-            ("ITL (client Option B, server Option C)", client["itl_ms"], server["itl_ms"]),
+            ("ITL (client Option B, server Option C)", client["itl_ms"], server_itl),
             (
                 "Jitter (per-request ITL std dev)",
                 client["itl_per_request"]["jitter_ms"],
-                server["itl_per_request"]["jitter_ms"],
+                server_per_request["jitter_ms"],
             ),
             (
                 "Maximum pause (per-request max ITL)",
                 client["itl_per_request"]["max_pause_ms"],
-                server["itl_per_request"]["max_pause_ms"],
+                server_per_request["max_pause_ms"],
             ),
         ]
     side = [
@@ -288,7 +280,7 @@ def _server_section(metrics: Mapping[str, Any]) -> list[str]:
             ("Client − server TTFT", server["client_minus_server_ttft_ms"]),
         )
     ]
-    sources = server.get("span_sources", {})
+    sources = server["span_sources"]
     lines = [
         "## Client vs server",
         "",
@@ -311,7 +303,7 @@ def _server_section(metrics: Mapping[str, Any]) -> list[str]:
         "",
     ]
     lines += _request_ends_section(server.get("request_ends"))
-    lines += _decomposition_section(server.get("ttft_decomposition_ms"))
+    lines += _decomposition_section(server["ttft_decomposition_ms"])
     lines += _preemption_section(server.get("preemptions"))
     lines += _engine_steps_section(server.get("engine_steps"))
     return lines
@@ -321,29 +313,25 @@ _END_REASONS = ("finished", "cancelled", "aborted", "error")
 _CLIENT_CUT = ("cancelled", "timeout")
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def request_ends_table(
-    ends: Any,
+    ends: rt.RequestEnds | None,
 ) -> tuple[list[str], list[list[str]], list[str]] | None:
     """``metrics.server.request_ends`` as a table, client outcome by server end reason (header
     and rows; the last row sums each column), and the lines that say the rest in words: cut on
     both sides, mismatches, phases, the work nobody read. Only the line "no request was cut"
     when nothing was; None without the section (report.md and report.html show the same)."""
-    if not isinstance(ends, Mapping):
+    if ends is None:
         return None
-    client, server = mapping(ends.get("client")), mapping(ends.get("server"))
-    by_client = mapping(ends.get("by_client_outcome"))
-    cut_client = sum(_count(client.get(k)) for k in _CLIENT_CUT)
-    not_finished = sum(_count(server.get(k)) for k in _END_REASONS[1:])
+    client, server, by_client = ends["client"], ends["server"], ends["by_client_outcome"]
+    cut_client = sum(client.get(k, 0) for k in _CLIENT_CUT)
+    not_finished = sum(server.get(k, 0) for k in _END_REASONS[1:])
+    finished = server.get("finished", 0)
     if not cut_client and not not_finished:
         return (
             [],
             [],
             [
-                f"No request was cut: the engine finished all {_count(server.get('finished'))} "
+                f"No request was cut: the engine finished all {finished} "
                 "joined requests, and no client request was cancelled or timed out."
             ],
         )
@@ -351,43 +339,41 @@ def request_ends_table(
     header = ["Client outcome", "Requests", *(c.replace("_", " ") for c in columns)]
     rows = [
         [
-            str(outcome),
-            str(_count(n)),
-            *(str(_count(mapping(by_client.get(outcome)).get(c))) for c in columns),
+            outcome,
+            str(n),
+            *(str(by_client.get(outcome, {}).get(c, 0)) for c in columns),
         ]
         for outcome, n in client.items()
     ]
-    totals = [sum(_count(mapping(row).get(c)) for row in by_client.values()) for c in columns]
-    rows.append(["all", str(sum(_count(n) for n in client.values())), *map(str, totals)])
-    m = mapping(ends.get("mismatches"))
-    phases = mapping(ends.get("by_phase"))
+    totals = [sum(row.get(c, 0) for row in by_client.values()) for c in columns]
+    rows.append(["all", str(sum(client.values())), *map(str, totals)])
+    m = ends["mismatches"]
     where = "; ".join(
-        f"{reason} — "
-        + ", ".join(f"{phase} {n}" for phase, n in mapping(counts).items() if _count(n))
-        for reason, counts in phases.items()
-        if any(_count(n) for n in mapping(counts).values())
+        f"{reason} — " + ", ".join(f"{phase} {n}" for phase, n in counts.items() if n)
+        for reason, counts in ends["by_phase"].items()
+        if any(counts.values())
     )
-    w = mapping(ends.get("unread_work"))
-    requests = _count(w.get("requests"))
+    w = ends["unread_work"]
+    requests = w["requests"]
     notes = [
-        f"Server latencies above cover the {_count(server.get('finished'))} requests the engine "
+        f"Server latencies above cover the {finished} requests the engine "
         "finished; the requests cut short are counted here.",
         f"Cut on both sides (client cancelled or timed out, engine cancelled): "
-        f"{_count(ends.get('cut_on_both_sides'))}.",
-        f"Mismatches: client cut but engine finished {_count(m.get('client_cut_server_finished'))}"
-        f"; client ok but engine did not finish {_count(m.get('client_ok_server_not_finished'))}"
-        f"; client cut without a server span {_count(m.get('client_cut_without_server_span'))}.",
+        f"{ends['cut_on_both_sides']}.",
+        f"Mismatches: client cut but engine finished {m['client_cut_server_finished']}"
+        f"; client ok but engine did not finish {m['client_ok_server_not_finished']}"
+        f"; client cut without a server span {m['client_cut_without_server_span']}.",
     ]
     if where:
         notes.append(f"Where the engine was when it cut them: {where}.")
     if requests:
-        unaccounted = _count(w.get("requests_without_engine_account"))
+        unaccounted = w["requests_without_engine_account"]
         notes.append(
             f"Work nobody read: on the {requests} request{'s' if requests != 1 else ''} the engine "
-            f"did not finish it processed {_count(w.get('prompt_tokens_processed'))} prompt "
-            f"tokens and generated {_count(w.get('output_tokens_generated'))} output tokens "
-            f"({_count(w.get('output_tokens_received_by_client'))} reached the client), in "
-            f"{fmt(w.get('engine_request_s'), 3, 'request-seconds')} of engine time"
+            f"did not finish it processed {w['prompt_tokens_processed']} prompt "
+            f"tokens and generated {w['output_tokens_generated']} output tokens "
+            f"({w['output_tokens_received_by_client']} reached the client), in "
+            f"{fmt(w['engine_request_s'], 3, 'request-seconds')} of engine time"
             + (
                 f" ({unaccounted} without the engine core's account: their work is not counted)"
                 if unaccounted
@@ -398,7 +384,7 @@ def request_ends_table(
     return header, rows, notes
 
 
-def _request_ends_section(ends: Any) -> list[str]:
+def _request_ends_section(ends: rt.RequestEnds | None) -> list[str]:
     found = request_ends_table(ends)
     if found is None:
         return []
@@ -409,28 +395,27 @@ def _request_ends_section(ends: Any) -> list[str]:
     return [*lines, *(f"- {n}" for n in notes), ""]
 
 
-def _engine_steps_section(steps: Any) -> list[str]:
+def _engine_steps_section(steps: rt.EngineStepsSection | None) -> list[str]:
     """Tokens per engine step and the time between steps (draft 4.6.2-4.6.3), when a step
     produced several tokens."""
-    if not isinstance(steps, Mapping):
+    if steps is None:
         return []
-    per_step = mapping(steps.get("tokens_per_step"))
-    between = mapping(steps.get("time_between_steps_ms"))
-    sizes = ", ".join(f"{k}: {v}" for k, v in mapping(steps.get("steps_by_tokens")).items())
-    share = steps.get("zero_itl_share")
+    per_step, between = steps["tokens_per_step"], steps["time_between_steps_ms"]
+    sizes = ", ".join(f"{k}: {v}" for k, v in steps["steps_by_tokens"].items())
+    share = steps["zero_itl_share"]
     rows = [
         [
             "Engine steps",
-            f"{steps.get('steps')} ({steps.get('multi_token_steps')} with several tokens)",
+            f"{steps['steps']} ({steps['multi_token_steps']} with several tokens)",
         ],
         [
             "Tokens per step (mean / max)",
-            f"{fmt(per_step.get('mean'))} / {fmt(per_step.get('max'), 0)}",
+            f"{fmt(per_step['mean'])} / {fmt(per_step['max'], 0)}",
         ],
         ["Steps by tokens", sizes or NA],
-        ["Zero server ITL samples", f"{steps.get('zero_itl_samples')} ({_share(share)})"],
-        ["Time between steps P50", _ms(between.get("p50"))],
-        ["Time between steps P99", _ms(between.get("p99"))],
+        ["Zero server ITL samples", f"{steps['zero_itl_samples']} ({_share(share)})"],
+        ["Time between steps P50", _ms(between["p50"])],
+        ["Time between steps P99", _ms(between["p99"])],
     ]
     return [
         "## Engine steps (draft 4.6.2-4.6.3)",
@@ -443,7 +428,9 @@ def _engine_steps_section(steps: Any) -> list[str]:
     ]
 
 
-_COMPONENT_LABELS = {
+_Component = Literal["network_and_framing", "arrival_to_queue", "queue", "prefill"]
+
+_COMPONENT_LABELS: Final[dict[_Component, str]] = {
     "network_and_framing": "Network and framing (client − server TTFT)",
     "arrival_to_queue": "Arrival to queue (server TTFT − queue − prefill)",
     "queue": "Queue",
@@ -451,13 +438,11 @@ _COMPONENT_LABELS = {
 }
 
 
-def _share(value: Any) -> str:
+def _share(value: float | None) -> str:
     return NA if value is None else f"{float(value) * 100:.1f}%"
 
 
-def _decomposition_section(d: Mapping[str, Any] | None) -> list[str]:
-    if not d:
-        return []
+def _decomposition_section(d: rt.TtftDecomposition) -> list[str]:
     rows = [
         [
             label,
@@ -479,8 +464,8 @@ def _decomposition_section(d: Mapping[str, Any] | None) -> list[str]:
     ]
 
 
-def _preemption_section(p: Mapping[str, Any] | None) -> list[str]:
-    if not p or not p["total"]:
+def _preemption_section(p: rt.Preemptions | None) -> list[str]:
+    if p is None or not p["total"]:
         return []
     stall = p["stall_ms"]
     per_request = p["preemptions_per_request"]
@@ -501,9 +486,9 @@ def _preemption_section(p: Mapping[str, Any] | None) -> list[str]:
     return ["## Preemption (draft 5.8.4)", "", *markdown_table(["Metric", "Value"], rows), ""]
 
 
-def _itl_shape_section(client: Mapping[str, Any]) -> list[str]:
-    shape = client.get("itl_shape")
-    if not shape or not shape["count"]:
+def _itl_shape_section(client: rt.ClientMetrics) -> list[str]:
+    shape = client["itl_shape"]
+    if not shape["count"]:
         return []
     locations = ", ".join(_ms(v) for v in shape["peak_locations_ms"]) or NA
     rows = [
@@ -524,9 +509,9 @@ def _itl_shape_section(client: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _reasoning_section(client: Mapping[str, Any]) -> list[str]:
+def _reasoning_section(client: rt.ClientMetrics) -> list[str]:
     r = client.get("reasoning")
-    if not r:
+    if r is None:
         return []
     n = r["requests"]
     rows = [
@@ -550,7 +535,7 @@ def _reasoning_section(client: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _prefill_deadline(d: Mapping[str, Any]) -> str:
+def _prefill_deadline(d: rt.PrefillDeadline) -> str:
     """``metrics.fluidity.prefill_deadline`` in words: the fixed value, or the profiled fit."""
     if d["kind"] == "fixed":
         return f"D_p = {_ms(d['deadline_ms'])} (fixed)"
@@ -565,9 +550,9 @@ def _prefill_deadline(d: Mapping[str, Any]) -> str:
     )
 
 
-def _fluidity_section(metrics: Mapping[str, Any]) -> list[str]:
+def _fluidity_section(metrics: rt.Metrics) -> list[str]:
     f = metrics.get("fluidity")
-    if not f:
+    if f is None:
         return []
     share = f"≥ {fmt(f['min_fluidity'])}"
     rows = [
@@ -608,19 +593,24 @@ def _fluidity_section(metrics: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _classes_section(metrics: Mapping[str, Any]) -> list[str]:
+_CLASS_METRICS: Final[tuple[Literal["ttft_ms", "tpot_ms", "e2e_ms", "itl_ms"], ...]] = (
+    "ttft_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "itl_ms",
+)
+_CLASS_QUANTILES: Final[tuple[Literal["p50", "p99"], ...]] = ("p50", "p99")
+
+
+def _classes_section(metrics: rt.Metrics) -> list[str]:
     cl = metrics.get("classes")
-    if not cl:
+    if cl is None:
         return []
     rows = [
         [
             name,
             str(c["count"]),
-            *(
-                _ms(c[key][q])
-                for key in ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms")
-                for q in ("p50", "p99")
-            ),
+            *(_ms(c[key][q]) for key in _CLASS_METRICS for q in _CLASS_QUANTILES),
         ]
         for name, c in cl["by_class"].items()
     ]
@@ -644,9 +634,27 @@ def _classes_section(metrics: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _guardrails_section(metrics: Mapping[str, Any]) -> list[str]:
+_ADDED_LATENCY: Final[
+    tuple[
+        tuple[Literal["input_ms", "output_first_event_ms", "ttft_ms", "output_per_event_ms"], str],
+        ...,
+    ]
+] = (
+    ("input_ms", "Input filters (adds to TTFT)"),
+    ("output_first_event_ms", "Output filters, first event (adds to TTFT)"),
+    ("ttft_ms", "TTFT added"),
+    ("output_per_event_ms", "Output filters, per later event (adds to ITL)"),
+)
+
+
+def _p99(stats: rt.FilterStats | None) -> str:
+    """The P99 of a filter row's optional statistics (output filters' ``busy_ms_per_event``)."""
+    return _ms(None if stats is None else stats["p99"])
+
+
+def _guardrails_section(metrics: rt.Metrics) -> list[str]:
     g = metrics.get("guardrails")
-    if not g:
+    if g is None:
         return []
     d = g["disclosure"]
     rows = [
@@ -658,19 +666,14 @@ def _guardrails_section(metrics: Mapping[str, Any]) -> list[str]:
             ", ".join(f"{k}: {v}" for k, v in f["errors"].items()) or "none",
             _ms(f["busy_ms_per_request"]["p50"]),
             _ms(f["busy_ms_per_request"]["p99"]),
-            _ms((f.get("busy_ms_per_event") or {}).get("p99")),
+            _p99(f.get("busy_ms_per_event")),
         ]
         for f in g["filters"]
     ]
     added = g["added_latency"]
     added_rows = [
         [label, str(added[key]["count"]), _ms(added[key]["p50"]), _ms(added[key]["p99"])]
-        for key, label in (
-            ("input_ms", "Input filters (adds to TTFT)"),
-            ("output_first_event_ms", "Output filters, first event (adds to TTFT)"),
-            ("ttft_ms", "TTFT added"),
-            ("output_per_event_ms", "Output filters, per later event (adds to ITL)"),
-        )
+        for key, label in _ADDED_LATENCY
     ]
     refusals = g["refusals"]
     by_stage = ", ".join(f"{k}: {v}" for k, v in refusals["by_stage"].items()) or "none"
@@ -690,9 +693,9 @@ def _guardrails_section(metrics: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _load_generator_section(run: Mapping[str, Any]) -> list[str]:
-    g = run.get("load_generator")
-    if not g:
+def _load_generator_section(run: rt.RunSection) -> list[str]:
+    g = run["load_generator"]
+    if g is None:
         return []
     lag = g["schedule_lag_ms"]
     rows = [
@@ -705,14 +708,13 @@ def _load_generator_section(run: Mapping[str, Any]) -> list[str]:
     return ["## Load generator (draft 4.2.5)", "", *markdown_table(["Metric", "Value"], rows), ""]
 
 
-def _lateness(value: Any) -> str:
+def _lateness(value: float | None) -> str:
     return fmt(value, 3, "ms")
 
 
-def _gc_note(pauses: Any, limit_ms: float) -> str:
+def _gc_note(p: rt.GcPauses | None, limit_ms: float) -> str:
     """The load generator's garbage collections, where it counted them."""
-    p = mapping(pauses)
-    if not p:
+    if p is None:
         return ""
     return (
         f" Garbage collection: {p['collections']} collection(s) ({p['full']} full), "
@@ -720,32 +722,36 @@ def _gc_note(pauses: Any, limit_ms: float) -> str:
     )
 
 
-def _client_health_section(run: Mapping[str, Any]) -> list[str]:
-    h = run.get("client_health")
-    if not h:
+def _client_health_section(run: rt.RunSection) -> list[str]:
+    h = run["client_health"]
+    if h is None:
         return []
 
     def row(
-        name: str, lateness: Mapping[str, Any], reads: Any, cpu: Mapping[str, Any]
+        name: str,
+        lateness: rt.HealthQuantiles,
+        reads: rt.HealthQuantiles,
+        cpu: rt.WorkerCpu | None,
     ) -> list[str]:
         return [
             name,
             _lateness(lateness["p50"]),
             _lateness(lateness["p99"]),
             _lateness(lateness["max"]),
-            _lateness(mapping(reads).get("p99")),
-            fmt(cpu.get("utilization"), 2) if cpu else "",
-            str(cpu["involuntary_context_switches"]) if cpu else "",
+            _lateness(reads["p99"]),
+            "" if cpu is None else fmt(cpu["utilization"], 2),
+            "" if cpu is None else str(cpu["involuntary_context_switches"]),
         ]
 
     rows = [
-        row(str(w["worker"]), w["loop_lateness_ms"], w.get("read_delay_ms"), w["cpu"])
+        row(str(w["worker"]), w["loop_lateness_ms"], w["read_delay_ms"], w["cpu"])
         for w in h["workers"]
     ]
-    rows.append(row("all", h["loop_lateness_ms"], h.get("read_delay_ms"), {}))
+    rows.append(row("all", h["loop_lateness_ms"], h["read_delay_ms"], None))
     head = ["Worker", "Loop lateness P50", "P99", "Max", "Read delay P99", "CPU (cores)"]
     head.append("Involuntary switches")
-    workers = mapping(run.get("load")).get("workers") or {}
+    # run.load is the run manifest's own declaration: its worker keys are open.
+    workers: dict[str, Any] = (run["load"] or {}).get("workers") or {}
     note = (
         (
             f"{len(h['workers'])} load-generator worker(s) ({workers.get('chosen', 'n/a')}); "
@@ -765,18 +771,18 @@ def _client_health_section(run: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _cpu_list(cpus: Any) -> str:
+def _cpu_list(cpus: list[int] | None) -> str:
     return ",".join(map(str, cpus)) if cpus else "unpinned"
 
 
-def _pinning(cpus: Any, workers: list[Any]) -> str:
-    """The ``--loadgen-cpus`` sentence (run.load.workers.cpus and each worker's read-back CPUs);
-    empty for a run without it."""
+def _pinning(cpus: dict[str, Any] | None, workers: list[rt.WorkerHealth]) -> str:
+    """The ``--loadgen-cpus`` sentence (run.load.workers.cpus, as the manifest declares it, and
+    each worker's read-back CPUs); empty for a run without it."""
     if not cpus:
         return ""
     found = "; ".join(f"worker {w['worker']} on {_cpu_list(w.get('cpus'))}" for w in workers)
     others = ", ".join(
-        f"{name} on {_cpu_list(on)}" for name, on in mapping(cpus.get("processes")).items()
+        f"{name} on {_cpu_list(on)}" for name, on in (cpus.get("processes") or {}).items()
     )
     return (
         f" --loadgen-cpus {_cpu_list(cpus.get('loadgen'))}, the rest of the run on "
@@ -786,7 +792,7 @@ def _pinning(cpus: Any, workers: list[Any]) -> str:
     )
 
 
-def _client_telemetry_section(run: Mapping[str, Any]) -> list[str]:
+def _client_telemetry_section(run: rt.RunSection) -> list[str]:
     t = run.get("client_telemetry")
     if not t:
         return []
@@ -797,7 +803,7 @@ def _client_telemetry_section(run: Mapping[str, Any]) -> list[str]:
     return ["## Client span export", "", *markdown_table(["Counter", "Spans"], rows), "", note, ""]
 
 
-def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:
+def _methodology_section(methodology: rt.Methodology) -> list[str]:
     itl = methodology["itl_method"]
     lines = [
         "## Methodology",
@@ -830,8 +836,8 @@ def _methodology_section(methodology: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _data_quality_section(report: Mapping[str, Any]) -> list[str]:
-    rejected = report.get("data_quality", {}).get("rejected_attributes")
+def _data_quality_section(quality: rt.DataQuality) -> list[str]:
+    rejected = quality["rejected_attributes"]
     if not rejected:
         return []
     counts = ", ".join(f"`{name}` {count}" for name, count in rejected.items())
@@ -846,12 +852,10 @@ def _data_quality_section(report: Mapping[str, Any]) -> list[str]:
 _MET = {True: "✓", False: "✗", None: "n/a"}
 
 
-def _configuration_section(report: Mapping[str, Any]) -> list[str]:
-    """Draft 5.1.5.1's configuration summary (``report["configuration"]``)."""
-    config = report["configuration"]
-    rows = [
-        [label, markdown_cell(config.get(key, NA))] for key, label in CONFIGURATION_LABELS.items()
-    ]
+def _configuration_section(config: rt.Configuration) -> list[str]:
+    """Draft 5.1.5.1's configuration summary (``report["configuration"]``), in the order of
+    :data:`~otelbench.report.configuration.CONFIGURATION_LABELS` (its keys are the section's)."""
+    rows = [[label, markdown_cell(config.get(key))] for key, label in CONFIGURATION_LABELS.items()]
     return [
         "## Configuration summary (draft 5.1.5.1)",
         "",
@@ -860,15 +864,15 @@ def _configuration_section(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _counts(counts: Mapping[str, Any]) -> str:
+def _counts(counts: rt.LevelCounts) -> str:
     return f"{counts['met']} met, {counts['unmet']} not met, {counts['not_applicable']} n/a"
 
 
-def compliance_lines(c: Mapping[str, Any]) -> list[str]:
+def compliance_lines(c: rt.ComplianceSection) -> list[str]:
     """Markdown of a compliance result (``otelbench.report.compliance``): the verdict of each
     test (draft 2: compliance is per test), each test's unmet statements with their evidence,
-    then every check. Shared by report.md and procedure.md."""
-    tests = [t for t in c.get("tests") or [] if isinstance(t, Mapping)]
+    then every check. Shared by report.md, procedure.md and compare.md."""
+    tests = c["tests"]
     names = ", ".join(f"{t['test']} ({t['title']})" for t in tests) or "none"
     lines = [
         f"**Verdict: {c['verdict']}** (draft 2; the lowest of the verdicts of the tests this "
@@ -928,13 +932,12 @@ def compliance_lines(c: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _compliance_section(report: Mapping[str, Any]) -> list[str]:
+def _compliance_section(c: rt.ComplianceSection) -> list[str]:
     """The methodology compliance: each test's verdict (draft 2) and the checks."""
-    c = report["compliance"]
     return ["## Methodology Compliance", "", *compliance_lines(c)]
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: rt.Report) -> str:
     """The report as Markdown (draft Appendix C.1 block, then the 5.x result tables).
 
     >>> from otelbench.report import build_report
@@ -956,7 +959,7 @@ def render_markdown(report: Report) -> str:
     lines += _client_health_section(run)
     lines += _client_telemetry_section(run)
     lines += _methodology_section(report["methodology"])
-    lines += _data_quality_section(report)
-    lines += _configuration_section(report)
-    lines += _compliance_section(report)
+    lines += _data_quality_section(report["data_quality"])
+    lines += _configuration_section(report["configuration"])
+    lines += _compliance_section(report["compliance"])
     return "\n".join(lines).rstrip("\n") + "\n"

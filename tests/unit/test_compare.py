@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from otelbench.compare import (
     render_compare_markdown,
 )
 from otelbench.errors import ConfigError
+from otelbench.loadgen.warmup import WarmupOutcome, WarmupSpec
 from otelbench.metrics import bootstrap_ci
 from otelbench.metrics.stats import (
     permutation_test,
@@ -33,8 +36,13 @@ from otelbench.metrics.stats import (
     student_t_two_sided_p,
     welch_t_test,
 )
+from otelbench.model.compare import ChecklistItem, CompareResult, MetricResult
+from otelbench.model.conform import conforms
+from otelbench.model.report import Report, Summary
 from otelbench.query import extract_run_data, open_store
-from otelbench.report import SCHEMA_VERSION, render_json, report_from_data
+from otelbench.report import render_json, report_from_data
+from otelbench.report.compliance import compliance
+from otelbench.report.configuration import configuration_summary
 from tests.unit.query.spanstore import write_scenario
 
 # ---------------------------------------------------------------------------------------------
@@ -206,11 +214,20 @@ def test_permutation_monte_carlo_is_seeded() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reports: a hand-made minimal report.json
+# Reports: a whole built report.json with each test's values
 # ---------------------------------------------------------------------------------------------
 
 
-def summary(p50: float, p99: float) -> dict[str, Any]:
+@functools.cache
+def _base_json() -> str:
+    """The report.json of the span-store scenario (``write_scenario``), as a reader sees it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = write_scenario(Path(tmp) / "scenario.duckdb")
+        with open_store(store) as runner:
+            return render_json(report_from_data(extract_run_data(runner)))
+
+
+def summary(p50: float, p99: float) -> Summary:
     return {
         **dict.fromkeys(
             ("count", "mean", "std", "min", "max", "p50", "p90", "p95", "p99", "p99_9")
@@ -222,70 +239,74 @@ def summary(p50: float, p99: float) -> dict[str, Any]:
     }
 
 
+def _warmup(run_id: str) -> Any:
+    """A warm-up declaration as the load generator writes it; the requests it sent are an
+    outcome that varies by run (not compared)."""
+    spec = WarmupSpec(min_requests=100, min_output_tokens=10000)
+    warm = WarmupOutcome(spec=spec, concurrency=4, seed=None, requests=120 + len(run_id))
+    return json.loads(json.dumps(warm.to_manifest()))
+
+
 def make_report(
     run_id: str,
     *,
     ttft: float = 100.0,
     tokens_per_s: float = 300.0,
     software: str = "engine 1.0",
-    hardware: Any = "1x NVIDIA L4 GPU",
+    hardware: str = "1x NVIDIA L4 GPU",
     seed: int = 42,
     failed: int = 0,
     server_ttft: float | None = None,
     duration_s: float = 60.0,
-) -> dict[str, Any]:
-    metrics: dict[str, Any] = {
-        "client": {
-            "ttft_ms": summary(ttft, ttft * 3),
-            "tpot_ms": summary(10.0, 20.0),
-            "itl_ms": summary(9.0, 30.0),
-            "e2e_ms": summary(2000.0, 4000.0),
-            "throughput": {"output_tokens_per_s": tokens_per_s, "requests_per_s": 2.0},
-        }
+) -> Report:
+    """A whole report.json (the scenario's, built) that conforms to the report's types, with
+    the run and metrics a test is about; its configuration and compliance are computed from
+    them. Server metrics only with ``server_ttft``."""
+    report: Report = json.loads(_base_json())
+    run = report["run"]
+    run.update(
+        id=run_id,
+        target="http://10.0.0.5:8000",
+        model="tiny",
+        api="completions",
+        workload={"name": "synthetic-uniform", "seed": seed, "spec": {"input": {"max": 512}}},
+        seed=seed,
+        tokenizer=None,
+        load={"mode": "poisson", "rate": 2.0, "concurrency": None, "requests": 100},
+        warmup=_warmup(run_id),
+        duration_s=duration_s,
+        otelbench_version="0.1.0",
+    )
+    run["sut"].update(boundary="Model Engine", software=software, hardware=hardware)
+    run["requests"] = {
+        "total": 100,
+        "succeeded": 100 - failed,
+        "failed": failed,
+        "failed_by_type": {"504": failed} if failed else {},
     }
-    if server_ttft is not None:
-        metrics["server"] = {
-            "span_sources": {"otelbench.vllm.request": 100, "llm_request": 0},
-            "ttft_ms": summary(server_ttft, server_ttft * 2),
-        }
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run": {
-            "id": run_id,
-            "target": "http://10.0.0.5:8000",
-            "model": "tiny",
-            "api": "completions",
-            "workload": {
-                "name": "synthetic-uniform",
-                "seed": seed,
-                "spec": {"input": {"max": 512}},
-            },
-            "seed": seed,
-            "tokenizer": None,
-            "load": {"mode": "poisson", "rate": 2.0, "concurrency": None, "requests": 100},
-            "warmup": {
-                "mode": "warm",
-                "procedure": "draft 4.5",
-                "floors": {"min_requests": 100, "min_output_tokens": 10000},
-                "concurrency": 4,
-                "probe": {"k": 5},
-                "requests": 120 + len(run_id),  # an outcome: varies by run, not compared
-            },
-            "duration_s": duration_s,
-            "otelbench_version": "0.1.0",
-            "sut": {"boundary": "Model Engine", "software": software, "hardware": hardware},
-            "requests": {"total": 100, "succeeded": 100 - failed, "failed": failed},
-        },
-        "metrics": metrics,
-        "methodology": {
-            "itl_method": {"option": "B", "server_option": None, "chunk_token_source": "usage"},
-            "first_token_definition": "first content token",
-            "deviations": [f"deviation of {software}"],
-        },
-    }
+    metrics = report["metrics"]
+    client = metrics["client"]
+    client["ttft_ms"] = summary(ttft, ttft * 3)
+    client["tpot_ms"] = summary(10.0, 20.0)
+    client["itl_ms"] = summary(9.0, 30.0)
+    client["e2e_ms"] = summary(2000.0, 4000.0)
+    client["throughput"].update(output_tokens_per_s=tokens_per_s, requests_per_s=2.0)
+    if server_ttft is None:
+        del metrics["server"]
+    else:
+        metrics["server"]["span_sources"] = {"otelbench.vllm.request": 100, "llm_request": 0}
+        metrics["server"]["ttft_ms"] = summary(server_ttft, server_ttft * 2)
+    methodology = report["methodology"]
+    methodology["itl_method"].update(option="B", server_option=None, chunk_token_source="usage")
+    methodology["first_token_definition"] = "first content token"
+    methodology["deviations"] = [f"deviation of {software}"]
+    report["configuration"] = configuration_summary(report)
+    report["compliance"] = compliance(report)
+    assert conforms(report, Report) == []
+    return report
 
 
-def run(report: dict[str, Any], system: str | None = None) -> RunReport:
+def run(report: Report, system: str | None = None) -> RunReport:
     return RunReport(
         path=Path(f"/runs/{report['run']['id']}/report.json"), report=report, system=system
     )
@@ -297,12 +318,12 @@ def two_systems(a_ttft: list[float], b_ttft: list[float], **b_kwargs: Any) -> li
     return runs
 
 
-def metric(result: dict[str, Any], key: str) -> dict[str, Any]:
+def metric(result: CompareResult, key: str) -> MetricResult:
     (found,) = [m for m in result["metrics"] if m["key"] == key]
     return found
 
 
-def check(result: dict[str, Any], item: str) -> dict[str, Any]:
+def check(result: CompareResult, item: str) -> ChecklistItem:
     (found,) = [c for c in result["checklist"] if c["item"] == item]
     return found
 
@@ -626,31 +647,8 @@ def write(path: Path, content: Any) -> Path:
     return path
 
 
-def whole(report: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
-    """``report`` laid over ``base`` (a whole built report), key by key: a report.json that
-    ``load_report`` accepts, with ``make_report``'s values (its warm-up is a partial declaration,
-    so the base's stands)."""
-    out = copy.deepcopy(base)
-    for key, value in report.items():
-        if key == "warmup":
-            continue
-        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "load":
-            out[key] = whole(value, out[key])
-        else:
-            out[key] = value
-    return out
-
-
-@pytest.fixture(scope="module")
-def base_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    store = write_scenario(tmp_path_factory.mktemp("base") / "scenario.duckdb")
-    with open_store(store) as runner:
-        report: dict[str, Any] = json.loads(render_json(report_from_data(extract_run_data(runner))))
-    return report
-
-
-def test_load_run_from_directory_or_file(tmp_path: Path, base_report: dict[str, Any]) -> None:
-    file = write(tmp_path / "r1" / "report.json", whole(make_report("r1"), base_report))
+def test_load_run_from_directory_or_file(tmp_path: Path) -> None:
+    file = write(tmp_path / "r1" / "report.json", make_report("r1"))
     assert load_run(tmp_path / "r1").path == file
     assert load_run(file, system="x").system == "x"
     assert load_run(file).run_id == "r1"
@@ -738,14 +736,13 @@ def test_the_comparison_has_a_draft_6_verdict() -> None:
     assert "| 6 Multi-System Comparison | **not compliant** |" in md
 
 
-def test_compare_command_prints_and_writes(tmp_path: Path, base_report: dict[str, Any]) -> None:
+def test_compare_command_prints_and_writes(tmp_path: Path) -> None:
     import io
 
     args = []
     for name, values in (("a", [100.0, 110.0, 120.0]), ("b", [150.0, 160.0, 170.0])):
         for i, v in enumerate(values):
-            report = whole(make_report(f"{name}{i}", ttft=v), base_report)
-            write(tmp_path / f"{name}{i}" / "report.json", report)
+            write(tmp_path / f"{name}{i}" / "report.json", make_report(f"{name}{i}", ttft=v))
             args.append(f"{name}={tmp_path / f'{name}{i}'}")
     stdout, stderr = io.StringIO(), io.StringIO()
     out = tmp_path / "cmp"
