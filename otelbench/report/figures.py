@@ -883,3 +883,6 @@ FIGURES: Final[Mapping[str, Callable[[Figure, Report, PlotData | None], None]]] 
     "preemption_timeline": _preemption_timeline,
     "waterfall": _waterfall_plot,
 }
+"""The figure of each ``data-plot`` name of :data:`PLOTS` but ``throughput_latency``, drawn from
+the report and the plot data (None: none given); :func:`throughput_latency` draws that one from a
+procedure block."""
