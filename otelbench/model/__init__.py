@@ -9,7 +9,10 @@
 * :mod:`otelbench.model.compare` — the second document, ``compare.json``
   (:class:`~otelbench.model.compare.CompareResult`, what ``otelbench compare`` writes);
 * :mod:`otelbench.model.conform` — :func:`~otelbench.model.conform.conforms`, that check: every
-  way a parsed JSON value departs from a type, by path.
+  way a parsed JSON value departs from a type, by path;
+* :mod:`otelbench.model.plots` — the plot data of ``report.html``'s figures
+  (:class:`~otelbench.model.plots.PlotData`, built by ``otelbench.report.plot_data``; not
+  written to disk).
 
 Why ``TypedDict`` and not dataclasses: ``report.json`` is the public contract, read as JSON by
 users, dashboards and ``otelbench compare``; a ``TypedDict`` types that very value (mypy checks

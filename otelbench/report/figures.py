@@ -1,17 +1,23 @@
 """The figures of ``report.html``: inline-SVG plots of a report and its plot data.
 
 Each figure of :data:`PLOTS` is drawn by one function registered in :data:`FIGURES` (by its
-``data-plot`` name) from the report dict (``docs/report-schema.md``) and
-:func:`otelbench.report.plot_data.plot_data`'s dict, with :mod:`otelbench.report.plots`' charts.
-:mod:`otelbench.report.html` lays them out on the page.
+``data-plot`` name) from the report (:class:`~otelbench.model.report.Report`) and, when given,
+the plot data (:class:`~otelbench.model.plots.PlotData`,
+:func:`otelbench.report.plot_data.plot_data`'s value), with :mod:`otelbench.report.plots`'
+charts; the throughput-latency curve is drawn by :func:`throughput_latency` from a multi-level
+procedure block (:data:`CURVE_SHAPE`) instead. :mod:`otelbench.report.html` lays them out on the
+page.
 
 Usage::
 
-    from otelbench.report.figures import FIGURES, PLOTS, Figure
+    from otelbench.report.figures import FIGURES, PLOTS, Figure, throughput_latency
 
     for name, title in PLOTS:
         fig = Figure(name, title)
-        FIGURES[name](fig, report, plots)
+        if name == "throughput_latency":
+            throughput_latency(fig, procedure)   # None: no multi-level procedure
+        else:
+            FIGURES[name](fig, report, plots)    # plots: PlotData, or None
         svg = fig.html()
 """
 
@@ -21,7 +27,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +36,16 @@ from otelbench import draft
 from otelbench.metrics import (
     throughput_latency_points,
 )
-from otelbench.report.access import dig, fmt, number
+from otelbench.model.plots import (
+    CdfSeries,
+    HistogramCounts,
+    Histograms,
+    PlotData,
+    PointSeries,
+    WaterfallRow,
+)
+from otelbench.model.report import FluidityIndex, Report, ShortSummary, Summary
+from otelbench.report.access import fmt, number
 from otelbench.report.plots import LOG_AXIS_RATIO, PALETTE, Axis, Chart
 
 __all__ = ["CURVE_SHAPE", "FIGURES", "PLOTS", "Figure", "esc", "html_table", "throughput_latency"]
@@ -53,7 +68,7 @@ PLOTS: Final = (
 """Every plot of the page: its ``data-plot`` name and its title, in page order."""
 
 CURVE_SHAPE: Final = (
-    'report["procedure"] = {"levels": [level row, ...], optional "latency_metric" ("ttft" by '
+    'procedure = {"levels": [level row, ...], optional "latency_metric" ("ttft" by '
     'default, or "tpot", "e2e"), optional "knee", "saturation", "peak", "optimal" (indices '
     'into levels, or null) and "slo_p99_ms"}. A level row (the procedures\' level rows fit) '
     'has "offered_rps" (or, when any level lacks it, "concurrency"), "output_tokens_per_s" and '
@@ -78,15 +93,6 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = 
     body = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in rows)
     attr = f' class="{esc(cls)}"' if cls else ""
     return f"<table{attr}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _series(obj: Any, key: str = "values") -> list[float]:
-    """A list of finite numbers (a malformed entry ends the series as empty)."""
-    values = obj.get(key) if isinstance(obj, Mapping) else None
-    if not isinstance(values, list):
-        return []
-    out = [number(v) for v in values]
-    return [v for v in out if v is not None] if all(v is not None for v in out) else []
 
 
 def _auto_axis(values: Sequence[float], label: str) -> Axis:
@@ -121,26 +127,37 @@ class Figure:
         )
 
 
-def _percentile_points(summary: Any) -> tuple[list[float], list[float]]:
-    """(value, fraction) pairs of a summary's min, percentiles and max, ascending."""
-    keys = (
-        ("min", 0.0),
-        ("p1", 0.01),
-        ("p5", 0.05),
-        ("p50", 0.5),
-        ("p90", 0.9),
-        ("p95", 0.95),
-        ("p99", 0.99),
-        ("p99_9", 0.999),
-        ("max", 1.0),
-    )
+def _percentile_points(
+    points: Sequence[tuple[float | None, float]],
+) -> tuple[list[float], list[float]]:
+    """The (value, fraction) ``points`` whose value is defined, as two lists."""
     xs, ys = [], []
-    for key, q in keys:
-        v = number(dig(summary, key))
+    for value, q in points:
+        v = number(value)
         if v is not None:
             xs.append(v)
             ys.append(q)
     return xs, ys
+
+
+def _summary_points(s: Summary) -> tuple[list[float], list[float]]:
+    """A summary's min, percentiles and max with their fractions, ascending."""
+    return _percentile_points(
+        [
+            (s["min"], 0.0),
+            (s["p50"], 0.5),
+            (s["p90"], 0.9),
+            (s["p95"], 0.95),
+            (s["p99"], 0.99),
+            (s["p99_9"], 0.999),
+            (s["max"], 1.0),
+        ]
+    )
+
+
+def _fluidity_points(f: FluidityIndex) -> tuple[list[float], list[float]]:
+    """A fluidity-index's min, P1, P5 and P50 with their fractions, ascending."""
+    return _percentile_points([(f["min"], 0.0), (f["p1"], 0.01), (f["p5"], 0.05), (f["p50"], 0.5)])
 
 
 def _grouped_bars(
@@ -180,39 +197,40 @@ _CDF_SAMPLING: Final = "at evenly spread ranks, the first and the last kept"
 _POINT_SAMPLING: Final = "evenly spread requests in submit order"
 
 
-def _sampling(obj: Any, drawn: int, how: str) -> list[str]:
+def _sampling(obj: CdfSeries | PointSeries, drawn: int, how: str) -> list[str]:
     """The caption that says a series was thinned to ``drawn`` of its ``count`` points
     (:func:`plot_data` keeps at most ``MAX_POINTS`` per series), or nothing."""
-    count = number(dig(obj, "count"))
-    if count is None or count <= drawn:
+    count = obj["count"]
+    if count <= drawn:
         return []
     return [f"{drawn:,} of {count:,.0f} points drawn, {how}; the statistics use all of them."]
 
 
-def _ttft_cdf(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    client = dig(plots, "ttft_ms", "client")
-    server = dig(plots, "ttft_ms", "server")
-    cx, cf = _series(client), _series(client, "fractions")
-    sx, sf = _series(server), _series(server, "fractions")
-    if cx and len(cx) == len(cf):
+def _ttft_cdf(fig: Figure, report: Report, plots: PlotData | None) -> None:
+    client = plots["ttft_ms"]["client"] if plots is not None else None
+    server = plots["ttft_ms"]["server"] if plots is not None else None
+    if client is not None:
+        cx, cf = client["values"], client["fractions"]
+        sx = server["values"] if server is not None else []
         chart = Chart(_auto_axis(cx + sx, "TTFT (ms)"), Axis.fixed(0, 1, "fraction of requests"))
         chart.step_cdf(cx, cf, color=PALETTE[0], label="client", series="client")
         fig.caption.append(f"Client TTFT of {client['count']} successful requests.")
         fig.caption += _sampling(client, len(cx), _CDF_SAMPLING)
-        if sx and len(sx) == len(sf):
-            chart.step_cdf(sx, sf, color=PALETTE[1], label="server", series="server")
+        if server is not None:
+            chart.step_cdf(
+                sx, server["fractions"], color=PALETTE[1], label="server", series="server"
+            )
             fig.caption.append(
                 f"Server TTFT of {server['count']} joined server spans, from the request's "
                 "arrival in the engine."
             )
             fig.caption += _sampling(server, len(sx), _CDF_SAMPLING)
-        p99 = number(dig(report, "metrics", "client", "ttft_ms", "p99"))
+        p99 = number(report["metrics"]["client"]["ttft_ms"]["p99"])
         if p99 is not None:
             chart.vline(p99, color="#555", text="client P99", series="client_p99")
         fig.svg = chart.render(fig.title)
         return
-    summary = dig(report, "metrics", "client", "ttft_ms")
-    xs, ys = _percentile_points(summary)
+    xs, ys = _summary_points(report["metrics"]["client"]["ttft_ms"])
     if not xs:
         fig.note = "no successful request had a content token"
         return
@@ -227,34 +245,34 @@ def _ttft_cdf(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) 
 
 
 def _histogram_chart(
-    hist: Mapping[str, Any], names: Sequence[tuple[str, str]], x_label: str
-) -> tuple[str, list[str]] | None:
-    edges = _series(hist, "edges")
+    hist: Histograms, labels: tuple[str, str], x_label: str
+) -> tuple[str, list[str]]:
+    """The client and server series of ``hist`` (those with samples) as bars, labelled
+    ``labels``, and their captions."""
+    edges = hist["edges"]
     present = [
-        (key, label, hist[key])
-        for key, label in names
-        if isinstance(hist.get(key), Mapping)
-        and len(_series(hist[key], "counts")) == len(edges) - 1
+        (key, label, h)
+        for key, label, h in (
+            ("client", labels[0], hist["client"]),
+            ("server", labels[1], hist["server"]),
+        )
+        if h is not None
     ]
-    if len(edges) < 2 or not present:
-        return None
-    log = bool(hist.get("log"))
+    log = hist["log"]
     width = edges[-1] - edges[0]
     overflow_edge = edges[-1] + width / max(len(edges) - 1, 1) * 2
-    any_overflow = any(int(h.get("overflow") or 0) > 0 for _, _, h in present)
+    any_overflow = any(h["overflow"] > 0 for _, _, h in present)
     x_values = [*edges, overflow_edge] if any_overflow and not log else edges
     x_axis = (
         Axis.logarithmic(x_values, x_label + " (log)") if log else Axis.linear(x_values, x_label)
     )
-    heights = [
-        float(v) for _, _, h in present for v in [*_series(h, "counts"), h.get("overflow") or 0]
-    ]
+    heights = [float(v) for _, _, h in present for v in [*h["counts"], h["overflow"]]]
     y_label = "requests" if "TTFT" in x_label else "samples"
     chart = Chart(x_axis, Axis.linear(heights, y_label, integer=True))
     captions = []
     share = 1.0 / len(present)
     for k, (key, label, h) in enumerate(present):
-        counts = _series(h, "counts")
+        counts = _bar_heights(h)
         lefts, rights = [], []
         for lo, hi in itertools.pairwise(edges):
             if log:
@@ -269,7 +287,7 @@ def _histogram_chart(
             for n, lo, hi in zip(counts, edges[:-1], edges[1:], strict=True)
         ]
         chart.bars(lefts, rights, counts, color=PALETTE[k], label=label, tips=tips, series=key)
-        overflow = int(h.get("overflow") or 0)
+        overflow = h["overflow"]
         if overflow and not log:
             chart.bars(
                 [edges[-1] + (overflow_edge - edges[-1]) * (0.25 + 0.25 * k)],
@@ -281,7 +299,7 @@ def _histogram_chart(
                 opacity=0.4,
             )
         captions.append(
-            f"{label}: {h.get('count')} samples"
+            f"{label}: {h['count']} samples"
             + (
                 f", {overflow} beyond {edges[-1]:.4g} ms (the pale bar past the last bin)"
                 if overflow
@@ -292,30 +310,35 @@ def _histogram_chart(
     return chart.render(x_label), captions
 
 
-def _ttft_histogram(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    hist = dig(plots, "ttft_histogram_ms")
-    drawn = (
-        _histogram_chart(hist, (("client", "client"), ("server", "server")), "TTFT (ms)")
-        if isinstance(hist, Mapping)
-        else None
-    )
-    if drawn is None:
+def _bar_heights(h: HistogramCounts) -> list[float]:
+    """A histogram series' bin counts as bar heights."""
+    return [float(k) for k in h["counts"]]
+
+
+def _ttft_histogram(fig: Figure, report: Report, plots: PlotData | None) -> None:
+    hist = plots["ttft_histogram_ms"] if plots is not None else None
+    if hist is None:
         fig.note = (
             "no per-request TTFT in the plot data"
-            if plots
+            if plots is not None
             else "report.json holds no per-request TTFT (render with plot data)"
         )
         return
-    fig.svg, fig.caption = drawn
+    fig.svg, fig.caption = _histogram_chart(hist, ("client", "server"), "TTFT (ms)")
 
 
-def _ttft_by_input(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    buckets = dig(report, "metrics", "client", "ttft_by_input_tokens")
-    buckets = [b for b in buckets if isinstance(b, Mapping)] if isinstance(buckets, list) else []
-    filled = [b for b in buckets if (number(b.get("count")) or 0) > 0]
-    pts = dig(plots, "ttft_by_input")
-    xs, ys = _series(pts, "x"), _series(pts, "y")
-    if xs and len(xs) == len(ys):
+_BUCKET_LINES: Final[tuple[tuple[Literal["p50", "p99"], str, str], ...]] = (
+    ("p50", PALETTE[2], "bucket P50"),
+    ("p99", PALETTE[1], "bucket P99"),
+)
+"""The TTFT percentiles drawn as each input-length bucket's segment: key, colour, label."""
+
+
+def _ttft_by_input(fig: Figure, report: Report, plots: PlotData | None) -> None:
+    filled = [b for b in report["metrics"]["client"]["ttft_by_input_tokens"] if b["count"] > 0]
+    pts = plots["ttft_by_input"] if plots is not None else None
+    if pts is not None:
+        xs, ys = pts["x"], pts["y"]
         chart = Chart(Axis.linear(xs, "input tokens"), _auto_axis(ys, "TTFT (ms)"))
         chart.points(
             xs,
@@ -325,19 +348,16 @@ def _ttft_by_input(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, A
             tips=[f"{x:.0f} tokens, TTFT {y:.2f} ms" for x, y in zip(xs, ys, strict=True)],
             series="request",
         )
-        for key, color, name in (
-            ("p50", PALETTE[2], "bucket P50"),
-            ("p99", PALETTE[1], "bucket P99"),
-        ):
+        for key, color, name in _BUCKET_LINES:
             for b in filled:
-                v = number(b.get(key))
-                lo = max(float(b.get("min_tokens") or 0), chart.x.lo)
-                top = number(b.get("max_tokens_exclusive"))
+                v = number(b[key])
+                lo = max(float(b["min_tokens"]), chart.x.lo)
+                top = number(b["max_tokens_exclusive"])
                 hi = min(top if top is not None else chart.x.hi, chart.x.hi)
                 if v is not None and hi > lo:
                     chart.line([lo, hi], [v, v], color=color, label=name, series=key)
         fig.caption.append(
-            f"{pts.get('count')} successful requests; horizontal segments are each input-length "
+            f"{pts['count']} successful requests; horizontal segments are each input-length "
             "bucket's TTFT P50 and P99 (draft 5.1.4.2)."
         )
         fig.caption += _sampling(pts, len(xs), _POINT_SAMPLING)
@@ -346,8 +366,12 @@ def _ttft_by_input(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, A
     if not filled:
         fig.note = "no successful request had both a TTFT and an input length"
         return
-    names = [str(b.get("bucket")) for b in filled]
-    series = [(key.upper(), [number(b.get(key)) for b in filled]) for key in ("p50", "p95", "p99")]
+    names = [b["bucket"] for b in filled]
+    series = [
+        ("P50", [number(b["p50"]) for b in filled]),
+        ("P95", [number(b["p95"]) for b in filled]),
+        ("P99", [number(b["p99"]) for b in filled]),
+    ]
     fig.svg = _grouped_bars(
         names,
         series,
@@ -357,48 +381,39 @@ def _ttft_by_input(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, A
     )
     fig.caption.append(
         "TTFT percentiles by input-length bucket (draft 5.1.4.2); buckets without requests "
-        "are left out. "
-        + ", ".join(f"{b.get('bucket')}: {b.get('count')} requests" for b in filled)
-        + "."
+        "are left out. " + ", ".join(f"{b['bucket']}: {b['count']} requests" for b in filled) + "."
     )
 
 
-def _itl_histogram(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    hist = dig(plots, "itl_histogram_ms")
-    drawn = (
-        _histogram_chart(
-            hist,
-            (("client", "client (Option B)"), ("server", "server (Option C)")),
-            "ITL (ms)",
-        )
-        if isinstance(hist, Mapping)
-        else None
-    )
-    if drawn is None:
+def _itl_histogram(fig: Figure, report: Report, plots: PlotData | None) -> None:
+    hist = plots["itl_histogram_ms"] if plots is not None else None
+    if hist is None:
         fig.note = (
             "no ITL sample in the plot data"
-            if plots
+            if plots is not None
             else "report.json holds no ITL samples (render with plot data)"
         )
         return
-    fig.svg, fig.caption = drawn
+    fig.svg, fig.caption = _histogram_chart(
+        hist, ("client (Option B)", "server (Option C)"), "ITL (ms)"
+    )
     fig.caption.append(
         "Option B gives a chunk of N tokens N − 1 zero intervals; Option C is at engine-step "
         "resolution (draft 4.6.3)."
     )
 
 
-def _jitter(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    client = dig(plots, "jitter_ms", "client")
-    server = dig(plots, "jitter_ms", "server")
+def _jitter(fig: Figure, report: Report, plots: PlotData | None) -> None:
+    client = plots["jitter_ms"]["client"] if plots is not None else None
+    server = plots["jitter_ms"]["server"] if plots is not None else None
     drawn = [
-        (key, label, _series(obj, "x"), _series(obj, "y"), obj)
+        (key, label, obj["x"], obj["y"], obj)
         for key, label, obj in (
             ("client", "client (Option B)", client),
             ("server", "server (Option C)", server),
         )
+        if obj is not None
     ]
-    drawn = [d for d in drawn if d[2] and len(d[2]) == len(d[3])]
     if drawn:
         all_x = [x for d in drawn for x in d[2]]
         all_y = [y for d in drawn for y in d[3]]
@@ -415,19 +430,26 @@ def _jitter(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) ->
                 tips=[f"{label}: {y:.3f} ms at {x:.2f} s" for x, y in zip(xs, ys, strict=True)],
                 series=key,
             )
-            fig.caption.append(f"{label}: {obj.get('count')} requests with ≥ 2 ITL samples.")
+            fig.caption.append(f"{label}: {obj['count']} requests with ≥ 2 ITL samples.")
             fig.caption += _sampling(obj, len(xs), _POINT_SAMPLING)
         fig.caption.append(
             "Jitter is each request's ITL population standard deviation (draft 5.4.4.2)."
         )
         fig.svg = chart.render(fig.title)
         return
+    server_metrics = report["metrics"].get("server")
+    server_per_request = (
+        server_metrics.get("itl_per_request") if server_metrics is not None else None
+    )
+    sides: tuple[tuple[str, ShortSummary | None], ...] = (
+        ("client", report["metrics"]["client"]["itl_per_request"]["jitter_ms"]),
+        ("server", server_per_request["jitter_ms"] if server_per_request is not None else None),
+    )
     cats, series = [], []
-    for key, label in (("client", "client"), ("server", "server")):
-        j = dig(report, "metrics", key, "itl_per_request", "jitter_ms")
-        if isinstance(j, Mapping) and number(j.get("p50")) is not None:
+    for label, j in sides:
+        if j is not None and number(j["p50"]) is not None:
             cats.append(label)
-            series.append([number(j.get(p)) for p in ("p50", "p95", "p99")])
+            series.append([number(j["p50"]), number(j["p95"]), number(j["p99"])])
     if not cats:
         fig.note = "no request had 2 or more ITL samples"
         return
@@ -488,10 +510,11 @@ class _Curve:
         return f"{self.load[k]:g} {self.load_unit}"
 
 
-def throughput_latency(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    block = dig(report, "procedure")
-    levels = dig(block, "levels")
-    if not isinstance(block, Mapping) or not isinstance(levels, list) or len(levels) < 2:
+def throughput_latency(fig: Figure, block: Mapping[str, Any] | None) -> None:
+    """The throughput-latency curve of a multi-level procedure ``block`` (:data:`CURVE_SHAPE`;
+    draft 5.3.4), or why there is none (None: no procedure, a single run)."""
+    levels = block.get("levels") if block is not None else None
+    if block is None or not isinstance(levels, list) or len(levels) < 2:
         fig.note = (
             "a single load level was run; the curve needs a multi-level procedure "
             "(report.procedure.levels, draft 5.3)"
@@ -568,35 +591,43 @@ def _prefill_deadline_text(fixed_ms: Any) -> str:
     return f"D_p {fmt(fixed_ms, 0)} ms"
 
 
-def _fluidity_cdf(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    section = dig(report, "metrics", "fluidity")
-    fluid = dig(plots, "fluidity")
-    min_fluidity = number(dig(section, "min_fluidity")) or draft.FLUIDITY_MIN_INDEX
-    rows = dig(fluid, "deadlines")
+def _fluidity_cdf(fig: Figure, report: Report, plots: PlotData | None) -> None:
+    section = report["metrics"].get("fluidity")
+    fluid = plots["fluidity"] if plots is not None else None
+    min_fluidity = (
+        number(section["min_fluidity"]) if section is not None else None
+    ) or draft.FLUIDITY_MIN_INDEX
     chart = Chart(Axis.fixed(0, 1, "fluidity-index"), Axis.fixed(0, 1, "fraction of requests"))
     drawn = 0
-    if isinstance(rows, list):
+    if fluid is not None:
+        rows = fluid["deadlines"]
         for k, row in enumerate(rows):
-            cdf = dig(row, "cdf")
-            xs, fs = _series(cdf), _series(cdf, "fractions")
-            if xs and len(xs) == len(fs):
-                label = f"{dig(row, 'preset')} (D_d {fmt(dig(row, 'decode_deadline_ms'), 0)} ms)"
-                chart.step_cdf(xs, fs, color=PALETTE[k % 8], label=label, series=str(row["preset"]))
+            cdf = row["cdf"]
+            if cdf is not None:
+                label = f"{row['preset']} (D_d {fmt(row['decode_deadline_ms'], 0)} ms)"
+                chart.step_cdf(
+                    cdf["values"],
+                    cdf["fractions"],
+                    color=PALETTE[k % 8],
+                    label=label,
+                    series=row["preset"],
+                )
                 drawn += 1
         if drawn:
             fig.caption.append(
-                f"Etalon §4.1 fluidity-index per request ({dig(fluid, 'source')} timeline, "
-                f"{_prefill_deadline_text(dig(fluid, 'prefill_deadline_ms'))})."
+                f"Etalon §4.1 fluidity-index per request ({fluid['source']} timeline, "
+                f"{_prefill_deadline_text(fluid['prefill_deadline_ms'])})."
             )
-            first = dig(rows[0], "cdf")
-            fig.caption += _sampling(first, len(_series(first)), _CDF_SAMPLING)
-    if not drawn and isinstance(section, Mapping):
-        for k, row in enumerate(section.get("deadlines") or []):
-            xs, ys = _percentile_points(dig(row, "fluidity_index"))
+            first = rows[0]["cdf"]
+            if first is not None:
+                fig.caption += _sampling(first, len(first["values"]), _CDF_SAMPLING)
+    if not drawn and section is not None:
+        for k, reported in enumerate(section["deadlines"]):
+            xs, ys = _fluidity_points(reported["fluidity_index"])
             if xs:
-                label = f"{dig(row, 'preset')} (D_d {fmt(dig(row, 'decode_deadline_ms'), 0)} ms)"
-                chart.line(xs, ys, color=PALETTE[k % 8], label=label, series=str(row["preset"]))
-                chart.points(xs, ys, color=PALETTE[k % 8], series=str(row["preset"]))
+                label = f"{reported['preset']} (D_d {fmt(reported['decode_deadline_ms'], 0)} ms)"
+                chart.line(xs, ys, color=PALETTE[k % 8], label=label, series=reported["preset"])
+                chart.points(xs, ys, color=PALETTE[k % 8], series=reported["preset"])
                 drawn += 1
         if drawn:
             fig.caption.append(
@@ -606,26 +637,27 @@ def _fluidity_cdf(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, An
         fig.note = "no successful request had a token on the timeline"
         return
     chart.vline(min_fluidity, color="#555", text=f"fluid ≥ {min_fluidity:g}", series="min")
-    rate = dig(section, "fluid_token_generation_rate")
-    if isinstance(rate, Mapping):
+    rate = section["fluid_token_generation_rate"] if section is not None else None
+    if rate is not None:
         fig.caption.append(
-            f"Fluid token generation rate: {fmt(rate.get('tokens_per_s'), 1)} tokens/s "
-            f"(D_d {fmt(rate.get('decode_deadline_ms'), 1)} ms)."
+            f"Fluid token generation rate: {fmt(rate['tokens_per_s'], 1)} tokens/s "
+            f"(D_d {fmt(rate['decode_deadline_ms'], 1)} ms)."
         )
     fig.svg = chart.render(fig.title)
 
 
-def _fairness(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    section = dig(report, "metrics", "classes")
-    by_class = dig(section, "by_class")
-    if not isinstance(by_class, Mapping) or not by_class:
+def _fairness(fig: Figure, report: Report, plots: PlotData | None) -> None:
+    section = report["metrics"].get("classes")
+    if section is None or not section["by_class"]:
         fig.note = "fewer than two request classes among the successful requests"
         return
-    names = [str(k) for k in by_class]
-    rows = [by_class[k] for k in by_class]
+    by_class = section["by_class"]
+    names = list(by_class)
+    rows = list(by_class.values())
     series = [
-        (f"TTFT {p.upper()}", [number(dig(r, "ttft_ms", p)) for r in rows])
-        for p in ("p50", "p95", "p99")
+        ("TTFT P50", [number(r["ttft_ms"]["p50"]) for r in rows]),
+        ("TTFT P95", [number(r["ttft_ms"]["p95"]) for r in rows]),
+        ("TTFT P99", [number(r["ttft_ms"]["p99"]) for r in rows]),
     ]
     fig.svg = _grouped_bars(
         names,
@@ -634,9 +666,9 @@ def _fairness(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) 
         y_label="TTFT (ms)",
         tip=lambda cat, label, v: f"class {cat}: {label} {v:.2f} ms",
     )
-    jain = number(dig(section, "jain_index"))
+    jain = number(section["jain_index"])
     fig.caption.append(
-        f"Jain's fairness index J = {fmt(jain, 3)} over {dig(section, 'jain_requests')} "
+        f"Jain's fairness index J = {fmt(jain, 3)} over {section['jain_requests']} "
         "requests (J < 0.9: significant unfairness; draft 5.6.4)."
         if jain is not None
         else "Jain's fairness index: n/a."
@@ -646,11 +678,11 @@ def _fairness(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) 
         [
             (
                 name,
-                str(dig(r, "count")),
-                fmt(dig(r, "ttft_ms", "p50")),
-                fmt(dig(r, "ttft_ms", "p99")),
-                fmt(dig(r, "tpot_ms", "p50")),
-                fmt(dig(r, "starvation_rate"), 3),
+                str(r["count"]),
+                fmt(r["ttft_ms"]["p50"]),
+                fmt(r["ttft_ms"]["p99"]),
+                fmt(r["tpot_ms"]["p50"]),
+                fmt(r["starvation_rate"], 3),
             )
             for name, r in zip(names, rows, strict=True)
         ],
@@ -658,29 +690,27 @@ def _fairness(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) 
     )
 
 
-def _preemption_timeline(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    p = dig(plots, "preemptions")
-    stats = dig(report, "metrics", "server", "preemptions")
-    if not isinstance(p, Mapping):
-        if isinstance(stats, Mapping):
+def _preemption_timeline(fig: Figure, report: Report, plots: PlotData | None) -> None:
+    p = plots["preemptions"] if plots is not None else None
+    if p is None:
+        server = report["metrics"].get("server")
+        stats = server.get("preemptions") if server is not None else None
+        if stats is not None:
             fig.note = (
-                f"{stats.get('total')} preemptions over {stats.get('requests_observed')} "
+                f"{stats['total']} preemptions over {stats['requests_observed']} "
                 "requests; their times need plot data"
             )
         else:
             fig.note = "no engine-hook server span was joined (preemptions are not observed)"
         return
-    pre = dig(p, "preempted")
-    ts, cum, counts = (
-        _series(pre, "time_s"),
-        _series(pre, "cumulative"),
-        _series(pre, "preemptions"),
-    )
-    raw = dig(pre, "stall_ms")
-    stalls = [number(v) for v in raw] if isinstance(raw, list) else []  # None: never resumed
-    window = number(p.get("window_s")) or (max(ts) if ts else 1.0)
-    total = int(number(p.get("total")) or 0)
-    at_events = str(p.get("placement", "")).startswith("at each preemption event")
+    pre = p["preempted"]
+    ts = pre["time_s"]
+    cum = [float(v) for v in pre["cumulative"]]
+    counts = [float(v) for v in pre["preemptions"]]
+    stalls = pre["stall_ms"]  # None: never resumed
+    window = p["window_s"] or (max(ts) if ts else 1.0)
+    total = p["total"]
+    at_events = p["placement"].startswith("at each preemption event")
     chart = Chart(
         Axis.linear([0.0, window, *ts], "time (s since the first T_submit)"),
         Axis.linear([0.0, max(float(total), 1.0), *cum], "preemptions so far"),
@@ -692,7 +722,7 @@ def _preemption_timeline(fig: Figure, report: Mapping[str, Any], plots: Mapping[
     xs.append(window)
     ys.append(ys[-1])
     chart.line(xs, ys, color=PALETTE[1], label="cumulative preemptions", series="cumulative")
-    if ts and len(counts) == len(ts) and len(stalls) == len(ts):
+    if ts:
         chart.points(
             ts,
             cum,
@@ -709,7 +739,7 @@ def _preemption_timeline(fig: Figure, report: Mapping[str, Any], plots: Mapping[
             opacity=1.0,
         )
     fig.caption.append(
-        f"{total} preemptions over {p.get('requests_observed')} observed requests"
+        f"{total} preemptions over {p['requests_observed']} observed requests"
         + (" — no preemption in this run." if total == 0 else ".")
         + (
             " Each preemption is placed at its time in the engine (the hooks' preemption "
@@ -722,7 +752,9 @@ def _preemption_timeline(fig: Figure, report: Mapping[str, Any], plots: Mapping[
     fig.svg = chart.render(fig.title)
 
 
-_WATERFALL_PHASES: Final = (
+_WATERFALL_PHASES: Final[
+    tuple[tuple[Literal["pre_queue_ms", "queue_ms", "prefill_ms", "decode_ms"], str, str], ...]
+] = (
     ("pre_queue_ms", "arrival → queued", "#9edae5"),
     ("queue_ms", "queue", PALETTE[3]),
     ("prefill_ms", "prefill", PALETTE[1]),
@@ -730,37 +762,36 @@ _WATERFALL_PHASES: Final = (
 )
 
 
-def _waterfall_row_label(row: Mapping[str, Any]) -> str:
-    label = f"#{row.get('request')}"
-    if row.get("class") is not None:
-        label += f" {row.get('class')}"
+def _waterfall_row_label(row: WaterfallRow) -> str:
+    label = f"#{row['request']}"
+    if row["class"] is not None:
+        label += f" {row['class']}"
     return label
 
 
-def _waterfall_plot(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, Any]) -> None:
-    w = dig(plots, "waterfall")
-    rows = dig(w, "requests")
-    rows = [r for r in rows if isinstance(r, Mapping)] if isinstance(rows, list) else []
-    if not rows:
+def _waterfall_plot(fig: Figure, report: Report, plots: PlotData | None) -> None:
+    w = plots["waterfall"] if plots is not None else None
+    if w is None or not w["requests"]:
         fig.note = (
             "no successful request to sample"
-            if plots
+            if plots is not None
             else "report.json holds no per-request timings (render with plot data)"
         )
         return
+    rows = w["requests"]
     n = len(rows)
     ends: list[float] = []
     for r in rows:
-        ends += [v for v in (number(r.get("end_ms")), number(r.get("ttft_ms"))) if v is not None]
-        srv = r.get("server")
-        if isinstance(srv, Mapping):
-            t = number(srv.get("arrival_ms")) or 0.0
+        ends += [v for v in (number(r["end_ms"]), number(r["ttft_ms"])) if v is not None]
+        srv = r["server"]
+        if srv is not None:
+            t = srv["arrival_ms"] or 0.0
             for key, _, _ in _WATERFALL_PHASES:
-                t += number(srv.get(key)) or 0.0
+                t += number(srv[key]) or 0.0
             ends.append(t)
-        g = r.get("guardrail_ms")
-        if isinstance(g, list) and len(g) == 2 and number(g[1]) is not None:
-            ends.append(float(g[1]))
+        g = r["guardrail_ms"]
+        if g is not None:
+            ends.append(g[1])
     labels = [_waterfall_row_label(r) for r in reversed(rows)]
     chart = Chart(
         Axis.linear(ends, "ms since the request's T_submit"),
@@ -772,7 +803,7 @@ def _waterfall_plot(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, 
     for k, r in enumerate(rows):
         slot = n - 1 - k
         name = _waterfall_row_label(r)
-        ttft, end = number(r.get("ttft_ms")), number(r.get("end_ms"))
+        ttft, end = number(r["ttft_ms"]), number(r["end_ms"])
         top = slot + 0.88
         if ttft is not None:
             chart.span(
@@ -796,11 +827,11 @@ def _waterfall_plot(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, 
                 tip=f"{name}: streaming {end - ttft:.2f} ms, end {end:.2f} ms",
                 series="client_stream",
             )
-        srv = r.get("server")
-        if isinstance(srv, Mapping):
-            t = number(srv.get("arrival_ms")) or 0.0
+        srv = r["server"]
+        if srv is not None:
+            t = srv["arrival_ms"] or 0.0
             for key, label, color in _WATERFALL_PHASES:
-                d = number(srv.get(key))
+                d = number(srv[key])
                 if d is None:
                     continue
                 d = max(d, 0.0)
@@ -815,10 +846,10 @@ def _waterfall_plot(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, 
                     series=key.removesuffix("_ms"),
                 )
                 t += d
-        g = r.get("guardrail_ms")
-        if isinstance(g, list) and len(g) == 2:
-            g0, g1 = number(g[0]), number(g[1])
-            if g0 is not None and g1 is not None and g1 >= g0:
+        g = r["guardrail_ms"]
+        if g is not None:
+            g0, g1 = g
+            if g1 >= g0:
                 guardrail_seen = True
                 chart.span(
                     g0,
@@ -831,27 +862,27 @@ def _waterfall_plot(fig: Figure, report: Mapping[str, Any], plots: Mapping[str, 
                     series="guardrail",
                 )
     fig.caption.append(
-        f"{n} of {dig(w, 'of')} successful requests, sampled with seed {dig(w, 'seed')}. "
+        f"{n} of {w['of']} successful requests, sampled with seed {w['seed']}. "
         "Upper bar: the client's wait for the first token and the stream; lower bar: the "
         "server's phases (arrival → queued, queue, prefill, decode)."
     )
     if not guardrail_seen:
         fig.caption.append("Guardrail: not measured in this run (no guardrail span recorded).")
-    placement = dig(w, "server_placement")
-    if placement:
-        fig.caption.append(f"Server phases: {placement}.")
+    fig.caption.append(f"Server phases: {w['server_placement']}.")
     fig.svg = chart.render(fig.title)
 
 
-FIGURES: Final[Mapping[str, Callable[[Figure, Mapping[str, Any], Mapping[str, Any]], None]]] = {
+FIGURES: Final[Mapping[str, Callable[[Figure, Report, PlotData | None], None]]] = {
     "ttft_cdf": _ttft_cdf,
     "ttft_histogram": _ttft_histogram,
     "ttft_by_input": _ttft_by_input,
     "itl_histogram": _itl_histogram,
     "jitter": _jitter,
-    "throughput_latency": throughput_latency,
     "fluidity_cdf": _fluidity_cdf,
     "fairness": _fairness,
     "preemption_timeline": _preemption_timeline,
     "waterfall": _waterfall_plot,
 }
+"""The figure of each ``data-plot`` name of :data:`PLOTS` but ``throughput_latency``, drawn from
+the report and the plot data (None: none given); :func:`throughput_latency` draws that one from a
+procedure block."""

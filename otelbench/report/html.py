@@ -1,12 +1,14 @@
 """Render a run report as one self-contained HTML page with inline SVG plots (issue 5).
 
-:func:`render_html` takes the ``report.json`` dict (``docs/report-schema.md``) and, optionally,
-the compact per-request plot data that :func:`otelbench.report.plot_data.plot_data` builds (or
-finds it under the report's ``plots`` key). It returns one HTML document that opens offline:
-no script, style sheet, font or image is loaded from anywhere; the plots are inline SVG drawn by
-:mod:`otelbench.report.plots`, hover text is SVG ``<title>``, and one short inline script at the
-end marks the page (``<html data-script="ok" data-plots="…" data-plots-drawn="…">``) so a
-headless browser can prove that every plot drew with no script error.
+:func:`render_html` takes the report (:class:`~otelbench.model.report.Report`,
+``docs/report-schema.md``) and, optionally, the compact per-request plot data that
+:func:`otelbench.report.plot_data.plot_data` builds (:class:`~otelbench.model.plots.PlotData`)
+and a multi-level procedure block for the throughput-latency curve. It returns one HTML
+document that opens offline: no script, style sheet, font or image is loaded from anywhere; the
+plots are inline SVG drawn by :mod:`otelbench.report.plots`, hover text is SVG ``<title>``, and
+one short inline script at the end marks the page
+(``<html data-script="ok" data-plots="…" data-plots-drawn="…">``) so a headless browser can
+prove that every plot drew with no script error.
 
 Plots, each a ``<figure data-plot="NAME">``, in this order (:data:`PLOTS`):
 
@@ -47,10 +49,11 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from otelbench.model.report import Report
-from otelbench.report.access import NA, dig, fmt, load_text, mapping, number
+from otelbench.model.plots import PlotData
+from otelbench.model.report import ComplianceSection, Report, Summary
+from otelbench.report.access import NA, fmt, load_text, number
 from otelbench.report.configuration import CONFIGURATION_LABELS
 from otelbench.report.figures import (
     CURVE_SHAPE,
@@ -75,73 +78,61 @@ __all__ = [
 # ------------------------------------------------------------------------------------------
 
 
-def _run_table(report: Mapping[str, Any]) -> str:
-    run = mapping(report.get("run"))
-    req = mapping(run.get("requests"))
-    thr = dig(report, "metrics", "client", "throughput")
-    workload = run.get("workload")
-    sut = mapping(run.get("sut"))
+def _run_table(report: Report) -> str:
+    run = report["run"]
+    req = run["requests"]
+    thr = report["metrics"]["client"]["throughput"]
+    workload = run["workload"]
+    sut = run["sut"]
     rows = [
-        ("run id", str(run.get("id", NA))),
-        ("model", str(run.get("model") or "not recorded")),
-        ("target", str(run.get("target") or "not recorded")),
-        ("API", str(run.get("api") or "not recorded")),
-        (
-            "workload",
-            str(workload.get("name")) if isinstance(workload, Mapping) else "not recorded",
-        ),
-        ("load", load_text(run.get("load"))),
+        ("run id", run["id"]),
+        ("model", run["model"] or "not recorded"),
+        ("target", run["target"] or "not recorded"),
+        ("API", run["api"] or "not recorded"),
+        ("workload", str(workload.get("name")) if workload is not None else "not recorded"),
+        ("load", load_text(run["load"])),
         (
             "requests",
-            f"{req.get('total', NA)} ({req.get('succeeded', NA)} succeeded, "
-            f"{req.get('failed', NA)} failed)",
+            f"{req['total']} ({req['succeeded']} succeeded, {req['failed']} failed)",
         ),
-        ("duration", fmt(run.get("duration_s"), 1, "s")),
-        ("output throughput", fmt(dig(thr, "output_tokens_per_s"), 1, "tokens/s")),
-        ("request throughput", fmt(dig(thr, "requests_per_s"), 3, "req/s")),
-        ("SUT boundary", str(sut.get("boundary") or "not recorded")),
-        ("hardware", str(sut.get("hardware") or "not recorded")),
-        ("software", str(sut.get("software") or "not recorded")),
-        ("server timing", server_timing_text(sut.get("server_timing"))),
+        ("duration", fmt(run["duration_s"], 1, "s")),
+        ("output throughput", fmt(thr["output_tokens_per_s"], 1, "tokens/s")),
+        ("request throughput", fmt(thr["requests_per_s"], 3, "req/s")),
+        ("SUT boundary", sut.get("boundary") or "not recorded"),
+        ("hardware", sut.get("hardware") or "not recorded"),
+        ("software", sut.get("software") or "not recorded"),
+        ("server timing", server_timing_text(sut["server_timing"])),
     ]
     return html_table(("", ""), rows, cls="kv")
 
 
-_LATENCY_COLUMNS: Final = ("min", "p50", "p90", "p95", "p99", "p99_9", "mean", "max")
+_LATENCY_COLUMNS: Final[
+    tuple[Literal["min", "p50", "p90", "p95", "p99", "p99_9", "mean", "max"], ...]
+] = ("min", "p50", "p90", "p95", "p99", "p99_9", "mean", "max")
 """The summary statistics the latency table shows (5.1.5.2 asks for P99.9 and the minimum)."""
 
 
-def _latency_table(report: Mapping[str, Any]) -> str:
-    client = dig(report, "metrics", "client")
-    server = dig(report, "metrics", "server")
+def _latency_row(label: str, side: str, s: Summary) -> tuple[str, ...]:
+    """One row of the latency table: a summary's count and :data:`_LATENCY_COLUMNS`."""
+    return (label, side, str(s["count"]), *(fmt(s[p]) for p in _LATENCY_COLUMNS))
+
+
+def _latency_table(report: Report) -> str:
+    client = report["metrics"]["client"]
+    server = report["metrics"].get("server")
     rows = []
-    for key, label in (
-        ("ttft_ms", "TTFT"),
-        ("itl_ms", "ITL"),
-        ("tpot_ms", "TPOT"),
-        ("e2e_ms", "E2E"),
+    for label, client_summary, server_summary in (
+        ("TTFT", client["ttft_ms"], server["ttft_ms"] if server is not None else None),
+        ("ITL", client["itl_ms"], server.get("itl_ms") if server is not None else None),
+        ("TPOT", client["tpot_ms"], server["tpot_ms"] if server is not None else None),
+        ("E2E", client["e2e_ms"], server["e2e_ms"] if server is not None else None),
     ):
-        for side, section in (("client", client), ("server", server)):
-            s = dig(section, key)
-            if not isinstance(s, Mapping):
-                continue
-            rows.append(
-                (
-                    label,
-                    side,
-                    str(s.get("count", NA)),
-                    *(fmt(s.get(p)) for p in _LATENCY_COLUMNS),
-                )
-            )
-    diff = dig(server, "client_minus_server_ttft_ms")
-    if isinstance(diff, Mapping):
+        rows.append(_latency_row(label, "client", client_summary))
+        if server_summary is not None:
+            rows.append(_latency_row(label, "server", server_summary))
+    if server is not None:
         rows.append(
-            (
-                "TTFT client − server",
-                "both",
-                str(diff.get("count", NA)),
-                *(fmt(diff.get(p)) for p in _LATENCY_COLUMNS),
-            )
+            _latency_row("TTFT client − server", "both", server["client_minus_server_ttft_ms"])
         )
     return html_table(
         ("metric (ms)", "side", "count", "min", "P50", "P90", "P95", "P99", "P99.9", "mean", "max"),
@@ -149,10 +140,11 @@ def _latency_table(report: Mapping[str, Any]) -> str:
     )
 
 
-def _request_ends(report: Mapping[str, Any]) -> list[str]:
+def _request_ends(report: Report) -> list[str]:
     """``metrics.server.request_ends`` as report.md shows it: client outcome by server end
     reason, and the rest in words (nothing when the report has no such section)."""
-    table = request_ends_table(dig(report, "metrics", "server", "request_ends"))
+    server = report["metrics"].get("server")
+    table = request_ends_table(server.get("request_ends") if server is not None else None)
     if table is None:
         return []
     header, rows, notes = table
@@ -163,57 +155,44 @@ def _request_ends(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _configuration_table(report: Mapping[str, Any]) -> str:
+def _configuration_table(report: Report) -> str:
     """The configuration summary (draft 5.1.5.1), as report.md shows it."""
-    summary = mapping(report.get("configuration"))
-    if not summary:
-        return "<p>No configuration summary in this report.</p>"
-    rows = [(label, str(summary.get(key, NA))) for key, label in CONFIGURATION_LABELS.items()]
+    summary: Mapping[str, object] = report["configuration"]  # one line (str) per label's key
+    rows = [(label, str(summary[key])) for key, label in CONFIGURATION_LABELS.items()]
     return html_table(("", ""), rows, cls="kv")
 
 
-def _methodology(report: Mapping[str, Any]) -> str:
-    m = report.get("methodology")
-    if not isinstance(m, Mapping):
-        return "<p>No methodology declarations in this report.</p>"
-    items: list[tuple[str, str]] = []
-    itl = m.get("itl_method")
-    if isinstance(itl, Mapping):
-        items.append(
-            (
-                "ITL method",
-                f"Option {itl.get('option')}: {itl.get('name')}. {itl.get('description')}",
-            )
-        )
-        items.append(("ITL protocol", str(itl.get("protocol"))))
-        items.append(("chunk token source", str(itl.get("chunk_token_source"))))
-        items.append(("server ITL", str(itl.get("server_side"))))
-        for key, label in (
-            ("server_engine_steps", "engine steps"),
-            ("server_multi_token_handling", "several tokens of one engine step"),
-        ):
-            if itl.get(key):
-                items.append((label, str(itl[key])))
-    for key, label in (
-        ("first_token_definition", "first token"),
-        ("tpot_definition", "TPOT"),
-        ("jitter_definition", "jitter"),
-        ("percentile_method", "percentiles"),
-        ("std_definition", "standard deviation"),
-        ("throughput_window", "throughput window"),
-        ("latency_population", "latency population"),
-    ):
-        if m.get(key) is not None:
-            items.append((label, str(m.get(key))))
-    clocks = m.get("clock_domains")
-    if isinstance(clocks, Mapping):
-        items += [(f"clock: {k}", str(v)) for k, v in clocks.items()]
+def _methodology(report: Report) -> str:
+    m = report["methodology"]
+    itl = m["itl_method"]
+    items: list[tuple[str, str]] = [
+        ("ITL method", f"Option {itl['option']}: {itl['name']}. {itl['description']}"),
+        ("ITL protocol", itl["protocol"]),
+        ("chunk token source", str(itl["chunk_token_source"])),
+        ("server ITL", itl["server_side"]),
+    ]
+    steps = itl.get("server_engine_steps")
+    if steps:
+        items.append(("engine steps", steps))
+    multi_token = itl.get("server_multi_token_handling")
+    if multi_token:
+        items.append(("several tokens of one engine step", multi_token))
+    items += [
+        ("first token", m["first_token_definition"]),
+        ("TPOT", m["tpot_definition"]),
+        ("jitter", m["jitter_definition"]),
+        ("percentiles", m["percentile_method"]),
+        ("standard deviation", m["std_definition"]),
+        ("throughput window", m["throughput_window"]),
+        ("latency population", m["latency_population"]),
+    ]
+    items += [(f"clock: {k}", str(v)) for k, v in m["clock_domains"].items()]
     return "<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items) + "</dl>"
 
 
-def _deviations(report: Mapping[str, Any]) -> str:
-    devs = dig(report, "methodology", "deviations")
-    if not isinstance(devs, list) or not devs:
+def _deviations(report: Report) -> str:
+    devs = report["methodology"]["deviations"]
+    if not devs:
         return "<p>None.</p>"
     return '<ul class="deviations">' + "".join(f"<li>{esc(d)}</li>" for d in devs) + "</ul>"
 
@@ -290,59 +269,58 @@ def _page(title: str, subtitle: str, body: Sequence[str]) -> str:
     )
 
 
-def _verdict(compliance: Any) -> str:
-    """The methodology compliance verdict of each test a report stands for (draft 2), with the
-    unmet statements' ids; empty when the report has no compliance."""
-    if not isinstance(compliance, Mapping):
+def _verdict(compliance: ComplianceSection | None) -> str:
+    """The methodology compliance verdict of each test a report or procedure stands for (draft
+    2), with the unmet statements' ids; empty when a procedure result has no compliance."""
+    if compliance is None:
         return ""
     rows = "".join(
-        f"<tr><td>{esc(t.get('test'))} {esc(t.get('title'))}</td>"
-        f"<td><strong>{esc(t.get('verdict'))}</strong></td>"
-        f"<td>{esc(', '.join([*t.get('unmet_must', []), *t.get('unmet_should', [])]) or '—')}"
+        f"<tr><td>{esc(t['test'])} {esc(t['title'])}</td>"
+        f"<td><strong>{esc(t['verdict'])}</strong></td>"
+        f"<td>{esc(', '.join([*t['unmet_must'], *t['unmet_should']]) or '—')}"
         "</td></tr>"
-        for t in compliance.get("tests") or []
-        if isinstance(t, Mapping)
+        for t in compliance["tests"]
     )
     return (
         "<h2>Methodology compliance (draft 2)</h2>"
-        f"<p>Verdict: <strong>{esc(compliance.get('verdict'))}</strong> (the lowest of its "
+        f"<p>Verdict: <strong>{esc(compliance['verdict'])}</strong> (the lowest of its "
         "tests')</p><table><tr><th>Test</th><th>Verdict</th><th>Not met</th></tr>"
         f"{rows}</table>"
     )
 
 
-def render_html(report: Report, plot_data: Mapping[str, Any] | None = None) -> str:
+def render_html(
+    report: Report,
+    plot_data: PlotData | None = None,
+    *,
+    procedure: Mapping[str, Any] | None = None,
+) -> str:
     """The report as one self-contained HTML page (no external resource) with inline SVG plots.
 
-    ``plot_data`` is :func:`otelbench.report.plot_data.plot_data`'s dict; when None the report's
-    own ``plots`` key is used if it has one. Without per-request data the plots that need it say
-    so; the others are drawn from the report alone. Sections missing from the report (older
-    reports) are tolerated.
+    ``plot_data`` is :func:`otelbench.report.plot_data.plot_data`'s value. Without it the plots
+    that need per-request data say so; the others are drawn from the report alone. The
+    throughput-latency curve is drawn from ``procedure``, a multi-level procedure block
+    (:data:`CURVE_SHAPE`); without one the figure says that a single load level was run.
 
     >>> page = render_html(report_from_data(data), plot_data(data))  # doctest: +SKIP
     >>> page.startswith("<!DOCTYPE html>")  # doctest: +SKIP
     True
     """
-    plots: Mapping[str, Any] = {}
-    given: Mapping[str, Any] = report  # may carry its own "plots" (not a report.json key)
-    if isinstance(plot_data, Mapping):
-        plots = plot_data
-    elif isinstance(given.get("plots"), Mapping):
-        plots = given["plots"]
-    run_id = dig(report, "run", "id")
-    model = dig(report, "run", "model")
     figures = []
     for name, title in PLOTS:
         fig = Figure(name, title)
-        FIGURES[name](fig, report, plots)
+        if name == "throughput_latency":
+            throughput_latency(fig, procedure)
+        else:
+            FIGURES[name](fig, report, plot_data)
         figures.append(fig.html())
-    title = f"otelbench report — run {run_id if run_id is not None else NA}"
+    title = f"otelbench report — run {report['run']['id']}"
     return _page(
         title,
-        f"model {esc(model or 'not recorded')} · report schema "
-        f"{esc(report.get('schema_version', NA))}",
+        f"model {esc(report['run']['model'] or 'not recorded')} · report schema "
+        f"{esc(report['schema_version'])}",
         [
-            _verdict(report.get("compliance")),
+            _verdict(report["compliance"]),
             "<h2>Run</h2>",
             _run_table(report),
             "<h2>Configuration (draft 5.1.5.1)</h2>",
@@ -393,7 +371,7 @@ def render_procedure_html(result: Mapping[str, Any], markdown: str) -> str:
             for key in ("knee", "saturation", "peak", "optimal"):
                 if f"{key}_index" in result:
                     block[key] = result[f"{key}_index"]
-        throughput_latency(fig, {"procedure": block}, {})
+        throughput_latency(fig, block)
     else:
         fig.note = "the procedure's levels do not form one load curve"
     links = "".join(

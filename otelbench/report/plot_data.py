@@ -2,8 +2,9 @@
 
 :func:`plot_data` reduces a run's records (``otelbench.query.RunData``) to at most
 :data:`MAX_POINTS` points per series (deterministic, evenly spread ranks or requests) and to
-histogram counts, so the page stays small for millions of requests. Its shape is versioned by
-:data:`PLOT_DATA_VERSION`; :mod:`otelbench.report.figures` draws it.
+histogram counts, so the page stays small for millions of requests. Its shape is
+:class:`otelbench.model.plots.PlotData`, versioned by :data:`PLOT_DATA_VERSION`;
+:mod:`otelbench.report.figures` draws it.
 
 Usage::
 
@@ -15,8 +16,8 @@ Usage::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +25,18 @@ import numpy.typing as npt
 from otelbench import draft, semconv
 from otelbench.metrics import OrderStatistics, Ragged, group_first
 from otelbench.metrics.summary import AnyOrderStatistics, type7_interpolate, type7_ranks
+from otelbench.model.plots import (
+    CdfSeries,
+    FluidityPlot,
+    HistogramCounts,
+    Histograms,
+    PlotData,
+    PointSeries,
+    PreemptionPlot,
+    Waterfall,
+    WaterfallRow,
+    WaterfallServer,
+)
 from otelbench.query import RunData
 from otelbench.report.plots import LOG_AXIS_RATIO
 from otelbench.report.sections import (
@@ -69,6 +82,12 @@ def _rounded(values: npt.ArrayLike, digits: int) -> list[float | None]:
     return [round(float(v), digits) if math.isfinite(v) else None for v in a.tolist()]
 
 
+def _rounded_finite(values: npt.ArrayLike, digits: int) -> list[float]:
+    """:func:`_rounded` of values known to be finite (a series: its samples were filtered)."""
+    a = np.asarray(values, dtype=np.float64)
+    return [round(float(v), digits) for v in a.tolist()]
+
+
 def _even_indices(n: int, m: int) -> I64:
     """At most ``m`` indices spread evenly over ``range(n)``, first and last included."""
     if n <= m:
@@ -82,7 +101,7 @@ def _finite(values: npt.ArrayLike) -> F64:
     return a if finite.all() else a[finite]  # no copy of 10M samples when all defined
 
 
-def _cdf(values: npt.ArrayLike, max_points: int, digits: int = 3) -> dict[str, Any] | None:
+def _cdf(values: npt.ArrayLike, max_points: int, digits: int = 3) -> CdfSeries | None:
     """Sorted samples and their empirical CDF fraction ``(rank + 1) / n``, at most
     ``max_points`` of them at evenly spread ranks (the first and the last kept)."""
     v = np.sort(_finite(values))
@@ -91,8 +110,8 @@ def _cdf(values: npt.ArrayLike, max_points: int, digits: int = 3) -> dict[str, A
     ranks = _even_indices(int(v.size), max_points)
     return {
         "count": int(v.size),
-        "values": _rounded(v[ranks], digits),
-        "fractions": _rounded((ranks + 1) / v.size, 6),
+        "values": _rounded_finite(v[ranks], digits),
+        "fractions": _rounded_finite((ranks + 1) / v.size, 6),
     }
 
 
@@ -139,10 +158,14 @@ def _bin_counts(
 
 
 def _histograms(
-    series: Mapping[str, AnyOrderStatistics], *, allow_log: bool, bins: int = HISTOGRAM_BINS
-) -> dict[str, Any] | None:
-    """Histograms of several series on shared bin edges; each series is the order statistics
-    of its finite samples (:func:`_order_of_finite`, or any made for
+    client: AnyOrderStatistics,
+    server: AnyOrderStatistics,
+    *,
+    allow_log: bool,
+    bins: int = HISTOGRAM_BINS,
+) -> Histograms | None:
+    """Histograms of the client and server series on shared bin edges; each series is the
+    order statistics of its finite samples (:func:`_order_of_finite`, or any made for
     :data:`HISTOGRAM_PERCENTILES`, or counted: ``CountedOrderStatistics``).
 
     Log-spaced edges when ``allow_log`` and every sample is positive with max/min ≥
@@ -151,7 +174,7 @@ def _histograms(
     that edge are counted in ``overflow``. The counts are ``numpy.histogram``'s over those
     edges.
     """
-    nonempty = [v for v in series.values() if v.size]
+    nonempty = [v for v in (client, server) if v.size]
     if not nonempty:
         return None
     lo, hi = min(v.min for v in nonempty), max(v.max for v in nonempty)
@@ -165,30 +188,35 @@ def _histograms(
         if cap <= start:
             cap = start + 1.0
         edges = np.linspace(start, cap, bins + 1)
-    out: dict[str, Any] = {"log": log, "edges": _rounded(edges, 4)}
-    for name, v in series.items():
+
+    def counted(v: AnyOrderStatistics) -> HistogramCounts | None:
         if v.size == 0:
-            out[name] = None
-            continue
+            return None
         values, multiplicity = v.samples()
         counts, overflow = _bin_counts(values, edges, linear=not log, counts=multiplicity)
-        out[name] = {
-            "count": int(v.size),
-            "counts": [int(k) for k in counts],
-            "overflow": overflow,
-        }
-    return out
+        return {"count": int(v.size), "counts": [int(k) for k in counts], "overflow": overflow}
+
+    return {
+        "log": log,
+        "edges": _rounded_finite(edges, 4),
+        "client": counted(client),
+        "server": counted(server),
+    }
 
 
 def _points(
     x: F64, y: F64, max_points: int, x_digits: int = 3, y_digits: int = 3
-) -> dict[str, Any] | None:
+) -> PointSeries | None:
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]
     if x.size == 0:
         return None
     idx = _even_indices(int(x.size), max_points)
-    return {"count": int(x.size), "x": _rounded(x[idx], x_digits), "y": _rounded(y[idx], y_digits)}
+    return {
+        "count": int(x.size),
+        "x": _rounded_finite(x[idx], x_digits),
+        "y": _rounded_finite(y[idx], y_digits),
+    }
 
 
 def _server_span_of(data: RunData, i: int) -> int | None:
@@ -216,7 +244,7 @@ def plot_data(
     seed: int = 0,
     prefill_deadline_s: float | None = None,
     max_points: int = MAX_POINTS,
-) -> dict[str, Any]:
+) -> PlotData:
     """Compact per-request arrays for the HTML report's plots (pure: no I/O, deterministic).
 
     Bounded in size: each series holds at most ``max_points`` values (CDFs keep evenly spread
@@ -267,19 +295,11 @@ def plot_data(
             "server": _cdf(server_ttft_ms[joined], max_points),
         },
         "ttft_histogram_ms": _histograms(
-            {
-                "client": _order_of_finite(ttft_ms[ok]),
-                "server": _order_of_finite(server_ttft_ms[joined]),
-            },
-            allow_log=True,
+            _order_of_finite(ttft_ms[ok]), _order_of_finite(server_ttft_ms[joined]), allow_log=True
         ),
         "ttft_by_input": _points(input_tokens[ok], ttft_ms[ok], max_points, 1, 3),
         "itl_histogram_ms": _histograms(
-            {
-                "client": client_itl_order(data),
-                "server": server_itl_order(data),
-            },
-            allow_log=False,
+            client_itl_order(data), server_itl_order(data), allow_log=False
         ),
         "jitter_ms": {
             "client": _points(submit_s[ok], client_jitter_us(data) / 1e3, max_points, 6, 4),
@@ -301,7 +321,7 @@ def plot_data(
 
 def _fluidity_plot(
     data: RunData, prefill_deadline_s: float | None, max_points: int
-) -> dict[str, Any] | None:
+) -> FluidityPlot | None:
     """Per-request fluidity-indices per decode-deadline preset, on ``metrics.fluidity``'s
     timeline and population (:func:`otelbench.report.sections.fluidity_section`);
     ``prefill_deadline_ms`` is the fixed ``D_p``, or None for a profiled ``D_p(L)``."""
@@ -328,7 +348,7 @@ def _fluidity_plot(
 
 def _preemption_plot(
     data: RunData, origin_ns: int, window_s: float, max_points: int
-) -> dict[str, Any] | None:
+) -> PreemptionPlot | None:
     """Preemptions over the run, and the running total (draft 5.8.4's timeline).
 
     Each preemption is placed at its engine time when the hooks' preemption span events carry
@@ -368,7 +388,7 @@ def _preemption_plot(
         "window_s": round(end_s, 6),
         "preempted": {
             "count": int(t.size),
-            "time_s": _rounded(t[idx], 6),
+            "time_s": _rounded_finite(t[idx], 6),
             "preemptions": [int(v) for v in k[idx]],
             "stall_ms": _rounded(stall_ms[idx], 3),
             "cumulative": [int(v) for v in cumulative[idx]],
@@ -423,7 +443,7 @@ def _waterfall(
     server_ttft_ms: F64,
     max_rows: int,
     seed: int,
-) -> dict[str, Any]:
+) -> Waterfall:
     """A few sampled successful requests: the client's wait and stream, and the server's
     phases placed at the server span's start relative to T_submit."""
     c, s = data.client, data.server
@@ -432,9 +452,9 @@ def _waterfall(
     rng = np.random.default_rng(seed)
     chosen = np.sort(rng.choice(candidates, size=k, replace=False)) if k else candidates[:0]
     guard = _input_guardrail_window(data)
-    rows = []
+    rows: list[WaterfallRow] = []
     for i in chosen.tolist():
-        server = None
+        server: WaterfallServer | None = None
         j = _server_span_of(data, i)
         if j is not None:
             queue, prefill = s.queue_s[j] * 1e3, s.prefill_s[j] * 1e3

@@ -14,7 +14,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -49,9 +48,9 @@ def chromium() -> str:
 @pytest.fixture
 def page_file(tmp_path: Path) -> Path:
     data = html_run(REQS)
-    report: dict[str, Any] = {**report_from_data(data), "procedure": PROCEDURE}
     path = tmp_path / "report.html"
-    path.write_text(render_html(report, plot_data(data)), encoding="utf-8")
+    page = render_html(report_from_data(data), plot_data(data), procedure=PROCEDURE)
+    path.write_text(page, encoding="utf-8")
     return path
 
 

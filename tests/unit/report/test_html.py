@@ -26,17 +26,28 @@ import math
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from otelbench import draft, semconv
-from otelbench.query import ClientRequests, RunData, RunInfo, ServerRequests
+from otelbench.model.conform import conforms
+from otelbench.model.plots import PlotData
+from otelbench.query import (
+    ClientRequests,
+    RunData,
+    RunInfo,
+    ServerRequests,
+    extract_run_data,
+    open_store,
+)
 from otelbench.report import report_from_data
 from otelbench.report.html import PLOTS, render_html
 from otelbench.report.plot_data import MAX_POINTS, plot_data
 from otelbench.report.plots import Axis, Chart, linear_ticks, log_ticks, tick_label
+from tests.unit.golden.outputs import SCENARIOS
 
 MS = 1000  # µs per ms
 NAN = float("nan")
@@ -374,17 +385,33 @@ def test_plot_data_without_server_spans() -> None:
     assert pd["waterfall"]["requests"][0]["server"] is None
 
 
+@pytest.mark.parametrize(
+    "reqs", [REQS, [Req([(100, 1), (130, 1)])]], ids=["with_server", "client_only"]
+)
+def test_plot_data_conforms_to_its_types(reqs: list[Req]) -> None:
+    pd = plot_data(html_run(reqs))
+    assert conforms(pd, PlotData) == []
+    assert conforms(json.loads(json.dumps(pd, allow_nan=False)), PlotData) == []
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_golden_scenarios_plot_data_conforms(name: str, tmp_path: Path) -> None:
+    with open_store(SCENARIOS[name](tmp_path / f"{name}.duckdb")) as runner:
+        data = extract_run_data(runner, None)
+    assert conforms(plot_data(data), PlotData) == []
+
+
 # ------------------------------------------------------------------------------------------
 # render_html: structure
 # ------------------------------------------------------------------------------------------
 
 
 def full_page(report: dict[str, Any], pd: dict[str, Any]) -> Page:
-    return Page(render_html({**report, "procedure": PROCEDURE}, pd))
+    return Page(render_html(report, pd, procedure=PROCEDURE))
 
 
 def test_every_plot_draws_an_svg_with_data(report: dict[str, Any], pd: dict[str, Any]) -> None:
-    page_text = render_html({**report, "procedure": PROCEDURE}, pd)
+    page_text = render_html(report, pd, procedure=PROCEDURE)
     assert page_text.startswith("<!DOCTYPE html>")
     page = Page(page_text)
     figures = [e.attrs["data-plot"] for e in page.elements if e.tag == "figure"]
@@ -465,12 +492,12 @@ def test_throughput_latency_marks_knee_and_saturation(
     # a drop in throughput at level 4: saturation there, drawn as a vertical line
     levels = [dict(level) for level in PROCEDURE["levels"]]
     levels[4]["output_tokens_per_s"] = 1900
-    page = Page(render_html({**report, "procedure": {"levels": levels}}, pd))
+    page = Page(render_html(report, pd, procedure={"levels": levels}))
     (line,) = page.in_figure("throughput_latency", "g", "vline")
     assert line.attrs["data-series"] == "saturation"
     assert "saturation (18 req/s)" in page.figure_text("throughput_latency")
     # explicit indices win over the derived ones
-    page = Page(render_html({**report, "procedure": {**PROCEDURE, "knee": 1}}, pd))
+    page = Page(render_html(report, pd, procedure={**PROCEDURE, "knee": 1}))
     markers = {e.attrs["data-series"] for e in page.in_figure("throughput_latency", "g", "marker")}
     assert "knee (6 req/s)" in markers
 
@@ -482,7 +509,7 @@ def test_throughput_latency_without_a_procedure_says_so(
     assert page.in_figure("throughput_latency", "svg") == []
     assert "not measured in this run" in page.figure_text("throughput_latency")
     bad = {"levels": [{"offered_rps": 2, "output_tokens_per_s": 1, "p99_ms": 1}] * 2}
-    page = Page(render_html({**report, "procedure": bad}, pd))
+    page = Page(render_html(report, pd, procedure=bad))
     assert "strictly ascending" in page.figure_text("throughput_latency")
 
 
@@ -505,28 +532,10 @@ def test_report_alone_draws_what_it_can(report: dict[str, Any]) -> None:
     assert drawn == {"ttft_cdf", "ttft_by_input", "jitter", "fluidity_cdf", "fairness"}
     for name in ("ttft_histogram", "itl_histogram", "preemption_timeline", "waterfall"):
         assert "not measured in this run" in page.figure_text(name), name
-    # the report's plots key is used when no plot data is passed
-    page = Page(render_html({**report, "plots": plot_data(html_run(REQS))}))
-    assert {e.figure for e in page.elements if e.tag == "svg"} >= {"waterfall", "itl_histogram"}
-
-
-def test_an_old_report_with_missing_sections_renders(report: dict[str, Any]) -> None:
-    old = {
-        "schema_version": 1,
-        "run": {"id": "old"},
-        "metrics": {"client": {"ttft_ms": report["metrics"]["client"]["ttft_ms"]}},
-    }
-    page = Page(render_html(old))
-    assert [e.attrs["data-plot"] for e in page.elements if e.tag == "figure"] == [
-        n for n, _ in PLOTS
-    ]
-    assert {e.figure for e in page.elements if e.tag == "svg"} == {"ttft_cdf"}
-    page = Page(render_html({}))
-    assert not [e for e in page.elements if e.tag == "svg"]
 
 
 def test_no_external_resource(report: dict[str, Any], pd: dict[str, Any]) -> None:
-    text = render_html({**report, "procedure": PROCEDURE}, pd)
+    text = render_html(report, pd, procedure=PROCEDURE)
     assert not re.search(r"https?:|ftp:|//[a-z]", text)
     assert not re.search(r"\b(src|href|xlink:href)\s*=", text)
     assert "<link" not in text
@@ -643,7 +652,7 @@ def test_throughput_latency_reads_procedure_level_rows(
     ]
     levels.insert(2, {"concurrency": 3, "output_tokens_per_s": None, "e2e_p99_ms": 70.0})
     block = {"latency_metric": "e2e", "levels": levels, "saturation": 4}
-    page = Page(render_html({**report, "procedure": block}, pd))
+    page = Page(render_html(report, pd, procedure=block))
     assert len(page.in_figure("throughput_latency", "circle", "point")) == 4
     markers = {e.attrs["data-series"] for e in page.in_figure("throughput_latency", "g", "marker")}
     # knee: 150 > 2 × 50 at concurrency 4; peak at 4 (throughput falls at 8)
