@@ -95,6 +95,9 @@ __all__ = [
     "ScheduleLag",
     "ServerMetrics",
     "ServerTiming",
+    "ShardClock",
+    "ShardRow",
+    "Shards",
     "ShortSummary",
     "StatementResult",
     "Summary",
@@ -434,6 +437,38 @@ class ClientHealth(TypedDict):
     workers: list[WorkerHealth]
 
 
+class ShardClock(TypedDict):
+    """A shard's clock evidence in ``run.shards.rows`` (section ``run``, ``shards``; draft
+    4.7.2): how it was measured, the estimated accuracy, and whether that is within 10 ms."""
+
+    method: str
+    accuracy_ms: float | None
+    within_limit: bool | None
+
+
+class ShardRow(TypedDict):
+    """One shard of a run sent from several hosts (section ``run``, ``shards``)."""
+
+    index: int
+    host: str | None
+    requests_sent: int | None
+    start_late_ms: float | None
+    schedule_lag_p99_ms: float | None
+    generator_bottleneck: bool
+    loop_lateness_p99_ms: float | None
+    read_delay_p99_ms: float | None
+    clock: ShardClock
+
+
+class Shards(TypedDict):
+    """``run.shards``: the shards of a run sent from several hosts (section ``run``,
+    ``shards``): how many the run declared, which sent no run span, and each one's row."""
+
+    count: int
+    missing: list[int]
+    rows: list[ShardRow]
+
+
 class RunSection(TypedDict):
     """``run`` (section ``run``). ``client_telemetry`` (the spool's counters by name) is added by
     the commands that wrote the run (``otelbench run``, a procedure level), not by
@@ -462,6 +497,7 @@ class RunSection(TypedDict):
     load_generator: LoadGenerator | None
     sent: Sent
     phases: dict[str, Phase]
+    shards: NotRequired[Shards]
     client_telemetry: NotRequired[dict[str, int] | None]
 
 

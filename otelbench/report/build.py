@@ -77,6 +77,7 @@ from otelbench.report.sections import (
     short_summary_of,
     summary_of,
 )
+from otelbench.report.shards import shards_section
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -484,7 +485,7 @@ def _run_section(data: RunData, result: Outcomes) -> rt.RunSection:
     m = data.run.manifest
     span_start_s = data.run.span_start_unix_ns / 1e9
     span_end_s = (data.run.span_start_unix_ns + data.run.span_duration_ns) / 1e9
-    return {
+    run: rt.RunSection = {
         "id": data.run.run_id,
         "target": m.get("target"),
         "model": m.get("model"),
@@ -515,6 +516,10 @@ def _run_section(data: RunData, result: Outcomes) -> rt.RunSection:
         "sent": sent_section(data),
         "phases": phases_section(data),
     }
+    shards = shards_section(m)
+    if shards is not None:  # a run sent from several hosts
+        run["shards"] = shards
+    return run
 
 
 def server_timing(data: RunData) -> rt.ServerTiming:

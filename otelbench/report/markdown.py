@@ -771,6 +771,41 @@ def _client_health_section(run: rt.RunSection) -> list[str]:
     ]
 
 
+def _shards_section(run: rt.RunSection) -> list[str]:
+    """A run sent from several hosts: one row per shard, its own timing and clock evidence."""
+    shards = run.get("shards")
+    if shards is None:
+        return []
+
+    def verdict(ok: bool | None) -> str:
+        return "n/a" if ok is None else ("yes" if ok else "**no**")
+
+    rows = [
+        [
+            str(r["index"]),
+            markdown_cell(r["host"] or NA),
+            NA if r["requests_sent"] is None else str(r["requests_sent"]),
+            fmt(r["start_late_ms"], 1, "ms"),
+            _ms(r["schedule_lag_p99_ms"]),
+            "**yes**" if r["generator_bottleneck"] else "no",
+            _lateness(r["loop_lateness_p99_ms"]),
+            markdown_cell(r["clock"]["method"]),
+            fmt(r["clock"]["accuracy_ms"], 3, "ms"),
+            verdict(r["clock"]["within_limit"]),
+        ]
+        for r in shards["rows"]
+    ]
+    head = ["Shard", "Host", "Sent", "Start late", "Schedule lag P99", "Bottleneck"]
+    head += ["Loop lateness P99", "Clock evidence", "Accuracy", "Within 10 ms (4.7.2)"]
+    missing = shards["missing"]
+    note = f"{len(shards['rows'])} of {shards['count']} shard(s) reported" + (
+        f"; no run span from shard(s) {', '.join(map(str, missing))}: see the deviations."
+        if missing
+        else "."
+    )
+    return ["## Shards (draft 4.2.1, 4.2.5, 4.7.2)", "", *markdown_table(head, rows), "", note, ""]
+
+
 def _cpu_list(cpus: list[int] | None) -> str:
     return ",".join(map(str, cpus)) if cpus else "unpinned"
 
@@ -957,6 +992,7 @@ def render_markdown(report: rt.Report) -> str:
     lines += _guardrails_section(metrics)
     lines += _load_generator_section(run)
     lines += _client_health_section(run)
+    lines += _shards_section(run)
     lines += _client_telemetry_section(run)
     lines += _methodology_section(report["methodology"])
     lines += _data_quality_section(report["data_quality"])

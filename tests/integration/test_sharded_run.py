@@ -34,6 +34,8 @@ import pytest
 
 from otelbench import semconv
 from otelbench.loadgen.arrivals import arrival_schedule
+from otelbench.model.conform import conforms
+from otelbench.model.report import Report
 from tests.fixtures.cli import otelbench
 from tests.fixtures.scripted_server import ScriptedServer, chunk_errors
 from tests.fixtures.sntp_server import SntpServer
@@ -245,6 +247,18 @@ def test_four_shards_send_the_one_schedule_once_and_report_as_one_run(
     assert report["run"]["requests"]["total"] == REQUESTS
     assert report["run"]["requests"]["succeeded"] == REQUESTS
     assert report["metrics"]["client"]["ttft_ms"]["count"] == REQUESTS
+    assert conforms(report, Report) == []
+    shards = report["run"]["shards"]
+    assert (shards["count"], shards["missing"]) == (4, [])
+    assert [r["index"] for r in shards["rows"]] == [0, 1, 2, 3]
+    for row in shards["rows"]:
+        assert row["requests_sent"] == REQUESTS // 4
+        assert row["host"]
+        assert row["loop_lateness_p99_ms"] is not None
+        assert row["clock"]["within_limit"] is True
+    markdown = (out / "report.md").read_text()
+    assert "## Shards (draft 4.2.1, 4.2.5, 4.7.2)" in markdown
+    assert "4 of 4 shard(s) reported." in markdown
 
     # Every request once, by the shard its index names, at its offset of the one schedule.
     attributes = client_attributes(bench.store, run_id)
@@ -289,5 +303,9 @@ def test_a_shard_killed_mid_run_is_named_in_the_report(
     deviations = report["methodology"]["deviations"]
     named = [d for d in deviations if d.startswith("shard 1 of 2: no run span in the store")]
     assert len(named) == 1, deviations
+    shards = report["run"]["shards"]
+    assert (shards["count"], shards["missing"]) == (2, [1])
+    assert [r["index"] for r in shards["rows"]] == [0]
+    assert "no run span from shard(s) 1: see the deviations." in (out / "report.md").read_text()
     sent = report["run"]["requests"]["total"]
     assert REQUESTS // 2 <= sent < REQUESTS  # shard 0's half, and what of shard 1's was stored
