@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -9,7 +10,34 @@ import typer
 
 from otelbench.errors import ConfigError
 
-__all__ = ["report"]
+__all__ = ["report", "wait_for_shards"]
+
+POLL_S = 10.0
+"""How often :func:`wait_for_shards` reads the store."""
+
+
+def wait_for_shards(store: str | Path, run_id: str, timeout_s: float) -> str:
+    """Wait up to ``timeout_s`` until run ``run_id`` has every shard's run span in ``store``
+    (its shards declare how many); what was found, in a line. A run from one host is complete
+    once its run span is there."""
+    from otelbench.query import open_store
+    from otelbench.query.extract import list_runs
+
+    deadline = time.monotonic() + timeout_s
+    found = "no run span yet"
+    while True:
+        with open_store(store) as runner:
+            runs = [r for r in list_runs(runner) if r.run_id == run_id]
+        if runs:
+            manifest = runs[-1].manifest
+            count = int(manifest.get("shard_count") or 1)
+            ended = len(manifest.get("shards") or [None])
+            found = f"run {run_id}: {ended} of {count} shard(s) ended"
+            if ended >= count:
+                return found
+        if time.monotonic() + POLL_S > deadline:
+            return f"{found} after {timeout_s:g} s; reporting what is stored"
+        time.sleep(POLL_S)
 
 
 def report(
@@ -24,6 +52,13 @@ def report(
         ),
     ] = None,
     run_id: Annotated[str | None, typer.Option(help="Which run (default: the latest).")] = None,
+    wait: Annotated[
+        float,
+        typer.Option(
+            help="Seconds to wait, for a run sent from several hosts (--run-id), until every "
+            "shard's run span is in the store (a shard that never ends is then named missing)."
+        ),
+    ] = 0.0,
 ) -> None:
     """Recompute report.json, report.md and report.html from the stored spans alone.
 
@@ -42,6 +77,10 @@ def report(
         if not target.exists():
             raise ConfigError(f"no span store at {target}")
     directory.mkdir(parents=True, exist_ok=True)
+    if wait > 0:
+        if run_id is None:
+            raise ConfigError("--wait waits for one run's shards: give its --run-id")
+        typer.echo(f"otelbench: {wait_for_shards(target, run_id, wait)}", err=True)
     snapshot = snapshot_if_written(target) if isinstance(target, Path) else None
     try:
         _, markdown = write_reports(directory, snapshot.path if snapshot else target, run_id)

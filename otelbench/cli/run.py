@@ -271,7 +271,7 @@ def _sharded(config: RunConfig, r: RunOptions, otlp_endpoint: str | None) -> Run
         )
     start = None if r.start_at is None else parse_start(r.start_at)
     shard = Shard(index=given[0], count=given[1], start_at_unix=start)
-    return dataclasses.replace(config, shard=shard, clock_reference=r.clock_reference)
+    return dataclasses.replace(config, shard=shard, clock_reference=r.clock_reference or None)
 
 
 _COMMON = dataclass_options(

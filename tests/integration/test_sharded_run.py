@@ -240,8 +240,9 @@ def test_four_shards_send_the_one_schedule_once_and_report_as_one_run(
 
     # The report: one run, every request once.
     out = tmp_path / "report"
-    proc = otelbench("report", str(out), "--store", bench.store, "--run-id", run_id)
+    proc = otelbench("report", str(out), "--store", bench.store, "--run-id", run_id, "--wait", "60")
     assert proc.returncode == 0, proc.stderr
+    assert f"otelbench: run {run_id}: 4 of 4 shard(s) ended\n" in proc.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["run"]["id"] == run_id
     assert report["run"]["requests"]["total"] == REQUESTS
@@ -297,8 +298,9 @@ def test_a_shard_killed_mid_run_is_named_in_the_report(
     assert procs[0].returncode == 0, stderr
     stop_collector(bench)
     out = tmp_path / "report"
-    proc = otelbench("report", str(out), "--store", bench.store, "--run-id", run_id)
+    proc = otelbench("report", str(out), "--store", bench.store, "--run-id", run_id, "--wait", "1")
     assert proc.returncode == 0, proc.stderr
+    assert f"run {run_id}: 1 of 2 shard(s) ended after 1 s; reporting what is stored" in proc.stderr
     report = json.loads((out / "report.json").read_text())
     deviations = report["methodology"]["deviations"]
     named = [d for d in deviations if d.startswith("shard 1 of 2: no run span in the store")]
