@@ -150,6 +150,8 @@ class Tokenizer(TypedDict):
     option: Literal["A (native)", "B (reference)"]
     name: str
     source: str
+    version: NotRequired[str]
+    """A loaded tokenizer's version: its ``tokenizer.json``'s or BPE file's SHA-256 (4.4.1)."""
     vocab_size: NotRequired[int | None]
     bos_token_id: NotRequired[int | None]
     eos_token_id: NotRequired[int | None]

@@ -1,7 +1,8 @@
 """The methodology compliance of a report, a procedure or a comparison (draft 2: per test).
 
-Pure functions of the report dicts (``docs/report-schema.md``, ``docs/procedure-schema.md``), so a
-report rebuilt from the same store (``otelbench report``) recomputes them identically; the
+Pure functions of the run reports (:class:`~otelbench.model.report.ReportBody`,
+``docs/report-schema.md``) and the procedure dicts (``docs/procedure-schema.md``), so a report
+rebuilt from the same store (``otelbench report``) recomputes them identically; the
 configuration summary (5.1.5.1) the checks read is :mod:`otelbench.report.configuration`'s
 (re-exported here).
 
@@ -64,6 +65,7 @@ from otelbench.draft.statements import (
 )
 from otelbench.metrics.latency import input_bucket_labels
 from otelbench.metrics.warmup import probe_variation
+from otelbench.model import report as rt
 from otelbench.model.report import (
     BulletResult,
     Check,
@@ -74,7 +76,7 @@ from otelbench.model.report import (
     TestVerdict,
     Verdict,
 )
-from otelbench.report.access import fmt, integer, mapping, nonblank, number
+from otelbench.report.access import fmt, integer, nonblank, number
 from otelbench.report.configuration import (
     CONFIGURATION_LABELS,
     NOT_DECLARED,
@@ -142,7 +144,6 @@ VERDICT_RULE: Final = (
 
 
 OPEN_LOOP_MODES: Final = frozenset({"poisson", "uniform", "bursty", "trace"})
-_PERCENTILES: Final = (("p50", "P50"), ("p90", "P90"), ("p95", "P95"), ("p99", "P99"))
 STANDARD_WORKLOADS: Final = {
     "A.1": "Synthetic-Uniform",
     "A.2": "Synthetic-Skewed",
@@ -282,17 +283,19 @@ _NO_CLOCK: Final = (
 def _clock_steps(f: ReportFacts) -> tuple[float, float, str] | None:
     """The client clock's resolution and median read delay (ns), with their evidence, from
     ``run.client_health.clock`` (None: not measured)."""
-    clock = mapping(mapping(f.run.get("client_health")).get("clock"))
-    reported = number(clock.get("resolution_ns"))
-    reads = mapping(clock.get("read_delay_ns"))
-    read = number(reads.get("p50"))
-    if reported is None or read is None:
+    health = f.run["client_health"]
+    clock = None if health is None else health.get("clock")
+    if clock is None:
         return None
-    resolution = max(reported, number(clock.get("clock_getres_ns")) or 0.0)
+    reads = clock["read_delay_ns"]
+    read = reads["p50"]
+    if read is None:
+        return None
+    resolution = max(clock["resolution_ns"], clock["clock_getres_ns"] or 0.0)
     evidence = (
-        f"{clock.get('clock', 'the client clock')} ({clock.get('implementation', '?')}): "
+        f"{clock['clock']} ({clock['implementation']}): "
         f"resolution {resolution:g} ns as the clock reports it, back-to-back reads P50 "
-        f"{read:g} ns, P99 {fmt(number(reads.get('p99')), 0, 'ns')} (measured)"
+        f"{read:g} ns, P99 {fmt(reads['p99'], 0, 'ns')} (measured)"
     )
     return resolution, read, evidence
 
@@ -325,19 +328,21 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
     """Whether the load generator's event loops ran too late to time to 1 ms (loop lateness P99
     over ``run.client_health``'s limit), with the evidence and what to do; (False, None) when
     the run did not measure it."""
-    health = mapping(f.run.get("client_health"))
-    lateness = mapping(health.get("loop_lateness_ms"))
-    p99, limit = number(lateness.get("p99")), number(health.get("limit_ms"))
-    if p99 is None or limit is None:
+    health = f.run["client_health"]
+    if health is None:
         return False, None
-    cpus = [mapping(mapping(w).get("cpu")) for w in health.get("workers") or []]
-    busiest = max((number(c.get("utilization")) or 0.0 for c in cpus), default=0.0)
-    waited = max((number(c.get("runqueue_wait_share")) or 0.0 for c in cpus), default=0.0)
-    stolen = max((number(c.get("host_steal_share")) or 0.0 for c in cpus), default=0.0)
+    lateness = health["loop_lateness_ms"]
+    p99, limit = lateness["p99"], health["limit_ms"]
+    if p99 is None:
+        return False, None
+    cpus = [w["cpu"] for w in health["workers"]]
+    busiest = max((c["utilization"] or 0.0 for c in cpus), default=0.0)
+    waited = max((c["runqueue_wait_share"] or 0.0 for c in cpus), default=0.0)
+    stolen = max((c["host_steal_share"] or 0.0 for c in cpus), default=0.0)
     evidence = (
         f"event-loop lateness over {len(cpus)} worker(s): P50 "
-        f"{fmt(number(lateness.get('p50')), 3, 'ms')}, P99 {fmt(p99, 3, 'ms')}, max "
-        f"{fmt(number(lateness.get('max')), 3, 'ms')}; busiest worker's CPU {busiest:.0%} of a "
+        f"{fmt(lateness['p50'], 3, 'ms')}, P99 {fmt(p99, 3, 'ms')}, max "
+        f"{fmt(lateness['max'], 3, 'ms')}; busiest worker's CPU {busiest:.0%} of a "
         f"core, longest wait for a core {waited:.0%} of the time"
         + (f", {stolen:.0%} of the CPU time taken by the host (steal)" if stolen >= 0.005 else "")
         + _read_delay(health)
@@ -356,7 +361,7 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
 def _contended_advice(f: ReportFacts) -> str:
     """What to do when other processes held the load generator's cores: give it cores of its
     own, or, where it had them (``run.load.workers.cpus``), keep the others off them."""
-    pinned = mapping(mapping(mapping(f.run.get("load")).get("workers")).get("cpus"))
+    pinned = (f.load.get("workers") or {}).get("cpus") or {}
     if not pinned:
         return (
             "other processes kept the load generator waiting for a core: quiet the host or "
@@ -369,27 +374,25 @@ def _contended_advice(f: ReportFacts) -> str:
     )
 
 
-def _gc_pauses(health: Mapping[str, Any], limit: float) -> str:
+def _gc_pauses(health: rt.ClientHealth, limit: float) -> str:
     """The load generator's own garbage-collection pauses over ``limit`` ms, where it counted
     them and had any."""
-    pauses = mapping(health.get("gc_pauses"))
-    over = integer(pauses.get("over_limit"))
-    if not over:
+    pauses = health.get("gc_pauses")
+    if pauses is None or not pauses["over_limit"]:
         return ""
     return (
-        f"; its garbage collector paused it {over} time(s) for over {limit:g} ms, longest "
-        f"{fmt(number(pauses.get('max_ms')), 1, 'ms')} ({integer(pauses.get('full')) or 0} full "
-        "collection(s) in all)"
+        f"; its garbage collector paused it {pauses['over_limit']} time(s) for over {limit:g} ms, "
+        f"longest {fmt(pauses['max_ms'], 1, 'ms')} ({pauses['full']} full collection(s) in all)"
     )
 
 
-def _read_delay(health: Mapping[str, Any]) -> str:
-    reads = mapping(health.get("read_delay_ms"))
-    if not integer(reads.get("count")):
+def _read_delay(health: rt.ClientHealth) -> str:
+    reads = health["read_delay_ms"]
+    if not reads["count"]:
         return ""
     return (
         f"; data waited in the kernel before being read P99 "
-        f"{fmt(number(reads.get('p99')), 3, 'ms')}, max {fmt(number(reads.get('max')), 3, 'ms')}"
+        f"{fmt(reads['p99'], 3, 'ms')}, max {fmt(reads['max'], 3, 'ms')}"
     )
 
 
@@ -421,13 +424,13 @@ def _timing_resolution_us(f: ReportFacts) -> tuple[bool, str]:
     judges=("streaming-support", "streaming-per-chunk"),
 )
 def _streaming(f: ReportFacts) -> tuple[bool, str]:
-    protocol = nonblank(f.itl_method.get("protocol"))
-    chunks = integer(mapping(f.client.get("tokens_per_chunk")).get("count"))
+    protocol = nonblank(f.itl_method["protocol"])
+    chunks = f.client["tokens_per_chunk"]["count"]
     if not f.succeeded:
         return False, _no_success("no chunk arrival time was recorded")
     if protocol is None or not chunks:
         return False, (
-            f"protocol {protocol or 'not declared'}; {chunks or 0} content chunk arrival times "
+            f"protocol {protocol or 'not declared'}; {chunks} content chunk arrival times "
             f"for {f.succeeded} successful requests"
         )
     return True, (
@@ -448,16 +451,16 @@ def _open_loop_isolation(f: ReportFacts) -> tuple[bool, str]:
     mode = nonblank(f.load.get("mode"))
     if mode not in OPEN_LOOP_MODES:
         return False, f"load model {mode or 'not recorded'}: open-loop isolation not shown"
-    gen = mapping(f.run.get("load_generator"))
-    lag = mapping(gen.get("schedule_lag_ms"))
-    if not lag:
+    gen = f.run["load_generator"]
+    if gen is None:
         return False, f"open-loop {mode} run with no schedule lag recorded: isolation not shown"
+    lag = gen["schedule_lag_ms"]
     facts = (
-        f"open-loop {mode}; schedule lag of {lag.get('count')} requests P50 "
-        f"{fmt(number(lag.get('p50')), 2, 'ms')}, P99 {fmt(number(lag.get('p99')), 2, 'ms')}, max "
-        f"{fmt(number(lag.get('max')), 2, 'ms')}"
+        f"open-loop {mode}; schedule lag of {lag['count']} requests P50 "
+        f"{fmt(lag['p50'], 2, 'ms')}, P99 {fmt(lag['p99'], 2, 'ms')}, max "
+        f"{fmt(lag['max'], 2, 'ms')}"
     )
-    if gen.get("generator_bottleneck_flagged") is True:
+    if gen["generator_bottleneck_flagged"] is True:
         return False, (
             f"{facts}; flagged: the load generator fell behind its schedule (its P99 send lag "
             "over all it sent exceeded its limit), the generator, not the target, may have "
@@ -484,8 +487,8 @@ def _request_timestamps(f: ReportFacts) -> tuple[bool, str]:
     TTFT samples)."""
     if not f.succeeded:
         return False, _no_success("no first or final token time was recorded")
-    e2e = integer(mapping(f.client.get("e2e_ms")).get("count")) or 0
-    ttft = f.ttft_samples or 0
+    e2e = f.client["e2e_ms"]["count"]
+    ttft = f.ttft_samples
     evidence = (
         f"of {f.succeeded} successful requests, {e2e} with submission and final token times "
         f"(metrics.client.e2e_ms), {ttft} with their first token time (metrics.client.ttft_ms)"
@@ -502,19 +505,12 @@ def _request_timestamps(f: ReportFacts) -> tuple[bool, str]:
 )
 def _request_status(f: ReportFacts) -> tuple[bool, str]:
     r = f.requests
-    total, ok, failed = (
-        integer(r.get("total")),
-        integer(r.get("succeeded")),
-        integer(r.get("failed")),
-    )
-    by_type = mapping(r.get("failed_by_type"))
-    if total is None or ok is None or failed is None:
-        return False, "run.requests does not count successes and failures"
+    total, ok, failed, by_type = r["total"], r["succeeded"], r["failed"], r["failed_by_type"]
     types = ", ".join(f"{k}: {v}" for k, v in by_type.items())
     evidence = f"{total} requests: {ok} succeeded, {failed} failed" + (
         f" ({types})" if types else ""
     )
-    if ok + failed != total or sum(v for v in by_type.values() if isinstance(v, int)) != failed:
+    if ok + failed != total or sum(by_type.values()) != failed:
         return False, f"{evidence}; the counts do not add up"
     return True, evidence
 
@@ -529,10 +525,9 @@ def _request_status(f: ReportFacts) -> tuple[bool, str]:
 def _token_counts(f: ReportFacts) -> tuple[bool, str]:
     if not f.succeeded:
         return False, _no_success("no token was counted")
-    buckets = f.client.get("ttft_by_input_tokens")
-    with_input = sum(integer(b.get("count")) or 0 for b in buckets or [] if isinstance(b, Mapping))
-    ttft = f.ttft_samples or 0
-    output = integer(mapping(f.client.get("throughput")).get("output_tokens")) or 0
+    with_input = sum(b["count"] for b in f.client["ttft_by_input_tokens"])
+    ttft = f.ttft_samples
+    output = f.client["throughput"]["output_tokens"]
     evidence = (
         f"input token counts for {with_input} of {ttft} requests with a TTFT; "
         f"{output} output tokens counted over {f.succeeded} successful requests"
@@ -566,8 +561,8 @@ def _length_missing(spec: Mapping[str, Any], *, control: bool) -> list[str]:
 
 
 def _content_missing(spec: Mapping[str, Any]) -> list[str]:
-    described = nonblank(mapping(spec.get("input")).get("content")) or nonblank(
-        mapping(spec.get("content")).get("domain")
+    described = nonblank((spec.get("input") or {}).get("content")) or nonblank(
+        (spec.get("content") or {}).get("domain")
     )
     return [
         label
@@ -585,7 +580,6 @@ def _prefix_missing(spec: Mapping[str, Any]) -> list[str]:
     sharing = spec["prefix_sharing"]
     if not sharing:
         return []  # declared: none
-    sharing = mapping(sharing)
     return [
         label
         for label, present in (
@@ -598,9 +592,9 @@ def _prefix_missing(spec: Mapping[str, Any]) -> list[str]:
 
 _WORKLOAD_ITEMS: Final[tuple[tuple[str, str, Callable[[Mapping[str, Any]], list[str]]], ...]] = (
     ("workload-input", "its input length distribution (type, parameters, unit)",
-     lambda spec: _length_missing(mapping(spec.get("input")), control=False)),
+     lambda spec: _length_missing(spec.get("input") or {}, control=False)),
     ("workload-output", "its output length distribution (type, parameters, control method, unit)",
-     lambda spec: _length_missing(mapping(spec.get("output")), control=True)),
+     lambda spec: _length_missing(spec.get("output") or {}, control=True)),
     ("workload-content", "its content characteristics (domain, system prompt presence)",
      _content_missing),
     ("workload-prefix-sharing", "its prefix sharing (fraction, shared prefix length)",
@@ -611,7 +605,7 @@ _WORKLOAD_ITEMS: Final[tuple[tuple[str, str, Callable[[Mapping[str, Any]], list[
 
 def _workload_item(missing_of: Callable[[Mapping[str, Any]], list[str]]) -> Evaluate:
     def evaluate(f: ReportFacts) -> tuple[bool, str]:
-        spec = mapping(mapping(f.run.get("workload")).get("spec"))
+        spec = f.spec
         text = workload_text(f) or "no workload recorded"
         if not spec:
             return False, f"declared: {text}; no workload specification (run.workload.spec)"
@@ -666,10 +660,10 @@ def _dataset_provenance(f: ReportFacts) -> tuple[bool, str]:
     judges=("deterministic-seed", "seed-reported"),
 )
 def _seed_reported(f: ReportFacts) -> tuple[bool, str]:
-    seed = integer(f.run.get("seed"))
+    seed = f.run["seed"]
     if seed is None:
         return False, "no seed recorded (run.seed)"
-    arrival = integer(mapping(f.load.get("arrival")).get("seed"))
+    arrival = integer((f.load.get("arrival") or {}).get("seed"))
     schedule = f", arrival schedule seed {arrival}" if arrival is not None else ""
     return True, f"run seed {seed}{schedule}"
 
@@ -682,9 +676,9 @@ def _seed_reported(f: ReportFacts) -> tuple[bool, str]:
     judges=("request-sequence-published",),
 )
 def _request_sequence(f: ReportFacts) -> tuple[bool, str]:
-    seed = integer(f.run.get("seed"))
-    version = nonblank(f.run.get("otelbench_version"))
-    name = nonblank(mapping(f.run.get("workload")).get("name"))
+    seed = f.run["seed"]
+    version = nonblank(f.run["otelbench_version"])
+    name = nonblank(f.workload.get("name"))
     if seed is None or version is None or name is None:
         return False, (
             f"generator otelbench {version or '?'}, workload {name or '?'}, seed "
@@ -701,19 +695,16 @@ def _request_sequence(f: ReportFacts) -> tuple[bool, str]:
     judges=(),
 )
 def _tokenizer_spec(f: ReportFacts) -> tuple[bool, str]:
-    tok = mapping(f.run.get("tokenizer"))
-    missing = [
-        label
-        for key, label in (
-            ("name", "name"),
-            ("version", "version"),
-            ("vocab_size", "vocabulary size"),
-            ("source", "source"),
-        )
-        if not tok.get(key)
-    ]
+    tok = f.run["tokenizer"]
+    fields = (
+        ("name", None if tok is None else tok["name"]),
+        ("version", None if tok is None else tok.get("version")),
+        ("vocabulary size", None if tok is None else tok.get("vocab_size")),
+        ("source", None if tok is None else tok["source"]),
+    )
+    missing = [label for label, value in fields if not value]
     text = tokenizer_text(f) or "no tokenizer declared"
-    version = nonblank(tok.get("version"))
+    version = None if tok is None else nonblank(tok.get("version"))
     shown = f"declared: {text}" + (f", version {version}" if version else "")
     if missing:
         return False, f"{shown}; not declared: {', '.join(missing)} (declare with --tokenizer)"
@@ -728,10 +719,10 @@ def _tokenizer_spec(f: ReportFacts) -> tuple[bool, str]:
     judges=("token-counting-option",),
 )
 def _token_counting(f: ReportFacts) -> tuple[bool, str]:
-    option = nonblank(mapping(f.run.get("tokenizer")).get("option"))
-    if option is None or option[0] not in "AB":
+    tok = f.run["tokenizer"]
+    if tok is None:
         return False, "no token counting option declared (run.tokenizer.option)"
-    return True, f"declared: Option {option}"
+    return True, f"declared: Option {tok['option']}"
 
 
 @_requirement(
@@ -742,23 +733,23 @@ def _token_counting(f: ReportFacts) -> tuple[bool, str]:
     judges=(),
 )
 def _special_tokens(f: ReportFacts) -> tuple[bool, str]:
-    tok = mapping(f.run.get("tokenizer"))
+    tok = f.run["tokenizer"]
     fields = (
-        ("bos_eos", "BOS/EOS"),
-        ("system_prompt", "system prompt"),
-        ("tool_call_formatting", "tool-call tokens"),
+        ("BOS/EOS", None if tok is None else tok.get("bos_eos")),
+        ("system prompt", None if tok is None else tok.get("system_prompt")),
+        ("tool-call tokens", None if tok is None else tok.get("tool_call_formatting")),
     )
-    declared = [f"{label} {tok[key]}" for key, label in fields if tok.get(key)]
-    missing = [label for key, label in fields if not tok.get(key)]
+    declared = [f"{label} {value}" for label, value in fields if value]
+    missing = [label for label, value in fields if not value]
     if missing:
         have = f"{'; '.join(declared)}; " if declared else ""
         return False, f"declared: {have}not declared: {', '.join(missing)}"
     return True, "declared: " + "; ".join(declared)
 
 
-def _phase(f: ReportFacts, name: str) -> Mapping[str, Any]:
-    """``run.phases[name]``: the run's client spans of that request phase (empty: none)."""
-    return mapping(mapping(f.run.get("phases")).get(name))
+def _phase(f: ReportFacts, name: str) -> rt.Phase | None:
+    """``run.phases[name]``: the run's client spans of that request phase (None: none)."""
+    return f.run["phases"].get(name)
 
 
 @_requirement(
@@ -775,12 +766,11 @@ def _warmup(f: ReportFacts) -> tuple[bool, str]:
     (a failed request processed nothing), and their output tokens as the spans' usage gives
     them; "whichever is greater" means both floors."""
     spans = _phase(f, semconv.PHASE_WARMUP)
-    if not spans:
+    if spans is None:
         return False, "no evidence: no warm-up request is among the run's spans (run.phases)"
-    ok = integer(spans.get("succeeded")) or 0
-    tokens = integer(spans.get("output_tokens")) or 0
+    ok, tokens = spans["succeeded"], spans["output_tokens"]
     evidence = (
-        f"warm-up spans: {ok} of {spans.get('requests')} requests succeeded, {tokens} output tokens"
+        f"warm-up spans: {ok} of {spans['requests']} requests succeeded, {tokens} output tokens"
     )
     if ok >= draft.WARMUP_MIN_REQUESTS and tokens >= draft.WARMUP_MIN_OUTPUT_TOKENS:
         return True, evidence
@@ -802,13 +792,14 @@ def _warmup_model_loaded(f: ReportFacts) -> tuple[bool, str]:
     """Judged on the probes: a model that served the probe requests (sent alone, before and
     after the warm-up) was loaded; none succeeding shows nothing served."""
     probes = _phase(f, semconv.PHASE_PROBE)
-    ok = integer(probes.get("succeeded")) or 0
-    if not ok:
+    if probes is None or not probes["succeeded"]:
         return False, (
-            f"no evidence: none of the {integer(probes.get('requests')) or 0} probe requests "
-            "succeeded, so nothing shows the model loaded and serving"
+            f"no evidence: none of the {0 if probes is None else probes['requests']} probe "
+            "requests succeeded, so nothing shows the model loaded and serving"
         )
-    return True, f"{ok} of {probes.get('requests')} probe requests served before measurement"
+    return True, (
+        f"{probes['succeeded']} of {probes['requests']} probe requests served before measurement"
+    )
 
 
 @_requirement(
@@ -823,12 +814,13 @@ def _warmup_drained(f: ReportFacts) -> tuple[bool, str]:
     """Judged on the spans: no warm-up or probe request ended after the first measured request
     was submitted (its end is T_submit + the span's duration)."""
     phases = [(n, _phase(f, n)) for n in (semconv.PHASE_WARMUP, semconv.PHASE_PROBE)]
-    seen = [(n, p) for n, p in phases if p]
-    if not seen or not _phase(f, semconv.PHASE_MEASURE):
+    seen = [(n, p) for n, p in phases if p is not None]
+    measure = _phase(f, semconv.PHASE_MEASURE)
+    if not seen or measure is None:
         return False, "no evidence: the spans hold no warm-up or no measured request (run.phases)"
-    late = {n: integer(p.get("ended_after_measurement_start")) or 0 for n, p in seen}
-    last = max(number(p.get("last_end_unix")) or 0.0 for _, p in seen)
-    start = number(_phase(f, semconv.PHASE_MEASURE).get("first_submit_unix")) or 0.0
+    late = {n: p["ended_after_measurement_start"] for n, p in seen}
+    last = max(p["last_end_unix"] for _, p in seen)
+    start = measure["first_submit_unix"]
     evidence = (
         f"the last warm-up or probe request ended {1000 * (start - last):.1f} ms before the "
         "first measured request was submitted"
@@ -852,10 +844,8 @@ def _warmup_cache(f: ReportFacts) -> tuple[bool, str]:
     """Judged on the warm-up's and probes' spans: the server reported prompt tokens served from
     its cache (``gen_ai.usage.cache_read.input_tokens``), so the workload's shared prefixes were
     in it before measurement."""
-    cached = {
-        n: integer(_phase(f, n).get("cached_tokens")) or 0
-        for n in (semconv.PHASE_WARMUP, semconv.PHASE_PROBE)
-    }
+    phases = {n: _phase(f, n) for n in (semconv.PHASE_WARMUP, semconv.PHASE_PROBE)}
+    cached = {n: 0 if p is None else p["cached_tokens"] for n, p in phases.items()}
     evidence = ", ".join(f"{n} {k}" for n, k in cached.items())
     if not any(cached.values()):
         return False, (
@@ -877,15 +867,15 @@ def _warmup_cache(f: ReportFacts) -> tuple[bool, str]:
 def _warmup_verified(f: ReportFacts) -> tuple[bool, str]:
     """Judged on the probes' measured latencies (``run.warmup.probe_after.latency_ms``): their
     largest distance from their median, under the draft's 10 %."""
-    w = mapping(f.run.get("warmup"))
-    before, after = mapping(w.get("probe_before")), mapping(w.get("probe_after"))
-    if not before or not after:
+    w = f.warm()
+    before, after = (None, None) if w is None else (w["probe_before"], w["probe_after"])
+    if before is None or after is None:
         return False, "no evidence: no probe latency before and after a warm-up (run.warmup)"
-    latencies = [x for x in after.get("latency_ms") or [] if isinstance(x, int | float)]
-    variation = probe_variation(latencies) if latencies else number(after.get("variation"))
+    latencies = after["latency_ms"]
+    variation = probe_variation(latencies) if latencies else after["variation"]
     evidence = (
-        f"probe median latency {fmt(number(before.get('median_latency_ms')), 2, 'ms')} before, "
-        f"{fmt(number(after.get('median_latency_ms')), 2, 'ms')} after; variation across "
+        f"probe median latency {fmt(before['median_latency_ms'], 2, 'ms')} before, "
+        f"{fmt(after['median_latency_ms'], 2, 'ms')} after; variation across "
         f"consecutive probes {'n/a' if variation is None else f'{variation:.1%}'}"
     )
     stable = variation is not None and variation < draft.WARMUP_STABILIZATION_THRESHOLD
@@ -905,21 +895,22 @@ def _chunking(f: ReportFacts) -> tuple[bool, str]:
     from the server's usage (exact), so it can say whether chunks carried one or several
     tokens; counting each chunk as one token is an assumption, not a declaration."""
     itl = f.itl_method
-    protocol, option = nonblank(itl.get("protocol")), nonblank(itl.get("option"))
-    tpc = mapping(f.client.get("tokens_per_chunk"))
-    if not f.succeeded or not integer(tpc.get("count")):
+    protocol, option = nonblank(itl["protocol"]), nonblank(itl["option"])
+    tpc = f.client["tokens_per_chunk"]
+    if not f.succeeded or not tpc["count"]:
         return False, "no evidence: no content chunk was received, so the chunking is not known"
-    sources = {str(k): integer(v) or 0 for k, v in mapping(itl.get("chunk_token_sources")).items()}
+    sources = itl["chunk_token_sources"]
     requests = sum(sources.values())
     counted = sum(n for source, n in sources.items() if source in EXACT_CHUNK_TOKEN_SOURCES)
-    most = number(tpc.get("max"))
+    most = tpc["max"]
     if most is not None and most > 1:
         chunks = f"multi-token chunks (up to {most:.0f} tokens per chunk)"
     else:
         chunks = "one token per chunk"
     handling = f"multi-token chunks handled by Option {option or NOT_DECLARED}"
-    if nonblank(itl.get("server_engine_steps")):  # Option C's chunks: the engine's steps
-        handling += f"; server ITL by Option C: {itl['server_engine_steps']}" + (
+    engine_steps = itl.get("server_engine_steps")
+    if nonblank(engine_steps):  # Option C's chunks: the engine's steps
+        handling += f"; server ITL by Option C: {engine_steps}" + (
             ", handled as methodology.itl_method.server_multi_token_handling says"
             if itl.get("server_multi_token_handling")
             else ""
@@ -952,12 +943,12 @@ def _chunking(f: ReportFacts) -> tuple[bool, str]:
 )
 def _itl_method(f: ReportFacts) -> tuple[bool, str]:
     itl = f.itl_method
-    option = nonblank(itl.get("option"))
+    option = itl["option"]
     if option not in ("A", "B", "C"):
         return False, "no ITL option declared (methodology.itl_method.option)"
-    server = itl.get("server_option")
+    server = itl["server_option"]
     also = f"; server ITL by Option {server}" if server else ""
-    name = nonblank(itl.get("name"))
+    name = nonblank(itl["name"])
     return True, f"client ITL by Option {option}{': ' + name if name else ''}{also}"
 
 
@@ -970,10 +961,11 @@ def _itl_method(f: ReportFacts) -> tuple[bool, str]:
     condition="option-c-available",
 )
 def _itl_option_c(f: ReportFacts) -> tuple[bool, str]:
-    server = mapping(f.server)
-    hooks = integer(mapping(server.get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)) or 0
-    intervals = integer(mapping(server.get("itl_ms")).get("count")) or 0
-    claimed = f.itl_method.get("server_option") == "C"
+    server = f.server
+    itl = None if server is None else server.get("itl_ms")
+    hooks = 0 if server is None else server["span_sources"].get(semconv.SPAN_HOOK_REQUEST, 0)
+    intervals = 0 if itl is None else itl["count"]
+    claimed = f.itl_method["server_option"] == "C"
     if claimed and intervals:
         return True, (
             f"server ITL by Option C: {intervals} per-token intervals from {hooks} engine-hook "
@@ -1070,7 +1062,7 @@ def _single_host(f: ReportFacts) -> tuple[bool, str]:
     condition="distributed",
 )
 def _network_rtt(f: ReportFacts) -> tuple[bool, str]:
-    rtt = number(f.sut.get("network_rtt_ms"))
+    rtt = f.sut.get("network_rtt_ms")
     if rtt is None:
         return False, "no network RTT declared for a target on another host (sut network_rtt_ms)"
     return True, f"network RTT {rtt:g} ms (declared)"
@@ -1089,8 +1081,8 @@ def _guardrail_disclosure(f: ReportFacts) -> tuple[bool, str]:
     measured from guardrail spans, or none by the Model Engine boundary's definition) with the
     systems' names where any is enabled; the refusals are ``request-status``'s counts."""
     guardrails = guardrails_text(f)
-    failed = integer(f.requests.get("failed"))
-    by_type = ", ".join(f"{k}: {v}" for k, v in mapping(f.requests.get("failed_by_type")).items())
+    failed = f.requests["failed"]
+    by_type = ", ".join(f"{k}: {v}" for k, v in f.requests["failed_by_type"].items())
     refused = f"; failed requests: {failed}" + (f" ({by_type})" if by_type else "")
     if guardrails is None:
         boundary = nonblank(f.sut.get("boundary")) or "undeclared"
@@ -1122,31 +1114,25 @@ def _first_token(f: ReportFacts) -> tuple[bool, str]:
     """Judged on whether the definition applied: every request with a TTFT has its first SSE
     event recorded beside its first content token (``metrics.client.first_content_token``), so
     the report shows which events TTFT skipped, and none has content before its first event."""
-    if nonblank(f.methodology.get("first_token_definition")) is None:
+    if nonblank(f.methodology["first_token_definition"]) is None:
         return False, "no first token definition (methodology.first_token_definition)"
-    fc = mapping(f.client.get("first_content_token"))
-    requests = integer(fc.get("requests"))
-    if requests is None:
-        return False, (
-            "the first token definition is declared, but the report has no evidence that the "
-            "run applied it (metrics.client.first_content_token)"
-        )
+    fc = f.client["first_content_token"]
+    requests = fc["requests"]
     if not requests:
         return False, "no evidence: no request received a content token"
-    recorded = integer(fc.get("first_event_recorded")) or 0
-    contradicted = integer(fc.get("content_before_first_event")) or 0
+    recorded = fc["first_event_recorded"]
+    contradicted = fc["content_before_first_event"]
     if recorded < requests or contradicted:
         return False, (
             f"of {requests} requests with a TTFT, {requests - recorded} lack the first SSE "
             f"event's offset and {contradicted} have content before their first event: the "
             "spans do not show that TTFT is the time to the first content token"
         )
-    skipped = integer(fc.get("after_non_content_events")) or 0
-    lead = mapping(fc.get("non_content_lead_ms"))
+    skipped = fc["after_non_content_events"]
     noted = (
         f"{skipped} of them began with non-content events (role-only, empty or whitespace "
-        f"deltas) that TTFT skipped, P50 {fmt(number(lead.get('p50')), 2, 'ms')} before the "
-        "content"
+        f"deltas) that TTFT skipped, P50 {fmt(fc['non_content_lead_ms']['p50'], 2, 'ms')} "
+        "before the content"
         if skipped
         else "none began with non-content events"
     )
@@ -1164,9 +1150,15 @@ def _first_token(f: ReportFacts) -> tuple[bool, str]:
     judges=("ttft-percentiles",),
 )
 def _ttft_percentiles(f: ReportFacts) -> tuple[bool, str]:
-    ttft = mapping(f.client.get("ttft_ms"))
-    values = [(label, number(ttft.get(key))) for key, label in (*_PERCENTILES, ("p99_9", "P99.9"))]
-    method = nonblank(f.methodology.get("percentile_method")) or "method not declared"
+    ttft = f.client["ttft_ms"]
+    values = [
+        ("P50", ttft["p50"]),
+        ("P90", ttft["p90"]),
+        ("P95", ttft["p95"]),
+        ("P99", ttft["p99"]),
+        ("P99.9", ttft["p99_9"]),
+    ]
+    method = nonblank(f.methodology["percentile_method"]) or "method not declared"
     shown = ", ".join(f"{label} {fmt(v, 2, 'ms')}" for label, v in values)
     return all(v is not None for _, v in values), f"{shown}; percentiles by {method}"
 
@@ -1186,8 +1178,8 @@ def _sample_count_stated(f: ReportFacts) -> tuple[bool, str]:
 
 
 def _sample_count(f: ReportFacts, needed: int, label: str) -> tuple[bool, str]:
-    n = f.ttft_samples or 0
-    total = integer(f.requests.get("total"))
+    n = f.ttft_samples
+    total = f.requests["total"]
     evidence = f"{total} requests, {n} TTFT samples; {label} needs at least {needed}"
     return n >= needed, evidence
 
@@ -1244,9 +1236,8 @@ def _itl_output_tokens(f: ReportFacts) -> tuple[bool, str]:
     judges=("itl-request-count",),
 )
 def _itl_request_count(f: ReportFacts) -> tuple[bool, str]:
-    per_request = mapping(f.client.get("itl_per_request"))
-    n = integer(mapping(per_request.get("max_pause_ms")).get("count")) or 0
-    samples = integer(mapping(f.client.get("itl_ms")).get("count")) or 0
+    n = f.client["itl_per_request"]["max_pause_ms"]["count"]
+    samples = f.client["itl_ms"]["count"]
     evidence = (
         f"per-request ITL statistics from {n} requests ({samples} ITL samples); the draft "
         f"asks for at least {draft.ITL_MIN_REQUESTS}"
@@ -1291,7 +1282,7 @@ def _configuration(f: ReportFacts) -> tuple[bool, str]:
 )
 def _model_identifier(f: ReportFacts) -> tuple[bool, str]:
     fields = (
-        ("name", nonblank(f.run.get("model"))),
+        ("name", nonblank(f.run["model"])),
         ("version", declared_text(f.sut.get("model_version"))),
         ("quantization", declared_text(f.sut.get("quantization"))),
     )
@@ -1316,19 +1307,19 @@ def _poisson(f: ReportFacts) -> tuple[bool, str]:
     ``3/√n`` of 1 and a Kolmogorov–Smirnov test against the exponential at the declared rate
     keeps them (p ≥ :data:`POISSON_MIN_P_VALUE`), over the run's own sample of gaps."""
     mode = nonblank(f.load.get("mode")) or "not recorded"
-    fit = mapping(mapping(f.run.get("sent")).get("arrivals"))
-    gaps = integer(fit.get("gaps")) or 0
-    if gaps < POISSON_MIN_GAPS:
+    fit = f.run["sent"]["arrivals"]
+    gaps = 0 if fit is None else fit["gaps"]
+    if fit is None or gaps < POISSON_MIN_GAPS:
         return False, (
             f"no evidence: {gaps} gaps between sent requests (run.sent.arrivals), too few to "
             f"test (at least {POISSON_MIN_GAPS}); configured: {mode}"
         )
-    cv, tolerance = number(fit.get("cv")) or 0.0, number(fit.get("cv_tolerance")) or 0.0
-    d, p = number(fit.get("ks_statistic")) or 0.0, number(fit.get("ks_p_value")) or 0.0
-    rate = number(fit.get("tested_rate_per_s"))
+    cv, tolerance = fit["cv"], fit["cv_tolerance"]
+    d, p = fit["ks_statistic"], fit["ks_p_value"]
+    rate = fit["tested_rate_per_s"]
     evidence = (
         f"measured over the {gaps} gaps between the requests sent: rate "
-        f"{fmt(number(fit.get('measured_rate_per_s')), 2, 'req/s')}, coefficient of variation "
+        f"{fmt(fit['measured_rate_per_s'], 2, 'req/s')}, coefficient of variation "
         f"{cv:.3f} (Poisson: 1 ± {tolerance:.3f}), Kolmogorov–Smirnov against the exponential "
         f"at {fmt(rate, 2, 'req/s')}: D = {d:.4f}, p = {p:.3g}; configured: {mode}"
     )
@@ -1358,10 +1349,8 @@ def _open_loop(f: ReportFacts) -> tuple[bool, str]:
 )
 def _cold_start(f: ReportFacts) -> tuple[bool, str]:
     """Judged on the spans: no warm-up or probe request of the run was sent."""
-    sent = {
-        n: integer(_phase(f, n).get("requests")) or 0
-        for n in (semconv.PHASE_WARMUP, semconv.PHASE_PROBE)
-    }
+    phases = {n: _phase(f, n) for n in (semconv.PHASE_WARMUP, semconv.PHASE_PROBE)}
+    sent = {n: 0 if p is None else p["requests"] for n, p in phases.items()}
     if any(sent.values()):
         shown = ", ".join(f"{k} {n}" for n, k in sent.items() if k)
         return False, f"cold start declared, yet the spans hold warm-up requests: {shown}"
@@ -1380,8 +1369,7 @@ def _cold_start(f: ReportFacts) -> tuple[bool, str]:
 def _ttft_buckets(f: ReportFacts) -> tuple[bool, str]:
     if not f.succeeded:
         return False, _no_success("no TTFT was bucketed")
-    buckets = [b for b in f.client.get("ttft_by_input_tokens") or [] if isinstance(b, Mapping)]
-    labels = tuple(str(b.get("bucket")) for b in buckets)
+    labels = tuple(b["bucket"] for b in f.client["ttft_by_input_tokens"])
     evidence = "buckets " + (", ".join(labels) or "none")
     return labels == DRAFT_INPUT_BUCKETS, evidence
 
@@ -1394,15 +1382,15 @@ def _ttft_buckets(f: ReportFacts) -> tuple[bool, str]:
     judges=("throughput-duration",),
 )
 def _level_duration(f: ReportFacts) -> tuple[bool, str]:
-    duration = number(f.run.get("duration_s"))
+    duration = f.run["duration_s"]
     evidence = f"ran {fmt(duration, 1, 's')}; the draft recommends 300 s"
-    return duration is not None and duration >= draft.THROUGHPUT_RECOMMENDED_DURATION_S, evidence
+    return duration >= draft.THROUGHPUT_RECOMMENDED_DURATION_S, evidence
 
 
 def _protocol_check(marker: str) -> Evaluate:
     def evaluate(f: ReportFacts) -> tuple[bool, str]:
-        protocol = nonblank(f.itl_method.get("protocol")) or "not declared"
-        chunks = integer(mapping(f.client.get("tokens_per_chunk")).get("count")) or 0
+        protocol = nonblank(f.itl_method["protocol"]) or "not declared"
+        chunks = f.client["tokens_per_chunk"]["count"]
         if not chunks:
             return False, f"no evidence: no content chunk was received over {protocol}"
         return marker in protocol, f"{chunks} content chunks received over {protocol}"
@@ -1449,35 +1437,34 @@ _SIGNATURES: Final[Mapping[str, _Signature]] = {
 """Each Appendix A workload's measurable signature."""
 
 
-def _range_text(lengths: Mapping[str, Any]) -> str:
+def _range_text(lengths: rt.SentLengths) -> str:
     return (
-        f"{fmt(number(lengths.get('min')), 0)}–{fmt(number(lengths.get('max')), 0)} "
-        f"(P50 {fmt(number(lengths.get('p50')), 0)}) over {integer(lengths.get('count')) or 0}"
+        f"{fmt(lengths['min'], 0)}–{fmt(lengths['max'], 0)} "
+        f"(P50 {fmt(lengths['p50'], 0)}) over {lengths['count']}"
     )
 
 
-def _dataset(f: ReportFacts) -> Mapping[str, Any]:
-    return mapping(mapping(mapping(f.run.get("workload")).get("spec")).get("dataset"))
+def _dataset(f: ReportFacts) -> dict[str, Any]:
+    """``run.workload.spec.dataset``: the dataset a workload was drawn from (empty: none)."""
+    return f.spec.get("dataset") or {}
 
 
 def _signature_misses(f: ReportFacts, section: str) -> list[str]:
     """How what the run sent departs from Appendix A ``section``'s signature (empty: it fits)."""
-    sig, sent = _SIGNATURES[section], mapping(f.run.get("sent"))
-    spec = mapping(mapping(f.run.get("workload")).get("spec"))
+    sig, sent = _SIGNATURES[section], f.run["sent"]
     misses = []
-    for label, key, bounds in (
-        ("prompt lengths", "prompt_tokens", sig.prompt),
-        ("max_tokens", "max_tokens", sig.max_tokens),
+    for label, key, lengths, bounds in (
+        ("prompt lengths", "prompt_tokens", sent["prompt_tokens"], sig.prompt),
+        ("max_tokens", "max_tokens", sent["max_tokens"], sig.max_tokens),
     ):
-        lengths = mapping(sent.get(key))
         if bounds is None:
             continue
-        lo, hi = number(lengths.get("min")), number(lengths.get("max"))
-        if not integer(lengths.get("count")) or lo is None or hi is None:
+        lo, hi = lengths["min"], lengths["max"]
+        if not lengths["count"] or lo is None or hi is None:
             misses.append(f"no {label} recorded (run.sent.{key})")
         elif lo < bounds[0] or hi > bounds[1]:
             misses.append(f"{label} sent {_range_text(lengths)}, outside {bounds[0]}–{bounds[1]}")
-    if sig.dataset and (spec.get("synthetic") is True or not _dataset(f)):
+    if sig.dataset and (f.spec.get("synthetic") is True or not _dataset(f)):
         misses.append("not drawn from a dataset (a synthetic stand-in: random token ids)")
     return misses
 
@@ -1488,16 +1475,14 @@ def _workload_check(sections: tuple[str, ...]) -> Evaluate:
     (:data:`_SIGNATURES`), a dataset where the draft's workload is one."""
 
     def evaluate(f: ReportFacts) -> tuple[bool, str]:
-        workload = mapping(f.run.get("workload"))
-        name = nonblank(workload.get("name")) or "not recorded"
-        section = nonblank(mapping(workload.get("spec")).get("draft_section"))
-        section = section or _WORKLOAD_SECTIONS.get(name)
+        name = nonblank(f.workload.get("name")) or "not recorded"
+        section = nonblank(f.spec.get("draft_section")) or _WORKLOAD_SECTIONS.get(name)
         wanted = " or ".join(f"{STANDARD_WORKLOADS[s]} ({s})" for s in sections)
-        sent = mapping(f.run.get("sent"))
+        sent = f.run["sent"]
         shown = (
             f"workload {name} (declared draft {section or '?'}); sent prompt lengths "
-            f"{_range_text(mapping(sent.get('prompt_tokens')))}, max_tokens "
-            f"{_range_text(mapping(sent.get('max_tokens')))}; wanted {wanted}"
+            f"{_range_text(sent['prompt_tokens'])}, max_tokens "
+            f"{_range_text(sent['max_tokens'])}; wanted {wanted}"
         )
         if section not in sections:
             return False, shown
@@ -1547,9 +1532,11 @@ _WORKLOAD_RULES: Final = (
 REQUIREMENTS.extend(rule.requirement() for rule in _WORKLOAD_RULES)
 
 
-def _declared_guardrails(f: ReportFacts) -> Mapping[str, Any]:
-    """The declared guardrails (``run.sut.guardrails``; empty when none were declared)."""
-    return mapping(f.sut.get("guardrails"))
+def _declared_guardrails(f: ReportFacts) -> dict[str, Any]:
+    """The declared guardrails (``run.sut.guardrails``; empty when none were declared as an
+    object)."""
+    declared = f.sut.get("guardrails")
+    return declared if isinstance(declared, dict) else {}
 
 
 def _filter_on(value: Any) -> bool:
@@ -1605,7 +1592,7 @@ def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
     with its baseline configuration."""
     declared = _declared_guardrails(f)
     where = nonblank(declared.get("comparative_run"))
-    other = mapping(declared.get("comparative"))
+    other = declared.get("comparative") or {}
     if where is None:
         return False, "no comparative run declared (guardrails.comparative_run in --sut-config)"
     if other.get("read") is not True:
@@ -1618,16 +1605,14 @@ def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
             f"comparative procedure {other.get('path')}: configurations "
             f"{', '.join(configurations) or 'none'}"
         )
-    theirs = mapping(other.get("declared"))
+    theirs = other.get("declared")
+    theirs = theirs if isinstance(theirs, dict) else {}  # declared as text, or not at all
     disabled = bool(theirs) and not any(
         _filter_on(theirs.get(k)) for k in ("input_filter", "output_filter")
     )
-    workload = mapping(f.run.get("workload")).get("name")
-    same = other.get("workload") == workload and other.get("seed") == f.run.get("seed")
-    here, there = (
-        number(mapping(f.client.get("ttft_ms")).get("p50")),
-        number(other.get("ttft_p50_ms")),
-    )
+    workload = f.workload.get("name")
+    same = other.get("workload") == workload and other.get("seed") == f.run["seed"]
+    here, there = f.client["ttft_ms"]["p50"], number(other.get("ttft_p50_ms"))
     overhead = f"{here - there:+.2f} ms" if here is not None and there is not None else "n/a"
     evidence = (
         f"comparative run {other.get('run_id')} ({other.get('path')}): guardrails "
@@ -1638,7 +1623,7 @@ def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
         text
         for text, bad in (
             ("its safety systems were not declared disabled", not disabled),
-            (f"not the same workload and seed as this run ({workload}, {f.run.get('seed')})",
+            (f"not the same workload and seed as this run ({workload}, {f.run['seed']})",
              not same),
         )
         if bad
@@ -1691,7 +1676,7 @@ def _itl_levels(t: ProcedureFacts) -> tuple[bool, str]:
     judges=("fairness-load-level",),
 )
 def _fairness_level(t: ProcedureFacts) -> tuple[bool, str]:
-    params = mapping((t.procedure or {}).get("parameters"))
+    params = (t.procedure or {}).get("parameters") or {}
     rate, saturation = number(params.get("rate")), number(params.get("saturation_rps"))
     if rate is None or not saturation:
         return False, (
@@ -1716,12 +1701,9 @@ def _fairness_class_requests(t: ProcedureFacts) -> tuple[bool, str]:
     mixed two or more classes has at least 500 successful requests of each (a run of one class
     alone, an isolated baseline, when no run mixed them)."""
     counts = [
-        {str(k): integer(mapping(v).get("count")) or 0 for k, v in by_class.items()}
-        for by_class in (
-            mapping(mapping(mapping(r.report.get("metrics")).get("classes")).get("by_class"))
-            for r in t.runs
-        )
-        if by_class
+        {k: v["count"] for k, v in classes["by_class"].items()}
+        for classes in (r.report["metrics"].get("classes") for r in t.runs)
+        if classes is not None and classes["by_class"]
     ]
     if not counts:
         return False, "no evidence: no run measured requests by class (metrics.classes)"
@@ -1734,14 +1716,12 @@ def _fairness_class_requests(t: ProcedureFacts) -> tuple[bool, str]:
     )
 
 
-def _level_durations(t: ProcedureFacts) -> list[tuple[str, float | None]]:
+def _level_durations(t: ProcedureFacts) -> list[tuple[str, float]]:
     """Each run's measured duration (``run.duration_s``), by the procedure's level label."""
     labels = [str(lv.get("label")) for lv in t.levels if lv.get("report")]
     if len(labels) != len(t.runs):
         labels = [f"run {i + 1}" for i in range(len(t.runs))]
-    return [
-        (label, number(r.run.get("duration_s"))) for label, r in zip(labels, t.runs, strict=True)
-    ]
+    return [(label, r.run["duration_s"]) for label, r in zip(labels, t.runs, strict=True)]
 
 
 @_procedure_requirement(
@@ -1757,7 +1737,7 @@ def _level_min_duration(t: ProcedureFacts) -> tuple[bool, str]:
     durations = _level_durations(t)
     if not durations:
         return False, "no evidence: no load level was measured"
-    short = [(label, d) for label, d in durations if d is None or d < draft.LEVEL_MIN_DURATION_S]
+    short = [(label, d) for label, d in durations if d < draft.LEVEL_MIN_DURATION_S]
     shown = ", ".join(f"{label} {fmt(d, 1, 's')}" for label, d in (short or durations))
     if short:
         return False, f"levels shorter than {draft.LEVEL_MIN_DURATION_S:.0f} s as measured: {shown}"
@@ -1796,7 +1776,7 @@ _SEARCH_PARAMETERS: Final = {
     judges=(),
 )
 def _search_range(t: ProcedureFacts) -> tuple[bool, str]:
-    params = mapping((t.procedure or {}).get("parameters"))
+    params = (t.procedure or {}).get("parameters") or {}
     model = str(params.get("load_model", "open-loop"))
     names = _SEARCH_PARAMETERS.get(model, ())
     values = {n: params.get(n) for n in names}
@@ -1820,7 +1800,7 @@ def _prefix_configurations(t: ProcedureFacts) -> tuple[bool, str]:
     rate (``table``'s ``cache_hit_rate`` and ``cached_tokens``, from the engine's cached-token
     counts): a "disabled" cache that served prefix tokens was not disabled."""
     procedure = t.procedure or {}
-    configured = sorted(mapping(mapping(procedure.get("configuration")).get("configurations")))
+    configured = sorted((procedure.get("configuration") or {}).get("configurations") or {})
     measured = [str(lv.get("label")) for lv in t.levels if lv.get("report")]
     rows = [r for r in procedure.get("table") or [] if isinstance(r, Mapping)]
     disabled = next((r for r in rows if r.get("role") == "disabled"), {})
@@ -1846,8 +1826,8 @@ _EQUIVALENCE_ITEMS: Final = ("workload", "seed", "sut_boundary", "hardware", "lo
 
 
 def _per_gpu_normalized(comparison: Mapping[str, Any]) -> bool:
-    systems = mapping(mapping(comparison.get("normalization")).get("systems"))
-    statuses = [str(mapping(v).get("status", "")) for v in systems.values()]
+    systems = (comparison.get("normalization") or {}).get("systems") or {}
+    statuses = [str(v.get("status", "")) for v in systems.values()]
     return bool(statuses) and all(s.startswith("normalized") for s in statuses)
 
 
@@ -1866,7 +1846,7 @@ def _equivalence(t: ProcedureFacts) -> tuple[bool, str]:
     items = {str(c.get("item")): c for c in checklist if isinstance(c, Mapping)}
     shown, problems = [], []
     for key in _EQUIVALENCE_ITEMS:
-        item = mapping(items.get(key))
+        item = items.get(key) or {}
         status = str(item.get("status", "not recorded"))
         label = str(item.get("label", key))
         if status != "equal" and key == "hardware" and _per_gpu_normalized(t.procedure or {}):
@@ -1887,8 +1867,8 @@ def _equivalence(t: ProcedureFacts) -> tuple[bool, str]:
 )
 def _reference_tokenizer(t: ProcedureFacts) -> tuple[bool, str]:
     found = [
-        f"Option {tok.get('option', '?')}, {tok.get('name', NOT_DECLARED)}"
-        for tok in (mapping(r.run.get("tokenizer")) for r in t.runs)
+        f"Option ?, {NOT_DECLARED}" if tok is None else f"Option {tok['option']}, {tok['name']}"
+        for tok in (r.run["tokenizer"] for r in t.runs)
     ]
     ok = [x for x in found if x.startswith("Option B") and x.endswith("cl100k_base")]
     distinct = ", ".join(dict.fromkeys(found)) or "no run"
@@ -1904,16 +1884,15 @@ def _reference_tokenizer(t: ProcedureFacts) -> tuple[bool, str]:
 
 
 def _cold(f: ReportFacts) -> bool:
-    w = mapping(f.run.get("warmup"))
-    return w.get("mode") == "cold_start" or f.run.get("cold_start") is True
+    w = f.run["warmup"]
+    return (w is not None and w["mode"] == "cold_start") or f.run["cold_start"] is True
 
 
 def _prefix_cache_tested(f: ReportFacts) -> bool:
     """Prefix caching declared enabled, and a workload that shares prefixes (4.5.1 item 4)."""
     declared = f.sut.get("prefix_caching")
     enabled = declared is True or str(declared or "").lower().startswith("enabled")
-    spec = mapping(mapping(f.run.get("workload")).get("spec"))
-    return enabled and bool(spec.get("prefix_sharing") or spec.get("system_prompt"))
+    return enabled and bool(f.spec.get("prefix_sharing") or f.spec.get("system_prompt"))
 
 
 def _sub_millisecond(f: ReportFacts) -> bool:
@@ -1948,7 +1927,7 @@ def condition_holds(condition: str, facts: ReportFacts | ProcedureFacts) -> bool
     if isinstance(facts, ReportFacts):
         return CONDITION_HOLDS[condition](facts)
     if condition == "slo-specified":
-        params = mapping((facts.procedure or {}).get("parameters"))
+        params = (facts.procedure or {}).get("parameters") or {}
         return any(params.get(k) is not None for k in ("slo_ttft_p99_ms", "slo_tpot_p99_ms"))
     return any(CONDITION_HOLDS[condition](r) for r in facts.runs)
 
@@ -2206,7 +2185,7 @@ def _combine(check_id: str, per_run: list[tuple[str, Check]]) -> Check:
 
 
 def procedure_compliance(
-    procedure: Mapping[str, Any], reports: Sequence[tuple[str, Mapping[str, Any]]]
+    procedure: Mapping[str, Any], reports: Sequence[tuple[str, rt.ReportBody]]
 ) -> ComplianceSection:
     """The draft 2 verdict of one procedure (``procedure.json``, without its compliance) over
     section 4's statements and its own section's: every run check over its level ``reports``
@@ -2217,7 +2196,8 @@ def procedure_compliance(
     runs = [(label, ReportFacts(r)) for label, r in reports]
     # the draft's procedures warm up once, then run every level (5.2.3 step 2, 5.4.3 step 1 …;
     # 5.7 and 5.10 once per SUT configuration): 4.5's checks judge the levels that warmed up
-    warmed = [(label, f) for label, f in runs if _phase(f, semconv.PHASE_WARMUP)] or runs[:1]
+    warmed = [(label, f) for label, f in runs if _phase(f, semconv.PHASE_WARMUP) is not None]
+    warmed = warmed or runs[:1]
     checks = [
         _combine(
             req.id,
@@ -2228,7 +2208,7 @@ def procedure_compliance(
     ]
     facts = ProcedureFacts(tuple(f for _, f in runs), procedure)
     checks += [req.check(facts) for req in PROCEDURE_REQUIREMENTS]
-    sut = mapping(mapping(procedure.get("configuration")).get("sut"))
+    sut = (procedure.get("configuration") or {}).get("sut") or {}
     checks = [_scoped(c, nonblank(sut.get("boundary"))) for c in checks]
     test = str(procedure.get("draft_section"))
     tests = (
@@ -2245,7 +2225,7 @@ def procedure_compliance(
 
 
 def comparison_compliance(
-    comparison: Mapping[str, Any], reports: Sequence[Mapping[str, Any]]
+    comparison: Mapping[str, Any], reports: Sequence[rt.ReportBody]
 ) -> ComplianceSection:
     """The draft 2 verdict of a multi-system comparison (test ``6``: ``otelbench compare``'s
     result without its compliance, and every compared run's report).
@@ -2261,7 +2241,7 @@ def comparison_compliance(
     return _summary(scope, checks, [verdict_for_test("6", None, checks, facts)])
 
 
-def compliance(report: Mapping[str, Any]) -> ComplianceSection:
+def compliance(report: rt.ReportBody) -> ComplianceSection:
     """The report's methodology compliance: every check and the verdict of each test the run
     stands for (:data:`RUN_TESTS`).
 

@@ -3,8 +3,9 @@
 :func:`configuration_summary` is the 5.1.5.1 *Configuration Summary* as one line of text per item
 (SUT boundary, model, hardware, software, workload and seed, load model, request count and
 duration, warm-up, prefix caching, guardrails, timing method, clock synchronization); what the run
-did not record reads :data:`NOT_DECLARED`. It is a pure function of the report dict
-(``docs/report-schema.md``), so a report rebuilt from the same store recomputes it identically.
+did not record reads :data:`NOT_DECLARED`. It is a pure function of the report's facts
+(:class:`~otelbench.model.report.ReportBody`, ``docs/report-schema.md``), so a report rebuilt from
+the same store recomputes it identically.
 :class:`ReportFacts` and the ``*_text`` functions are shared with the compliance checks
 (``otelbench.report.compliance``), which cite the same facts as evidence.
 
@@ -26,8 +27,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from otelbench import semconv
-from otelbench.model.report import Configuration
-from otelbench.report.access import fmt, integer, mapping, nonblank, number
+from otelbench.model import report as rt
+from otelbench.report.access import NA, fmt, nonblank, number
 
 __all__ = [
     "CONFIGURATION_LABELS",
@@ -76,7 +77,7 @@ CONFIGURATION_LABELS: Final = {
 """The keys of :func:`configuration_summary`, in order, with their labels for renderers."""
 
 # ------------------------------------------------------------------------------------------
-# facts: typed access to the report dict (every key may be absent in an older report)
+# facts: the report's sections the configuration and the checks read
 # ------------------------------------------------------------------------------------------
 
 
@@ -84,56 +85,73 @@ CONFIGURATION_LABELS: Final = {
 class ReportFacts:
     """The parts of a report the configuration and the checks read."""
 
-    report: Mapping[str, Any]
+    report: rt.ReportBody
 
     @property
-    def run(self) -> Mapping[str, Any]:
-        return mapping(self.report.get("run"))
+    def run(self) -> rt.RunSection:
+        return self.report["run"]
 
     @property
-    def sut(self) -> Mapping[str, Any]:
-        return mapping(self.run.get("sut"))
+    def sut(self) -> rt.Sut:
+        return self.run["sut"]
 
     @property
-    def load(self) -> Mapping[str, Any]:
-        return mapping(self.run.get("load"))
+    def load(self) -> dict[str, Any]:
+        """``run.load``, the run manifest's copy (empty when the run recorded none)."""
+        return self.run["load"] or {}
 
     @property
-    def requests(self) -> Mapping[str, Any]:
-        return mapping(self.run.get("requests"))
+    def workload(self) -> dict[str, Any]:
+        """``run.workload``, the run manifest's copy (empty when the run recorded none)."""
+        return self.run["workload"] or {}
 
     @property
-    def client(self) -> Mapping[str, Any]:
-        return mapping(mapping(self.report.get("metrics")).get("client"))
+    def spec(self) -> dict[str, Any]:
+        """``run.workload.spec``: the workload's specification (empty when none was recorded)."""
+        return self.workload.get("spec") or {}
 
     @property
-    def server(self) -> Mapping[str, Any] | None:
-        server = mapping(self.report.get("metrics")).get("server")
-        return server if isinstance(server, Mapping) else None
+    def requests(self) -> rt.RequestCounts:
+        return self.run["requests"]
 
     @property
-    def methodology(self) -> Mapping[str, Any]:
-        return mapping(self.report.get("methodology"))
+    def client(self) -> rt.ClientMetrics:
+        return self.report["metrics"]["client"]
 
     @property
-    def itl_method(self) -> Mapping[str, Any]:
-        return mapping(self.methodology.get("itl_method"))
+    def server(self) -> rt.ServerMetrics | None:
+        return self.report["metrics"].get("server")
+
+    @property
+    def methodology(self) -> rt.Methodology:
+        return self.report["methodology"]
+
+    @property
+    def itl_method(self) -> rt.ItlMethod:
+        return self.methodology["itl_method"]
 
     @property
     def deviations(self) -> list[str]:
-        found = self.methodology.get("deviations")
-        return [str(d) for d in found] if isinstance(found, list) else []
+        return self.methodology["deviations"]
 
     @property
-    def ttft_samples(self) -> int | None:
-        return integer(mapping(self.client.get("ttft_ms")).get("count"))
+    def ttft_samples(self) -> int:
+        return self.client["ttft_ms"]["count"]
 
     @property
-    def succeeded(self) -> int | None:
-        return integer(self.requests.get("succeeded"))
+    def succeeded(self) -> int:
+        return self.requests["succeeded"]
+
+    def warm(self) -> rt.WarmupWarm | None:
+        """``run.warmup`` when a warm-up ran to its end (None: none configured, a cold start, or
+        a run interrupted during its warm-up)."""
+        w = self.run["warmup"]
+        if w is None or w["mode"] == "cold_start" or "interrupted" in w:
+            return None
+        return w
 
     def target_host(self) -> str | None:
-        target = nonblank(self.run.get("target"))
+        target = nonblank(self.run["target"])
         if target is None:
             return None
         try:
@@ -174,18 +192,17 @@ def _length_text(spec: Mapping[str, Any]) -> str:
         return f"{dist} {lo}–{hi} {spec.get('unit', 'tokens')}"
     if spec.get("target_lengths") is not None:
         return f"{dist} {spec['target_lengths']}"
-    quantiles = mapping(spec.get("quantiles"))
+    quantiles = spec.get("quantiles") or {}
     if quantiles:
         return f"{dist} ({', '.join(f'{k} {v}' for k, v in quantiles.items())})"
     return dist
 
 
 def workload_text(f: ReportFacts) -> str | None:
-    workload = mapping(f.run.get("workload"))
-    name = nonblank(workload.get("name"))
+    name = nonblank(f.workload.get("name"))
     if name is None:
         return None
-    spec = mapping(workload.get("spec"))
+    spec = f.spec
     parts = []
     if spec.get("draft_section"):
         parts.append(f"draft {spec['draft_section']}")
@@ -198,7 +215,7 @@ def workload_text(f: ReportFacts) -> str | None:
         control = f" ({out['control']})" if out.get("control") else ""
         parts.append(f"output {_length_text(out)}{control}")
     if "prefix_sharing" in spec:
-        ps = mapping(spec["prefix_sharing"])
+        ps = spec["prefix_sharing"] or {}
         ratio = number(ps.get("ratio"))
         parts.append(
             "no prefix sharing"
@@ -208,30 +225,30 @@ def workload_text(f: ReportFacts) -> str | None:
             else "prefix sharing"
         )
     if "system_prompt" in spec:
-        sp = mapping(spec["system_prompt"])
+        sp = spec["system_prompt"] or {}
         parts.append(f"system prompt {sp.get('tokens')} tokens" if sp else "no system prompt")
-    dataset = mapping(spec.get("dataset"))
+    dataset = spec.get("dataset") or {}
     if dataset:
         parts.append(f"dataset {dataset.get('path', '?')} (sha256 {dataset.get('sha256', '?')})")
-    source = mapping(spec.get("source_file"))
+    source = spec.get("source_file") or {}
     if source:
         parts.append(f"file {source.get('path', '?')} (sha256 {source.get('sha256', '?')})")
     return name + (f": {', '.join(parts)}" if parts else "")
 
 
 def tokenizer_text(f: ReportFacts) -> str | None:
-    tok = mapping(f.run.get("tokenizer"))
-    if not tok:
+    tok = f.run["tokenizer"]
+    if tok is None:
         return None
-    parts = [f"Option {tok.get('option', '?')}", str(tok.get("name", NOT_DECLARED))]
-    if tok.get("vocab_size"):
-        parts.append(f"vocabulary {tok['vocab_size']}")
-    if tok.get("source"):
+    parts = [f"Option {tok['option']}", tok["name"]]
+    if vocab_size := tok.get("vocab_size"):
+        parts.append(f"vocabulary {vocab_size}")
+    if tok["source"]:
         parts.append(f"source {tok['source']}")
-    if tok.get("bos_eos"):
-        parts.append(f"BOS/EOS {tok['bos_eos']}")
-    if tok.get("system_prompt"):
-        parts.append(f"system prompt {tok['system_prompt']}")
+    if bos_eos := tok.get("bos_eos"):
+        parts.append(f"BOS/EOS {bos_eos}")
+    if system_prompt := tok.get("system_prompt"):
+        parts.append(f"system prompt {system_prompt}")
     return ", ".join(parts)
 
 
@@ -242,7 +259,7 @@ def _load_text(f: ReportFacts) -> str | None:
         return None
     if mode == "closed_loop":
         return f"closed-loop, concurrency {load.get('concurrency')} (draft 4.2.4)"
-    arrival = mapping(load.get("arrival"))
+    arrival = load.get("arrival") or {}
     params = ", ".join(
         f"{k} {v}" for k, v in arrival.items() if k not in ("process", "rate", "seed")
     )
@@ -251,42 +268,44 @@ def _load_text(f: ReportFacts) -> str | None:
     return f"open-loop, {mode} arrivals{rate}{extra} (draft 4.2.3)"
 
 
-def _requests_text(f: ReportFacts) -> str | None:
-    total = integer(f.requests.get("total"))
-    if total is None:
-        return None
+def _requests_text(f: ReportFacts) -> str:
     return (
-        f"{total} measured requests ({f.requests.get('succeeded')} succeeded, "
-        f"{f.requests.get('failed')} failed); {f.ttft_samples} TTFT samples"
+        f"{f.requests['total']} measured requests ({f.requests['succeeded']} succeeded, "
+        f"{f.requests['failed']} failed); {f.ttft_samples} TTFT samples"
     )
 
 
-def _duration_text(f: ReportFacts) -> str | None:
-    duration = number(f.run.get("duration_s"))
-    if duration is None:
-        return None
-    window = number(mapping(f.client.get("throughput")).get("window_s"))
+def _duration_text(f: ReportFacts) -> str:
+    window = f.client["throughput"]["window_s"]
     measured = f"; measurement window {fmt(window, 2, 's')}" if window is not None else ""
-    return f"{fmt(duration, 1, 's')} (run){measured}"
+    return f"{fmt(f.run['duration_s'], 1, 's')} (run){measured}"
 
 
-def warmup_text(f: ReportFacts) -> str | None:
-    w = mapping(f.run.get("warmup"))
-    if w.get("mode") == "cold_start" or (not w and f.run.get("cold_start") is True):
+_INTERRUPTED_WARMUP: Final = (
+    f"None requests and None output tokens in {NA} at concurrency None, queue NOT drained; "
+    "probes NOT stabilized (draft 4.5)"
+)
+"""How a warm-up interrupted before its end reads: nothing of it was recorded."""
+
+
+def warmup_text(f: ReportFacts) -> str:
+    w = f.run["warmup"]
+    if (w is None and f.run["cold_start"] is True) or (w is not None and w["mode"] == "cold_start"):
         return "skipped: cold-start measurement declared (draft 4.5.3)"
-    if not w:
+    if w is None:
         # a run that recorded no warm-up ran none (the manifest lists it as a deviation)
-        return None if "warmup" not in f.run else "none: no warm-up ran before measurement"
-    if w.get("mode") != "warm":
-        return str(w.get("mode"))
-    stabilized = "stabilized" if w.get("stabilized") else "NOT stabilized"
-    after = mapping(w.get("probe_after"))
-    variation = number(after.get("variation"))
+        return "none: no warm-up ran before measurement"
+    warm = f.warm()
+    if warm is None:
+        return _INTERRUPTED_WARMUP
+    stabilized = "stabilized" if warm["stabilized"] else "NOT stabilized"
+    after = warm["probe_after"]
+    variation = None if after is None else after["variation"]
     var = f", variation {variation:.1%}" if variation is not None else ""
     return (
-        f"{w.get('requests')} requests and {w.get('output_tokens')} output tokens in "
-        f"{fmt(number(w.get('duration_s')), 1, 's')} at concurrency {w.get('concurrency')}, "
-        f"{'queue drained' if w.get('drained') else 'queue NOT drained'}; probes {stabilized}"
+        f"{warm['requests']} requests and {warm['output_tokens']} output tokens in "
+        f"{fmt(warm['duration_s'], 1, 's')} at concurrency {warm['concurrency']}, "
+        f"{'queue drained' if warm['drained'] else 'queue NOT drained'}; probes {stabilized}"
         f"{var} (draft 4.5)"
     )
 
@@ -304,19 +323,17 @@ def guardrails_text(f: ReportFacts) -> str | None:
     declared = declared_text(f.sut.get("guardrails"))
     if declared is not None:
         return declared
-    measured = mapping(mapping(f.report.get("metrics")).get("guardrails"))
-    if measured:
-        d = mapping(measured.get("disclosure"))
-        stages = []
-        for stage in ("input", "output"):
-            names = [str(n) for n in d.get(f"{stage}_filters") or []]
-            stages.append(
-                f"{stage} filtering enabled ({', '.join(names)})"
-                if names
-                else f"{stage} filtering disabled"
-            )
-        refused = integer(mapping(measured.get("refusals")).get("requests")) or 0
-        sha = nonblank(d.get("config_sha256"))
+    measured = f.report["metrics"].get("guardrails")
+    if measured is not None:
+        d = measured["disclosure"]
+        stages = [
+            f"{stage} filtering enabled ({', '.join(names)})"
+            if names
+            else f"{stage} filtering disabled"
+            for stage, names in (("input", d["input_filters"]), ("output", d["output_filters"]))
+        ]
+        refused = measured["refusals"]["requests"]
+        sha = nonblank(d["config_sha256"])
         return (
             f"otelbench guardrails, from their spans: {'; '.join(stages)}; {refused} "
             f"request(s) refused by a guardrail"
@@ -332,18 +349,18 @@ def guardrails_text(f: ReportFacts) -> str | None:
 
 def _timing_text(f: ReportFacts) -> str:
     itl = f.itl_method
-    protocol = nonblank(itl.get("protocol")) or "streaming protocol not declared"
+    protocol = nonblank(itl["protocol"]) or "streaming protocol not declared"
     client = (
         f"client: arrival time of every content chunk ({protocol}) on the load generator's "
-        f"monotonic clock at µs resolution; ITL by Option {itl.get('option', '?')} "
+        f"monotonic clock at µs resolution; ITL by Option {itl['option']} "
         "(distributed timing, draft 4.6.3), time between chunks as Option A"
     )
     server = f.server
     if server is None:
         return f"{client}; server: none (no server spans joined)"
-    hooks = integer(mapping(server.get("span_sources")).get(semconv.SPAN_HOOK_REQUEST)) or 0
-    joined = server.get("requests_joined")
-    if itl.get("server_option") == "C":
+    hooks = server["span_sources"].get(semconv.SPAN_HOOK_REQUEST, 0)
+    joined = server["requests_joined"]
+    if itl["server_option"] == "C":
         return (
             f"{client}; server: Option C, per-token engine-step timing from {hooks} engine-hook "
             f"spans ({joined} requests joined)"
@@ -371,7 +388,7 @@ def clock_text(f: ReportFacts) -> str:
     )
 
 
-def configuration_summary(report: Mapping[str, Any]) -> Configuration:
+def configuration_summary(report: rt.ReportBody) -> rt.Configuration:
     """The draft 5.1.5.1 configuration summary of a report: one line of text per item.
 
     Keys are those of :data:`CONFIGURATION_LABELS`, in that order. Prefix caching, guardrails and
@@ -386,20 +403,20 @@ def configuration_summary(report: Mapping[str, Any]) -> Configuration:
     """
     f = ReportFacts(report)
     sut = f.sut
-    version = nonblank(f.run.get("otelbench_version"))
+    version = nonblank(f.run["otelbench_version"])
     generator_host = nonblank(sut.get("load_generator_host"))
     generator = None
     if version or generator_host:
         generator = f"otelbench {version or '(version not recorded)'}" + (
             f" on {generator_host}" if generator_host else ""
         )
-    seed = integer(f.run.get("seed"))
-    target = nonblank(f.run.get("target"))
+    seed = f.run["seed"]
+    target = nonblank(f.run["target"])
     nd = NOT_DECLARED  # an item the run did not record
     return {
         "sut_boundary": boundary_text(f) or nd,
         "target": nd if target is None else target + (" (loopback)" if f.loopback() else ""),
-        "model": nonblank(f.run.get("model")) or nd,
+        "model": nonblank(f.run["model"]) or nd,
         "hardware": declared_text(sut.get("hardware")) or nd,
         "software": declared_text(sut.get("software")) or nd,
         "load_generator": generator or nd,
@@ -407,9 +424,9 @@ def configuration_summary(report: Mapping[str, Any]) -> Configuration:
         "seed": nd if seed is None else f"{seed} (workload generation and arrival schedule)",
         "tokenizer": tokenizer_text(f) or nd,
         "load_model": _load_text(f) or nd,
-        "requests": _requests_text(f) or nd,
-        "duration": _duration_text(f) or nd,
-        "warmup": warmup_text(f) or nd,
+        "requests": _requests_text(f),
+        "duration": _duration_text(f),
+        "warmup": warmup_text(f),
         "prefix_caching": declared_text(sut.get("prefix_caching")) or nd,
         "guardrails": guardrails_text(f) or nd,
         "timing_method": _timing_text(f),

@@ -31,7 +31,7 @@ from otelbench import draft
 from otelbench.metrics.arrivals import exponential_fit
 from otelbench.model import report as rt
 from otelbench.query import RunData
-from otelbench.report.access import mapping, number
+from otelbench.report.access import number
 
 __all__ = ["phases_section", "sent_section"]
 
@@ -52,8 +52,9 @@ def _lengths(values: npt.NDArray[np.float64] | None) -> rt.SentLengths:
 
 
 def _declared_rate(manifest: Mapping[str, Any]) -> float | None:
-    load = mapping(manifest.get("load"))
-    return number(load.get("rate")) or number(mapping(load.get("arrival")).get("rate"))
+    """The open-loop rate the run manifest declares: ``load.rate``, else its arrival process's."""
+    load = manifest.get("load") or {}
+    return number(load.get("rate")) or number((load.get("arrival") or {}).get("rate"))
 
 
 def sent_section(data: RunData) -> rt.Sent:
@@ -62,7 +63,7 @@ def sent_section(data: RunData) -> rt.Sent:
     closed loop or fewer than three requests; the rate the gaps show where none was declared, as
     for a replayed trace), and the prompt lengths and ``max_tokens`` sent."""
     c = data.client
-    mode = mapping(data.run.manifest.get("load")).get("mode")
+    mode = (data.run.manifest.get("load") or {}).get("mode")
     declared = _declared_rate(data.run.manifest)
     arrivals: rt.ArrivalFit | None = None
     if mode != "closed_loop":

@@ -13,6 +13,7 @@ from otelbench.cli import main
 from otelbench.errors import ConfigError
 from otelbench.report.compliance import configuration_summary
 from otelbench.sut.description import FIELDS, sut_description
+from tests.unit.report.test_compliance import full_report
 
 COMPLETE = """\
 boundary: Application Gateway
@@ -56,7 +57,10 @@ def test_a_complete_description(tmp_path: Path) -> None:
         },
     }
     assert list(sut) == list(FIELDS)
-    summary = configuration_summary({"run": {"sut": sut, "target": "http://10.0.0.2:8000"}})
+    report = full_report()
+    report["run"]["sut"] = {**sut, "server_timing": report["run"]["sut"]["server_timing"]}
+    report["run"]["target"] = "http://10.0.0.2:8000"
+    summary = configuration_summary(report)
     assert summary["prefix_caching"] == "enabled"
     assert summary["clock_synchronization"] == "method: chrony (NTP); accuracy_ms: 0.4"
 

@@ -15,12 +15,15 @@ the facts one requirement reads and checks the verdict and the evidence.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from otelbench import semconv
+from otelbench.model.conform import conforms
+from otelbench.model.report import ReportBody
 from otelbench.report import build_report, render_json, render_markdown
 from otelbench.report.compliance import (
     CONFIGURATION_LABELS,
@@ -156,6 +159,48 @@ def _summary(count: int, p50: float) -> dict[str, Any]:
     }
 
 
+def _probes(latency_ms: list[float], variation: float) -> dict[str, Any]:
+    """A set of three warm-up probes (``run.warmup.probe_before`` / ``probe_after``)."""
+    return {
+        "probes": len(latency_ms),
+        "ok": len(latency_ms),
+        "latency_ms": latency_ms,
+        "ttft_ms": [40.0, 41.0, 39.5],
+        "median_latency_ms": sorted(latency_ms)[1],
+        "median_ttft_ms": 40.0,
+        "variation": variation,
+        "stabilized": variation < 0.1,
+    }
+
+
+def input_bucket(label: str, count: int) -> dict[str, Any]:
+    """A row of ``metrics.client.ttft_by_input_tokens``: the bucket ``label`` (``256-512``,
+    ``4096+``) with ``count`` TTFTs."""
+    low, _, high = label.rstrip("+").partition("-")
+    p50 = 100.0 if count else None
+    return {
+        "bucket": label,
+        "min_tokens": int(low),
+        "max_tokens_exclusive": int(high) if high else None,
+        "count": count,
+        "p50": p50,
+        "p95": p50,
+        "p99": p50,
+    }
+
+
+_CPU: dict[str, Any] = {
+    "user_s": 800.0,
+    "system_s": 200.0,
+    "wall_s": 5000.0,
+    "utilization": 0.2,
+    "involuntary_context_switches": 40,
+    "runqueue_wait_s": 5.0,
+    "runqueue_wait_share": 0.001,
+    "host_steal_share": 0.0,
+}
+"""A load-generator worker's CPU time during the measurement (``run.client_health``)."""
+
 CLIENT_HEALTH: dict[str, Any] = {
     "clock": {
         "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)",
@@ -175,11 +220,20 @@ CLIENT_HEALTH: dict[str, Any] = {
             "pid": 4242,
             "loop_lateness_ms": {"count": 2_500_000, "p50": 0.06, "p99": 0.3, "max": 2.0},
             "read_delay_ms": {"count": 0, "p50": None, "p99": None, "max": None},
-            "cpu": {"utilization": 0.2, "runqueue_wait_share": 0.001, "host_steal_share": 0.0},
+            "cpu": dict(_CPU),
         }
     ],
 }
 """A load generator that timed to 1 ms: its clock and its event loop's lateness."""
+
+
+_SHARES: dict[str, Any] = {
+    "network_and_framing": 0.05,
+    "arrival_to_queue": 0.03,
+    "queue": 0.02,
+    "prefill": 0.9,
+}
+"""The TTFT components' shares (``metrics.server.ttft_decomposition_ms``)."""
 
 
 def _phase(requests: int, succeeded: int, tokens: int, first: float, last: float) -> dict[str, Any]:
@@ -195,7 +249,9 @@ def _phase(requests: int, succeeded: int, tokens: int, first: float, last: float
 
 
 def full_report() -> dict[str, Any]:
-    """A report of a run that meets every requirement (only dataset provenance is n/a)."""
+    """A report of a run that meets every requirement (only dataset provenance is n/a): the
+    facts of a report (:class:`~otelbench.model.report.ReportBody`), every key its types
+    require."""
     n = 10_000
     return {
         "schema_version": 1,
@@ -246,21 +302,38 @@ def full_report() -> dict[str, Any]:
                 "arrival_params": {},
                 "arrival": {"process": "poisson", "rate": 2.0, "seed": 42},
             },
+            "request_options": {
+                "prompt_format": "token_ids",
+                "ignore_eos": True,
+                "stream": True,
+                "extra_body": {},
+            },
             "request_classes": {"default": n},
             "warmup": {
                 "mode": "warm",
+                "procedure": "draft 4.5.1 floors, then probes until stable (4.5.2)",
+                "floors": {
+                    "min_requests": 100,
+                    "min_output_tokens": 10_000,
+                    "rule": "whichever is greater: both",
+                },
                 "concurrency": 8,
+                "seed": 1042,
                 "requests": 120,
                 "failed": 0,
                 "output_tokens": 19_200,
                 "duration_s": 31.25,
                 "drained": True,
-                "probe_before": {"median_latency_ms": 900.0, "variation": 0.3},
-                "probe_after": {
-                    "median_latency_ms": 800.0,
-                    "latency_ms": [800.0, 832.0, 790.0],
-                    "variation": 0.04,
+                "probe": {
+                    "k": 3,
+                    "request": "one request of the workload, sent alone",
+                    "metric": "latency_ms",
+                    "stabilization": "largest distance from the median",
+                    "threshold": 0.1,
                 },
+                "probe_before": _probes([900.0, 1170.0, 890.0], 0.3),
+                "probe_after": _probes([800.0, 832.0, 790.0], 0.04),
+                "rounds": [],
                 "stabilized": True,
                 "deviations": [],
             },
@@ -277,6 +350,20 @@ def full_report() -> dict[str, Any]:
                 "model_version": "tiny-llama@rev1",
                 "quantization": "none",
                 "load_generator_host": "AMD EPYC (2 cores)",
+                "server_timing": {
+                    "source": "engine_hooks",
+                    "hook_spans": n,
+                    "vllm_tracer_spans": 0,
+                    "hooks": [
+                        {
+                            "vllm_version": "0.32.0",
+                            "hooks_version": "0.1.0",
+                            "support": "tested",
+                            "spans": n,
+                        }
+                    ],
+                    "note": None,
+                },
             },
             "notes": [],
             "requests": {"total": n, "succeeded": n, "failed": 0, "failed_by_type": {}},
@@ -317,42 +404,93 @@ def full_report() -> dict[str, Any]:
                     "non_content_lead_ms": {"count": n, "p50": 0.4, "p95": 0.9, "p99": 1.5},
                     "content_before_first_event": 0,
                 },
-                "e2e_ms": _summary(n, 3_500.0),
                 "itl_ms": _summary(1_590_000, 20.0),
+                "tpot_ms": _summary(n, 20.0),
+                "e2e_ms": _summary(n, 3_500.0),
+                "time_between_chunks_ms": _summary(1_590_000, 20.0),
                 "tokens_per_chunk": _summary(1_600_000, 1.0) | {"max": 1.0},
                 "itl_per_request": {
                     "jitter_ms": {"count": n, "p50": 3.0, "p95": 5.0, "p99": 8.0},
                     "max_pause_ms": {"count": n, "p50": 40.0, "p95": 60.0, "p99": 90.0},
                 },
+                "itl_p99_p50_ratio": 3.0,
+                "itl_shape": {
+                    "count": 1_590_000,
+                    "peaks": 1,
+                    "multimodal": False,
+                    "peak_locations_ms": [20.0],
+                    "bandwidth_ms": 1.5,
+                    "p50_ms": 20.0,
+                    "p99_ms": 60.0,
+                    "p99_p50_ratio": 3.0,
+                },
                 "ttft_by_input_tokens": [
-                    {"bucket": "0-256", "count": 3_000},
-                    {"bucket": "256-512", "count": 7_000},
-                    *({"bucket": b, "count": 0} for b in DRAFT_INPUT_BUCKETS[2:]),
+                    input_bucket("0-256", 3_000),
+                    input_bucket("256-512", 7_000),
+                    *(input_bucket(b, 0) for b in DRAFT_INPUT_BUCKETS[2:]),
                 ],
-                "throughput": {"output_tokens": 1_600_000, "window_s": 4999.5},
+                "throughput": {
+                    "output_tokens_per_s": 320.03,
+                    "input_tokens_per_s": 640.86,
+                    "requests_per_s": 2.0,
+                    "window_s": 4999.5,
+                    "output_tokens": 1_600_000,
+                    "input_tokens": 3_204_000,
+                    "requests": n,
+                },
             },
             "server": {
-                "itl_ms": _summary(1_590_000, 19.0),
                 "requests_joined": n,
+                "client_requests_without_server_span": 0,
                 "span_sources": {semconv.SPAN_HOOK_REQUEST: n, semconv.SPAN_VLLM_REQUEST: 0},
+                "ttft_ms": _summary(n, 95.0),
+                "tpot_ms": _summary(n, 19.0),
+                "e2e_ms": _summary(n, 3_490.0),
+                "queue_ms": _summary(n, 2.0),
+                "prefill_ms": _summary(n, 90.0),
+                "decode_ms": _summary(n, 3_000.0),
+                "client_minus_server_ttft_ms": _summary(n, 5.0),
+                "ttft_decomposition_ms": {
+                    "count": n,
+                    "client_ttft": _summary(n, 100.0),
+                    "network_and_framing": _summary(n, 5.0),
+                    "arrival_to_queue": _summary(n, 3.0),
+                    "queue": _summary(n, 2.0),
+                    "prefill": _summary(n, 90.0),
+                    "share_of_mean": _SHARES,
+                    "share_p50": _SHARES,
+                },
+                "itl_ms": _summary(1_590_000, 19.0),
             },
         },
         "methodology": {
             "itl_method": {
                 "option": "B",
                 "name": "distributed timing (draft 4.6.3 Option B)",
+                "description": "the time between content chunks, each chunk's tokens spread evenly",
                 "protocol": "HTTP/1.1 Server-Sent Events (OpenAI-compatible streaming)",
                 "chunk_token_source": "usage",
                 "chunk_token_sources": {"usage": n},
+                "chunk_token_source_meaning": {"usage": "the server's per-chunk usage"},
+                "time_between_chunks": "Option A: the time between content chunks",
                 "server_option": "C",
+                "server_side": "per-token engine-step timing from the engine hooks (Option C)",
             },
             "first_token_definition": "time to the first content token (draft 5.1.3.1)",
+            "tpot_definition": "(e2e - TTFT) / (output tokens - 1)",
+            "jitter_definition": "population standard deviation of a request's ITLs",
             "percentile_method": "linear interpolation between closest ranks",
+            "std_definition": "population standard deviation (ddof=0)",
+            "throughput_window": "first submit to last end of the measured requests",
+            "latency_population": "successful measured requests",
             "clock_domains": {
-                "client": "offsets on the load generator's monotonic clock, in µs since T_submit"
+                "client": "offsets on the load generator's monotonic clock, in µs since T_submit",
+                "server": "the engine's span times, on the SUT's clock",
+                "client_minus_server_ttft": "two durations, each on one clock",
             },
             "deviations": [],
         },
+        "data_quality": {"rejected_attributes": {}},
     }
 
 
@@ -397,6 +535,37 @@ def gateway_report() -> dict[str, Any]:
         "filters": {"min_turns": 2},
     }
     return report
+
+
+def declared_nothing() -> dict[str, Any]:
+    """:func:`full_report` of a run that declared nothing: every optional key absent, every
+    declaration null, no server span joined."""
+    report = full_report()
+    nulls = (
+        "target", "model", "api", "workload", "seed", "tokenizer", "load", "client_health",
+        "request_options", "request_classes", "warmup", "cold_start", "otelbench_version",
+        "load_generator",
+    )  # fmt: skip
+    report["run"].update(dict.fromkeys(nulls))
+    report["run"]["sut"] = {
+        "server_timing": {
+            "source": "none",
+            "hook_spans": 0,
+            "vllm_tracer_spans": 0,
+            "hooks": [],
+            "note": None,
+        }
+    }
+    del report["metrics"]["server"]
+    report["methodology"]["itl_method"]["server_option"] = None
+    return report
+
+
+@pytest.mark.parametrize("make", [full_report, gateway_report, declared_nothing])
+def test_the_hand_built_reports_have_the_report_types_shape(
+    make: Callable[[], dict[str, Any]],
+) -> None:
+    assert conforms(make(), ReportBody) == []
 
 
 def test_the_checks_their_sections_and_levels() -> None:
@@ -954,14 +1123,20 @@ def test_configuration_summary_of_a_full_report() -> None:
     }
 
 
-def test_an_empty_report_declares_nothing_and_is_not_compliant() -> None:
-    config = configuration_summary({})
+def test_a_report_that_declared_nothing_is_not_compliant() -> None:
+    """What a run always records (its request counts, duration and warm-up, none here, and the
+    timing method) is all the configuration summary has of it."""
+    config = configuration_summary(declared_nothing())
     assert [k for k, v in config.items() if v != NOT_DECLARED] == [
+        "requests",
+        "duration",
+        "warmup",
         "timing_method",
         "clock_synchronization",
     ]
+    assert config["warmup"] == "none: no warm-up ran before measurement"
     assert config["clock_synchronization"].startswith("not verified: the target host is not")
-    result = compliance({})
+    result = compliance(declared_nothing())
     assert result["verdict"] == VERDICT_NOT_COMPLIANT
     assert "sut-boundary-declared" in result["unmet_must"]
 
