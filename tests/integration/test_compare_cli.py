@@ -4,48 +4,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from otelbench.report import SCHEMA_VERSION
+from otelbench.model.report import Report
 from tests.fixtures.cli import otelbench
+from tests.unit.test_compare import make_report
 
 pytestmark = pytest.mark.integration
 
 
-def report(run_id: str, *, software: str, ttft: float, tokens_per_s: float) -> dict[str, Any]:
-    def summary(p50: float) -> dict[str, Any]:
-        return {"count": 200, "mean": p50, "p50": p50, "p99": 2 * p50}
-
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run": {
-            "id": run_id,
-            "target": "http://gpu-node:8000",
-            "model": "llama",
-            "api": "chat",
-            "workload": {"name": "sharegpt", "seed": 42, "spec": {"draft_section": "A.2"}},
-            "seed": 42,
-            "tokenizer": {"option": "B (reference)", "name": "cl100k_base"},
-            "load": {"mode": "poisson", "rate": 4.0, "concurrency": None, "requests": 200},
-            "warmup": {"mode": "cold_start", "skipped": True},
-            "duration_s": 50.0,
-            "otelbench_version": "0.1.0",
-            "sut": {"boundary": "Model Engine", "software": software, "hardware": "4x L4 GPU"},
-            "requests": {"total": 200, "succeeded": 200, "failed": 0},
-        },
-        "metrics": {
-            "client": {
-                "ttft_ms": summary(ttft),
-                "tpot_ms": summary(12.0),
-                "itl_ms": summary(11.0),
-                "e2e_ms": summary(3000.0),
-                "throughput": {"output_tokens_per_s": tokens_per_s, "requests_per_s": 4.0},
-            }
-        },
-        "methodology": {"itl_method": {"option": "B"}, "deviations": []},
-    }
+def report(run_id: str, *, software: str, ttft: float, tokens_per_s: float) -> Report:
+    """A whole report.json (``tests/unit/test_compare.make_report``: it conforms to the types,
+    as ``load_report`` requires) of one run against ``gpu-node`` with 4 GPUs."""
+    body = make_report(
+        run_id, software=software, ttft=ttft, tokens_per_s=tokens_per_s, hardware="4x L4 GPU"
+    )
+    body["run"].update(target="http://gpu-node:8000", model="llama")
+    return body
 
 
 @pytest.fixture
@@ -121,6 +97,10 @@ def test_group_option(runs: list[Path]) -> None:
         (None, "no report.json in "),
         ("{oops", "is not valid JSON"),
         ('{"schema_version": 2, "run": {}}', "has report schema_version 2, this otelbench reads"),
+        (
+            '{"schema_version": 1, "run": {"id": "x"}, "metrics": {"client": {}}}',
+            "does not have the shape of report schema_version 1: $: missing key compliance",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(
