@@ -76,6 +76,7 @@ from otelbench.model.report import (
     TestVerdict,
     Verdict,
 )
+from otelbench.query.shards import LATE_START_MS
 from otelbench.report.access import fmt, integer, nonblank, number
 from otelbench.report.configuration import (
     CONFIGURATION_LABELS,
@@ -321,7 +322,40 @@ def _timing_resolution(f: ReportFacts) -> tuple[bool, str]:
     evidence = f"{clock}; {health}"
     if coarse:
         return False, f"{evidence}: the clock itself is coarser than 1 ms"
+    shards = f.run.get("shards")
+    if shards is not None:  # every host keeps time, or the run does not
+        ok, per_shard = _shards_timing(shards, _health_limit(f))
+        return ok and not late, f"{evidence}; {per_shard}"
     return not late, evidence
+
+
+def _health_limit(f: ReportFacts) -> float:
+    """The loop-lateness P99 limit the run's ``client_health`` states (ms)."""
+    health = f.run["client_health"]
+    return draft.TIMING_RESOLUTION_MS if health is None else health["limit_ms"]
+
+
+def _missing_shards(shards: rt.Shards) -> str:
+    missing = shards["missing"]
+    if not missing:
+        return ""
+    return (
+        f"; shard(s) {', '.join(map(str, missing))} of {shards['count']}: no evidence (no run span)"
+    )
+
+
+def _shards_timing(shards: rt.Shards, limit: float) -> tuple[bool, str]:
+    """Draft 4.2.1 per shard of a run sent from several hosts: each host's own event-loop
+    lateness P99 within ``limit``; a shard with no run span has no evidence."""
+    rows = shards["rows"]
+    late = [r["index"] for r in rows if (r["loop_lateness_p99_ms"] or 0.0) > limit]
+    unmeasured = [r["index"] for r in rows if r["loop_lateness_p99_ms"] is None]
+    figures = ", ".join(f"{r['index']} {fmt(r['loop_lateness_p99_ms'], 3, 'ms')}" for r in rows)
+    text = f"per shard (run.shards), loop lateness P99: {figures}" + _missing_shards(shards)
+    if late:
+        text += f"; over {limit:g} ms on shard(s) {', '.join(map(str, late))}"
+    ok = not late and not unmeasured and not shards["missing"]
+    return ok, text
 
 
 def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
@@ -466,7 +500,28 @@ def _open_loop_isolation(f: ReportFacts) -> tuple[bool, str]:
             "over all it sent exceeded its limit), the generator, not the target, may have "
             "limited the offered load (run.load_generator.generator_bottleneck_flagged)"
         )
+    shards = f.run.get("shards")
+    if shards is not None:  # every host kept its part of the schedule, or the run did not
+        ok, per_shard = _shards_schedule(shards)
+        return ok, f"{facts}; {per_shard}"
     return True, f"{facts}; sends are scheduled independently of responses, not flagged"
+
+
+def _shards_schedule(shards: rt.Shards) -> tuple[bool, str]:
+    """Draft 4.2.5 per shard: no shard fell behind its schedule, started late for the agreed
+    start (:data:`otelbench.query.shards.LATE_START_MS`) or sent nothing that was stored."""
+    rows = shards["rows"]
+    flagged = [r["index"] for r in rows if r["generator_bottleneck"]]
+    late = [r["index"] for r in rows if (r["start_late_ms"] or 0.0) > LATE_START_MS]
+    figures = ", ".join(
+        f"{r['index']} {fmt(r['schedule_lag_p99_ms'], 2, 'ms')}"
+        + (f" (started {fmt(r['start_late_ms'], 1, 'ms')} late)" if r["index"] in late else "")
+        for r in rows
+    )
+    text = f"per shard (run.shards), schedule lag P99: {figures}" + _missing_shards(shards)
+    if flagged:
+        text += f"; fell behind its schedule: shard(s) {', '.join(map(str, flagged))}"
+    return not flagged and not late and not shards["missing"], text
 
 
 def _no_success(missing: str) -> str:
@@ -996,6 +1051,11 @@ def _clock_declared(f: ReportFacts) -> tuple[str | None, float | None]:
     condition="distributed",
 )
 def _clock_sync(f: ReportFacts) -> tuple[bool, str]:
+    shards = f.run.get("shards")
+    if shards is not None:  # stated by each host's measurement
+        _, measured = _shards_clock(shards)
+        stated = all(r["clock"]["accuracy_ms"] is not None for r in shards["rows"])
+        return stated and not shards["missing"], measured
     text = clock_text(f)
     method, accuracy = _clock_declared(f)
     if method is None or accuracy is None:
@@ -1016,6 +1076,9 @@ def _clock_sync(f: ReportFacts) -> tuple[bool, str]:
     condition="distributed",
 )
 def _clock_sync_accuracy(f: ReportFacts) -> tuple[bool, str]:
+    shards = f.run.get("shards")
+    if shards is not None:  # judged on each host's measured evidence, not a declaration
+        return _shards_clock(shards)
     method, accuracy = _clock_declared(f)
     if accuracy is None:
         return False, f"no clock synchronization accuracy declared (method: {method or '?'})"
@@ -1023,6 +1086,28 @@ def _clock_sync_accuracy(f: ReportFacts) -> tuple[bool, str]:
     if accuracy > draft.CLOCK_SYNC_MAX_ERROR_MS:
         return False, f"{evidence}: worse than the draft's {draft.CLOCK_SYNC_MAX_ERROR_MS:g} ms"
     return True, evidence
+
+
+def _shards_clock(shards: rt.Shards) -> tuple[bool, str]:
+    """Draft 4.7.2 per shard, measured (:mod:`otelbench.loadgen.clocksync`): every host's
+    clock within the limit by its own evidence; a shard without evidence, or with no run span,
+    is not shown to be."""
+    rows = shards["rows"]
+    figures = "; ".join(
+        f"{r['index']} {r['clock']['method']}, accuracy {fmt(r['clock']['accuracy_ms'], 3, 'ms')}"
+        for r in rows
+    )
+    text = f"measured per shard (run.shards): {figures}" + _missing_shards(shards)
+    outside = [r["index"] for r in rows if r["clock"]["within_limit"] is False]
+    unknown = [r["index"] for r in rows if r["clock"]["within_limit"] is None]
+    if outside:
+        text += (
+            f"; worse than {draft.CLOCK_SYNC_MAX_ERROR_MS:g} ms on shard(s) "
+            f"{', '.join(map(str, outside))}"
+        )
+    if unknown:
+        text += f"; no clock evidence from shard(s) {', '.join(map(str, unknown))}"
+    return not outside and not unknown and not shards["missing"], text
 
 
 @_requirement(
@@ -1908,7 +1993,8 @@ CONDITION_HOLDS: Final[Mapping[str, Callable[[ReportFacts], bool]]] = {
     "cold-start": _cold,
     "prefix-cache-tested": _prefix_cache_tested,
     "option-c-available": lambda f: f.server is not None,
-    "distributed": lambda f: not f.loopback(),
+    # a run sent from several hosts shares one wall-clock start across machines
+    "distributed": lambda f: not f.loopback() or f.run.get("shards") is not None,
     "sub-millisecond": _sub_millisecond,
     "slo-specified": lambda f: False,
 }

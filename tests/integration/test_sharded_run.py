@@ -17,6 +17,7 @@ mid-run is named in the report, never a silently smaller run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -62,6 +63,9 @@ def ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
 
 
+_FIXTURES = itertools.count()
+
+
 @dataclass(frozen=True)
 class Host:
     """A network namespace with its own address; ``gateway`` is the host side of its pair."""
@@ -74,23 +78,28 @@ class Host:
 @pytest.fixture
 def hosts() -> Iterator[list[Host]]:
     """Four network namespaces, each joined to this one by a veth pair of its own subnet."""
-    tag = os.getpid() % 100_000
+    tag = f"{os.getpid() % 100_000}{next(_FIXTURES) % 10}"  # unique on this machine now
     subnet = 20 + os.getpid() % 200
     made: list[Host] = []
+    links: list[str] = []
     try:
         for i in range(4):
             name, outside, inside = f"ob{tag}s{i}", f"obh{tag}{i}", f"obn{tag}{i}"
+            third = int(tag[-1]) * 4 + i
             ip("netns", "add", name)
-            made.append(Host(name, f"10.{subnet}.{i}.2", f"10.{subnet}.{i}.1"))
+            made.append(Host(name, f"10.{subnet}.{third}.2", f"10.{subnet}.{third}.1"))
             ip("link", "add", outside, "type", "veth", "peer", "name", inside)
+            links.append(outside)
             ip("link", "set", inside, "netns", name)
-            ip("addr", "add", f"10.{subnet}.{i}.1/24", "dev", outside)
+            ip("addr", "add", f"10.{subnet}.{third}.1/24", "dev", outside)
             ip("link", "set", outside, "up")
-            ip("-n", name, "addr", "add", f"10.{subnet}.{i}.2/24", "dev", inside)
+            ip("-n", name, "addr", "add", f"10.{subnet}.{third}.2/24", "dev", inside)
             ip("-n", name, "link", "set", inside, "up")
             ip("-n", name, "link", "set", "lo", "up")
         yield made
     finally:
+        for link in links:  # the pair goes with either end
+            subprocess.run(["ip", "link", "del", link], check=False, capture_output=True)
         for host in made:
             subprocess.run(["ip", "netns", "del", host.netns], check=False, capture_output=True)
 
@@ -257,6 +266,16 @@ def test_four_shards_send_the_one_schedule_once_and_report_as_one_run(
         assert row["host"]
         assert row["loop_lateness_p99_ms"] is not None
         assert row["clock"]["within_limit"] is True
+    checks = {c["id"]: c for c in report["compliance"]["checks"]}
+    assert (
+        "per shard (run.shards), loop lateness P99: 0 " in checks["timing-resolution"]["evidence"]
+    )
+    assert (
+        "per shard (run.shards), schedule lag P99: 0 " in checks["open-loop-isolation"]["evidence"]
+    )
+    clock = checks["clock-sync-accuracy"]  # the run is distributed: sent from several hosts
+    assert clock["met"] is True, clock
+    assert clock["evidence"].startswith("measured per shard (run.shards): 0 SNTP offset from 10.")
     markdown = (out / "report.md").read_text()
     assert "## Shards (draft 4.2.1, 4.2.5, 4.7.2)" in markdown
     assert "4 of 4 shard(s) reported." in markdown
@@ -309,5 +328,10 @@ def test_a_shard_killed_mid_run_is_named_in_the_report(
     assert (shards["count"], shards["missing"]) == (2, [1])
     assert [r["index"] for r in shards["rows"]] == [0]
     assert "no run span from shard(s) 1: see the deviations." in (out / "report.md").read_text()
+    checks = {c["id"]: c for c in report["compliance"]["checks"]}
+    for check in ("timing-resolution", "open-loop-isolation", "clock-sync-accuracy"):
+        assert checks[check]["met"] is False, checks[check]
+        assert "shard(s) 1 of 2: no evidence (no run span)" in checks[check]["evidence"]
+    assert report["compliance"]["verdict"] == "not compliant"
     sent = report["run"]["requests"]["total"]
     assert REQUESTS // 2 <= sent < REQUESTS  # shard 0's half, and what of shard 1's was stored
