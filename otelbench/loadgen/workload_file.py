@@ -105,7 +105,7 @@ def _type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _mapping(value: Any, where: str) -> dict[str, Any]:
+def _object(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _Bad(where, f"expected a mapping, got {_type_name(value)}")
     for key in value:
@@ -150,7 +150,7 @@ def _fraction(value: Any, where: str) -> float:
 
 
 def _distribution(value: Any, where: str, *, output: bool = False) -> LengthDistribution:
-    d = _mapping(value, where)
+    d = _object(value, where)
     if "distribution" not in d:
         raise _Bad(f"{where}.distribution", f"missing; known: {', '.join(sorted(_PARAMS))}")
     kind = d["distribution"]
@@ -186,7 +186,7 @@ def _distribution(value: Any, where: str, *, output: bool = False) -> LengthDist
 def _build(
     data: Any, stem: str, digest: str, path: str, seed: int | None, vocab_size: int | None
 ) -> ParametricWorkload:
-    top = _mapping(data, "(top level)")
+    top = _object(data, "(top level)")
     has_classes = "classes" in top
     _keys(top, "", _TOP, () if has_classes else ("input", "output"))
     name = _str(top["name"], "name") if "name" in top else f"file:{stem}"
@@ -203,7 +203,7 @@ def _build(
         seen: set[str] = set()
         for i, item in enumerate(raw):
             at = f"classes[{i}]"
-            c = _mapping(item, at)
+            c = _object(item, at)
             _keys(c, at, {"name", "ratio", "input", "output", "temperature"}, ("name", "ratio"))
             cname = _str(c["name"], f"{at}.name")
             if cname in seen:
@@ -227,7 +227,7 @@ def _build(
         classes.append(RequestClass("default", 1.0, inp, out, temperature))
     system = None
     if "system_prompt" in top:
-        sp = _mapping(top["system_prompt"], "system_prompt")
+        sp = _object(top["system_prompt"], "system_prompt")
         _keys(sp, "system_prompt", {"tokens", "share"}, ("tokens",))
         tokens = _int(sp["tokens"], "system_prompt.tokens")
         if tokens < 1:
@@ -235,7 +235,7 @@ def _build(
         system = SystemPrompt(tokens, _fraction(sp.get("share", 1.0), "system_prompt.share"))
     sharing = None
     if "prefix_sharing" in top:
-        ps = _mapping(top["prefix_sharing"], "prefix_sharing")
+        ps = _object(top["prefix_sharing"], "prefix_sharing")
         _keys(
             ps,
             "prefix_sharing",

@@ -1,20 +1,21 @@
-"""Safe reading and number formatting of report dicts, shared by every renderer.
+"""Number formatting and Markdown cells shared by every renderer, and the checks of open values.
 
-A ``report.json`` (``docs/report-schema.md``) read back from disk may come from an older
-otelbench and lack any key, so renderers and checks read it through these few functions only:
+A report reaches the renderers and the judge typed (:mod:`otelbench.model.report`: built here,
+or read through :func:`~otelbench.model.load.load_report`, which checks its shape), so they read
+it directly. What is left here:
 
-* :func:`dig` — the value at a path of keys, or a default when any step is absent or not a
-  mapping; :func:`mapping` — a value that must be a mapping, else ``{}``;
 * :func:`number`, :func:`integer`, :func:`nonblank` — a value of that type, else None (a bool is no
-  number; NaN and infinities are no number);
+  number; NaN and infinities are no number), for the open parts of a report (declarations and
+  manifest copies any producer may write);
 * :func:`fmt` — a number with fixed decimals and an optional unit, or :data:`NA`;
-  :func:`load_text` — ``run.load`` in a few words.
+  :func:`load_text` — ``run.load`` in a few words;
+* :func:`markdown_table`, :func:`markdown_cell` — one Markdown table helper for every page.
 
 Usage::
 
-    from otelbench.report.access import dig, fmt
+    from otelbench.report.access import fmt
 
-    fmt(dig(report, "metrics", "client", "ttft_ms", "p99"), 2, "ms")   # '41.20 ms' or 'n/a'
+    fmt(report["metrics"]["client"]["ttft_ms"]["p99"], 2, "ms")   # '41.20 ms' or 'n/a'
 """
 
 from __future__ import annotations
@@ -26,11 +27,9 @@ from typing import Any, Final
 __all__ = [
     "NA",
     "NOT_RECORDED",
-    "dig",
     "fmt",
     "integer",
     "load_text",
-    "mapping",
     "markdown_cell",
     "markdown_table",
     "nonblank",
@@ -41,25 +40,6 @@ NA: Final = "n/a"
 """What an absent number prints as."""
 NOT_RECORDED: Final = "not recorded"
 """What an absent declaration prints as."""
-
-
-def dig(obj: Any, *keys: str, default: Any = None) -> Any:
-    """The value at ``obj[keys[0]][keys[1]]…``; ``default`` when a step is absent or its parent
-    is not a mapping.
-
-    >>> dig({"a": {"b": 1}}, "a", "b"), dig({"a": 1}, "a", "b"), dig({}, "a", default=0)
-    (1, None, 0)
-    """
-    for key in keys:
-        if not isinstance(obj, Mapping) or key not in obj:
-            return default
-        obj = obj[key]
-    return obj
-
-
-def mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` when it is a mapping, else an empty one."""
-    return value if isinstance(value, Mapping) else {}
 
 
 def number(value: Any) -> float | None:
