@@ -260,6 +260,11 @@ def _sharded(config: RunConfig, r: RunOptions, otlp_endpoint: str | None) -> Run
     if r.run_id is not None:
         config = dataclasses.replace(config, run_id=r.run_id)
     given = parse_shard(r.shard) if r.shard is not None else shard_from_env(os.environ, r.shards)
+    if given is None and r.shards is not None:
+        raise typer.BadParameter(
+            f"--shards {r.shards} needs this host's index: --shard I/{r.shards}, "
+            "$OTELBENCH_SHARD or $JOB_COMPLETION_INDEX"
+        )
     if given is None or given[1] == 1:
         return config
     if r.run_id is None:

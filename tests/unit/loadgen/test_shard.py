@@ -137,3 +137,40 @@ def test_the_manifest_entry_names_the_host_and_the_lateness() -> None:
     assert isinstance(entry["host"], str)
     assert entry["host"]
     assert Shard(2, 4, START).manifest(late_ns=-5_000_000)["start_late_ms"] == 0.0
+
+
+def test_one_shard_of_one_is_the_single_host_run_and_a_shard_needs_its_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--shard 0/1`` changes nothing of the run (it is today's run, byte for byte); a real
+    shard needs the run id, the shared collector and the agreed start; ``--shards`` alone is
+    refused rather than sending the whole load from every host."""
+    import typer
+
+    from otelbench.cli.run import RunOptions, _sharded
+    from otelbench.loadgen.runner import LoadSpec, RunConfig
+
+    for name in ("OTELBENCH_SHARD", "JOB_COMPLETION_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    config = RunConfig(target="http://t", model="m", load=LoadSpec("poisson", 10, rate=1.0))
+    assert _sharded(config, RunOptions(shard="0/1"), None) == config
+    assert _sharded(config, RunOptions(), None) == config
+    named = _sharded(config, RunOptions(shard="0/1", run_id="r"), None)
+    assert (named.run_id, named.shard) == ("r", None)
+    with pytest.raises(typer.BadParameter, match="needs --run-id"):
+        _sharded(config, RunOptions(shard="1/4"), "http://c:4318")
+    with pytest.raises(typer.BadParameter, match="give --otlp-endpoint"):
+        _sharded(config, RunOptions(shard="1/4", run_id="r"), None)
+    with pytest.raises(ConfigError, match="needs one agreed start"):
+        _sharded(config, RunOptions(shard="1/4", run_id="r"), "http://c:4318")
+    with pytest.raises(typer.BadParameter, match="needs this host's index"):
+        _sharded(config, RunOptions(shards=4), "http://c:4318")
+    monkeypatch.setenv("JOB_COMPLETION_INDEX", "3")
+    sharded = _sharded(
+        config,
+        RunOptions(shards=4, run_id="r", start_at=str(START), clock_reference=""),
+        "http://c:4318",
+    )
+    assert sharded.shard == Shard(3, 4, START)
+    assert sharded.clock_reference is None
+    assert sharded.shard_index == 3
