@@ -23,12 +23,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import tail_class, tail_spacing_ratio
+from otelbench.model.procedure import ItlLevel, ItlMeasurements, ItlSection, ItlTail
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import fraction_levels, shared_option
@@ -93,14 +94,14 @@ class ItlParams:
         return saturation_from_sweep(result)
 
 
-def itl_level(report: Mapping[str, Any]) -> dict[str, Any]:
+def itl_level(report: Mapping[str, Any]) -> ItlMeasurements:
     """A level's 5.4.4 measurements from its run report (client Option B; server Option C)."""
     client = report.get("metrics", {}).get("client", {})
     server = report.get("metrics", {}).get("server") or {}
     itl = client.get("itl_ms") or {}
     per_request = client.get("itl_per_request") or {}
     shape = client.get("itl_shape") or {}
-    out = {
+    out: ItlMeasurements = {
         "itl_ms": itl,
         "samples": itl.get("count"),
         "jitter_ms": per_request.get("jitter_ms"),
@@ -119,7 +120,7 @@ def itl_level(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _tail(itl: Mapping[str, Any]) -> dict[str, Any]:
+def _tail(itl: Mapping[str, Any]) -> ItlTail:
     """The tail characterization of 5.4.4.3 ("exponential, heavy-tailed"): the spacing ratio of
     :func:`otelbench.metrics.tail_spacing_ratio` and its class."""
     ratio = tail_spacing_ratio(itl.get("p90"), itl.get("p99"), itl.get("p99_9"))
@@ -127,7 +128,7 @@ def _tail(itl: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @register_procedure("itl", "5.4", "Inter-Token Latency Distribution")
-class ItlProcedure(Procedure[ItlParams]):
+class ItlProcedure(Procedure[ItlParams, ItlSection]):
     """Draft 5.4 (module docstring)."""
 
     def __init__(self, params: ItlParams) -> None:
@@ -159,8 +160,8 @@ class ItlProcedure(Procedure[ItlParams]):
             load = LoadSpec(mode=self.params.arrival, requests=self.requests, rate=rate)  # type: ignore[arg-type]
             session.run_level(load, f"{100 * fraction:.0f}% of saturation", {"fraction": fraction})
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
-        entries = [level_entry(lv, itl=itl_level(lv.report or {})) for lv in levels]
+    def build(self, levels: list[Level]) -> ItlSection:
+        entries = [cast(ItlLevel, level_entry(lv, itl=itl_level(lv.report or {}))) for lv in levels]
         deviations = shortfalls(itl_requests=self.requests)
         marker = f"fewer than {draft.ITL_MIN_OUTPUT_TOKENS} output tokens"
         short = [
@@ -182,7 +183,7 @@ class ItlProcedure(Procedure[ItlParams]):
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: ItlSection) -> list[str]:
         sat = result["saturation"]
         lines = [
             f"Saturation reference: {fmt(sat['rps'], 3)} req/s — {sat['source']}.",

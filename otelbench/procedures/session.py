@@ -76,6 +76,7 @@ from otelbench.loadgen.runner import (
     check_workload,
     execute_run,
 )
+from otelbench.model.procedure import LevelRow
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
@@ -110,8 +111,8 @@ class Level:
     """This level's run carried the procedure's warm-up."""
     meta: dict[str, Any] = field(default_factory=dict)
     """What the procedure planned for the level (fraction, role in a search, …)."""
-    live_row: dict[str, Any] | None = None
-    row: dict[str, Any] | None = None
+    live_row: LevelRow | None = None
+    row: LevelRow | None = None
     """From the store once finalized (else the live row)."""
     report: Report | None = None
     """The run report: live (no server spans) until finalized, then from the store."""

@@ -23,6 +23,7 @@ import numpy as np
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.model.procedure import TtftComponents, TtftDistribution, TtftSection
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import shared_option
@@ -51,7 +52,7 @@ class TtftParams:
             raise ConfigError("5.1 needs one of --rate (open loop) or --concurrency (closed loop)")
 
 
-def ttft_distribution(ttft_ms: np.ndarray[Any, np.dtype[np.float64]]) -> dict[str, Any]:
+def ttft_distribution(ttft_ms: np.ndarray[Any, np.dtype[np.float64]]) -> TtftDistribution:
     """The 5.1.5.4 distribution: CDF points (``[percent, ms]``) and a histogram (ms edges).
 
     >>> d = ttft_distribution(np.array([1.0, 2.0, 3.0, 4.0]))
@@ -70,7 +71,7 @@ def ttft_distribution(ttft_ms: np.ndarray[Any, np.dtype[np.float64]]) -> dict[st
 
 
 @register_procedure("ttft", "5.1", "Time to First Token")
-class TtftProcedure(Procedure[TtftParams]):
+class TtftProcedure(Procedure[TtftParams, TtftSection]):
     """Draft 5.1 (module docstring)."""
 
     @property
@@ -96,7 +97,7 @@ class TtftProcedure(Procedure[TtftParams]):
     def run(self, session: ProcedureSession) -> None:
         session.run_level(self.load(), "5.1 load")
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> TtftSection:
         level = levels[0]
         report: Mapping[str, Any] = level.report or {}
         client = report.get("metrics", {}).get("client", {})
@@ -120,7 +121,7 @@ class TtftProcedure(Procedure[TtftParams]):
                 "P99.9 needs at least 10,000 samples (5.1.4.3); it is reported from "
                 f"{ttft.get('count', 0)}"
             )
-        components: dict[str, Any]
+        components: TtftComponents
         if server is not None:
             components = {
                 "source": "the target's server spans (draft 5.1.4.2: server instrumentation)",
@@ -151,7 +152,7 @@ class TtftProcedure(Procedure[TtftParams]):
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: TtftSection) -> list[str]:
         r = result["results"]
         t = r["ttft_ms"] or {}
         rows = [["Requests", str((r.get("requests") or {}).get("total", NA))]]
@@ -182,7 +183,7 @@ class TtftProcedure(Procedure[TtftParams]):
         else:
             lines.append("Not applicable: every request fell in one input-length bucket.")
         lines += ["", "## Queue wait and prefill (5.1.4.2)", ""]
-        comp = result["components"]
+        comp: Mapping[str, Any] = result["components"]
         if comp.get("source"):
             lines += table(
                 ["Component", "P50 (ms)", "P99 (ms)", "Mean (ms)"],

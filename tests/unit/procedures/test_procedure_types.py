@@ -1,0 +1,149 @@
+"""``procedure.json``'s TypedDicts (``otelbench.model.procedure``) against the built results.
+
+What the procedures build must have the types' shapes: the two procedure reports of the golden
+outputs (``tests/unit/golden/outputs.py``), and every section a procedure's ``build`` returns in
+the tests of ``tests/unit/procedures/`` (``conftest.py`` checks each with
+:func:`check_section` as it is built). Every TypedDict's docstring
+names its section of ``docs/procedure-schema.md`` and that section mentions each of its keys.
+
+The golden reports and these tests build their levels from hand-made rows with the keys the
+renderers read, and the golden envelope holds what the renderers read: for them a missing key
+is no problem; a key the types do not declare, or a value of another type, is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, get_args, get_type_hints, is_typeddict
+
+import pytest
+
+from otelbench.model import procedure as pt
+from otelbench.model.conform import conforms
+from otelbench.procedures import PROCEDURES
+from otelbench.query import extract_run_data, open_store
+from otelbench.report import render_json, report_from_data
+from tests.unit.golden.outputs import _procedures
+from tests.unit.query.spanstore import write_scenario
+
+DOC = Path(__file__).parents[3] / "docs" / "procedure-schema.md"
+
+SECTIONS: dict[str, Any] = {
+    "ttft": pt.TtftSection,
+    "throughput": pt.ThroughputSection,
+    "throughput-latency": pt.TradeoffSection,
+    "itl": pt.ItlSection,
+    "capacity": pt.CapacitySection,
+    "fairness": pt.FairnessSection,
+    "prefix-cache": pt.PrefixCacheSection,
+    "memory-pressure": pt.PressureSection,
+    "long-context": pt.LongContextSection,
+    "guardrail-overhead": pt.GuardrailOverheadSection,
+    "fluidity": pt.FluiditySection,
+}
+"""Each procedure's section type, by name."""
+
+
+def _present(problems: list[str]) -> list[str]:
+    """The problems but missing keys (of hand-made rows and envelopes)."""
+    return [p for p in problems if ": missing key " not in p]
+
+
+def _split(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A ``procedure.json`` as its envelope and its section (with the envelope's
+    ``deviations``, as ``build`` returns them)."""
+    envelope = get_type_hints(pt.ProcedureReport)
+    head = {k: v for k, v in result.items() if k in envelope}
+    section = {k: v for k, v in result.items() if k not in envelope}
+    return head, {**section, "deviations": result.get("deviations", [])}
+
+
+def check_section(name: str, body: Any) -> None:
+    """``body``, what procedure ``name``'s ``build`` returned, has its section's type (as
+    ``procedure.json`` holds it)."""
+    assert _present(conforms(json.loads(render_json(body)), SECTIONS[name])) == [], name
+
+
+def test_every_procedure_has_its_section_type() -> None:
+    assert set(SECTIONS) == set(PROCEDURES)
+    for name, cls in PROCEDURES.items():
+        assert cls.section_type is SECTIONS[name], name
+
+
+@pytest.mark.parametrize("name", ["capacity", "tradeoff"])
+def test_the_golden_procedure_reports_conform(name: str, tmp_path: Path) -> None:
+    with open_store(write_scenario(tmp_path / "s.duckdb")) as runner:
+        report = report_from_data(extract_run_data(runner, None))
+    result = json.loads(render_json(_procedures(tmp_path, report)[name]["result"]))
+    head, section = _split(result)
+    assert _present(conforms(head, pt.ProcedureReport)) == []
+    assert _present(conforms(section, SECTIONS[result["procedure"]])) == []
+    assert conforms(result["compliance"], get_type_hints(pt.ProcedureReport)["compliance"]) == []
+
+
+# ------------------------------------------------------------------------------------------
+# the types against docs/procedure-schema.md
+# ------------------------------------------------------------------------------------------
+
+
+def _typeddicts(tp: Any, seen: dict[str, Any]) -> dict[str, Any]:
+    """Every TypedDict reachable from ``tp``, by name (those of the run report's types left
+    out: tests/unit/report/test_types.py checks them)."""
+    if is_typeddict(tp):
+        if tp.__name__ in seen or tp.__module__ != pt.__name__:
+            return seen
+        seen[tp.__name__] = tp
+        for hint in get_type_hints(tp).values():
+            _typeddicts(hint, seen)
+    for arg in get_args(tp):
+        _typeddicts(arg, seen)
+    return seen
+
+
+def _doc_sections() -> dict[str, str]:
+    """The doc's ``## `` sections by title, and each procedure's row of *The sections* by its
+    name."""
+    out: dict[str, str] = {}
+    for part in re.split(r"^## ", DOC.read_text(), flags=re.MULTILINE)[1:]:
+        heading, _, body = part.partition("\n")
+        out[heading.split(" (")[0].strip()] = body
+    for row in re.findall(r"^\| `([a-z-]+)` \|.*$", out["The sections"], flags=re.MULTILINE):
+        line = re.search(rf"^\| `{row}` \|.*$", out["The sections"], flags=re.MULTILINE)
+        assert line is not None
+        out[row] = line.group(0)
+    return out
+
+
+def _names(text: str) -> set[str]:
+    """Every identifier in the code spans and ``{…}`` spans of ``text``."""
+    spans = re.findall(r"`([^`]+)`|\{([^{}]+)\}", text)
+    return {w for pair in spans for s in pair for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", s)}
+
+
+ENVELOPE_SECTIONS = ("The envelope", "A level row")
+
+
+def test_every_key_of_the_envelope_and_level_row_types_is_in_the_doc() -> None:
+    """The envelope's and the level row's TypedDicts, key by key, against their doc sections."""
+    sections = _doc_sections()
+    types = _typeddicts(pt.ProcedureReport, {})
+    types |= _typeddicts(pt.LevelEntry, {})
+    undocumented = []
+    for name, tp in sorted(types.items()):
+        found = re.search(r"section\s+``([^`]+)``", tp.__doc__ or "")
+        assert found is not None, f"{name}'s docstring names no section of the doc"
+        assert found.group(1) in ENVELOPE_SECTIONS, f"{name}: section {found.group(1)!r}"
+        names = _names(sections[found.group(1)])
+        undocumented += [f"{name}.{key}" for key in get_type_hints(tp) if key not in names]
+    assert undocumented == []
+
+
+@pytest.mark.parametrize("name", sorted(SECTIONS))
+def test_every_section_key_is_in_its_row_of_the_doc(name: str) -> None:
+    """A section's own keys (its ``deviations`` go to the envelope's) are in its row of *The
+    sections*; the procedure's module docstring is the definitive list of the keys below."""
+    row = _names(_doc_sections()[name])
+    keys = set(get_type_hints(SECTIONS[name])) - {"deviations"}
+    assert keys - row == set()
