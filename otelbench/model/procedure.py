@@ -27,15 +27,17 @@ Usage::
 # No ``from __future__ import annotations``: ``NotRequired`` must be seen when each class is made
 # (see otelbench.model.report).
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, final
 
 from otelbench.model.report import (
     ComplianceSection,
     FluidityIndex,
     InputLengthBucket,
+    RequestCounts,
     ShortSummary,
     Summary,
     Tokenizer,
+    TtftDecomposition,
     Warmup,
 )
 
@@ -206,14 +208,14 @@ class LevelEntry(LevelRow):
 # Shared blocks
 # ------------------------------------------------------------------------------------------
 class ProbeLevel(LevelEntry):
-    """The closed-loop capacity probe's row (section ``capacity``: ``probe``, its ``role``)."""
+    """The closed-loop capacity probe's row (section ``Shared``: ``probe``, its ``role``)."""
 
     role: str
 
 
 class CapacityEstimate(TypedDict):
     """``capacity`` of 5.2, 5.3 and fluidity: the capacity estimate, where it came from and the
-    probe's row (section ``capacity``: ``rps``, ``source``, ``probe``)."""
+    probe's row (section ``Shared``: ``rps``, ``source``, ``probe``)."""
 
     rps: float | None
     source: str
@@ -221,7 +223,7 @@ class CapacityEstimate(TypedDict):
 
 
 class SaturationCriteria(TypedDict):
-    """5.2.3.1 at one level (section ``saturation``: ``saturated``, ``fired``,
+    """5.2.3.1 at one level (section ``Shared``: ``saturated``, ``fired``,
     ``queue_growth``, ``completion_ratio``, ``p99_over_lower_load_p50``)."""
 
     saturated: bool
@@ -232,7 +234,7 @@ class SaturationCriteria(TypedDict):
 
 
 class SearchStep(TypedDict):
-    """One step of a search: the load tried and whether it passed (section ``search``:
+    """One step of a search: the load tried and whether it passed (section ``Shared``:
     ``steps``, ``rps`` or ``concurrency``, ``passed``)."""
 
     rps: NotRequired[float]
@@ -241,7 +243,7 @@ class SearchStep(TypedDict):
 
 
 class Quantiles(TypedDict):
-    """P50, P95 and P99 of one latency (section ``latency_at_max``: ``p50``, ``p95``,
+    """P50, P95 and P99 of one latency (section ``Shared``: ``p50``, ``p95``,
     ``p99``)."""
 
     p50: float | None
@@ -258,9 +260,9 @@ class TtftLevel(LevelEntry):
 
 class TtftResults(TypedDict):
     """``results`` (section ``ttft``: ``requests``, ``sample_count``, ``duration_s``,
-    ``ttft_ms``)."""
+    ``ttft_ms``; null, and an empty ``ttft_ms``, when the level has no stored run)."""
 
-    requests: dict[str, Any] | None
+    requests: RequestCounts | None
     sample_count: int | None
     duration_s: float | None
     ttft_ms: Summary | dict[str, Any]
@@ -273,10 +275,10 @@ class TtftComponents(TypedDict):
 
     source: str | None
     reason: NotRequired[str]
-    queue_ms: NotRequired[Summary | None]
-    prefill_ms: NotRequired[Summary | None]
-    server_ttft_ms: NotRequired[Summary | None]
-    decomposition: NotRequired[dict[str, Any] | None]
+    queue_ms: NotRequired[Summary]
+    prefill_ms: NotRequired[Summary]
+    server_ttft_ms: NotRequired[Summary]
+    decomposition: NotRequired[TtftDecomposition]
 
 
 class TtftHistogram(TypedDict):
@@ -1086,6 +1088,7 @@ class RequestOptionsDeclared(TypedDict):
     extra_body: dict[str, Any]
 
 
+@final
 class ProcedureWarmup(TypedDict):
     """``configuration.warmup`` when a level warmed the SUT up (section ``The envelope``:
     ``before_level``, ``spec``, ``outcome``)."""
@@ -1095,11 +1098,12 @@ class ProcedureWarmup(TypedDict):
     outcome: Warmup | None
 
 
+@final
 class ColdStart(TypedDict):
     """``configuration.warmup`` of a cold-start procedure (section ``The envelope``:
     ``cold_start``)."""
 
-    cold_start: bool
+    cold_start: Literal[True]
 
 
 class ProcedureConfiguration(TypedDict):
@@ -1140,7 +1144,9 @@ class RunEntry(TypedDict):
 
 class ProcedureReport(TypedDict):
     """``procedure.json``'s common keys (section ``The envelope``); the section's own keys
-    (``TtftSection`` …, less ``deviations``) sit between ``configuration`` and ``runs``."""
+    (``TtftSection`` …, less ``deviations``) sit between ``configuration`` and ``runs``, most
+    sections' ``levels`` among them (declared here as the shared :class:`LevelEntry`, for what
+    every procedure's ``procedure.md`` shows of them)."""
 
     schema_version: int
     procedure: str
@@ -1151,6 +1157,7 @@ class ProcedureReport(TypedDict):
     error: str | None
     parameters: dict[str, Any]
     configuration: ProcedureConfiguration
+    levels: NotRequired[list[LevelEntry]]
     runs: list[RunEntry]
     started_unix: float
     finished_unix: float

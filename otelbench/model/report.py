@@ -147,6 +147,7 @@ class Tokenizer(TypedDict):
     option: Literal["A (native)", "B (reference)"]
     name: str
     source: str
+    version: NotRequired[str]
     vocab_size: NotRequired[int | None]
     bos_token_id: NotRequired[int | None]
     eos_token_id: NotRequired[int | None]

@@ -58,7 +58,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final, cast
@@ -340,30 +339,28 @@ class GuardrailOverheadProcedure(
                 found = by.get((label, fraction))
                 if found is None:
                     continue
-                row: Mapping[str, Any] = found.row or {}
-                g: Mapping[str, Any] = (
-                    found.report["metrics"].get("guardrails") if found.report else None
-                ) or {}
-                added = g.get("added_latency") or {}
+                row = found.row  # None: the level has no stored run
+                g = found.report["metrics"].get("guardrails") if found.report else None
+                added = g["added_latency"] if g else None
                 table13.append({
                     "configuration": label,
                     "name": NAMES.get(label, label),
                     "fraction": fraction,
-                    "offered_rps": row.get("offered_rps"),
-                    "ttft_p50_ms": row.get("ttft_p50_ms"),
-                    "ttft_p95_ms": row.get("ttft_p95_ms"),
-                    "ttft_p99_ms": row.get("ttft_p99_ms"),
-                    "e2e_p50_ms": row.get("e2e_p50_ms"),
-                    "e2e_p95_ms": row.get("e2e_p95_ms"),
-                    "e2e_p99_ms": row.get("e2e_p99_ms"),
-                    "succeeded": row.get("succeeded"),
-                    "failed": row.get("failed"),
-                    "refused": (g.get("refusals") or {}).get("requests", 0),
-                    "guardrail_ttft_added_p50_ms": (added.get("ttft_ms") or {}).get("p50"),
-                    "guardrail_ttft_added_p99_ms": (added.get("ttft_ms") or {}).get("p99"),
+                    "offered_rps": row["offered_rps"] if row else None,
+                    "ttft_p50_ms": row["ttft_p50_ms"] if row else None,
+                    "ttft_p95_ms": row["ttft_p95_ms"] if row else None,
+                    "ttft_p99_ms": row["ttft_p99_ms"] if row else None,
+                    "e2e_p50_ms": row["e2e_p50_ms"] if row else None,
+                    "e2e_p95_ms": row["e2e_p95_ms"] if row else None,
+                    "e2e_p99_ms": row["e2e_p99_ms"] if row else None,
+                    "succeeded": row["succeeded"] if row else None,
+                    "failed": row["failed"] if row else None,
+                    "refused": g["refusals"]["requests"] if g else 0,
+                    "guardrail_ttft_added_p50_ms": added["ttft_ms"]["p50"] if added else None,
+                    "guardrail_ttft_added_p99_ms": added["ttft_ms"]["p99"] if added else None,
                     "guardrail_itl_added_p99_ms": (
-                        added.get("output_per_event_ms") or {}
-                    ).get("p99"),
+                        added["output_per_event_ms"]["p99"] if added else None
+                    ),
                 })  # fmt: skip
         overheads: list[GuardrailOverhead] = []
         input_overhead: dict[str, dict[str, float | None]] = {}

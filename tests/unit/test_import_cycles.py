@@ -130,6 +130,7 @@ RENDERER_MAY_IMPORT = (
     "otelbench.draft",
     "otelbench.report.access",
     "otelbench.model.report",
+    "otelbench.model.procedure",
 )
 KNOWN_RENDERER_IMPORTS = {
     ("otelbench.report.markdown", "otelbench.report.configuration"),

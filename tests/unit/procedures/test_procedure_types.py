@@ -53,8 +53,9 @@ def _present(problems: list[str]) -> list[str]:
 
 def _split(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A ``procedure.json`` as its envelope and its section (with the envelope's
-    ``deviations``, as ``build`` returns them)."""
-    envelope = get_type_hints(pt.ProcedureReport)
+    ``deviations``, as ``build`` returns them, and its ``levels``, rows of the section's own
+    level type)."""
+    envelope = set(get_type_hints(pt.ProcedureReport)) - {"levels"}
     head = {k: v for k, v in result.items() if k in envelope}
     section = {k: v for k, v in result.items() if k not in envelope}
     return head, {**section, "deviations": result.get("deviations", [])}
@@ -103,23 +104,40 @@ def _typeddicts(tp: Any, seen: dict[str, Any]) -> dict[str, Any]:
 
 
 def _doc_sections() -> dict[str, str]:
-    """The doc's ``## `` sections by title, and each procedure's row of *The sections* by its
-    name."""
+    """The doc's ``## `` sections by title (without its parenthesis), and by procedure name its
+    row of *The sections* with its ``### `` part of *Section objects* (``Shared`` too)."""
     out: dict[str, str] = {}
     for part in re.split(r"^## ", DOC.read_text(), flags=re.MULTILINE)[1:]:
         heading, _, body = part.partition("\n")
         out[heading.split(" (")[0].strip()] = body
-    for row in re.findall(r"^\| `([a-z-]+)` \|.*$", out["The sections"], flags=re.MULTILINE):
-        line = re.search(rf"^\| `{row}` \|.*$", out["The sections"], flags=re.MULTILINE)
-        assert line is not None
-        out[row] = line.group(0)
+    for name in re.findall(r"^\| `([a-z-]+)` \|", out["The sections"], flags=re.MULTILINE):
+        row = re.search(rf"^\| `{name}` \|.*$", out["The sections"], flags=re.MULTILINE)
+        assert row is not None
+        out[name] = row.group(0)
+    for part in re.split(r"^### ", out["Section objects"], flags=re.MULTILINE)[1:]:
+        heading, _, body = part.partition("\n")
+        name = heading.strip().strip("`")
+        out[name] = out.get(name, "") + "\n" + body
     return out
 
 
+def _expand(span: str) -> list[str]:
+    """A code span with its ``{a,b}`` alternatives spelled out: ``x_{a,b}`` → ``x_a``, ``x_b``."""
+    found = re.search(r"\{([^{}]*)\}", span)
+    if found is None:
+        return [span]
+    head, tail = span[: found.start()], span[found.end() :]
+    return [w for alt in found.group(1).split(",") for w in _expand(head + alt + tail)]
+
+
 def _names(text: str) -> set[str]:
-    """Every identifier in the code spans and ``{…}`` spans of ``text``."""
-    spans = re.findall(r"`([^`]+)`|\{([^{}]+)\}", text)
-    return {w for pair in spans for s in pair for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", s)}
+    """Every identifier in the code spans of ``text`` (alternatives spelled out)."""
+    return {
+        w
+        for span in re.findall(r"`([^`]+)`", text)
+        for s in _expand(span)
+        for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", s)
+    }
 
 
 ENVELOPE_SECTIONS = ("The envelope", "A level row")
@@ -140,10 +158,26 @@ def test_every_key_of_the_envelope_and_level_row_types_is_in_the_doc() -> None:
     assert undocumented == []
 
 
-@pytest.mark.parametrize("name", sorted(SECTIONS))
-def test_every_section_key_is_in_its_row_of_the_doc(name: str) -> None:
-    """A section's own keys (its ``deviations`` go to the envelope's) are in its row of *The
-    sections*; the procedure's module docstring is the definitive list of the keys below."""
-    row = _names(_doc_sections()[name])
-    keys = set(get_type_hints(SECTIONS[name])) - {"deviations"}
-    assert keys - row == set()
+def _own_keys(tp: Any) -> list[str]:
+    """The keys of ``tp``; of a level's row, those it adds to :class:`LevelEntry`."""
+    keys = list(get_type_hints(tp))
+    common = get_type_hints(pt.LevelEntry)
+    return [k for k in keys if k not in common] if set(common) <= set(keys) else keys
+
+
+def test_every_key_of_the_section_types_is_in_the_doc() -> None:
+    """Each section's TypedDicts, key by key, against the procedure's row of *The sections*
+    and its part of *Section objects* (or *Shared*)."""
+    sections = _doc_sections()
+    types: dict[str, Any] = {}
+    for tp in SECTIONS.values():
+        _typeddicts(tp, types)
+    undocumented = []
+    for name, tp in sorted(types.items()):
+        found = re.search(r"section\s+``([^`]+)``", tp.__doc__ or "")
+        assert found is not None, f"{name}'s docstring names no section of the doc"
+        assert found.group(1) in sections, f"{name}: no doc section {found.group(1)!r}"
+        names = _names(sections[found.group(1)])
+        keys = [k for k in _own_keys(tp) if k != "deviations"]  # the envelope's
+        undocumented += [f"{name}.{key}" for key in keys if key not in names]
+    assert undocumented == []
