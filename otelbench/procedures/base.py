@@ -49,6 +49,7 @@ from otelbench.model.procedure import (
     ProcedureReport,
     ProcedureWarmup,
     RunEntry,
+    Verdict,
 )
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
@@ -280,7 +281,7 @@ def level_entry(level: Level, **extra: Any) -> LevelEntry:
 def search_entries(
     levels: list[Level],
     role: str,
-    verdict_of: Callable[[Level], Mapping[str, Any]],
+    verdict_of: Callable[[Level], Verdict],
     notes: list[str],
 ) -> list[LevelEntry]:
     """The rows (:func:`level_entry`) of the levels a search ran (``meta["role"] == role``),

@@ -85,11 +85,11 @@ def _configuration(result: ProcedureReport) -> list[str]:
                 [
                     str(label),
                     {"vllm-cpu": "otelbench (vLLM on CPU)", "command": "its launch command"}.get(
-                        str(conf.get("kind")), "already running"
+                        conf["kind"], "already running"
                     )
-                    + (f": `{' '.join(conf['vllm_args'])}`" if conf.get("vllm_args") else ""),
-                    str(conf.get("url")),
-                    str(conf.get("description") or ""),
+                    + (f": `{' '.join(args)}`" if (args := conf["vllm_args"]) else ""),
+                    str(conf["url"]),
+                    conf["description"] or "",
                 ]
                 for label, conf in configurations.items()
             ],

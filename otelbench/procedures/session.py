@@ -76,7 +76,7 @@ from otelbench.loadgen.runner import (
     check_workload,
     execute_run,
 )
-from otelbench.model.procedure import LevelRow
+from otelbench.model.procedure import LevelRow, SutConfigurationEntry
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
@@ -183,7 +183,7 @@ class ProcedureSession(Ends):
         self.defer_sut = defer_sut
         self.configuration: SutConfiguration | None = None
         """The configuration the SUT now runs in (None: the one it was given)."""
-        self.configurations: dict[str, dict[str, Any]] = {}
+        self.configurations: dict[str, SutConfigurationEntry] = {}
         """Per configuration used: how it was reached, what the target said, the SUT summary."""
         self._declared_sut = dict(base.sut)
         self._collector: EmbeddedCollector | None = None

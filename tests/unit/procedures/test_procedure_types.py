@@ -1,12 +1,13 @@
 """``procedure.json``'s TypedDicts (``otelbench.model.procedure``) against the built results.
 
 What the procedures build must have the types' shapes: the two procedure reports of the golden
-outputs (``tests/unit/golden/outputs.py``), and every section a procedure's ``build`` returns in
-the tests of ``tests/unit/procedures/`` (``conftest.py`` checks each with
-:func:`check_section` as it is built). Every TypedDict's docstring
-names its section of ``docs/procedure-schema.md`` and that section mentions each of its keys.
+outputs (``tests/unit/golden/outputs.py``), every section a procedure's ``build`` returns in the
+tests of ``tests/unit/procedures/`` (``conftest.py`` checks each with :func:`check_section` as it
+is built) and every ``procedure.json`` the integration tests write (:func:`check_procedure_json`,
+every key included). Every TypedDict's docstring names its section of
+``docs/procedure-schema.md`` and that section mentions each of its keys.
 
-The golden reports and these tests build their levels from hand-made rows with the keys the
+The golden reports and the unit tests build their levels from hand-made rows with the keys the
 renderers read, and the golden envelope holds what the renderers read: for them a missing key
 is no problem; a key the types do not declare, or a value of another type, is.
 """
@@ -67,6 +68,16 @@ def check_section(name: str, body: Any) -> None:
     assert _present(conforms(json.loads(render_json(body)), SECTIONS[name])) == [], name
 
 
+def check_procedure_json(path: Path) -> None:
+    """A ``procedure.json`` that ``run_procedure`` wrote has the types' shape, every key of
+    them included (the integration tests check each one they write)."""
+    result = json.loads(path.read_text())
+    head, section = _split(result)
+    problems = conforms(head, pt.ProcedureReport)
+    problems += conforms(section, SECTIONS[result["procedure"]])
+    assert problems == [], path
+
+
 def test_every_procedure_has_its_section_type() -> None:
     assert set(SECTIONS) == set(PROCEDURES)
     for name, cls in PROCEDURES.items():
@@ -82,6 +93,23 @@ def test_the_golden_procedure_reports_conform(name: str, tmp_path: Path) -> None
     assert _present(conforms(head, pt.ProcedureReport)) == []
     assert _present(conforms(section, SECTIONS[result["procedure"]])) == []
     assert conforms(result["compliance"], get_type_hints(pt.ProcedureReport)["compliance"]) == []
+
+
+def test_the_check_finds_an_unknown_key_a_wrong_type_and_a_missing_key(tmp_path: Path) -> None:
+    with open_store(write_scenario(tmp_path / "s.duckdb")) as runner:
+        report = report_from_data(extract_run_data(runner, None))
+    result = json.loads(render_json(_procedures(tmp_path, report)["capacity"]["result"]))
+    _, section = _split(result)
+    section["levels"][0]["verdict"]["passed"] = "yes"
+    section["search"]["best_rps"] = 2.0
+    del section["slo"]["min_completion"]
+    rows = re.compile(r"^\$\.levels\[\d+\]: missing key ")  # the hand-made level rows
+    problems = [p for p in conforms(section, pt.CapacitySection) if not rows.match(p)]
+    assert sorted(problems) == [
+        "$.levels[0].verdict.passed: expected bool, got str",
+        "$.search: unknown key best_rps",
+        "$.slo: missing key min_completion",
+    ]
 
 
 # ------------------------------------------------------------------------------------------
@@ -150,7 +178,7 @@ def test_every_key_of_the_envelope_and_level_row_types_is_in_the_doc() -> None:
     types |= _typeddicts(pt.LevelEntry, {})
     undocumented = []
     for name, tp in sorted(types.items()):
-        found = re.search(r"section\s+``([^`]+)``", tp.__doc__ or "")
+        found = re.search(r"section\s+``([^`]+)``", " ".join((tp.__doc__ or "").split()))
         assert found is not None, f"{name}'s docstring names no section of the doc"
         assert found.group(1) in ENVELOPE_SECTIONS, f"{name}: section {found.group(1)!r}"
         names = _names(sections[found.group(1)])
@@ -170,11 +198,11 @@ def test_every_key_of_the_section_types_is_in_the_doc() -> None:
     and its part of *Section objects* (or *Shared*)."""
     sections = _doc_sections()
     types: dict[str, Any] = {}
-    for tp in SECTIONS.values():
+    for tp in (*SECTIONS.values(), pt.Verdict):
         _typeddicts(tp, types)
     undocumented = []
     for name, tp in sorted(types.items()):
-        found = re.search(r"section\s+``([^`]+)``", tp.__doc__ or "")
+        found = re.search(r"section\s+``([^`]+)``", " ".join((tp.__doc__ or "").split()))
         assert found is not None, f"{name}'s docstring names no section of the doc"
         assert found.group(1) in sections, f"{name}: no doc section {found.group(1)!r}"
         names = _names(sections[found.group(1)])
