@@ -21,7 +21,9 @@ and the procedure's own keys), ``runs`` (every level run, a capacity probe inclu
 label, load, run id, report), ``started_unix``, ``finished_unix``, ``duration_s``, ``store``,
 ``deviations``, ``notes``, ``compliance`` (the procedure's own verdict over section 4's
 statements and its section's, draft 2: ``otelbench.report.compliance.procedure_compliance``).
-A section's own keys sit between ``configuration`` and ``runs``.
+A section's own keys sit between ``configuration`` and ``runs``. :mod:`otelbench.model.procedure`
+types them all: :class:`~otelbench.model.procedure.ProcedureReport` the envelope, one section
+TypedDict per procedure (``Procedure[Params, Section]``'s ``Section``).
 
 Example::
 
@@ -257,7 +259,7 @@ class ProcedureResult:
 
     @property
     def interrupted(self) -> bool:
-        return bool(self.result.get("interrupted"))
+        return self.result["interrupted"]
 
 
 def level_entry(level: Level, **extra: Any) -> LevelEntry:
