@@ -179,7 +179,7 @@ def _context_window(values: dict[str, Any]) -> None:
 
 def register(
     name: str,
-    procedure: type[Procedure[Any]],
+    procedure: type[Procedure[Any, Any]],
     doc: str,
     *,
     workload: str = "synthetic-uniform",

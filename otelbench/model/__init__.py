@@ -3,6 +3,10 @@
 * :mod:`otelbench.model.report` — one ``TypedDict`` per object of ``docs/report-schema.md``
   (:class:`~otelbench.model.report.Report` is the whole report) and its
   :data:`~otelbench.model.report.SCHEMA_VERSION`;
+* :mod:`otelbench.model.procedure` — one ``TypedDict`` per object of
+  ``docs/procedure-schema.md``: ``procedure.json``'s envelope
+  (:class:`~otelbench.model.procedure.ProcedureReport`), the level row and each procedure's
+  section, what :meth:`~otelbench.procedures.base.Procedure.build` returns;
 * :mod:`otelbench.model.load` — :func:`~otelbench.model.load.load_report`, the one boundary where
   a stored ``report.json`` enters otelbench: read, upgraded from an older version, checked
   against the types;

@@ -13,9 +13,10 @@
 * copies of the run manifest's own objects (``run.workload``, ``run.load``) are
   ``dict[str, Any]``.
 
-A ``report.json`` read back from disk may come from an older otelbench and lack keys: renderers
-read it through :mod:`otelbench.report.access` all the same; the types say what this version
-writes.
+A ``report.json`` read back from disk enters only through
+:func:`~otelbench.model.load.load_report`, which brings an older version to this one's shape and
+checks it against these types: past it, every reader reads the report as typed, not
+defensively.
 
 The summary shape and the TTFT-by-input-length row are made by :mod:`otelbench.metrics`, so
 their TypedDicts live there (:class:`~otelbench.metrics.SummaryDict`,

@@ -21,7 +21,9 @@ and the procedure's own keys), ``runs`` (every level run, a capacity probe inclu
 label, load, run id, report), ``started_unix``, ``finished_unix``, ``duration_s``, ``store``,
 ``deviations``, ``notes``, ``compliance`` (the procedure's own verdict over section 4's
 statements and its section's, draft 2: ``otelbench.report.compliance.procedure_compliance``).
-A section's own keys sit between ``configuration`` and ``runs``.
+A section's own keys sit between ``configuration`` and ``runs``. :mod:`otelbench.model.procedure`
+types them all: :class:`~otelbench.model.procedure.ProcedureReport` the envelope, one section
+TypedDict per procedure (``Procedure[Params, Section]``'s ``Section``).
 
 Example::
 
@@ -42,6 +44,15 @@ from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar, cast, get_a
 
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
+from otelbench.model.procedure import (
+    ColdStart,
+    LevelEntry,
+    ProcedureConfiguration,
+    ProcedureReport,
+    ProcedureWarmup,
+    RunEntry,
+    Verdict,
+)
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.profiles import Profile
@@ -110,12 +121,14 @@ class ProcedureSpec:
 
 
 ParamsT = TypeVar("ParamsT")
+SectionT = TypeVar("SectionT")
 
 
-class Procedure(abc.ABC, Generic[ParamsT]):
+class Procedure(abc.ABC, Generic[ParamsT, SectionT]):
     """One draft test procedure (5.x) with its setup parameters ``params`` (a ``Params``
-    dataclass: ``class TtftProcedure(Procedure[TtftParams])``); subclasses are registered with
-    :func:`register_procedure`."""
+    dataclass) and the section's results it builds (a TypedDict of
+    :mod:`otelbench.model.procedure`): ``class TtftProcedure(Procedure[TtftParams,
+    TtftSection])``; subclasses are registered with :func:`register_procedure`."""
 
     name: ClassVar[str]
     section: ClassVar[str]
@@ -123,14 +136,17 @@ class Procedure(abc.ABC, Generic[ParamsT]):
     compares_configurations: ClassVar[bool] = False
     """True: the session starts no SUT; :meth:`run` calls ``session.use_configuration``."""
     params_type: ClassVar[type[Any]]
-    """The ``Params`` dataclass of ``Procedure[Params]``, whose fields are the options of
-    ``otelbench test NAME``."""
+    """The ``Params`` dataclass of ``Procedure[Params, Section]``, whose fields are the
+    options of ``otelbench test NAME``."""
+    section_type: ClassVar[Any]
+    """The ``Section`` TypedDict of ``Procedure[Params, Section]``: the section's keys of
+    ``procedure.json`` (with its ``deviations``)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for base in getattr(cls, "__orig_bases__", ()):
             if get_origin(base) is Procedure:
-                cls.params_type = get_args(base)[0]
+                cls.params_type, cls.section_type = get_args(base)
 
     def __init__(self, params: ParamsT) -> None:
         self.params = params
@@ -159,12 +175,13 @@ class Procedure(abc.ABC, Generic[ParamsT]):
         """Run the levels (the session is open)."""
 
     @abc.abstractmethod
-    def build(self, levels: list[Level]) -> dict[str, Any]:
-        """The section's results from the finalized levels; may set ``deviations``."""
+    def build(self, levels: list[Level]) -> SectionT:
+        """The section's results from the finalized levels, with its ``deviations``."""
 
     @abc.abstractmethod
-    def render(self, result: dict[str, Any]) -> list[str]:
-        """Markdown lines of the section's reporting format."""
+    def render(self, result: SectionT) -> list[str]:
+        """Markdown lines of the section's reporting format (``result``: the whole
+        ``procedure.json``, of which the section's keys are read)."""
 
 
 class _SizedParams(Protocol):
@@ -215,8 +232,8 @@ class LevelSizes:
         }
 
 
-P = TypeVar("P", bound=type[Procedure[Any]])
-PROCEDURES: Final[dict[str, type[Procedure[Any]]]] = {}
+P = TypeVar("P", bound=type[Procedure[Any, Any]])
+PROCEDURES: Final[dict[str, type[Procedure[Any, Any]]]] = {}
 
 
 def register_procedure(name: str, section: str, title: str) -> Callable[[P], P]:
@@ -236,19 +253,23 @@ class ProcedureResult:
     """What :func:`run_procedure` wrote: the JSON dict and Markdown of ``procedure.*``."""
 
     out_dir: Path
-    result: dict[str, Any]
+    result: ProcedureReport
     markdown: str
     levels: list[Level] = field(default_factory=list)
 
     @property
     def interrupted(self) -> bool:
-        return bool(self.result.get("interrupted"))
+        return self.result["interrupted"]
 
 
-def level_entry(level: Level, **extra: Any) -> dict[str, Any]:
-    """A level's row in ``procedure.json``: index, label, report path, the row, ``extra``."""
+def level_entry(level: Level, **extra: Any) -> LevelEntry:
+    """A level's row in ``procedure.json``: index, label, report path, the row, ``extra``.
+
+    Typed as the shared :class:`~otelbench.model.procedure.LevelEntry`: what the procedure
+    planned for the level (``level.meta``) and ``extra`` are the section's own keys, which its
+    level type (``TradeoffLevel`` …) declares."""
     row = dict(level.row or {})
-    return {
+    entry: dict[str, Any] = {
         "index": level.index,
         "label": level.label,
         "report": f"{level.dir_name}/report.json" if level.stored else None,
@@ -256,14 +277,15 @@ def level_entry(level: Level, **extra: Any) -> dict[str, Any]:
         **level.meta,
         **extra,
     }
+    return cast(LevelEntry, entry)
 
 
 def search_entries(
     levels: list[Level],
     role: str,
-    verdict_of: Callable[[Level], dict[str, Any]],
+    verdict_of: Callable[[Level], Verdict],
     notes: list[str],
-) -> list[dict[str, Any]]:
+) -> list[LevelEntry]:
     """The rows (:func:`level_entry`) of the levels a search ran (``meta["role"] == role``),
     each with its ``verdict`` recomputed from the stored spans; a level whose verdict differs
     from the live one the search went by (``meta["live_verdict"]``) gets a line in ``notes``."""
@@ -281,28 +303,30 @@ def search_entries(
     return entries
 
 
-def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, Any]:
+def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> ProcedureConfiguration:
     base = session.base
     first = next((lv.report for lv in session.levels if lv.report is not None), None)
-    run: Mapping[str, Any] = first["run"] if first else {}
+    run = first["run"] if first else None
     warmed = next((lv for lv in session.levels if lv.warmed), None)
-    return {
+    warmup: ProcedureWarmup | ColdStart | None = (
+        {
+            "before_level": warmed.index,
+            "spec": None if base.warmup is None else vars(base.warmup),
+            "outcome": warmed.report["run"]["warmup"] if warmed.report else None,
+        }
+        if warmed is not None
+        else ({"cold_start": True} if base.warmup is None else None)
+    )
+    configuration: ProcedureConfiguration = {
         "target": base.target,
         "model": base.model,
         "sut": base.sut,
         "target_reports": session.target_info,
-        "workload": run.get("workload") or {"name": base.workload, "seed": base.seed},
-        "tokenizer": run.get("tokenizer"),
+        "workload": (run["workload"] if run else None)
+        or {"name": base.workload, "seed": base.seed},
+        "tokenizer": run["tokenizer"] if run else None,
         "request_options": {"ignore_eos": base.ignore_eos, "extra_body": base.extra_body},
-        "warmup": (
-            {
-                "before_level": warmed.index,
-                "spec": None if base.warmup is None else vars(base.warmup),
-                "outcome": warmed.report["run"]["warmup"] if warmed.report else None,
-            }
-            if warmed is not None
-            else ({"cold_start": True} if base.warmup is None else None)
-        ),
+        "warmup": warmup,
         "prefix_caching": (
             PER_CONFIGURATION
             if session.configurations
@@ -315,8 +339,10 @@ def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> dict[str, 
             or "none configured by otelbench"
         ),
         "gpus": spec.gpus,
-        **({"configurations": session.configurations} if session.configurations else {}),
     }
+    if session.configurations:
+        configuration["configurations"] = session.configurations
+    return configuration
 
 
 def _level_deviations(levels: list[Level]) -> list[str]:
@@ -370,7 +396,7 @@ def _lost_client_spans(levels: list[Level]) -> list[str]:
     ]
 
 
-def _runs(levels: list[Level]) -> list[dict[str, Any]]:
+def _runs(levels: list[Level]) -> list[RunEntry]:
     return [
         {
             "index": lv.index,
@@ -394,7 +420,7 @@ def _level_reports(levels: list[Level]) -> list[tuple[str, Report]]:
 
 
 def run_procedure(
-    procedure: Procedure[Any],
+    procedure: Procedure[Any, Any],
     spec: ProcedureSpec,
     *,
     progress: ProcedureProgress | None = None,
@@ -433,7 +459,7 @@ def run_procedure(
     session.finalize()
     if not session.levels:
         raise failure or ConfigError("the procedure ran no load level")
-    body = procedure.build(session.levels)
+    body = dict(procedure.build(session.levels))
     deviations = list(body.pop("deviations", []))
     deviations.append(SINGLE_RUN_DEVIATION)
     deviations += _level_deviations(session.levels)
@@ -445,26 +471,27 @@ def run_procedure(
             0, f"the procedure stopped on an error; its results are partial: {failure}"
         )
     finished = session.finished_unix or session.started_unix
-    result: dict[str, Any] = {
-        "schema_version": PROCEDURE_SCHEMA_VERSION,
-        "procedure": procedure.name,
-        "draft_section": procedure.section,
-        "title": procedure.title,
-        "profile": spec.profile.name,
-        "interrupted": interrupted,
-        "error": None if failure is None else str(failure),
-        "parameters": procedure.parameters(),
-        "configuration": _configuration(spec, session),
-        **body,
-        "runs": _runs(session.levels),
-        "started_unix": session.started_unix,
-        "finished_unix": finished,
-        "duration_s": finished - session.started_unix,
-        "store": session.store_display,
-        "deviations": deviations,
-        "notes": list(procedure.notes),
-    }
-    result = _jsonable(result)
+    result = _jsonable(
+        {
+            "schema_version": PROCEDURE_SCHEMA_VERSION,
+            "procedure": procedure.name,
+            "draft_section": procedure.section,
+            "title": procedure.title,
+            "profile": spec.profile.name,
+            "interrupted": interrupted,
+            "error": None if failure is None else str(failure),
+            "parameters": procedure.parameters(),
+            "configuration": _configuration(spec, session),
+            **body,
+            "runs": _runs(session.levels),
+            "started_unix": session.started_unix,
+            "finished_unix": finished,
+            "duration_s": finished - session.started_unix,
+            "store": session.store_display,
+            "deviations": deviations,
+            "notes": list(procedure.notes),
+        }
+    )
     result["compliance"] = procedure_compliance(result, _level_reports(session.levels))
     markdown = render_procedure(result, procedure.render(result))
     (spec.out_dir / "procedure.json").write_text(render_json(result))
@@ -477,9 +504,10 @@ def run_procedure(
     return ProcedureResult(spec.out_dir, result, markdown, session.levels)
 
 
-def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
-    """Round-trip through JSON so that tuples, paths and numpy scalars are plain values."""
-    out: dict[str, Any] = json.loads(json.dumps(value, default=_default))
+def _jsonable(value: Mapping[str, object]) -> ProcedureReport:
+    """``procedure.json`` as its reader sees it (its ``compliance`` is added next): a
+    round-trip through JSON, so that tuples, paths and numpy scalars are plain values."""
+    out: ProcedureReport = json.loads(json.dumps(value, default=_default))
     return out
 
 

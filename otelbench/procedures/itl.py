@@ -20,15 +20,16 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import tail_class, tail_spacing_ratio
+from otelbench.model.procedure import ItlLevel, ItlMeasurements, ItlSection, ItlTail
+from otelbench.model.report import Report, Summary
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import fraction_levels, shared_option
@@ -93,41 +94,41 @@ class ItlParams:
         return saturation_from_sweep(result)
 
 
-def itl_level(report: Mapping[str, Any]) -> dict[str, Any]:
-    """A level's 5.4.4 measurements from its run report (client Option B; server Option C)."""
-    client = report.get("metrics", {}).get("client", {})
-    server = report.get("metrics", {}).get("server") or {}
-    itl = client.get("itl_ms") or {}
-    per_request = client.get("itl_per_request") or {}
-    shape = client.get("itl_shape") or {}
-    out = {
-        "itl_ms": itl,
-        "samples": itl.get("count"),
-        "jitter_ms": per_request.get("jitter_ms"),
-        "max_pause_ms": per_request.get("max_pause_ms"),
-        "p99_p50_ratio": client.get("itl_p99_p50_ratio"),
+def itl_level(report: Report | None) -> ItlMeasurements:
+    """A level's 5.4.4 measurements from its run report (client Option B; server Option C);
+    every figure None, and ``itl_ms`` empty, for a level without a stored run."""
+    client = report["metrics"]["client"] if report else None
+    server = report["metrics"].get("server") if report else None
+    itl = client["itl_ms"] if client else None
+    per_request = client["itl_per_request"] if client else None
+    shape = client["itl_shape"] if client else None
+    return {
+        "itl_ms": itl if itl is not None else {},
+        "samples": itl["count"] if itl else None,
+        "jitter_ms": per_request["jitter_ms"] if per_request else None,
+        "max_pause_ms": per_request["max_pause_ms"] if per_request else None,
+        "p99_p50_ratio": client["itl_p99_p50_ratio"] if client else None,
         "shape": {
-            "peaks": shape.get("peaks"),
-            "multimodal": shape.get("multimodal"),
-            "peak_locations_ms": shape.get("peak_locations_ms"),
-            "tail_ratio": shape.get("p99_p50_ratio"),
+            "peaks": shape["peaks"] if shape else None,
+            "multimodal": shape["multimodal"] if shape else None,
+            "peak_locations_ms": shape["peak_locations_ms"] if shape else None,
+            "tail_ratio": shape["p99_p50_ratio"] if shape else None,
         },
         "tail": _tail(itl),
-        "server_itl_ms": server.get("itl_ms"),
-        "method": (report.get("methodology", {}).get("itl_method") or {}).get("name"),
+        "server_itl_ms": server.get("itl_ms") if server else None,
+        "method": report["methodology"]["itl_method"]["name"] if report else None,
     }
-    return out
 
 
-def _tail(itl: Mapping[str, Any]) -> dict[str, Any]:
+def _tail(itl: Summary | None) -> ItlTail:
     """The tail characterization of 5.4.4.3 ("exponential, heavy-tailed"): the spacing ratio of
     :func:`otelbench.metrics.tail_spacing_ratio` and its class."""
-    ratio = tail_spacing_ratio(itl.get("p90"), itl.get("p99"), itl.get("p99_9"))
+    ratio = tail_spacing_ratio(*((itl["p90"], itl["p99"], itl["p99_9"]) if itl else (None,) * 3))
     return {"spacing_ratio": ratio, "class": tail_class(ratio)}
 
 
 @register_procedure("itl", "5.4", "Inter-Token Latency Distribution")
-class ItlProcedure(Procedure[ItlParams]):
+class ItlProcedure(Procedure[ItlParams, ItlSection]):
     """Draft 5.4 (module docstring)."""
 
     def __init__(self, params: ItlParams) -> None:
@@ -159,8 +160,8 @@ class ItlProcedure(Procedure[ItlParams]):
             load = LoadSpec(mode=self.params.arrival, requests=self.requests, rate=rate)  # type: ignore[arg-type]
             session.run_level(load, f"{100 * fraction:.0f}% of saturation", {"fraction": fraction})
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
-        entries = [level_entry(lv, itl=itl_level(lv.report or {})) for lv in levels]
+    def build(self, levels: list[Level]) -> ItlSection:
+        entries = [cast(ItlLevel, level_entry(lv, itl=itl_level(lv.report))) for lv in levels]
         deviations = shortfalls(itl_requests=self.requests)
         marker = f"fewer than {draft.ITL_MIN_OUTPUT_TOKENS} output tokens"
         short = [
@@ -182,7 +183,7 @@ class ItlProcedure(Procedure[ItlParams]):
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: ItlSection) -> list[str]:
         sat = result["saturation"]
         lines = [
             f"Saturation reference: {fmt(sat['rps'], 3)} req/s — {sat['source']}.",

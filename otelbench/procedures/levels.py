@@ -29,6 +29,7 @@ Example::
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
@@ -38,6 +39,7 @@ from otelbench import semconv
 from otelbench.loadgen.runner import RunOutcome
 from otelbench.metrics import detect_saturation, queue_growing, steady_state
 from otelbench.metrics.curves import RAMP_FRACTION
+from otelbench.model.procedure import LevelRow, RequestsCut, SaturationCriteria, SteadyState
 from otelbench.model.report import Report
 from otelbench.query import ClientRequests, RunData, RunInfo, ServerRequests
 from otelbench.report.request_ends import CLIENT_CUT
@@ -180,7 +182,7 @@ def _p(summary: Any, key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def level_row(data: RunData, report: Report) -> dict[str, Any]:
+def level_row(data: RunData, report: Report) -> LevelRow:
     """The level's row (keys :data:`LEVEL_ROW_KEYS`) from its records and its run report.
 
     ``offered_rps`` is the open-loop arrival rate (None in closed loop); ``achieved_rps`` the
@@ -251,7 +253,7 @@ def level_row(data: RunData, report: Report) -> dict[str, Any]:
     }
 
 
-def requests_cut(report: Report) -> dict[str, int | None]:
+def requests_cut(report: Report) -> RequestsCut:
     """A level's requests cut on each side, from its run report: ``client`` the requests the
     client cancelled or that timed out (``run.requests.failed_by_type``); ``server`` the joined
     requests the engine did not finish (end reason cancelled, aborted or error) and ``both`` the
@@ -292,7 +294,7 @@ def _queue_growth(c: ClientRequests, times: F64, depth: F64) -> bool | None:
     return queue_growing(times[keep], depth[keep])
 
 
-def _steady(c: ClientRequests, end_ns: I64, times: F64, depth: F64) -> dict[str, Any] | None:
+def _steady(c: ClientRequests, end_ns: I64, times: F64, depth: F64) -> SteadyState | None:
     if len(c) < 4:
         return None
     start = int(c.submit_unix_ns.min())
@@ -326,7 +328,7 @@ def _tokens_in_flight(c: ClientRequests, end_ns: I64) -> float | None:
     return float(np.sum(tokens * open_ns) / (stop - start))
 
 
-def saturation_at(row: dict[str, Any], lower_load_p50_ms: float | None) -> dict[str, Any]:
+def saturation_at(row: Mapping[str, Any], lower_load_p50_ms: float | None) -> SaturationCriteria:
     """Draft 5.2.3.1 at one open-loop level: queue growth, completion < 90 % of arrivals, or
     TTFT P99 > 10 × the TTFT P50 at a lower load (``lower_load_p50_ms``; None: not assessed).
 

@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 
@@ -29,6 +29,12 @@ from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.scaling import long_context_scaling
 from otelbench.metrics.summary import percentile
+from otelbench.model.procedure import (
+    LengthRow,
+    LongContextFits,
+    LongContextLevel,
+    LongContextSection,
+)
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.render import fmt, table
@@ -127,7 +133,7 @@ class LongContextParams:
 
 
 @register_procedure("long-context", "5.9", "Long Context Scaling")
-class LongContextProcedure(Procedure[LongContextParams]):
+class LongContextProcedure(Procedure[LongContextParams, LongContextSection]):
     """Draft 5.9 (module docstring)."""
 
     def __init__(self, params: LongContextParams) -> None:
@@ -171,7 +177,7 @@ class LongContextProcedure(Procedure[LongContextParams]):
                 overrides={"workload": LONG_CONTEXT_WORKLOAD, "workload_params": workload_params},
             )
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> LongContextSection:
         lengths: list[float] = []
         ttft_s: list[float] = []
         for level in levels:
@@ -195,8 +201,8 @@ class LongContextProcedure(Procedure[LongContextParams]):
             deviations.append(
                 f"context lengths {sorted(set(self.params.lengths))} instead of 5.9.2's 1K–128K"
             )
-        rows: list[dict[str, Any]] = []
-        fits: dict[str, Any] = {"power_law": None, "linear": None, "best_fit": None}
+        rows: list[LengthRow] = []
+        fits: LongContextFits = {"power_law": None, "linear": None, "best_fit": None}
         x, y = np.array(lengths), np.array(ttft_s)
         throughput = {  # the level's achieved output rate at each length (5.9.4)
             int(lv.meta["input_tokens"]): level_entry(lv).get("output_tokens_per_s")
@@ -245,13 +251,13 @@ class LongContextProcedure(Procedure[LongContextParams]):
             "maximum: run 5.2 at a given length for that"
         )
         return {
-            "levels": [level_entry(lv) for lv in levels],
+            "levels": [cast(LongContextLevel, level_entry(lv)) for lv in levels],
             "lengths": rows,
             "fits": fits,
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: LongContextSection) -> list[str]:
         rows = [
             [str(r["input_tokens"]), str(r["count"]), fmt(r["ttft_mean_ms"], 1, "ms"),
              fmt(r["ttft_p50_ms"], 1, "ms"), fmt(r["ttft_p95_ms"], 1, "ms"),
@@ -271,6 +277,8 @@ class LongContextProcedure(Procedure[LongContextParams]):
             lines.append("Not fitted: fewer than 2 context lengths were measured.")
             return lines
         pl, lin = fits["power_law"], fits["linear"]
+        assert pl is not None, "a best fit comes with both fits"
+        assert lin is not None, "a best fit comes with both fits"
         lines += table(
             ["Fit", "Parameter", "R²"],
             [

@@ -83,7 +83,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import httpx
 import numpy as np
@@ -93,6 +93,19 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import percentile
 from otelbench.metrics.server import preemption_stats
+from otelbench.model.procedure import (
+    CapacityLevel,
+    MemoryPressureLevel,
+    Preemption,
+    PreemptionTimeline,
+    PressureCapacitySearch,
+    PressureDegradation,
+    PressureFailures,
+    PressureMeasurements,
+    PressureSection,
+    PressureSummary,
+    PressureWorkload,
+)
 from otelbench.options import common, nested, option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.capacity import CapacityParams, CapacityProcedure
@@ -187,13 +200,13 @@ def plan_oversubscription(capacity: int, levels: Sequence[float]) -> list[Pressu
     return out
 
 
-def failure_kinds(failed_by_type: Mapping[str, int]) -> dict[str, int]:
+def failure_kinds(failed_by_type: Mapping[str, int]) -> PressureFailures:
     """Failed requests by kind (keys :data:`FAILURE_KINDS`) from a level's ``failed_by_type``.
 
     >>> failure_kinds({"500": 2, "503": 1, "400": 1, "timeout": 3, "stream_error": 1})
     {'http_5xx': 3, 'http_4xx': 1, 'timeout': 3, 'other': 1}
     """
-    out = dict.fromkeys(FAILURE_KINDS, 0)
+    out: PressureFailures = {"http_5xx": 0, "http_4xx": 0, "timeout": 0, "other": 0}
     for kind, n in failed_by_type.items():
         if kind.isdigit() and int(kind) >= 500:
             out["http_5xx"] += int(n)
@@ -211,7 +224,7 @@ def failure_kinds(failed_by_type: Mapping[str, int]) -> dict[str, int]:
 # ------------------------------------------------------------------------------------------
 
 
-def preemption_measurements(data: RunData, bins: int = TIMELINE_BINS) -> dict[str, Any] | None:
+def preemption_measurements(data: RunData, bins: int = TIMELINE_BINS) -> Preemption | None:
     """A level's preemption measurements (5.8.4) from its engine-hook server spans.
 
     None when no hook span joined a request of the level (the target has no engine hooks):
@@ -253,7 +266,7 @@ def preemption_measurements(data: RunData, bins: int = TIMELINE_BINS) -> dict[st
 
 def _timeline(
     data: RunData, hook: np.ndarray[Any, Any], counts: np.ndarray[Any, Any], bins: int
-) -> dict[str, Any]:
+) -> PreemptionTimeline:
     c, s = data.client, data.server
     start = int(c.submit_unix_ns.min())
     end = int(c.end_unix_ns().max())
@@ -270,7 +283,7 @@ def _timeline(
     }
 
 
-def pressure_row(data: RunData | None, row: Mapping[str, Any]) -> dict[str, Any]:
+def pressure_row(data: RunData | None, row: Mapping[str, Any]) -> PressureMeasurements:
     """The 5.8.4 measurements of one level from its records and its level row.
 
     ``completion_rate`` and ``failure_rate`` are over the requests sent; ``preemption`` is
@@ -422,7 +435,7 @@ class MemoryPressureParams:
 
 
 @register_procedure("memory-pressure", "5.8", "Memory Pressure Behavior")
-class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
+class MemoryPressureProcedure(Procedure[MemoryPressureParams, PressureSection]):
     """Draft 5.8 (module docstring)."""
 
     def __init__(self, params: MemoryPressureParams) -> None:
@@ -522,7 +535,9 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
         at_best = next(
             (lv for lv in session.levels[first:] if lv.load.concurrency == int(best)), None
         )
-        e2e = (at_best.live_row or {}).get("e2e_p50_ms") if at_best is not None else None
+        e2e = (
+            at_best.live_row.get("e2e_p50_ms") if at_best is not None and at_best.live_row else None
+        )
         return CapacitySource(
             concurrency=int(best),
             source="5.5 search in this procedure (on this procedure's workload)",
@@ -560,29 +575,36 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
                     "capacity": cap.concurrency,
                 },
             )
-            e2e = (level.live_row or {}).get("e2e_p50_ms") or e2e
+            e2e = (level.live_row.get("e2e_p50_ms") if level.live_row else None) or e2e
 
     # -------------------------------------------------------------- build
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> PressureSection:
         cap = self.capacity
         self._levels = [lv for lv in levels if lv.meta.get("role") == PRESSURE_ROLE]
-        entries: list[dict[str, Any]] = []
+        entries: list[MemoryPressureLevel] = []
         for lv in levels:
             if lv.meta.get("role") != PRESSURE_ROLE:
                 continue
-            entries.append(level_entry(lv, **pressure_row(lv.data, lv.row or {})))
+            measured = pressure_row(lv.data, lv.row or {})
+            entries.append(cast(MemoryPressureLevel, level_entry(lv, **measured)))
         base = next((e for e in entries if 1.0 in e["oversubscription"]), None)
         for e in entries:
             e["degradation"] = _degradation(e, base)
         deviations = self._deviations(entries)
-        search_body: dict[str, Any] | None = None
-        capacity_levels: list[dict[str, Any]] = []
+        search_body: PressureCapacitySearch | None = None
+        capacity_levels: list[CapacityLevel] = []
         if self.search is not None:
             searched = [lv for lv in levels if lv.meta.get("role") == CAPACITY_ROLE]
             body = self.search.build(searched)
-            capacity_levels = body.pop("levels")
-            deviations += [f"5.5 capacity search: {d}" for d in body.pop("deviations")]
-            search_body = {**body.pop("search"), **body}
+            capacity_levels = body["levels"]
+            deviations += [f"5.5 capacity search: {d}" for d in body["deviations"]]
+            search_body = {
+                **body["search"],
+                "slo": body["slo"],
+                "max_concurrency": body["max_concurrency"],
+                "throughput_at_max_tokens_per_s": body["throughput_at_max_tokens_per_s"],
+                "tokens_in_flight_at_max": body["tokens_in_flight_at_max"],
+            }
             self.notes += [f"5.5 capacity search: {n}" for n in self.search.notes]
         if cap is not None and cap.workload and cap.workload != self.params.workload:
             self.notes.append(
@@ -590,9 +612,9 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
                 f"{self.params.workload}: 100 % is the 5.5 capacity as 5.8.3 step 1 asks, not "
                 "necessarily the capacity for this workload"
             )
-        observed = [e for e in entries if e["preemption"] is not None]
-        rates = [e["preemption"]["rate"] for e in observed if e["preemption"]["rate"] is not None]
-        summary = {
+        observed = [e["preemption"] for e in entries if e["preemption"] is not None]
+        rates = [p["rate"] for p in observed if p["rate"] is not None]
+        summary: PressureSummary = {
             "base_index": entries.index(base) if base is not None else None,
             "first_below_completion_index": next(
                 (
@@ -632,7 +654,7 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
             "deviations": deviations,
         }
 
-    def _workload_block(self, levels: list[Level]) -> dict[str, Any]:
+    def _workload_block(self, levels: list[Level]) -> PressureWorkload:
         p = self.params
         inputs: list[int] = []
         for lv in levels:
@@ -655,7 +677,7 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
             else f"{p.workload} (given)",
         }
 
-    def _deviations(self, entries: list[dict[str, Any]]) -> list[str]:
+    def _deviations(self, entries: list[MemoryPressureLevel]) -> list[str]:
         p = self.params
         out: list[str] = []
         if self.duration_s < draft.PRESSURE_LEVEL_MIN_S:
@@ -718,8 +740,8 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
         return []
 
     # -------------------------------------------------------------- render
-    def render(self, result: dict[str, Any]) -> list[str]:
-        cap = result["capacity"] or {}
+    def render(self, result: PressureSection) -> list[str]:
+        cap = result["capacity"]
         wl = result["workload"]
         rows = []
         for lv in result["levels"]:
@@ -737,8 +759,8 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams]):
         lines = [
             "## Memory pressure degradation (5.8.5)",
             "",
-            f"Capacity (5.5): {cap.get('concurrency', NA)} concurrent requests — "
-            f"{cap.get('source', NA)}. Workload: {wl['choice']}"
+            f"Capacity (5.5): {cap['concurrency'] if cap else NA} concurrent requests — "
+            f"{cap['source'] if cap else NA}. Workload: {wl['choice']}"
             + (f"; context window {wl['max_context_len']} tokens" if wl["max_context_len"] else "")
             + (f", inputs {wl['input_tokens']} tokens" if wl["input_tokens"] else "")
             + ".",
@@ -848,11 +870,13 @@ def _label(requested: Sequence[float], effective: float) -> str:
     return text
 
 
-def _row_label(entry: Mapping[str, Any]) -> str:
+def _row_label(entry: MemoryPressureLevel) -> str:
     return _label(entry["oversubscription"], entry["effective_oversubscription"])
 
 
-def _degradation(entry: Mapping[str, Any], base: Mapping[str, Any] | None) -> dict[str, Any]:
+def _degradation(
+    entry: MemoryPressureLevel, base: MemoryPressureLevel | None
+) -> PressureDegradation:
     if base is None:
         return {"completion_change": None, "ttft_p99_ratio": None}
     rate, base_rate = entry["completion_rate"], base["completion_rate"]

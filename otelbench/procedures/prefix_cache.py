@@ -53,7 +53,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import httpx
 import numpy as np
@@ -64,6 +64,15 @@ from otelbench.loadgen.runner import LoadSpec
 from otelbench.loadgen.workloads import ParametricWorkload, make_workload
 from otelbench.metrics.effects import prefix_cache_effect
 from otelbench.metrics.summary import percentile
+from otelbench.model.procedure import (
+    CacheHitRates,
+    CacheReset,
+    PrefixCacheComparison,
+    PrefixCacheLevel,
+    PrefixCacheRow,
+    PrefixCacheSection,
+    Quantiles,
+)
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.configurations import SutConfiguration
@@ -142,9 +151,9 @@ def _shared_prefix_lengths(data: RunData, workload: ParametricWorkload) -> F64:
     return out
 
 
-def cache_hit_rates(data: RunData | None, workload: ParametricWorkload) -> dict[str, Any]:
+def cache_hit_rates(data: RunData | None, workload: ParametricWorkload) -> CacheHitRates:
     """5.7.4's cache hit rate over the requests that have a server span (module docstring)."""
-    empty = {
+    empty: CacheHitRates = {
         "cache_hit_rate": None,
         "prompt_hit_rate": None,
         "shared_prefix_tokens": None,
@@ -173,7 +182,7 @@ def cache_hit_rates(data: RunData | None, workload: ParametricWorkload) -> dict[
     }
 
 
-def _reset_prefix_cache(url: str) -> dict[str, Any]:
+def _reset_prefix_cache(url: str) -> CacheReset:
     """Ask a running target to drop its prefix cache (vLLM's dev-mode endpoint)."""
     try:
         response = httpx.post(url.rstrip("/") + RESET_PATH, timeout=30.0)
@@ -186,20 +195,22 @@ def _reset_prefix_cache(url: str) -> dict[str, Any]:
     }
 
 
-def _ms(values: F64) -> dict[str, float | None]:
+def _ms(values: F64) -> Quantiles:
     v = values[np.isfinite(values)]
-    return {f"p{q}": (percentile(v, q) if v.size else None) for q in (50, 95, 99)}
+    if not v.size:
+        return {"p50": None, "p95": None, "p99": None}
+    return {"p50": percentile(v, 50), "p95": percentile(v, 95), "p99": percentile(v, 99)}
 
 
 @register_procedure("prefix-cache", "5.7", "Prefix Cache Effectiveness")
-class PrefixCacheProcedure(Procedure[PrefixCacheParams]):
+class PrefixCacheProcedure(Procedure[PrefixCacheParams, PrefixCacheSection]):
     """Draft 5.7 (module docstring)."""
 
     compares_configurations = True
 
     def __init__(self, params: PrefixCacheParams) -> None:
         super().__init__(params)
-        self.cache_reset: dict[str, dict[str, Any]] = {}
+        self.cache_reset: dict[str, CacheReset] = {}
 
     # ------------------------------------------------------------------ set-up
     @property
@@ -303,33 +314,36 @@ class PrefixCacheProcedure(Procedure[PrefixCacheParams]):
             )
 
     # ------------------------------------------------------------------ results
-    def _row(self, level: Level) -> dict[str, Any]:
+    def _row(self, level: Level) -> PrefixCacheRow:
         role = str(level.meta.get("role"))
         data = level.data
-        row: dict[str, Any] = {
-            "role": role,
-            "configuration": level.meta.get("configuration"),
-            "name": ROLE_NAMES.get(role, role),
-        }
         c_ttft = np.empty(0)
         if data is not None:
             c_ttft = (data.client.ttft_us[data.client.ok] / 1000.0).astype(np.float64)
-        row.update({f"ttft_{k}_ms": v for k, v in _ms(c_ttft).items()})
+        client = _ms(c_ttft)
         s_ttft = np.empty(0)
         if data is not None and len(data.server):
             finished = ~data.server.cut()  # a request cut short has no whole timing
             s_ttft = (data.server.ttft_s[finished] * 1000.0).astype(np.float64)
         server = _ms(s_ttft)
-        row["server_ttft_p50_ms"], row["server_ttft_p99_ms"] = server["p50"], server["p99"]
-        row["output_tokens_per_s"] = (level.row or {}).get("output_tokens_per_s")
-        row["succeeded"] = (level.row or {}).get("succeeded")
         assert self.spec is not None
         seed = self.spec.base.seed
         wl = self.workload(seed + WARM_SEED_OFFSET, seed) if role == "warm" else self.workload()
-        row.update(cache_hit_rates(data, wl))
-        return row
+        return {
+            "role": role,
+            "configuration": level.meta.get("configuration"),
+            "name": ROLE_NAMES.get(role, role),
+            "ttft_p50_ms": client["p50"],
+            "ttft_p95_ms": client["p95"],
+            "ttft_p99_ms": client["p99"],
+            "server_ttft_p50_ms": server["p50"],
+            "server_ttft_p99_ms": server["p99"],
+            "output_tokens_per_s": level.row["output_tokens_per_s"] if level.row else None,
+            "succeeded": level.row["succeeded"] if level.row else None,
+            **cache_hit_rates(data, wl),
+        }
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> PrefixCacheSection:
         rows = [self._row(lv) for lv in levels if lv.meta.get("role") in ROLES]
         by_role = {r["role"]: r for r in rows}
         ttft = {
@@ -337,7 +351,7 @@ class PrefixCacheProcedure(Procedure[PrefixCacheParams]):
             for lv in levels
             if lv.data is not None and lv.meta.get("role") in ROLES
         }
-        comparisons = []
+        comparisons: list[PrefixCacheComparison] = []
         base = by_role.get("disabled")
         for role in ("cold", "warm"):
             if role not in by_role or base is None or "disabled" not in ttft:
@@ -392,14 +406,14 @@ class PrefixCacheProcedure(Procedure[PrefixCacheParams]):
             "blocks, so a partly filled last block of a prefix is not served"
         )
         return {
-            "levels": [level_entry(lv) for lv in levels],
+            "levels": [cast(PrefixCacheLevel, level_entry(lv)) for lv in levels],
             "table": rows,
             "comparisons": comparisons,
             "cache_reset": self.cache_reset,
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: PrefixCacheSection) -> list[str]:
         rows = result["table"]
         lines = ["## Cache effectiveness (Table 10, 5.7.5)", ""]
         lines += table(

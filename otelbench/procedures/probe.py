@@ -15,10 +15,11 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from otelbench.errors import TargetError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.model.procedure import CapacityEstimate, ProbeLevel
 from otelbench.procedures.base import level_entry
 from otelbench.procedures.session import Level, ProcedureSession
 
@@ -38,7 +39,7 @@ def estimate_capacity(
         f"capacity probe (closed loop, concurrency {concurrency})",
         {"role": PROBE_ROLE},
     )
-    rps = (level.live_row or {}).get("achieved_rps")
+    rps = level.live_row.get("achieved_rps") if level.live_row else None
     if not rps:
         raise TargetError(
             "the capacity probe completed no request; check the target (or give --capacity-rps)"
@@ -48,15 +49,15 @@ def estimate_capacity(
 
 def capacity_section(
     levels: list[Level], given: float | None, concurrency: int, requests: int
-) -> dict[str, Any]:
+) -> CapacityEstimate:
     """The report's ``capacity`` block: the estimate, its source and the probe's level."""
     probe = next((lv for lv in levels if lv.meta.get("role") == PROBE_ROLE), None)
     if given is not None:
         return {"rps": given, "source": "given (--capacity-rps)", "probe": None}
     live = probe.live_row if probe is not None else None
     return {
-        "rps": (live or {}).get("achieved_rps"),
+        "rps": live.get("achieved_rps") if live else None,
         "source": f"closed-loop probe: {requests} requests at concurrency {concurrency}, "
         "achieved request throughput (as measured live, when the levels were planned)",
-        "probe": level_entry(probe) if probe is not None else None,
+        "probe": cast(ProbeLevel, level_entry(probe)) if probe is not None else None,
     }

@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from otelbench.model.procedure import ProcedureReport
 from otelbench.report import access
 from otelbench.report.access import NA
 from otelbench.report.access import markdown_table as table
@@ -42,17 +43,17 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def _configuration(result: Mapping[str, Any]) -> list[str]:
+def _configuration(result: ProcedureReport) -> list[str]:
     c = result["configuration"]
     sut = c.get("sut") or {}
     workload = c.get("workload") or {}
     warmup = c.get("warmup")
     if warmup is None:
         warm = "none"
-    elif warmup.get("cold_start"):
+    elif "cold_start" in warmup:
         warm = "skipped (cold start, 4.5.3)"
     else:
-        outcome = warmup.get("outcome") or {}
+        outcome: Mapping[str, Any] = warmup["outcome"] or {}  # a warm-up's figures, if it ran
         warm = (
             f"draft 4.5 warm-up before level {warmup['before_level']}"
             + (f": {outcome.get('requests')} requests" if outcome.get("requests") else "")
@@ -84,11 +85,11 @@ def _configuration(result: Mapping[str, Any]) -> list[str]:
                 [
                     str(label),
                     {"vllm-cpu": "otelbench (vLLM on CPU)", "command": "its launch command"}.get(
-                        str(conf.get("kind")), "already running"
+                        conf["kind"], "already running"
                     )
-                    + (f": `{' '.join(conf['vllm_args'])}`" if conf.get("vllm_args") else ""),
-                    str(conf.get("url")),
-                    str(conf.get("description") or ""),
+                    + (f": `{' '.join(args)}`" if (args := conf["vllm_args"]) else ""),
+                    str(conf["url"]),
+                    conf["description"] or "",
                 ]
                 for label, conf in configurations.items()
             ],
@@ -97,20 +98,20 @@ def _configuration(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _requests_cut(result: Mapping[str, Any]) -> list[str]:
+def _requests_cut(result: ProcedureReport) -> list[str]:
     """The levels' ``requests_cut`` (``otelbench.procedures.levels.requests_cut``) as a table,
     when a level of ``levels`` had a request cut on either side; nothing otherwise."""
     rows = []
     for lv in result.get("levels") or []:
-        cut = lv.get("requests_cut") if isinstance(lv, Mapping) else None
-        if isinstance(cut, Mapping) and (cut.get("client") or cut.get("server")):
+        cut = lv.get("requests_cut")  # None: a row without its stored run's figures
+        if cut is not None and (cut["client"] or cut["server"]):
             rows.append(
                 [
                     str(lv.get("index")),
                     str(lv.get("label")),
-                    str(cut.get("client")),
-                    NA if cut.get("server") is None else str(cut["server"]),
-                    NA if cut.get("both") is None else str(cut["both"]),
+                    str(cut["client"]),
+                    NA if cut["server"] is None else str(cut["server"]),
+                    NA if cut["both"] is None else str(cut["both"]),
                 ]
             )
     if not rows:
@@ -124,7 +125,7 @@ def _source(section: str) -> str:
     return f"draft {section}" if section[:1].isdigit() else section
 
 
-def render_procedure(result: Mapping[str, Any], body: Sequence[str]) -> str:
+def render_procedure(result: ProcedureReport, body: Sequence[str]) -> str:
     """The whole ``procedure.md``: header, the procedure's ``body`` lines, footer."""
     lines = [
         f"# {result['title']} ({_source(str(result['draft_section']))})",

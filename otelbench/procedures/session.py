@@ -76,6 +76,7 @@ from otelbench.loadgen.runner import (
     check_workload,
     execute_run,
 )
+from otelbench.model.procedure import LevelRow, SutConfigurationEntry
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
@@ -110,8 +111,8 @@ class Level:
     """This level's run carried the procedure's warm-up."""
     meta: dict[str, Any] = field(default_factory=dict)
     """What the procedure planned for the level (fraction, role in a search, …)."""
-    live_row: dict[str, Any] | None = None
-    row: dict[str, Any] | None = None
+    live_row: LevelRow | None = None
+    row: LevelRow | None = None
     """From the store once finalized (else the live row)."""
     report: Report | None = None
     """The run report: live (no server spans) until finalized, then from the store."""
@@ -182,7 +183,7 @@ class ProcedureSession(Ends):
         self.defer_sut = defer_sut
         self.configuration: SutConfiguration | None = None
         """The configuration the SUT now runs in (None: the one it was given)."""
-        self.configurations: dict[str, dict[str, Any]] = {}
+        self.configurations: dict[str, SutConfigurationEntry] = {}
         """Per configuration used: how it was reached, what the target said, the SUT summary."""
         self._declared_sut = dict(base.sut)
         self._collector: EmbeddedCollector | None = None

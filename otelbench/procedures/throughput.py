@@ -40,12 +40,20 @@ Example::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.model.procedure import (
+    LatencyAtMax,
+    ThroughputLevel,
+    ThroughputSection,
+    ThroughputSummary,
+    ThroughputVerdict,
+)
 from otelbench.options import option
 from otelbench.procedures.base import (
     LevelSizes,
@@ -74,11 +82,11 @@ SEARCH_ROLE: Final = "rate-search"
 
 
 def throughput_verdict(
-    row: dict[str, Any],
+    row: Mapping[str, Any],
     lower_load_p50_ms: float | None,
     slo_ttft_p99_ms: float | None = None,
     slo_tpot_p99_ms: float | None = None,
-) -> dict[str, Any]:
+) -> ThroughputVerdict:
     """Whether a level is sustainable (module docstring), with the reasons when it is not.
 
     >>> v = throughput_verdict({"succeeded": 10, "queue_growth": "stable", "arrival_rps": 2.0,
@@ -100,6 +108,39 @@ def throughput_verdict(
     elif ratio is not None and ratio > 1.0:
         reasons.append(f"TTFT/TPOT P99 above the SLO (worst P99/SLO ratio {ratio:.2f})")
     return {"passed": not reasons, "reasons": reasons, "saturation": sat, "slo_ratio": ratio}
+
+
+def _steady(entry: ThroughputLevel) -> bool | None:
+    """Whether 5.2.3.2's steady state held at a level (None: not assessed)."""
+    state = entry.get("steady_state")
+    return state.get("steady") if state else None
+
+
+def _latency(entry: ThroughputLevel | None) -> LatencyAtMax:
+    """Table 4: the latency percentiles of the level at the maximum (None without one)."""
+    if entry is None:
+        return {
+            "ttft": {"p50": None, "p95": None, "p99": None},
+            "tpot": {"p50": None, "p95": None, "p99": None},
+            "e2e": {"p50": None, "p95": None, "p99": None},
+        }
+    return {
+        "ttft": {
+            "p50": entry.get("ttft_p50_ms"),
+            "p95": entry.get("ttft_p95_ms"),
+            "p99": entry.get("ttft_p99_ms"),
+        },
+        "tpot": {
+            "p50": entry.get("tpot_p50_ms"),
+            "p95": entry.get("tpot_p95_ms"),
+            "p99": entry.get("tpot_p99_ms"),
+        },
+        "e2e": {
+            "p50": entry.get("e2e_p50_ms"),
+            "p95": entry.get("e2e_p95_ms"),
+            "p99": entry.get("e2e_p99_ms"),
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -149,7 +190,7 @@ class ThroughputParams:
 
 
 @register_procedure("throughput", "5.2", "Output Token Throughput")
-class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
+class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSection]):
     """Draft 5.2 (module docstring)."""
 
     def __init__(self, params: ThroughputParams) -> None:
@@ -165,6 +206,10 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
     def load_key(self) -> str:
         """The level row key of the searched load."""
         return "concurrency" if self.closed else "offered_rps"
+
+    def _load_in(self, entry: ThroughputLevel) -> float | None:
+        """The searched load of a level's row (:attr:`load_key`)."""
+        return entry.get("concurrency") if self.closed else entry.get("offered_rps")
 
     @property
     def has_slo(self) -> bool:
@@ -194,7 +239,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
             if lv.meta.get("role") == SEARCH_ROLE and self._load_of(lv) < value
         ]
         reference = min(lower, key=self._load_of) if lower else None
-        p50 = (reference.live_row or {}).get("ttft_p50_ms") if reference else None
+        p50 = reference.live_row.get("ttft_p50_ms") if reference and reference.live_row else None
         if self.closed:
             c = int(value)
             per_slot_rps = self.bounds["capacity_estimate_rps"] / self.probe_concurrency
@@ -255,21 +300,24 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
         while (rate := search.next_value()) is not None:
             search.record(rate, self._level(session, rate, f"search {len(search.steps) + 1}"))
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> ThroughputSection:
         p = self.params
         by_index = {lv.index: lv for lv in levels}
 
-        def verdict_of(lv: Level) -> dict[str, Any]:
+        def verdict_of(lv: Level) -> ThroughputVerdict:
             ref_index = lv.meta.get("lower_load_level")
             ref = by_index.get(ref_index) if ref_index is not None else None
-            p50 = (ref.row or {}).get("ttft_p50_ms") if ref is not None else None
+            p50 = ref.row.get("ttft_p50_ms") if ref is not None and ref.row else None
             return throughput_verdict(lv.row or {}, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
 
-        entries = search_entries(levels, SEARCH_ROLE, verdict_of, self.notes)
+        entries = [
+            cast(ThroughputLevel, e)
+            for e in search_entries(levels, SEARCH_ROLE, verdict_of, self.notes)
+        ]
         search = self.search
         best = search.best if search is not None else None
         best_entry = next(
-            (e for e in entries if best is not None and e.get(self.load_key) == best), None
+            (e for e in entries if best is not None and self._load_in(e) == best), None
         )
         deviations = shortfalls(level_duration_s=self.duration_s)
         if self.duration_s < draft.THROUGHPUT_RECOMMENDED_DURATION_S:
@@ -294,7 +342,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
         )
         if unstable is not None:
             self.notes.append(unstable)
-        if best_entry is not None and not (best_entry.get("steady_state") or {}).get("steady"):
+        if best_entry is not None and not _steady(best_entry):
             deviations.append(
                 "steady state (5.2.3.2) was not verified at the maximum sustainable level"
             )
@@ -303,7 +351,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
         )
         gpus = self.spec.gpus if self.spec is not None else 0
         out_tps = best_entry.get("output_tokens_per_s") if best_entry else None
-        summary = {
+        summary: ThroughputSummary = {
             "level_index": best_entry["index"] if best_entry else None,
             "max_output_tokens_per_s": out_tps,
             "max_requests_per_s": best_entry.get("achieved_rps") if best_entry else None,
@@ -314,22 +362,20 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
             "tokens_per_gpu_s": out_tps / gpus if out_tps is not None and gpus > 0 else None,
             "gpus": gpus,
             "criterion": "slo" if self.has_slo else "saturation",
-            ("highest_unsaturated_concurrency" if self.closed else "highest_unsaturated_rps"): max(
-                (
-                    e[self.load_key]
-                    for e in entries
-                    if not e["verdict"]["saturation"]["saturated"] and e.get("succeeded")
-                ),
-                default=None,
+        }
+        highest = max(
+            (
+                load
+                for e in entries
+                if not e["verdict"]["saturation"]["saturated"] and e.get("succeeded")
+                if (load := self._load_in(e)) is not None  # every search level has its load
             ),
-        }
-        latency = {
-            metric: {
-                q: (best_entry.get(f"{metric}_{q}_ms") if best_entry else None)
-                for q in ("p50", "p95", "p99")
-            }
-            for metric in ("ttft", "tpot", "e2e")
-        }
+            default=None,
+        )
+        if self.closed:
+            summary["highest_unsaturated_concurrency"] = highest
+        else:
+            summary["highest_unsaturated_rps"] = highest
         return {
             "capacity": capacity_section(
                 levels, p.capacity_rps, self.probe_concurrency, self.probe_requests
@@ -339,7 +385,9 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
             "search": {
                 "variable": "concurrency" if self.closed else "rps",
                 "steps": [
-                    {("concurrency" if self.closed else "rps"): s.value, "passed": s.passed}
+                    {"concurrency": s.value, "passed": s.passed}
+                    if self.closed
+                    else {"rps": s.value, "passed": s.passed}
                     for s in search.steps
                 ]
                 if search
@@ -354,15 +402,15 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
                 "concurrency_step": self.bounds.get("concurrency_step"),
             },
             "summary": summary,
-            "latency_at_max": latency,
+            "latency_at_max": _latency(best_entry),
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: ThroughputSection) -> list[str]:
         s = result["summary"]
         closed = s.get("load_model") == "closed-loop"
 
-        def load_text(summary: dict[str, Any]) -> str:
+        def load_text(summary: ThroughputSummary) -> str:
             if closed:
                 return fmt(summary.get("sustainable_concurrency"), 0, "concurrent requests")
             return fmt(summary.get("sustainable_load_rps"), 3, "req/s")
@@ -405,15 +453,19 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams]):
         lines += table(
             ["Metric", "P50", "P95", "P99"],
             [
-                [name] + [fmt(lat[key][q], 1, "ms") for q in ("p50", "p95", "p99")]
-                for key, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "End-to-End"))
+                [name] + [fmt(q[key], 1, "ms") for key in ("p50", "p95", "p99")]
+                for q, name in (
+                    (lat["ttft"], "TTFT"),
+                    (lat["tpot"], "TPOT"),
+                    (lat["e2e"], "End-to-End"),
+                )
             ],
         )
         lines += ["", "## Search (5.2.3)", ""]
         rows = []
         for lv in result["levels"]:
             v = lv["verdict"]
-            steady = (lv.get("steady_state") or {}).get("steady")
+            steady = _steady(lv)
             rows.append(
                 [
                     str(lv["index"]),

@@ -26,14 +26,16 @@ Example::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import throughput_latency_points
+from otelbench.model.procedure import DerivedPoint, TradeoffLevel, TradeoffSection
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import (
@@ -47,7 +49,14 @@ from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 
-__all__ = ["SWEEP_ROLE", "TradeoffParams", "TradeoffProcedure", "curve_points", "slo_ratio"]
+__all__ = [
+    "SWEEP_ROLE",
+    "CurvePoints",
+    "TradeoffParams",
+    "TradeoffProcedure",
+    "curve_points",
+    "slo_ratio",
+]
 
 SWEEP_ROLE = "sweep"
 
@@ -75,7 +84,7 @@ class TradeoffParams:
 
 
 def slo_ratio(
-    row: dict[str, Any], slo_ttft_p99_ms: float | None, slo_tpot_p99_ms: float | None
+    row: Mapping[str, Any], slo_ttft_p99_ms: float | None, slo_tpot_p99_ms: float | None
 ) -> float | None:
     """The level's worst P99 / SLO ratio (<= 1: meets every SLO given); None when undefined.
 
@@ -93,12 +102,27 @@ def slo_ratio(
     return max(ratios) if ratios else None
 
 
+class CurvePoints(TypedDict):
+    """What :func:`curve_points` finds: the four indices (into its rows), the lowest TTFT P99,
+    each point's reason and the rows used."""
+
+    knee_index: int | None
+    saturation_index: int | None
+    optimal_index: int | None
+    peak_index: int | None
+    min_ttft_p99_ms: float | None
+    reasons: dict[str, str]
+    levels_used: list[int]
+
+
 def curve_points(
-    rows: list[dict[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
     slo_ttft_p99_ms: float | None = None,
     slo_tpot_p99_ms: float | None = None,
-) -> dict[str, Any]:
-    """Knee, saturation, optimal and peak indices (into ``rows``) with their reasons (5.3.4).
+) -> CurvePoints:
+    """Knee, saturation, optimal and peak indices (into ``rows``, level rows or the part of
+    them it reads: ``offered_rps``, ``output_tokens_per_s``, ``ttft_p99_ms``, ``tpot_p99_ms``)
+    with their reasons (5.3.4).
 
     >>> rows = [{"offered_rps": r, "output_tokens_per_s": t, "ttft_p99_ms": p}
     ...         for r, t, p in [(2, 284, 142), (6, 852, 178), (10, 1420, 267), (14, 1988, 512)]]
@@ -113,7 +137,7 @@ def curve_points(
         and r.get("output_tokens_per_s") is not None
         and r.get("ttft_p99_ms") is not None
     ]
-    out: dict[str, Any] = {
+    out: CurvePoints = {
         "knee_index": None,
         "saturation_index": None,
         "optimal_index": None,
@@ -160,19 +184,26 @@ def curve_points(
         ),
         "peak": "highest achieved output-token throughput up to the saturation point",
     }
-    out.update(
-        knee_index=None if points.knee is None else usable[points.knee],
-        saturation_index=None if points.saturation is None else usable[points.saturation],
-        optimal_index=None if optimal is None else usable[optimal],
-        peak_index=usable[points.peak],
-        min_ttft_p99_ms=points.min_p99,
-        reasons=reasons,
-    )
+    out["knee_index"] = None if points.knee is None else usable[points.knee]
+    out["saturation_index"] = None if points.saturation is None else usable[points.saturation]
+    out["optimal_index"] = None if optimal is None else usable[optimal]
+    out["peak_index"] = usable[points.peak]
+    out["min_ttft_p99_ms"] = points.min_p99
+    out["reasons"] = reasons
     return out
 
 
+def _derived(index: int | None, entries: list[TradeoffLevel], reason: str) -> DerivedPoint:
+    """A point of ``derived``: its index into ``levels``, that level's offered rate, why."""
+    return {
+        "index": index,
+        "offered_rps": entries[index]["offered_rps"] if index is not None else None,
+        "reason": reason,
+    }
+
+
 @register_procedure("throughput-latency", "5.3", "Throughput-Latency Tradeoff")
-class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams]):
+class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams, TradeoffSection]):
     """Draft 5.3 (module docstring)."""
 
     capacity_rps: float | None = None
@@ -211,10 +242,10 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams]):
                 {"role": SWEEP_ROLE, "fraction": fraction},
             )
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> TradeoffSection:
         sweep = [lv for lv in levels if lv.meta.get("role") == SWEEP_ROLE]
         p = self.params
-        entries = [level_entry(lv) for lv in sweep]
+        entries = [cast(TradeoffLevel, level_entry(lv)) for lv in sweep]
         reference_p50 = entries[0].get("ttft_p50_ms") if entries else None
         for i, entry in enumerate(entries):
             entry["saturation_criteria"] = saturation_at(entry, reference_p50 if i else None)
@@ -238,21 +269,17 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams]):
             "peak_index": points["peak_index"],
             "min_ttft_p99_ms": points["min_ttft_p99_ms"],
             "derived": {
-                name: {
-                    "index": points[f"{name}_index"],
-                    "offered_rps": (
-                        entries[points[f"{name}_index"]]["offered_rps"]
-                        if points[f"{name}_index"] is not None
-                        else None
-                    ),
-                    "reason": points["reasons"][name],
-                }
-                for name in ("knee", "saturation", "optimal", "peak")
+                "knee": _derived(points["knee_index"], entries, points["reasons"]["knee"]),
+                "saturation": _derived(
+                    points["saturation_index"], entries, points["reasons"]["saturation"]
+                ),
+                "optimal": _derived(points["optimal_index"], entries, points["reasons"]["optimal"]),
+                "peak": _derived(points["peak_index"], entries, points["reasons"]["peak"]),
             },
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: TradeoffSection) -> list[str]:
         cap = result["capacity"]
         lines = [
             "## Capacity estimate (5.3.3 step 1)",
@@ -285,13 +312,13 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams]):
             rows,
         )  # fmt: skip
         lines += ["", "Latencies in ms.", ""]
-        for name, label in (
-            ("knee", "Knee point"),
-            ("saturation", "Saturation point"),
-            ("optimal", "Optimal operating point"),
-            ("peak", "Throughput peak"),
+        derived = result["derived"]
+        for d, label in (
+            (derived["knee"], "Knee point"),
+            (derived["saturation"], "Saturation point"),
+            (derived["optimal"], "Optimal operating point"),
+            (derived["peak"], "Throughput peak"),
         ):
-            d = result["derived"][name]
             i = d["index"]
             at = (
                 f"{fmt(d['offered_rps'], 3)} req/s "

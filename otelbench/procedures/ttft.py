@@ -14,7 +14,6 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
@@ -23,6 +22,7 @@ import numpy as np
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
+from otelbench.model.procedure import TtftComponents, TtftDistribution, TtftSection
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import shared_option
@@ -51,7 +51,7 @@ class TtftParams:
             raise ConfigError("5.1 needs one of --rate (open loop) or --concurrency (closed loop)")
 
 
-def ttft_distribution(ttft_ms: np.ndarray[Any, np.dtype[np.float64]]) -> dict[str, Any]:
+def ttft_distribution(ttft_ms: np.ndarray[Any, np.dtype[np.float64]]) -> TtftDistribution:
     """The 5.1.5.4 distribution: CDF points (``[percent, ms]``) and a histogram (ms edges).
 
     >>> d = ttft_distribution(np.array([1.0, 2.0, 3.0, 4.0]))
@@ -70,7 +70,7 @@ def ttft_distribution(ttft_ms: np.ndarray[Any, np.dtype[np.float64]]) -> dict[st
 
 
 @register_procedure("ttft", "5.1", "Time to First Token")
-class TtftProcedure(Procedure[TtftParams]):
+class TtftProcedure(Procedure[TtftParams, TtftSection]):
     """Draft 5.1 (module docstring)."""
 
     @property
@@ -96,13 +96,14 @@ class TtftProcedure(Procedure[TtftParams]):
     def run(self, session: ProcedureSession) -> None:
         session.run_level(self.load(), "5.1 load")
 
-    def build(self, levels: list[Level]) -> dict[str, Any]:
+    def build(self, levels: list[Level]) -> TtftSection:
         level = levels[0]
-        report: Mapping[str, Any] = level.report or {}
-        client = report.get("metrics", {}).get("client", {})
-        server = report.get("metrics", {}).get("server")
-        ttft = client.get("ttft_ms", {})
-        by_input = [b for b in client.get("ttft_by_input_tokens", []) if b.get("count")]
+        report = level.report  # None: the level has no stored run
+        client = report["metrics"]["client"] if report else None
+        server = report["metrics"].get("server") if report else None
+        ttft = client["ttft_ms"] if client else None
+        by_input = [b for b in client["ttft_by_input_tokens"] if b["count"]] if client else []
+        samples = ttft["count"] if ttft else 0
         data = level.data
         values = (
             data.client.ttft_us[data.client.ok] / 1000.0
@@ -115,19 +116,18 @@ class TtftProcedure(Procedure[TtftParams]):
                 f"open-loop arrivals are {self.params.arrival}, not Poisson: 5.1.2.2 REQUIRES "
                 "Poisson (--arrival poisson)"
             )
-        if ttft.get("count", 0) < draft.P99_9_MIN_SAMPLES:
+        if samples < draft.P99_9_MIN_SAMPLES:
             self.notes.append(
-                "P99.9 needs at least 10,000 samples (5.1.4.3); it is reported from "
-                f"{ttft.get('count', 0)}"
+                f"P99.9 needs at least 10,000 samples (5.1.4.3); it is reported from {samples}"
             )
-        components: dict[str, Any]
+        components: TtftComponents
         if server is not None:
             components = {
                 "source": "the target's server spans (draft 5.1.4.2: server instrumentation)",
-                "queue_ms": server.get("queue_ms"),
-                "prefill_ms": server.get("prefill_ms"),
-                "server_ttft_ms": server.get("ttft_ms"),
-                "decomposition": server.get("ttft_decomposition_ms"),
+                "queue_ms": server["queue_ms"],
+                "prefill_ms": server["prefill_ms"],
+                "server_ttft_ms": server["ttft_ms"],
+                "decomposition": server["ttft_decomposition_ms"],
             }
         else:
             components = {
@@ -138,23 +138,26 @@ class TtftProcedure(Procedure[TtftParams]):
         return {
             "levels": [level_entry(level)],
             "results": {
-                "requests": report.get("run", {}).get("requests"),
-                "sample_count": ttft.get("count"),
-                "duration_s": report.get("run", {}).get("duration_s"),
-                "ttft_ms": ttft,
+                "requests": report["run"]["requests"] if report else None,
+                "sample_count": ttft["count"] if ttft else None,
+                "duration_s": report["run"]["duration_s"] if report else None,
+                "ttft_ms": ttft if ttft is not None else {},
             },
             "ttft_by_input_tokens": by_input,
             "ttft_by_input_tokens_applicable": len(by_input) > 1,
             "components": components,
             "distribution": ttft_distribution(values),
-            "first_token_definition": report.get("methodology", {}).get("first_token_definition"),
+            "first_token_definition": (
+                report["methodology"]["first_token_definition"] if report else None
+            ),
             "deviations": deviations,
         }
 
-    def render(self, result: dict[str, Any]) -> list[str]:
+    def render(self, result: TtftSection) -> list[str]:
         r = result["results"]
         t = r["ttft_ms"] or {}
-        rows = [["Requests", str((r.get("requests") or {}).get("total", NA))]]
+        requests = r["requests"]
+        rows = [["Requests", str(requests["total"] if requests else NA)]]
         rows.append(["Samples (successful, with a content token)", str(r.get("sample_count"))])
         rows.append(["Test duration", fmt(r.get("duration_s"), 1, "s")])
         for key, name in (
@@ -183,17 +186,16 @@ class TtftProcedure(Procedure[TtftParams]):
             lines.append("Not applicable: every request fell in one input-length bucket.")
         lines += ["", "## Queue wait and prefill (5.1.4.2)", ""]
         comp = result["components"]
-        if comp.get("source"):
+        if comp["source"]:
             lines += table(
                 ["Component", "P50 (ms)", "P99 (ms)", "Mean (ms)"],
                 [
-                    [name, fmt((comp.get(key) or {}).get("p50"), 2),
-                     fmt((comp.get(key) or {}).get("p99"), 2),
-                     fmt((comp.get(key) or {}).get("mean"), 2)]
-                    for key, name in (
-                        ("queue_ms", "Queue wait (server)"),
-                        ("prefill_ms", "Prefill (server)"),
-                        ("server_ttft_ms", "Server TTFT"),
+                    [name, fmt(s["p50"] if s else None, 2), fmt(s["p99"] if s else None, 2),
+                     fmt(s["mean"] if s else None, 2)]
+                    for s, name in (
+                        (comp.get("queue_ms"), "Queue wait (server)"),
+                        (comp.get("prefill_ms"), "Prefill (server)"),
+                        (comp.get("server_ttft_ms"), "Server TTFT"),
                     )
                 ],
             )  # fmt: skip

@@ -131,6 +131,7 @@ RENDERER_MAY_IMPORT = (
     "otelbench.report.access",
     "otelbench.model.report",
     "otelbench.model.plots",
+    "otelbench.model.procedure",
 )
 KNOWN_RENDERER_IMPORTS = {
     ("otelbench.report.markdown", "otelbench.report.configuration"),

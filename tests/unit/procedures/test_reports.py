@@ -351,6 +351,19 @@ def test_itl_reference_from_a_sweep_file(tmp_path: Path) -> None:
         ItlParams(saturation_rps=1.0, sweep=sweep)
 
 
+STEADY = {
+    "steady": True,
+    "ramp_end_s": 0.3,
+    "end_s": 3.0,
+    "throughput_halves": [100.0, 101.0],
+    "throughput_change": 0.01,
+    "latency_p50_halves_s": [0.9, 0.91],
+    "latency_change": 0.01,
+    "queue_growing": False,
+}
+"""A level row's ``steady_state`` where 5.2.3.2's check held."""
+
+
 def test_throughput_build_reports_the_maximum_sustainable_level(tmp_path: Path) -> None:
     from otelbench.procedures import ThroughputParams, ThroughputProcedure
     from otelbench.procedures.throughput import SEARCH_ROLE
@@ -369,7 +382,7 @@ def test_throughput_build_reports_the_maximum_sustainable_level(tmp_path: Path) 
                "ttft_p50_ms": p50, "ttft_p95_ms": p99, "ttft_p99_ms": p99, "tpot_p50_ms": 10.0,
                "tpot_p95_ms": 12.0, "tpot_p99_ms": 14.0, "e2e_p50_ms": 900.0, "e2e_p95_ms": 1e3,
                "e2e_p99_ms": 1100.0, "output_tokens_per_s": 100.0 * done,
-               "input_tokens_per_s": 300.0 * done, "steady_state": {"steady": True}}  # fmt: skip
+               "input_tokens_per_s": 300.0 * done, "steady_state": STEADY}  # fmt: skip
         passed = done / rate >= 0.9
         levels.append(
             level(

@@ -18,6 +18,7 @@ from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 import pytest
 
 from otelbench.loadgen.runner import _tokenizer_declaration
+from otelbench.loadgen.tokenizers import load_tokenizer
 from otelbench.loadgen.warmup import WarmupOutcome, WarmupSpec, probe_summary
 from otelbench.metrics import TTFT_COMPONENTS
 from otelbench.model import report as rt
@@ -26,6 +27,7 @@ from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, report_from_data
 from otelbench.report.configuration import CONFIGURATION_LABELS
 from tests.unit.golden.outputs import SCENARIOS
+from tests.unit.loadgen.test_tokenizers import build_tiny_tokenizer
 from tests.unit.report.test_sections import full_report
 
 DOC = Path(__file__).parents[3] / "docs" / "report-schema.md"
@@ -64,6 +66,15 @@ def test_the_manifest_declarations_conform() -> None:
     for manifest in (warm.to_manifest(), cold.to_manifest(), {"mode": "warm", "interrupted": True}):
         assert conforms(json.loads(json.dumps(manifest)), rt.Warmup) == []
     assert conforms(_tokenizer_declaration(None, 32000), rt.Tokenizer) == []
+
+
+@pytest.mark.parametrize("kind", ["tokenizer.json", "cl100k_base"])
+def test_a_loaded_tokenizers_declaration_conforms(kind: str, tmp_path: Path) -> None:
+    """``run.tokenizer`` of a run with ``--tokenizer``: the tokenizer's own declaration."""
+    spec = str(build_tiny_tokenizer(tmp_path / "tiny")) if kind == "tokenizer.json" else kind
+    declared = json.loads(json.dumps(load_tokenizer(spec).describe()))
+    assert "version" in declared
+    assert conforms(declared, rt.Tokenizer) == []
 
 
 def test_the_checker_finds_an_unknown_key_a_missing_key_and_a_wrong_type(tmp_path: Path) -> None:
