@@ -34,6 +34,7 @@ from otelbench.model.report import (
     FluidityIndex,
     InputLengthBucket,
     RequestCounts,
+    RunWorkload,
     ShortSummary,
     Summary,
     Tokenizer,
@@ -85,6 +86,7 @@ __all__ = [
     "LongContextLevel",
     "LongContextSection",
     "MemoryPressureLevel",
+    "NamedWorkload",
     "PowerLawFit",
     "Preemption",
     "PreemptionTimeline",
@@ -1136,6 +1138,14 @@ class SutConfigurationEntry(SutConfigurationDescription):
     log: str | None
 
 
+class NamedWorkload(TypedDict):
+    """``configuration.workload`` of a procedure none of whose levels stored a run: the workload
+    by name and seed (section ``The envelope``: ``workload``)."""
+
+    name: str
+    seed: int
+
+
 class ProcedureConfiguration(TypedDict):
     """``configuration``, the 5.1.5.1-style summary (section ``The envelope``: ``target``,
     ``model``, ``sut``, ``target_reports``, ``workload``, ``tokenizer``, ``request_options``,
@@ -1145,7 +1155,7 @@ class ProcedureConfiguration(TypedDict):
     model: str
     sut: dict[str, Any]
     target_reports: dict[str, Any]
-    workload: dict[str, Any]
+    workload: RunWorkload | NamedWorkload
     tokenizer: Tokenizer | None
     request_options: RequestOptionsDeclared
     warmup: ProcedureWarmup | ColdStart | None

@@ -10,8 +10,9 @@
 * a value that may be ``null`` is ``X | None``; a map keyed by data (error types, request
   classes, attribute names, decisions) is ``dict[str, int]``; values the document fixes are
   ``Literal``;
-* copies of the run manifest's own objects (``run.workload``, ``run.load``) are
-  ``dict[str, Any]``.
+* the open objects of the run manifest's copies (``run.workload.spec``, each workload's own
+  specification; ``run.load.arrival`` and ``arrival_params``, each arrival process's own
+  parameters) are ``dict[str, Any]``.
 
 A ``report.json`` read back from disk enters only through
 :func:`~otelbench.model.load.load_report`, which brings an older version to this one's shape and
@@ -74,7 +75,9 @@ __all__ = [
     "ItlPerRequest",
     "ItlShape",
     "LevelCounts",
+    "LoadCpus",
     "LoadGenerator",
+    "LoadWorkers",
     "Methodology",
     "Metrics",
     "Preemptions",
@@ -92,7 +95,9 @@ __all__ = [
     "RequestCounts",
     "RequestEnds",
     "RequestOptions",
+    "RunLoad",
     "RunSection",
+    "RunWorkload",
     "ScheduleLag",
     "ServerMetrics",
     "ServerTiming",
@@ -162,6 +167,46 @@ class Tokenizer(TypedDict):
     library: NotRequired[str]
     max_model_len: NotRequired[int | None]
     n_vocab_with_special: NotRequired[int]
+
+
+class RunWorkload(TypedDict):
+    """``run.workload``: the run manifest's workload (section ``run``): its name, the seed it
+    was generated with, and ``spec``, the workload's own specification (lengths, content, prefix
+    sharing, system prompt, dataset or file, draft section: keys per workload)."""
+
+    name: str
+    seed: int
+    spec: dict[str, Any]
+
+
+class LoadCpus(TypedDict):
+    """``run.load.workers.cpus``: the CPUs of a run given ``--loadgen-cpus`` (section ``run``)."""
+
+    loadgen: list[int]
+    others: list[int] | None
+    processes: dict[str, list[int]]
+
+
+class LoadWorkers(TypedDict):
+    """``run.load.workers``: the load generator's worker processes (section ``run``)."""
+
+    count: int
+    chosen: str
+    start_method: NotRequired[str]
+    cpus: NotRequired[LoadCpus]
+
+
+class RunLoad(TypedDict):
+    """``run.load``: the run manifest's load model (section ``run``). ``arrival_params``,
+    ``arrival`` and ``workers`` are there in every run the load generator made."""
+
+    mode: Literal["poisson", "uniform", "bursty", "trace", "closed_loop"]
+    requests: int
+    rate: float | None
+    concurrency: int | None
+    arrival_params: NotRequired[dict[str, Any]]
+    arrival: NotRequired[dict[str, Any]]
+    workers: NotRequired[LoadWorkers]
 
 
 class RequestOptions(TypedDict):
@@ -481,10 +526,10 @@ class RunSection(TypedDict):
     target: str | None
     model: str | None
     api: Literal["completions", "chat"] | None
-    workload: dict[str, Any] | None
+    workload: RunWorkload | None
     seed: int | None
     tokenizer: Tokenizer | None
-    load: dict[str, Any] | None
+    load: RunLoad | None
     client_health: ClientHealth | None
     request_options: RequestOptions | None
     request_classes: dict[str, int] | None

@@ -47,6 +47,7 @@ from otelbench.loadgen.runner import LoadSpec, RunConfig
 from otelbench.model.procedure import (
     ColdStart,
     LevelEntry,
+    NamedWorkload,
     ProcedureConfiguration,
     ProcedureReport,
     ProcedureWarmup,
@@ -317,13 +318,14 @@ def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> ProcedureC
         if warmed is not None
         else ({"cold_start": True} if base.warmup is None else None)
     )
+    named: NamedWorkload = {"name": base.workload, "seed": base.seed}
+    workload = (run["workload"] if run else None) or named
     configuration: ProcedureConfiguration = {
         "target": base.target,
         "model": base.model,
         "sut": base.sut,
         "target_reports": session.target_info,
-        "workload": (run["workload"] if run else None)
-        or {"name": base.workload, "seed": base.seed},
+        "workload": workload,
         "tokenizer": run["tokenizer"] if run else None,
         "request_options": {"ignore_eos": base.ignore_eos, "extra_body": base.extra_body},
         "warmup": warmup,

@@ -196,7 +196,7 @@ class CapacityProcedure(Procedure[CapacityParams, CapacitySection]):
             )
         first = next((lv.report for lv in levels if lv.report), None)
         workload = first["run"]["workload"] if first else None
-        output = (workload or {}).get("spec", {}).get("output")
+        output = workload["spec"].get("output") if workload else None
         if isinstance(output, dict) and output.get("min") != output.get("max"):
             deviations.append(
                 f"output length varies ({output.get('min')}–{output.get('max')} tokens); 5.5.2 "

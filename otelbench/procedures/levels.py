@@ -201,7 +201,7 @@ def level_row(data: RunData, report: Report) -> LevelRow:
     ``requests_cut`` how many requests were cut on each side (:func:`requests_cut`).
     """
     run = report["run"]
-    load = run.get("load") or {}
+    load: Mapping[str, Any] = run["load"] or {}
     client = report["metrics"]["client"]
     thr = client["throughput"]
     req = run["requests"]

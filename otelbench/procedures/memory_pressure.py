@@ -735,7 +735,7 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams, PressureSection]):
         """The workload spec's own deviations (e.g. A.5's lengths capped to the window)."""
         for lv in self._levels:
             workload = lv.report["run"]["workload"] if lv.report else None
-            spec = (workload or {}).get("spec") or {}
+            spec = workload["spec"] if workload else {}
             return [str(d) for d in spec.get("deviations") or []]
         return []
 

@@ -395,13 +395,14 @@ def _loop_lateness(f: ReportFacts) -> tuple[bool, str | None]:
 def _contended_advice(f: ReportFacts) -> str:
     """What to do when other processes held the load generator's cores: give it cores of its
     own, or, where it had them (``run.load.workers.cpus``), keep the others off them."""
-    pinned = (f.load.get("workers") or {}).get("cpus") or {}
-    if not pinned:
+    workers = None if f.load is None else f.load.get("workers")
+    pinned = None if workers is None else workers.get("cpus")
+    if pinned is None:
         return (
             "other processes kept the load generator waiting for a core: quiet the host or "
             "give the load generator cores of its own (--loadgen-cpus)"
         )
-    cpus = ",".join(str(c) for c in pinned.get("loadgen") or [])
+    cpus = ",".join(str(c) for c in pinned["loadgen"])
     return (
         f"other processes kept the load generator waiting on its own CPUs (--loadgen-cpus "
         f"{cpus}): quiet the host or give it CPUs nothing else runs on"
@@ -482,7 +483,7 @@ def _streaming(f: ReportFacts) -> tuple[bool, str]:
     condition="open-loop",
 )
 def _open_loop_isolation(f: ReportFacts) -> tuple[bool, str]:
-    mode = nonblank(f.load.get("mode"))
+    mode = f.mode
     if mode not in OPEN_LOOP_MODES:
         return False, f"load model {mode or 'not recorded'}: open-loop isolation not shown"
     gen = f.run["load_generator"]
@@ -718,7 +719,7 @@ def _seed_reported(f: ReportFacts) -> tuple[bool, str]:
     seed = f.run["seed"]
     if seed is None:
         return False, "no seed recorded (run.seed)"
-    arrival = integer((f.load.get("arrival") or {}).get("seed"))
+    arrival = None if f.load is None else integer(f.load.get("arrival", {}).get("seed"))
     schedule = f", arrival schedule seed {arrival}" if arrival is not None else ""
     return True, f"run seed {seed}{schedule}"
 
@@ -733,7 +734,7 @@ def _seed_reported(f: ReportFacts) -> tuple[bool, str]:
 def _request_sequence(f: ReportFacts) -> tuple[bool, str]:
     seed = f.run["seed"]
     version = nonblank(f.run["otelbench_version"])
-    name = nonblank(f.workload.get("name"))
+    name = f.workload_name
     if seed is None or version is None or name is None:
         return False, (
             f"generator otelbench {version or '?'}, workload {name or '?'}, seed "
@@ -1391,7 +1392,7 @@ def _poisson(f: ReportFacts) -> tuple[bool, str]:
     the configured arrival process: Poisson when their coefficient of variation is within
     ``3/√n`` of 1 and a Kolmogorov–Smirnov test against the exponential at the declared rate
     keeps them (p ≥ :data:`POISSON_MIN_P_VALUE`), over the run's own sample of gaps."""
-    mode = nonblank(f.load.get("mode")) or "not recorded"
+    mode = f.mode or "not recorded"
     fit = f.run["sent"]["arrivals"]
     gaps = 0 if fit is None else fit["gaps"]
     if fit is None or gaps < POISSON_MIN_GAPS:
@@ -1420,7 +1421,7 @@ def _poisson(f: ReportFacts) -> tuple[bool, str]:
     judges=("tradeoff-open-loop",),
 )
 def _open_loop(f: ReportFacts) -> tuple[bool, str]:
-    mode = nonblank(f.load.get("mode")) or "not recorded"
+    mode = f.mode or "not recorded"
     return mode in OPEN_LOOP_MODES, f"load model: {mode}"
 
 
@@ -1560,7 +1561,7 @@ def _workload_check(sections: tuple[str, ...]) -> Evaluate:
     (:data:`_SIGNATURES`), a dataset where the draft's workload is one."""
 
     def evaluate(f: ReportFacts) -> tuple[bool, str]:
-        name = nonblank(f.workload.get("name")) or "not recorded"
+        name = f.workload_name or "not recorded"
         section = nonblank(f.spec.get("draft_section")) or _WORKLOAD_SECTIONS.get(name)
         wanted = " or ".join(f"{STANDARD_WORKLOADS[s]} ({s})" for s in sections)
         sent = f.run["sent"]
@@ -1695,7 +1696,7 @@ def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
     disabled = bool(theirs) and not any(
         _filter_on(theirs.get(k)) for k in ("input_filter", "output_filter")
     )
-    workload = f.workload.get("name")
+    workload = None if f.workload is None else f.workload["name"]
     same = other.get("workload") == workload and other.get("seed") == f.run["seed"]
     here, there = f.client["ttft_ms"]["p50"], number(other.get("ttft_p50_ms"))
     overhead = f"{here - there:+.2f} ms" if here is not None and there is not None else "n/a"
@@ -1986,8 +1987,8 @@ def _sub_millisecond(f: ReportFacts) -> bool:
 
 
 CONDITION_HOLDS: Final[Mapping[str, Callable[[ReportFacts], bool]]] = {
-    "open-loop": lambda f: f.load.get("mode") != "closed_loop",
-    "closed-loop": lambda f: f.load.get("mode") == "closed_loop",
+    "open-loop": lambda f: f.mode != "closed_loop",
+    "closed-loop": lambda f: f.mode == "closed_loop",
     "dataset-derived": lambda f: bool(_dataset(f)),
     "warm-start": lambda f: not _cold(f),
     "cold-start": _cold,

@@ -96,19 +96,27 @@ class ReportFacts:
         return self.run["sut"]
 
     @property
-    def load(self) -> dict[str, Any]:
-        """``run.load``, the run manifest's copy (empty when the run recorded none)."""
-        return self.run["load"] or {}
+    def load(self) -> rt.RunLoad | None:
+        return self.run["load"]
 
     @property
-    def workload(self) -> dict[str, Any]:
-        """``run.workload``, the run manifest's copy (empty when the run recorded none)."""
-        return self.run["workload"] or {}
+    def mode(self) -> str | None:
+        """``run.load.mode``: the load model (None: the run recorded no load)."""
+        return None if self.load is None else self.load["mode"]
+
+    @property
+    def workload(self) -> rt.RunWorkload | None:
+        return self.run["workload"]
+
+    @property
+    def workload_name(self) -> str | None:
+        """``run.workload.name`` (None: no workload recorded, or a blank name)."""
+        return None if self.workload is None else nonblank(self.workload["name"])
 
     @property
     def spec(self) -> dict[str, Any]:
-        """``run.workload.spec``: the workload's specification (empty when none was recorded)."""
-        return self.workload.get("spec") or {}
+        """``run.workload.spec``: the workload's own specification (empty: none recorded)."""
+        return {} if self.workload is None else self.workload["spec"]
 
     @property
     def requests(self) -> rt.RequestCounts:
@@ -199,7 +207,7 @@ def _length_text(spec: Mapping[str, Any]) -> str:
 
 
 def workload_text(f: ReportFacts) -> str | None:
-    name = nonblank(f.workload.get("name"))
+    name = f.workload_name
     if name is None:
         return None
     spec = f.spec
@@ -254,16 +262,17 @@ def tokenizer_text(f: ReportFacts) -> str | None:
 
 def _load_text(f: ReportFacts) -> str | None:
     load = f.load
-    mode = nonblank(load.get("mode"))
-    if mode is None:
+    if load is None:
         return None
+    mode = load["mode"]
     if mode == "closed_loop":
-        return f"closed-loop, concurrency {load.get('concurrency')} (draft 4.2.4)"
-    arrival = load.get("arrival") or {}
+        return f"closed-loop, concurrency {load['concurrency']} (draft 4.2.4)"
     params = ", ".join(
-        f"{k} {v}" for k, v in arrival.items() if k not in ("process", "rate", "seed")
+        f"{k} {v}"
+        for k, v in load.get("arrival", {}).items()
+        if k not in ("process", "rate", "seed")
     )
-    rate = f" at {load['rate']} req/s" if load.get("rate") is not None else ""
+    rate = f" at {load['rate']} req/s" if load["rate"] is not None else ""
     extra = f" ({params})" if params else ""
     return f"open-loop, {mode} arrivals{rate}{extra} (draft 4.2.3)"
 

@@ -22,7 +22,7 @@ Usage::
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from otelbench.model import report as rt
 from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text, markdown_cell, markdown_table
@@ -35,9 +35,9 @@ def _ms(value: float | None) -> str:
     return fmt(value, 2, "ms")
 
 
-def _workload_text(workload: dict[str, Any] | None) -> str:
+def _workload_text(workload: rt.RunWorkload | None) -> str:
     """``run.workload`` (the run manifest's workload, as declared) by its name."""
-    return NOT_RECORDED if workload is None else str(workload.get("name", NOT_RECORDED))
+    return NOT_RECORDED if workload is None else workload["name"]
 
 
 def _tokenizer_text(tokenizer: rt.Tokenizer | None) -> str:
@@ -750,15 +750,16 @@ def _client_health_section(run: rt.RunSection) -> list[str]:
     rows.append(row("all", h["loop_lateness_ms"], h["read_delay_ms"], None))
     head = ["Worker", "Loop lateness P50", "P99", "Max", "Read delay P99", "CPU (cores)"]
     head.append("Involuntary switches")
-    # run.load is the run manifest's own declaration: its worker keys are open.
-    workers: dict[str, Any] = (run["load"] or {}).get("workers") or {}
+    load = run["load"]
+    workers = None if load is None else load.get("workers")
     note = (
         (
-            f"{len(h['workers'])} load-generator worker(s) ({workers.get('chosen', 'n/a')}); "
+            f"{len(h['workers'])} load-generator worker(s) "
+            f"({NA if workers is None else workers['chosen']}); "
             f"timing holds to 1 ms while the lateness P99 is within {h['limit_ms']:g} ms. "
             f"Method: {h['method']}."
         )
-        + _pinning(workers.get("cpus"), h["workers"])
+        + _pinning(None if workers is None else workers.get("cpus"), h["workers"])
         + _gc_note(h.get("gc_pauses"), h["limit_ms"])
     )
     return [
@@ -810,20 +811,16 @@ def _cpu_list(cpus: list[int] | None) -> str:
     return ",".join(map(str, cpus)) if cpus else "unpinned"
 
 
-def _pinning(cpus: dict[str, Any] | None, workers: list[rt.WorkerHealth]) -> str:
+def _pinning(cpus: rt.LoadCpus | None, workers: list[rt.WorkerHealth]) -> str:
     """The ``--loadgen-cpus`` sentence (run.load.workers.cpus, as the manifest declares it, and
     each worker's read-back CPUs); empty for a run without it."""
-    if not cpus:
+    if cpus is None:
         return ""
     found = "; ".join(f"worker {w['worker']} on {_cpu_list(w.get('cpus'))}" for w in workers)
-    others = ", ".join(
-        f"{name} on {_cpu_list(on)}" for name, on in (cpus.get("processes") or {}).items()
-    )
+    others = ", ".join(f"{name} on {_cpu_list(on)}" for name, on in cpus["processes"].items())
     return (
-        f" --loadgen-cpus {_cpu_list(cpus.get('loadgen'))}, the rest of the run on "
-        f"{_cpu_list(cpus.get('others'))}; read back: {found}"
-        + (f"; {others}" if others else "")
-        + "."
+        f" --loadgen-cpus {_cpu_list(cpus['loadgen'])}, the rest of the run on "
+        f"{_cpu_list(cpus['others'])}; read back: {found}" + (f"; {others}" if others else "") + "."
     )
 
 

@@ -10,14 +10,17 @@ docstring names, and every key a doc table lists resolves to a key of the types)
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
 import pytest
 
-from otelbench.loadgen.runner import _tokenizer_declaration
+from otelbench.loadgen.affinity import CpuPlan
+from otelbench.loadgen.runner import LoadSpec, _arrival, _tokenizer_declaration
 from otelbench.loadgen.tokenizers import load_tokenizer
 from otelbench.loadgen.warmup import WarmupOutcome, WarmupSpec, probe_summary
 from otelbench.metrics import TTFT_COMPONENTS
@@ -75,6 +78,29 @@ def test_a_loaded_tokenizers_declaration_conforms(kind: str, tmp_path: Path) -> 
     declared = json.loads(json.dumps(load_tokenizer(spec).describe()))
     assert "version" in declared
     assert conforms(declared, rt.Tokenizer) == []
+
+
+@pytest.mark.parametrize(
+    "load",
+    [
+        LoadSpec(mode="bursty", requests=20, rate=4.0, arrival_params={"cv": 2.0}),
+        LoadSpec(mode="closed_loop", requests=20, concurrency=4),
+    ],
+)
+def test_the_manifest_load_and_workload_conform(load: LoadSpec) -> None:
+    """``run.load`` and ``run.workload`` are the run manifest's: what the load generator writes
+    there (``loadgen.runner``: the load spec, its arrival process, the workers and their CPUs)
+    has the types' shapes."""
+    plan = CpuPlan(load=(0,), rest=(1,))
+    workers = {"count": 2, "chosen": "--workers", "start_method": "forkserver"}
+    manifest = {
+        **asdict(load),
+        "arrival": _arrival(load, 7),
+        "workers": {**workers, "cpus": plan.describe({"collector": os.getpid(), "sut": None})},
+    }
+    assert conforms(json.loads(json.dumps(manifest)), rt.RunLoad) == []
+    workload = {"name": "synthetic-uniform", "seed": 7, "spec": {"input": {"min": 128}}}
+    assert conforms(workload, rt.RunWorkload) == []
 
 
 def test_the_checker_finds_an_unknown_key_a_missing_key_and_a_wrong_type(tmp_path: Path) -> None:
