@@ -49,6 +49,7 @@ exec "$VENV/bin/python" -m pytest -p no:cacheprovider --durations=10 tests/unit 
     --ignore=tests/unit/test_dashboards.py \
     --ignore=tests/unit/test_dashboards_sql.py \
     --ignore=tests/unit/test_deploy.py \
+    --ignore=tests/unit/test_deploy_benchmark.py \
     --deselect=tests/unit/test_collector_configs.py::test_rotel_env_file_and_launcher_carry_the_same_settings \
     -k "not test_watch_refuses_a_clickhouse_store_it_cannot_read" \
     "$@"
