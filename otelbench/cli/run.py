@@ -26,6 +26,7 @@ from otelbench.cli.options import prompt_format as parse_prompt_format
 from otelbench.options import json_object, option
 
 if TYPE_CHECKING:
+    from otelbench.benchmark import VllmLaunch
     from otelbench.loadgen.runner import LoadSpec, RunConfig
     from otelbench.loadgen.warmup import WarmupSpec
 
@@ -158,7 +159,7 @@ def run_config(
         loadgen_cpus=cpu_plan(c.loadgen_cpus),
         prompt_format=prompt_format,
         warmup=warmup,
-        sut=declared_sut(c),
+        sut=dict(declared_sut(c)),  # RunConfig.sut: the declaration, and what is detected
     )
 
 
@@ -211,7 +212,9 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         prompt_format=parse_prompt_format(r.prompt_format),
     )
     config = _sharded(config, r, c.otlp_endpoint)
-    launch = {"max_model_len": c.max_model_len, "served_model_name": c.model} if c.sut else None
+    launch: VllmLaunch | None = None
+    if c.sut:
+        launch = {"max_model_len": c.max_model_len, "served_model_name": c.model}
     out = c.out
     steady_heap()  # this process sends the load when it has one worker
     with _Progress(r.requests) as progress:
