@@ -64,6 +64,7 @@ from otelbench.loadgen.runner import (
     check_workload,
     execute_run,
 )
+from otelbench.model.conform import conforms
 from otelbench.model.report import Report
 from otelbench.model.sut import ComparativeRun
 from otelbench.query import QueryRunner, extract_run_data, open_store
@@ -202,6 +203,20 @@ def store_display(store: str | Path, out_dir: Path | None = None) -> str:
     return str(path)
 
 
+class CollectorLiveStats(TypedDict, total=False):
+    """The running collector's counters, ``GET /otelbench/stats``
+    (:class:`~otelbench.collector.receiver.ReceiverStats`)."""
+
+    requests_accepted: int
+    spans_accepted: int
+    spans_rejected: int
+    metric_points_accepted: int
+    metric_points_rejected: int
+    rejected: dict[str, int]
+    spans_by_service: dict[str, int]
+    store_memory_bytes: int | None
+
+
 class EmbeddedCollector(SpanWatch):
     """``python -m otelbench.collector`` as a child process, writing one store (a DuckDB file
     or a ClickHouse store URL).
@@ -326,22 +341,19 @@ class EmbeddedCollector(SpanWatch):
         for callback in callbacks:
             callback(failure)
 
-    def spans_by_service(self) -> dict[str, int]:
-        """The running collector's stored spans per ``service.name`` (``spans_by_service`` of
-        ``GET /otelbench/stats``); {} when unavailable."""
+    def live_stats(self) -> CollectorLiveStats:
+        """The running collector's counters (``GET /otelbench/stats``); {} when unavailable
+        or not of that shape."""
         try:
             stats = httpx.get(self.endpoint + STATS_PATH, timeout=5.0).json()
         except (httpx.HTTPError, ValueError):
             return {}
-        by_service = stats.get("spans_by_service") if isinstance(stats, dict) else None
-        if not isinstance(by_service, dict):
-            return {}
-        return {str(svc): n for svc, n in by_service.items() if isinstance(n, int)}
+        return stats if conforms(stats, CollectorLiveStats) == [] else {}
 
     def target_spans(self, run_id: str | None = None) -> int:
         """Spans stored so far from every service but the load generator's own (of every run:
         the collector counts by service; ``run_id`` is not needed)."""
-        by_service = self.spans_by_service()
+        by_service = self.live_stats().get("spans_by_service", {})
         return sum(n for svc, n in by_service.items() if svc != semconv.SERVICE_CLIENT)
 
     def stop(self, timeout_s: float = 30.0) -> dict[str, Any]:
