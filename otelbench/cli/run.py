@@ -26,7 +26,6 @@ from otelbench.cli.options import prompt_format as parse_prompt_format
 from otelbench.options import json_object, option
 
 if TYPE_CHECKING:
-    from otelbench.benchmark import VllmLaunch
     from otelbench.loadgen.runner import LoadSpec, RunConfig
     from otelbench.loadgen.warmup import WarmupSpec
 
@@ -212,9 +211,6 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         prompt_format=parse_prompt_format(r.prompt_format),
     )
     config = _sharded(config, r, c.otlp_endpoint)
-    launch: VllmLaunch | None = None
-    if c.sut:
-        launch = {"max_model_len": c.max_model_len, "served_model_name": c.model}
     out = c.out
     steady_heap()  # this process sends the load when it has one worker
     with _Progress(r.requests) as progress:
@@ -223,7 +219,9 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
             out,
             otlp_endpoint=c.otlp_endpoint,
             store=c.store,
-            launch_vllm_cpu=launch,
+            launch_vllm_cpu={"max_model_len": c.max_model_len, "served_model_name": c.model}
+            if c.sut
+            else None,
             on_result=progress.result,
             on_status=progress.status,
             span_wait_s=c.span_wait,
