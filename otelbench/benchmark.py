@@ -31,7 +31,6 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
-import dataclasses
 import importlib
 import json
 import logging
@@ -44,10 +43,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, Unpack
 
 import httpx
 
@@ -57,8 +56,17 @@ from otelbench.collector.access import ENV_RECEIVER_TOKEN
 from otelbench.collector.receiver import STATS_PATH, STORE_ENV
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
 from otelbench.loadgen.affinity import away_from
-from otelbench.loadgen.runner import ExportSpec, RunConfig, RunOutcome, check_workload, execute_run
+from otelbench.loadgen.runner import (
+    ExportSpec,
+    LoadMode,
+    RunConfig,
+    RunOutcome,
+    check_workload,
+    execute_run,
+)
+from otelbench.model.conform import conforms
 from otelbench.model.report import Report
+from otelbench.model.sut import ComparativeRun
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
@@ -67,11 +75,13 @@ from otelbench.report.plot_data import plot_data
 from otelbench.spool import COUNTERS as SPOOL_COUNTERS
 from otelbench.spool import SpoolStats
 from otelbench.sut.process import lower_session_priority
-from otelbench.sut.vllm_cpu import SUT_NICENESS, VllmCpuServer
+from otelbench.sut.vllm_cpu import SUT_NICENESS, OtlpProtocol, VllmCpuServer
 
 __all__ = [
     "BenchmarkResult",
     "EmbeddedCollector",
+    "RunJson",
+    "VllmLaunch",
     "check_target_url",
     "client_telemetry",
     "config_json",
@@ -191,6 +201,20 @@ def store_display(store: str | Path, out_dir: Path | None = None) -> str:
     if out_dir is not None and path.parent == out_dir:
         return path.name
     return str(path)
+
+
+class CollectorLiveStats(TypedDict, total=False):
+    """The running collector's counters, ``GET /otelbench/stats``
+    (:class:`~otelbench.collector.receiver.ReceiverStats`)."""
+
+    requests_accepted: int
+    spans_accepted: int
+    spans_rejected: int
+    metric_points_accepted: int
+    metric_points_rejected: int
+    rejected: dict[str, int]
+    spans_by_service: dict[str, int]
+    store_memory_bytes: int | None
 
 
 class EmbeddedCollector(SpanWatch):
@@ -317,14 +341,14 @@ class EmbeddedCollector(SpanWatch):
         for callback in callbacks:
             callback(failure)
 
-    def live_stats(self) -> dict[str, Any]:
-        """The running collector's counters (``GET /otelbench/stats``); {} when unavailable."""
+    def live_stats(self) -> CollectorLiveStats:
+        """The running collector's counters (``GET /otelbench/stats``); {} when unavailable
+        or not of that shape."""
         try:
-            response = httpx.get(self.endpoint + STATS_PATH, timeout=5.0)
-            stats: dict[str, Any] = response.json()
+            stats = httpx.get(self.endpoint + STATS_PATH, timeout=5.0).json()
         except (httpx.HTTPError, ValueError):
             return {}
-        return stats
+        return stats if conforms(stats, CollectorLiveStats) == [] else {}
 
     def target_spans(self, run_id: str | None = None) -> int:
         """Spans stored so far from every service but the load generator's own (of every run:
@@ -471,7 +495,7 @@ def describe_sut(config: RunConfig, info: dict[str, Any], launched: bool) -> dic
     return sut
 
 
-def comparative_run_facts(path: Path) -> dict[str, Any]:
+def comparative_run_facts(path: Path) -> ComparativeRun:
     """What the report of a declared comparative run (draft 4.8.2: the same test with safety
     systems disabled) says, read now so that this run's report carries the evidence: a run's
     ``report.json`` (or its directory) gives its run id, guardrails, workload, seed and TTFT and
@@ -606,12 +630,28 @@ def client_telemetry(out_dir: Path, run_id: str | None) -> dict[str, int] | None
     return None if clean else counts
 
 
+class VllmLaunch(TypedDict, total=False):
+    """How otelbench launches the tiny vLLM (``--sut vllm-cpu``): the
+    :class:`~otelbench.sut.vllm_cpu.VllmCpuServer` arguments a run or a procedure chooses (the
+    tracing, log and hooks arguments are :func:`launched_vllm`'s own)."""
+
+    model_dir: Path | str | None
+    venv: Path | str | None
+    port: int
+    host: str
+    served_model_name: str
+    max_model_len: int
+    extra_args: Sequence[str]
+    otlp_protocol: OtlpProtocol
+    niceness: int
+
+
 def launched_vllm(
     endpoint: str,
     log_path: Path,
     *,
     env: Mapping[str, str] | None = None,
-    **launch: Any,
+    **launch: Unpack[VllmLaunch],
 ) -> VllmCpuServer:
     """The tiny vLLM as otelbench launches it for a run or a procedure (not yet started: use it
     as a context manager): engine hooks on, tracing to ``endpoint``'s collector and exporting
@@ -631,7 +671,7 @@ def run_benchmark(
     *,
     otlp_endpoint: str | None = None,
     store: Path | str | None = None,
-    launch_vllm_cpu: dict[str, Any] | None = None,
+    launch_vllm_cpu: VllmLaunch | None = None,
     on_result: Callable[[CompletionResult], None] | None = None,
     on_status: Callable[[str], None] = lambda _msg: None,
     span_wait_s: float | None = None,
@@ -678,7 +718,7 @@ def _run_benchmark(
     *,
     otlp_endpoint: str | None,
     store: Path | str | None,
-    launch_vllm_cpu: dict[str, Any] | None,
+    launch_vllm_cpu: VllmLaunch | None,
     on_result: Callable[[CompletionResult], None] | None,
     on_status: Callable[[str], None],
     span_wait_s: float | None,
@@ -828,21 +868,111 @@ def _readable(store: Path | str | None, *, external: bool) -> bool:
     return Path(store).exists()
 
 
-def config_json(config: RunConfig) -> dict[str, Any]:
+class RunJsonLoad(TypedDict):
+    """``run.json``'s ``load``: the run's :class:`~otelbench.loadgen.runner.LoadSpec` (the
+    arrival process's own parameters stay open)."""
+
+    mode: LoadMode
+    requests: int
+    rate: float | None
+    concurrency: int | None
+    arrival_params: dict[str, Any]
+
+
+class RunJsonWarmup(TypedDict):
+    """``run.json``'s ``warmup``: the run's :class:`~otelbench.loadgen.warmup.WarmupSpec`
+    (draft 4.5)."""
+
+    cold_start: bool
+    min_requests: int
+    min_output_tokens: int
+    concurrency: int | None
+    probes: int
+    threshold: float
+    max_rounds: int
+    max_requests: int
+
+
+class RunJsonShard(TypedDict):
+    """``run.json``'s ``shard``: the part of the run this host sends
+    (:class:`~otelbench.loadgen.shard.Shard`)."""
+
+    index: int
+    count: int
+    start_at_unix: float | None
+
+
+class _RunJsonOptional(TypedDict, total=False):
+    """The keys of ``run.json`` only some runs have (:class:`RunJson`)."""
+
+    shard: RunJsonShard
+    store: str
+
+
+class RunJson(TypedDict):
+    """``run.json``: a run's configuration as ``otelbench run`` (and each procedure level)
+    starts it; ``shard`` only for a sharded run, ``store`` where the spans go (``otelbench
+    run``)."""
+
+    run_id: str
+    target: str
+    model: str
+    load: RunJsonLoad
+    seed: int
+    workload: str
+    workload_params: dict[str, Any]
+    api: Literal["completions"]
+    ignore_eos: bool
+    tokenizer: str | None
+    warmup: RunJsonWarmup | None
+    workers: int | None
+    loadgen_cpus: list[int] | None
+    shard: NotRequired[RunJsonShard]
+    pid: int
+    store: NotRequired[str]
+
+
+def config_json(config: RunConfig) -> RunJson:
+    """``run.json`` of ``config`` (:class:`RunJson`)."""
+    load, warmup, shard = config.load, config.warmup, config.shard
+    sharded: _RunJsonOptional = {}
+    if shard is not None:
+        sharded["shard"] = {
+            "index": shard.index,
+            "count": shard.count,
+            "start_at_unix": shard.start_at_unix,
+        }
     return {
         "run_id": config.run_id,
         "target": config.target,
         "model": config.model,
-        "load": vars(config.load),
+        "load": {
+            "mode": load.mode,
+            "requests": load.requests,
+            "rate": load.rate,
+            "concurrency": load.concurrency,
+            "arrival_params": load.arrival_params,
+        },
         "seed": config.seed,
         "workload": config.workload,
         "workload_params": config.workload_params,
         "api": config.api,
         "ignore_eos": config.ignore_eos,
         "tokenizer": config.tokenizer,
-        "warmup": dataclasses.asdict(config.warmup) if config.warmup is not None else None,
+        "warmup": None
+        if warmup is None
+        else {
+            "cold_start": warmup.cold_start,
+            "min_requests": warmup.min_requests,
+            "min_output_tokens": warmup.min_output_tokens,
+            "concurrency": warmup.concurrency,
+            "probes": warmup.probes,
+            "threshold": warmup.threshold,
+            "max_rounds": warmup.max_rounds,
+            "max_requests": warmup.max_requests,
+        },
         "workers": config.workers,
         "loadgen_cpus": list(config.loadgen_cpus.load) if config.loadgen_cpus else None,
-        **({} if config.shard is None else {"shard": dataclasses.asdict(config.shard)}),
+        **sharded,
         "pid": os.getpid(),
     }

@@ -28,6 +28,7 @@ from typing import Annotated, Any, Final, Literal
 import typer
 
 from otelbench.errors import ConfigError
+from otelbench.model.sut import SutDeclaration
 from otelbench.options import METADATA_KEY, OptionMeta, key_values, option
 from otelbench.sut.description import FLAGS, from_flags, sut_description
 
@@ -275,7 +276,7 @@ def workload_params(workload: str, items: list[str] | None, base: dict[str, Any]
     return params
 
 
-def declared_sut(c: CommonOptions) -> dict[str, Any]:
+def declared_sut(c: CommonOptions) -> SutDeclaration:
     """The SUT as the user declared it: ``--sut-config`` with the ``--sut-*`` flags on top
     (validated: :func:`otelbench.sut.description.sut_description`)."""
     return sut_description(c.sut_config, from_flags({f: getattr(c, f) for f in FLAGS}))

@@ -158,7 +158,7 @@ def run_config(
         loadgen_cpus=cpu_plan(c.loadgen_cpus),
         prompt_format=prompt_format,
         warmup=warmup,
-        sut=declared_sut(c),
+        sut=dict(declared_sut(c)),  # RunConfig.sut: the declaration, and what is detected
     )
 
 
@@ -211,7 +211,6 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         prompt_format=parse_prompt_format(r.prompt_format),
     )
     config = _sharded(config, r, c.otlp_endpoint)
-    launch = {"max_model_len": c.max_model_len, "served_model_name": c.model} if c.sut else None
     out = c.out
     steady_heap()  # this process sends the load when it has one worker
     with _Progress(r.requests) as progress:
@@ -220,7 +219,9 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
             out,
             otlp_endpoint=c.otlp_endpoint,
             store=c.store,
-            launch_vllm_cpu=launch,
+            launch_vllm_cpu={"max_model_len": c.max_model_len, "served_model_name": c.model}
+            if c.sut
+            else None,
             on_result=progress.result,
             on_status=progress.status,
             span_wait_s=c.span_wait,

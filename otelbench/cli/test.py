@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -65,6 +65,9 @@ from otelbench.procedures import (
     TradeoffProcedure,
     TtftProcedure,
 )
+
+if TYPE_CHECKING:
+    from otelbench.benchmark import VllmLaunch
 
 __all__ = ["ProcedureOptions", "test_app"]
 
@@ -139,15 +142,18 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
     base = run_config(c, load=placeholder_load(), warmup=warmup, workload_params=params)
     if p.vllm_arg and not c.sut:
         raise typer.BadParameter("--vllm-arg needs --sut vllm-cpu (it configures the launch)")
-    vllm_launch: dict[str, Any] | None = None
+    vllm_launch: VllmLaunch | None = None
     if c.sut:
-        vllm_launch = {"max_model_len": c.max_model_len, "served_model_name": c.model}
-        vllm_launch["extra_args"] = tuple(p.vllm_arg or ())
+        vllm_launch = {
+            "max_model_len": c.max_model_len,
+            "served_model_name": c.model,
+            "extra_args": tuple(p.vllm_arg or ()),
+        }
     return ProcedureSpec(
         base=base,
         profile=prof,
         out_dir=c.out,
-        launch_vllm_cpu=vllm_launch,
+        launch_vllm_cpu=None if vllm_launch is None else dict(vllm_launch),
         span_wait_s=c.span_wait,
         gpus=p.gpus,
         configurations=configurations,

@@ -888,7 +888,7 @@ class AsyncHTTP11Transport(httpx.AsyncBaseTransport):
         if self._tls is not None:
             await self._tls.aclose()
 
-    def _stats(self) -> dict[str, Any]:
+    def _stats(self) -> dict[str, int]:
         """For tests: open connections, idle ones, waiting requests."""
         return {
             "open": self._open,

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypedDict
 
 import httpx
 import httpx2
@@ -125,7 +125,7 @@ def _build(
     sync: bool,
     http_library: HttpLibrary | None,
     limits: httpx.Limits | httpx2.Limits,
-    options: dict[str, Any],
+    options: _TransportOptions,
     kwargs: dict[str, Any],
 ) -> Any:
     lib = http_library or sdk_http_library()
@@ -134,12 +134,21 @@ def _build(
     return client_cls(transport=transport_cls(inner, **options), **_client_kwargs(kwargs, lib))
 
 
+class _TransportOptions(TypedDict):
+    """otelbench's transport's keyword arguments, as an app's client passes them."""
+
+    tracer_provider: trace.TracerProvider | None
+    meter_provider: MeterProvider | None
+    provider_name: str
+    signals: Signals | None
+
+
 def _options(
     tracer_provider: trace.TracerProvider | None,
     meter_provider: MeterProvider | None,
     provider_name: str,
     signals: Signals | None,
-) -> dict[str, Any]:
+) -> _TransportOptions:
     return {
         "tracer_provider": tracer_provider,
         "meter_provider": meter_provider,

@@ -65,12 +65,14 @@ from __future__ import annotations
 
 import itertools
 import os
-from typing import Any, Final, Protocol
+from collections.abc import Mapping
+from typing import Final, Protocol
 
 from opentelemetry import metrics
 from opentelemetry.context import Context
 from opentelemetry.metrics import Histogram, MeterProvider, NoOpMeterProvider
 from opentelemetry.metrics._internal import _ProxyMeterProvider
+from opentelemetry.util.types import AttributeValue
 
 from otelbench import __version__, semconv
 
@@ -232,7 +234,7 @@ class GenAIClientMetrics:
     def record(
         self,
         m: Measured,
-        request_attributes: dict[str, Any],
+        request_attributes: Mapping[str, AttributeValue],
         context: Context | None = None,
     ) -> None:
         """Record one finished request. ``request_attributes``: the span's start attributes
@@ -296,8 +298,8 @@ class GenAIClientMetrics:
     def _usage(
         self,
         m: Measured,
-        attrs: dict[str, Any],
-        failed: dict[str, Any],
+        attrs: dict[str, AttributeValue],
+        failed: dict[str, AttributeValue],
         ctx: Context | None,
     ) -> None:
         """The token counters and the per-call token histograms: every call, 0 without usage."""

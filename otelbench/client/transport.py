@@ -86,6 +86,7 @@ from opentelemetry import context, propagate, trace
 from opentelemetry.context import _SUPPRESS_HTTP_INSTRUMENTATION_KEY, Context
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from otelbench import __version__, semconv
 from otelbench.client.encoding import DecodeFailed, Decoder, UnsupportedEncoding, decoder_for
@@ -241,7 +242,7 @@ def _request_body(request: Request) -> Mapping[str, Any] | None:
 
 def _request_attributes(
     request: Request, api: Api, body: Mapping[str, Any] | None, provider: str
-) -> tuple[str, dict[str, Any], dict[str, Any]]:
+) -> tuple[str, dict[str, AttributeValue], dict[str, AttributeValue]]:
     """Span name, start attributes and the other request attributes (never the prompt text).
 
     Only the attributes the GenAI conventions name as relevant for sampling go into
@@ -250,13 +251,13 @@ def _request_attributes(
     which would count into the measured TTFT.
     """
     op = operation_name(api)
-    start: dict[str, Any] = {
+    start: dict[str, AttributeValue] = {
         semconv.GEN_AI_OPERATION_NAME: op,
         semconv.GEN_AI_PROVIDER_NAME: provider,
         semconv.SERVER_ADDRESS: request.url.host,
         semconv.SERVER_PORT: request.url.port or (443 if request.url.scheme == "https" else 80),
     }
-    attrs: dict[str, Any] = {}
+    attrs: dict[str, AttributeValue] = {}
     model = ""
     if body is not None:
         m = body.get("model")
@@ -333,8 +334,8 @@ class _Recorder:
         span: Span,
         m: Measurement,
         measure: bool,
-        late_attrs: dict[str, Any],
-        request_attrs: dict[str, Any],
+        late_attrs: dict[str, AttributeValue],
+        request_attrs: dict[str, AttributeValue],
         metrics: GenAIClientMetrics | None,
     ) -> None:
         self.span = span
@@ -546,9 +547,12 @@ class _Recorder:
                 m.error_message = f"target answered HTTP {status}"
         elif exc is not None and m.error_type is None:
             m.error_type, m.error_message = _error_type(exc, after_headers)
-        requested = self.late_attrs.get(semconv.GEN_AI_REQUEST_CHOICE_COUNT, 1)
+        choices = self.late_attrs.get(semconv.GEN_AI_REQUEST_CHOICE_COUNT)  # n, when not 1
         m.finish_reasons = finish_reasons(
-            finishes, last_choice, requested, failed=m.error_type is not None
+            finishes,
+            last_choice,
+            choices if isinstance(choices, int) else 1,
+            failed=m.error_type is not None,
         )
         self._end_span(mono_ns)
 
@@ -585,7 +589,7 @@ class _Recorder:
         if not span.is_recording():
             span.end(end_time=end_unix)
             return
-        attrs: dict[str, Any] = self.late_attrs
+        attrs: dict[str, AttributeValue] = self.late_attrs
         attrs[semconv.CLIENT_SUBMIT_MONO_NS] = m.submit_mono_ns
         if m.status_code is not None:
             attrs[semconv.HTTP_RESPONSE_STATUS_CODE] = m.status_code

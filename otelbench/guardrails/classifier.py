@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import httpx
 
@@ -40,6 +40,13 @@ from otelbench.errors import ConfigError
 from otelbench.guardrails.base import GuardrailFilter, Stage, Verdict
 
 __all__ = ["ClassifierFilter", "ModerationError"]
+
+
+class _ModerationRequest(TypedDict):
+    """The body of a ``/v1/moderations`` request: the texts and, when configured, the model."""
+
+    input: list[str]
+    model: NotRequired[str]
 
 
 class ModerationError(Exception):
@@ -102,7 +109,7 @@ class ClassifierFilter(GuardrailFilter):
     async def check(self, texts: Sequence[str], stage: Stage) -> Verdict:
         if not texts:
             return Verdict.ALLOW
-        body: dict[str, Any] = {"input": list(texts)}
+        body: _ModerationRequest = {"input": list(texts)}
         if self.model:
             body["model"] = self.model
         try:

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from opentelemetry.util.types import AttributeValue
+
 from otelbench import semconv
 from otelbench.documents import read_document
 from otelbench.errors import ConfigError
@@ -107,7 +109,7 @@ class GuardrailConfig:
     def filters(self) -> tuple[FilterSpec, ...]:
         return self.input + self.output
 
-    def resource_attributes(self) -> dict[str, Any]:
+    def resource_attributes(self) -> dict[str, AttributeValue]:
         """The configuration disclosed as resource attributes (draft 4.8.1)."""
         systems = [f"{s.type}:{s.name}" for s in self.filters]
         systems += [s.filter.system for s in self.filters if s.filter.system]

@@ -49,6 +49,7 @@ from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
+from opentelemetry.util.types import AttributeValue
 
 from otelbench import __version__, semconv
 from otelbench.guardrails.base import Action, Stage, Verdict
@@ -230,7 +231,7 @@ class Guardrails:
         parent: Context | None,
         start_unix_ns: int,
         end_unix_ns: int,
-        attributes: dict[str, Any],
+        attributes: dict[str, AttributeValue],
         error: str | None,
     ) -> None:
         """One finished filter span (created after the fact); never raises."""
@@ -260,7 +261,7 @@ class Guardrails:
         for spec in self.input_filters(model):
             inv = await self.invoke(spec, outcome.texts, Stage.INPUT)
             v = inv.verdict
-            attrs: dict[str, Any] = {
+            attrs: dict[str, AttributeValue] = {
                 semconv.GUARDRAIL_DECISION: v.action.value,
                 semconv.GUARDRAIL_INVOCATIONS: 1,
                 semconv.GUARDRAIL_BUSY_US: inv.duration_ns // 1000,
@@ -428,7 +429,7 @@ class OutputSession:
         for st in self._stats:
             if st.invocations == 0:
                 continue
-            attrs: dict[str, Any] = {
+            attrs: dict[str, AttributeValue] = {
                 semconv.GUARDRAIL_DECISION: st.decision.value,
                 semconv.GUARDRAIL_INVOCATIONS: st.invocations,
                 semconv.GUARDRAIL_BUSY_US: st.busy_ns // 1000,

@@ -50,13 +50,14 @@ import sys
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import Any, Self
+from typing import Self
 
 import httpx
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.util.types import AttributeValue
 
 from otelbench import __version__, semconv
 from otelbench.collector.access import bearer_matches, read_token, server_tls_context
@@ -423,7 +424,7 @@ class GatewayApp:
             def us(ns: int | None) -> int | None:
                 return None if ns is None else (ns - t0) // 1000
 
-            attrs: dict[str, Any] = {
+            attrs: dict[str, AttributeValue] = {
                 semconv.GATEWAY_UPSTREAM_URL: self.proxy.upstream,
                 semconv.GATEWAY_UPSTREAM_BODY_READS: rec.reads,
                 semconv.GUARDRAIL_REFUSED: report.blocked is not None,

@@ -42,7 +42,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -91,6 +91,25 @@ def _parent_context(scope: Scope) -> Context | None:
         if k in _TRACE_HEADERS
     }
     return _PROPAGATOR.extract(carrier) if carrier else None
+
+
+class _ChatMessage(TypedDict):
+    """A chat choice's ``message`` or ``delta`` (an empty delta ends a stream)."""
+
+    role: NotRequired[Literal["assistant"]]
+    content: NotRequired[str]
+
+
+class _RefusalChoice(TypedDict):
+    """The one choice of a refusal the middleware answers, or ends a stream with, in the
+    OpenAI shapes: a chat ``message`` (a ``delta`` when streamed) or a completion's ``text``."""
+
+    index: int
+    message: NotRequired[_ChatMessage]
+    delta: NotRequired[_ChatMessage]
+    text: NotRequired[str]
+    logprobs: NotRequired[None]
+    finish_reason: str
 
 
 def _error_body(message: str, code: str = semconv.ERROR_CODE_CONTENT_FILTER) -> bytes:
@@ -344,13 +363,13 @@ class _Request:
         base = {"id": rid, "created": int(time.time()), "model": self.model or ""}
         text = cfg.refusal_message
         finish = semconv.FINISH_REASON_CONTENT_FILTER
+        choice: _RefusalChoice
         if self.chat:
-            message = {"role": "assistant", "content": text}
-            choice: dict[str, Any] = {
-                "index": 0,
-                "delta" if stream else "message": message,
-                "finish_reason": finish,
-            }
+            message: _ChatMessage = {"role": "assistant", "content": text}
+            if stream:
+                choice = {"index": 0, "delta": message, "finish_reason": finish}
+            else:
+                choice = {"index": 0, "message": message, "finish_reason": finish}
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
         if not stream:
@@ -560,7 +579,7 @@ class _OutputSend:
         else:
             index = next(iter(self.templates), 0)
             template = self.templates.get(index, {})
-            choice: dict[str, Any] = {"index": index, "finish_reason": "content_filter"}
+            choice: _RefusalChoice = {"index": index, "finish_reason": "content_filter"}
             if self.req.chat:
                 choice["delta"] = {}
             else:

@@ -22,10 +22,10 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
+from opentelemetry.util.types import AttributeValue
 
 from otelbench import __version__, semconv
 from otelbench.guardrails.config import GuardrailConfig
@@ -69,11 +69,14 @@ class Providers:
         *,
         service_name: str,
         environ: Mapping[str, str] | None = None,
-        extra_resource: Mapping[str, Any] | None = None,
+        extra_resource: Mapping[str, AttributeValue] | None = None,
     ) -> Providers:
         from opentelemetry.sdk.resources import Resource
 
-        attrs: dict[str, Any] = {"service.name": service_name, "service.version": __version__}
+        attrs: dict[str, AttributeValue] = {
+            "service.name": service_name,
+            "service.version": __version__,
+        }
         attrs.update(config.resource_attributes())
         attrs.update(extra_resource or {})
         resource = Resource.create(attrs)

@@ -52,10 +52,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final, Literal, TypeVar
 
 from otelbench.documents import read_document
 from otelbench.errors import ConfigError
+from otelbench.model.sut import ClockSyncDeclaration, GuardrailsDeclaration, SutDeclaration
 
 __all__ = ["BOUNDARIES", "FIELDS", "FLAGS", "from_flags", "sut_description"]
 
@@ -69,11 +70,10 @@ BOUNDARIES: Final = {
 }
 """The draft's three boundaries (4.1), by the names a declaration may use (any case)."""
 
-Parse = Callable[[Any], Any]
-"""A field's validator: the value as stored, or ValueError saying what is wrong."""
+T = TypeVar("T")
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if (
         not isinstance(value, str | int | float)
         or isinstance(value, bool)
@@ -83,7 +83,7 @@ def _text(value: Any) -> str:
     return str(value).strip()
 
 
-def _boundary(value: Any) -> str:
+def _boundary(value: object) -> str:
     found = BOUNDARIES.get(_text(value).lower())
     if found is None:
         raise ValueError(
@@ -92,16 +92,18 @@ def _boundary(value: Any) -> str:
     return found
 
 
-def _on_off(value: Any) -> str:
+def _on_off(value: object) -> Literal["enabled", "disabled"]:
     if isinstance(value, bool):
         return "enabled" if value else "disabled"
     text = _text(value).lower()
-    if text not in ("enabled", "disabled"):
-        raise ValueError(f"{value!r}: expected enabled or disabled")
-    return text
+    if text == "enabled":
+        return "enabled"
+    if text == "disabled":
+        return "disabled"
+    raise ValueError(f"{value!r}: expected enabled or disabled")
 
 
-def _milliseconds(value: Any) -> float:
+def _milliseconds(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError("expected a number of milliseconds")
     try:
@@ -113,53 +115,78 @@ def _milliseconds(value: Any) -> float:
     return ms
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{value!r}: expected true or false")
     return value
 
 
-def _section(fields: Mapping[str, Parse], name: str) -> Parse:
-    """A validator of a mapping with the given fields (all optional, none other)."""
-
-    def parse(value: Any) -> dict[str, Any]:
-        if not isinstance(value, Mapping):
-            raise ValueError(f"expected a mapping with {', '.join(fields)}")
-        unknown = sorted(str(k) for k in value if k not in fields)
-        if unknown:
-            raise ValueError(f"unknown {name} field(s) {', '.join(unknown)}")
-        out: dict[str, Any] = {}
-        for key, parse_field in fields.items():
-            if value.get(key) is not None:
-                try:
-                    out[key] = parse_field(value[key])
-                except ValueError as exc:
-                    raise ValueError(f"{key}: {exc}") from None
-        return out
-
-    return parse
+def _fields(value: object, names: tuple[str, ...], section: str) -> Mapping[str, object]:
+    """A section's fields (a mapping with the given fields, all optional, none other)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a mapping with {', '.join(names)}")
+    unknown = sorted(str(k) for k in value if k not in names)
+    if unknown:
+        raise ValueError(f"unknown {section} field(s) {', '.join(unknown)}")
+    return value
 
 
-FIELDS: Final[Mapping[str, Parse]] = {
-    "boundary": _boundary,
-    "hardware": _text,
-    "software": _text,
-    "model_version": _text,
-    "quantization": _text,
-    "prefix_caching": _on_off,
-    "clock_sync": _section({"method": _text, "accuracy_ms": _milliseconds}, "clock_sync"),
-    "network_rtt_ms": _milliseconds,
-    "guardrails": _section(
-        {
-            "input_filter": _text,
-            "output_filter": _text,
-            "default_configuration": _flag,
-            "comparative_run": _text,
-        },
-        "guardrails",
-    ),
-}
-"""Every field of a SUT description and its validator (module docstring)."""
+def _field(fields: Mapping[str, object], key: str, parse: Callable[[object], T]) -> T | None:
+    """A section's field, validated; None when it is not given. The ValueError names it."""
+    if fields.get(key) is None:
+        return None
+    try:
+        return parse(fields[key])
+    except ValueError as exc:
+        raise ValueError(f"{key}: {exc}") from None
+
+
+CLOCK_SYNC_FIELDS: Final = ("method", "accuracy_ms")
+GUARDRAILS_FIELDS: Final = (
+    "input_filter",
+    "output_filter",
+    "default_configuration",
+    "comparative_run",
+)
+
+
+def _clock_sync(value: object) -> ClockSyncDeclaration:
+    fields = _fields(value, CLOCK_SYNC_FIELDS, "clock_sync")
+    out: ClockSyncDeclaration = {}
+    if (method := _field(fields, "method", _text)) is not None:
+        out["method"] = method
+    if (accuracy := _field(fields, "accuracy_ms", _milliseconds)) is not None:
+        out["accuracy_ms"] = accuracy
+    return out
+
+
+def _guardrails(value: object) -> GuardrailsDeclaration:
+    fields = _fields(value, GUARDRAILS_FIELDS, "guardrails")
+    out: GuardrailsDeclaration = {}
+    if (input_filter := _field(fields, "input_filter", _text)) is not None:
+        out["input_filter"] = input_filter
+    if (output_filter := _field(fields, "output_filter", _text)) is not None:
+        out["output_filter"] = output_filter
+    if (default := _field(fields, "default_configuration", _flag)) is not None:
+        out["default_configuration"] = default
+    if (comparative_run := _field(fields, "comparative_run", _text)) is not None:
+        out["comparative_run"] = comparative_run
+    return out
+
+
+FIELDS: Final = (
+    "boundary",
+    "hardware",
+    "software",
+    "model_version",
+    "quantization",
+    "prefix_caching",
+    "clock_sync",
+    "network_rtt_ms",
+    "guardrails",
+)
+"""Every field of a SUT description (module docstring), in the order a description holds
+them."""
 
 
 FLAGS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -178,13 +205,15 @@ FLAGS: Final[Mapping[str, tuple[str, ...]]] = {
 description each one sets."""
 
 
-def from_flags(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The description fields that flags given (not None) set, by :data:`FLAGS`.
+def from_flags(values: Mapping[str, object]) -> dict[str, object]:
+    """The description fields that flags given (not None) set, by :data:`FLAGS`: a raw
+    description, validated with the file's by :func:`sut_description`.
 
     >>> from_flags({"sut_clock_sync": "chrony", "sut_clock_accuracy_ms": None})
     {'clock_sync': {'method': 'chrony'}}
     """
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
+    sections: dict[str, dict[str, object]] = {}
     for flag, path in FLAGS.items():
         value = values.get(flag)
         if value is None:
@@ -192,11 +221,12 @@ def from_flags(values: Mapping[str, Any]) -> dict[str, Any]:
         if len(path) == 1:
             out[path[0]] = value
         else:
-            out.setdefault(path[0], {})[path[1]] = value
+            out[path[0]] = section = sections.setdefault(path[0], {})
+            section[path[1]] = value
     return out
 
 
-def _read(path: Path) -> Mapping[str, Any]:
+def _read(path: Path) -> Mapping[str, object]:
     data, _ = read_document(path, "it", f"--sut-config {path}")
     if data is None:
         return {}
@@ -205,39 +235,59 @@ def _read(path: Path) -> Mapping[str, Any]:
     return data
 
 
-def _merge(base: Mapping[str, Any], flags: Mapping[str, Any]) -> dict[str, Any]:
+def _merge(base: Mapping[str, object], flags: Mapping[str, object]) -> dict[str, object]:
     """The file's fields with the flags' on top; a flag for a nested field (``clock_sync``,
     ``guardrails``) replaces that field of the section only."""
     out = dict(base)
     for key, value in flags.items():
         if value is None:
             continue
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = {**out[key], **{k: v for k, v in value.items() if v is not None}}
+        section = out.get(key)
+        if isinstance(value, Mapping) and isinstance(section, Mapping):
+            out[key] = {**section, **{k: v for k, v in value.items() if v is not None}}
         else:
             out[key] = value
     return out
 
 
-def sut_description(path: Path | None, flags: Mapping[str, Any]) -> dict[str, Any]:
+def sut_description(path: Path | None, flags: Mapping[str, object]) -> SutDeclaration:
     """The validated SUT description of the file at ``path`` (None: no file) with ``flags``
-    (field → value; None: not given) on top. Raises one :class:`ConfigError` that names every
-    bad field and what is wrong with it.
+    (field → value, a raw description; None: not given) on top. Raises one
+    :class:`ConfigError` that names every bad field and what is wrong with it.
 
     >>> sut_description(None, {"boundary": "gateway", "prefix_caching": True})
     {'boundary': 'Application Gateway', 'prefix_caching': 'enabled'}
     """
     source = f"--sut-config {path}" if path is not None else "the SUT declaration"
     merged = _merge({} if path is None else _read(path), flags)
-    out: dict[str, Any] = {}
     errors = [f"unknown field {key!r}" for key in merged if key not in FIELDS]
-    for key, parse in FIELDS.items():
-        if merged.get(key) is None:
-            continue
+
+    def field(key: str, parse: Callable[[object], T]) -> T | None:
         try:
-            out[key] = parse(merged[key])
+            return _field(merged, key, parse)
         except ValueError as exc:
-            errors.append(f"{key}: {exc}")
+            errors.append(str(exc))
+            return None
+
+    out: SutDeclaration = {}
+    if (boundary := field("boundary", _boundary)) is not None:
+        out["boundary"] = boundary
+    if (hardware := field("hardware", _text)) is not None:
+        out["hardware"] = hardware
+    if (software := field("software", _text)) is not None:
+        out["software"] = software
+    if (model_version := field("model_version", _text)) is not None:
+        out["model_version"] = model_version
+    if (quantization := field("quantization", _text)) is not None:
+        out["quantization"] = quantization
+    if (prefix_caching := field("prefix_caching", _on_off)) is not None:
+        out["prefix_caching"] = prefix_caching
+    if (clock_sync := field("clock_sync", _clock_sync)) is not None:
+        out["clock_sync"] = clock_sync
+    if (network_rtt_ms := field("network_rtt_ms", _milliseconds)) is not None:
+        out["network_rtt_ms"] = network_rtt_ms
+    if (guardrails := field("guardrails", _guardrails)) is not None:
+        out["guardrails"] = guardrails
     if errors:
         raise ConfigError(f"{source}: " + "; ".join(errors))
     return out

@@ -11,6 +11,8 @@ import pytest
 
 from otelbench.cli import main
 from otelbench.errors import ConfigError
+from otelbench.model.conform import conforms
+from otelbench.model.sut import SutDeclaration
 from otelbench.report.compliance import configuration_summary
 from otelbench.sut.description import FIELDS, sut_description
 from tests.unit.report.test_compliance import full_report
@@ -57,6 +59,7 @@ def test_a_complete_description(tmp_path: Path) -> None:
         },
     }
     assert list(sut) == list(FIELDS)
+    assert conforms(sut, SutDeclaration) == []
     report = full_report()
     report["run"]["sut"] = {**sut, "server_timing": report["run"]["sut"]["server_timing"]}
     report["run"]["target"] = "http://10.0.0.2:8000"
@@ -78,6 +81,7 @@ def test_flags_replace_the_files_fields(tmp_path: Path) -> None:
     assert sut["guardrails"]["input_filter"] == "Llama Guard 3"
     assert sut["guardrails"]["output_filter"] == "Llama Guard 3"
     assert sut["boundary"] == "Application Gateway"
+    assert conforms(sut, SutDeclaration) == []
     assert sut_description(None, {"boundary": "ENGINE", "prefix_caching": "Disabled"}) == {
         "boundary": "Model Engine",
         "prefix_caching": "disabled",
