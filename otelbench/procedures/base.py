@@ -40,7 +40,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar, cast, get_args, get_origin
+from typing import Any, ClassVar, Final, Generic, TypeVar, cast, get_args, get_origin
 
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
@@ -56,6 +56,7 @@ from otelbench.model.procedure import (
 )
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
+from otelbench.procedures.planning import OpenLoopLevels, open_loop_requests
 from otelbench.procedures.profiles import Profile
 from otelbench.procedures.progress import ProcedureProgress
 from otelbench.procedures.render import render_procedure
@@ -185,23 +186,17 @@ class Procedure(abc.ABC, Generic[ParamsT, SectionT]):
         ``procedure.json``, of which the section's keys are read)."""
 
 
-class _SizedParams(Protocol):
-    level_duration_s: float | None
-    min_level_requests: int | None
-    probe_concurrency: int | None
-    probe_requests: int | None
-
-
 class LevelSizes:
-    """The sizes of an open-loop search or sweep: each from the procedure's ``params`` when
-    given, else from its profile. For procedures whose params have ``level_duration_s``,
-    ``min_level_requests``, ``probe_concurrency`` and ``probe_requests`` (5.2, 5.3, 5.10,
-    fluidity); mix in before :class:`Procedure`."""
+    """The sizes of an open-loop search or sweep: each from the procedure's ``params``'
+    :class:`~otelbench.procedures.planning.OpenLoopLevels` block (``open_loop``) when given, else
+    from its profile (5.2, 5.3, 5.10, fluidity); mix in before :class:`Procedure`."""
 
     profile: Profile
 
-    def _sized(self) -> _SizedParams:
-        return cast(_SizedParams, getattr(self, "params"))  # noqa: B009 (set by the procedure)
+    def _sized(self) -> OpenLoopLevels:
+        block = getattr(self, "params").open_loop  # noqa: B009 (set by the procedure)
+        assert isinstance(block, OpenLoopLevels), "the procedure's params have no open_loop block"
+        return block
 
     @property
     def duration_s(self) -> float:
@@ -222,6 +217,15 @@ class LevelSizes:
     def probe_requests(self) -> int:
         """Requests of the closed-loop capacity probe."""
         return int(self._sized().probe_requests or self.profile.probe_requests)
+
+    def open_loop_level(self, rate: float) -> LoadSpec:
+        """An open-loop level at ``rate`` with the arrival process of the params, sized to run
+        :attr:`duration_s` (at least :attr:`min_requests` requests)."""
+        return LoadSpec(
+            mode=self._sized().arrival,  # type: ignore[arg-type]
+            requests=open_loop_requests(rate, self.duration_s, self.min_requests),
+            rate=rate,
+        )
 
     def size_parameters(self) -> dict[str, float | int]:
         """The four sizes under their parameter names, for :meth:`Procedure.parameters`."""
