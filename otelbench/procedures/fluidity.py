@@ -494,12 +494,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
         p = self.params
         if self.prefill is None:
             self.prefill = self._profile_prefill(session)
-        capacity = estimate_capacity(
-            session,
-            given=p.rates.capacity_rps,
-            concurrency=self.probe_concurrency,
-            requests=self.probe_requests,
-        )
+        capacity = estimate_capacity(session, p.rates.capacity_rps, self)
         rates = p.rates.bounds(capacity, self.profile.rate_resolution)
         self.bounds = {"capacity_estimate_rps": capacity, **rates}
         lo, hi = rates["min_rps"], rates["max_rps"]
@@ -560,9 +555,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
             "fluid_tokens_per_s": fluid_rate["tokens_per_s"] if fluid_rate else None,
         }
         return {
-            "capacity": capacity_section(
-                levels, p.rates.capacity_rps, self.probe_concurrency, self.probe_requests
-            ),
+            "capacity": capacity_section(levels, p.rates.capacity_rps, self),
             "slo": {
                 "decode_deadline_ms": 1000.0 * p.decode_deadline_s,
                 "prefill_deadline_ms": None

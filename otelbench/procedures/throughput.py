@@ -249,12 +249,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
 
     def run(self, session: ProcedureSession) -> None:
         p = self.params
-        capacity = estimate_capacity(
-            session,
-            given=p.rates.capacity_rps,
-            concurrency=self.probe_concurrency,
-            requests=self.probe_requests,
-        )
+        capacity = estimate_capacity(session, p.rates.capacity_rps, self)
         self.bounds = {"capacity_estimate_rps": capacity}
         if self.closed:
             lo = float(p.min_concurrency or 1)
@@ -359,9 +354,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
         else:
             summary["highest_unsaturated_rps"] = highest
         return {
-            "capacity": capacity_section(
-                levels, p.rates.capacity_rps, self.probe_concurrency, self.probe_requests
-            ),
+            "capacity": capacity_section(levels, p.rates.capacity_rps, self),
             "slo": {"ttft_p99_ms": p.slo_ttft_p99_ms, "tpot_p99_ms": p.slo_tpot_p99_ms},
             "levels": entries,
             "search": {

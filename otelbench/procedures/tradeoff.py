@@ -217,12 +217,7 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams, TradeoffSection]):
         }
 
     def run(self, session: ProcedureSession) -> None:
-        capacity = estimate_capacity(
-            session,
-            given=self.params.capacity_rps,
-            concurrency=self.probe_concurrency,
-            requests=self.probe_requests,
-        )
+        capacity = estimate_capacity(session, self.params.capacity_rps, self)
         self.capacity_rps = capacity
         for fraction, rate in zip(
             self.params.fractions, fraction_levels(capacity, self.params.fractions), strict=True
@@ -249,9 +244,7 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams, TradeoffSection]):
                 "capacity.probe, not in levels"
             )
         return {
-            "capacity": capacity_section(
-                levels, p.capacity_rps, self.probe_concurrency, self.probe_requests
-            ),
+            "capacity": capacity_section(levels, p.capacity_rps, self),
             "slo": {"ttft_p99_ms": p.slo_ttft_p99_ms, "tpot_p99_ms": p.slo_tpot_p99_ms},
             "levels": entries,
             "knee_index": points["knee_index"],
