@@ -56,7 +56,7 @@ from otelbench.model.procedure import (
 )
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
-from otelbench.procedures.planning import OpenLoopLevels, open_loop_requests
+from otelbench.procedures.planning import OpenLoopLevels, flat_parameters, open_loop_requests
 from otelbench.procedures.profiles import Profile
 from otelbench.procedures.progress import ProcedureProgress
 from otelbench.procedures.render import render_procedure
@@ -193,8 +193,12 @@ class LevelSizes:
 
     profile: Profile
 
+    def _params(self) -> Any:
+        """The procedure's ``params`` (set by :class:`Procedure`)."""
+        return getattr(self, "params")  # noqa: B009 (a mixin: no attribute of its own)
+
     def _sized(self) -> OpenLoopLevels:
-        block = getattr(self, "params").open_loop  # noqa: B009 (set by the procedure)
+        block = self._params().open_loop
         assert isinstance(block, OpenLoopLevels), "the procedure's params have no open_loop block"
         return block
 
@@ -227,9 +231,12 @@ class LevelSizes:
             rate=rate,
         )
 
-    def size_parameters(self) -> dict[str, float | int]:
-        """The four sizes under their parameter names, for :meth:`Procedure.parameters`."""
+    def sized_parameters(self) -> dict[str, Any]:
+        """The params as :meth:`Procedure.parameters` begins them: their fields (the blocks'
+        flat, :func:`~otelbench.procedures.planning.flat_parameters`), the four sizes as they
+        take effect."""
         return {
+            **flat_parameters(self._params()),
             "level_duration_s": self.duration_s,
             "min_level_requests": self.min_requests,
             "probe_concurrency": self.probe_concurrency,

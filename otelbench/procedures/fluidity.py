@@ -118,7 +118,6 @@ from otelbench.procedures.planning import (
     MaxSearch,
     OpenLoopLevels,
     RateRange,
-    flat_parameters,
 )
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
@@ -406,9 +405,8 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
 
     def parameters(self) -> dict[str, Any]:
         return {
-            **flat_parameters(self.params),
+            **self.sized_parameters(),
             **self.bounds,
-            **self.size_parameters(),
             "max_levels": self.profile.search_max_levels,
             "load_model": "open-loop",
             "search": f"binary search on the arrival rate (bracket ×{RATE_GROWTH}, then bisection)",

@@ -89,7 +89,6 @@ from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.planning import (
     OPEN_LOOP_OPTIONS,
     OpenLoopLevels,
-    flat_parameters,
     shared_option,
 )
 from otelbench.procedures.profiles import shortfalls
@@ -282,9 +281,8 @@ class GuardrailOverheadProcedure(
 
     def parameters(self) -> dict[str, Any]:
         return {
-            **flat_parameters(self.params),
+            **self.sized_parameters(),
             "guardrails": None if self.params.guardrails is None else str(self.params.guardrails),
-            **self.size_parameters(),
             "prompt_format": "text",
         }
 

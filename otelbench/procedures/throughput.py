@@ -69,7 +69,6 @@ from otelbench.procedures.planning import (
     MaxSearch,
     OpenLoopLevels,
     RateRange,
-    flat_parameters,
     shared_option,
 )
 from otelbench.procedures.probe import capacity_section, estimate_capacity
@@ -209,9 +208,8 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
 
     def parameters(self) -> dict[str, Any]:
         return {
-            **flat_parameters(self.params),
+            **self.sized_parameters(),
             **self.bounds,
-            **self.size_parameters(),
             "max_levels": self.profile.search_max_levels,
             "load_model": self.params.load_model,
             "search": f"binary search on the {'concurrency' if self.closed else 'arrival rate'} "

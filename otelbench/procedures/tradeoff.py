@@ -42,7 +42,6 @@ from otelbench.procedures.planning import (
     OPEN_LOOP_OPTIONS,
     SWEEP_FRACTIONS,
     OpenLoopLevels,
-    flat_parameters,
     fraction_levels,
     shared_option,
 )
@@ -211,8 +210,7 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams, TradeoffSection]):
 
     def parameters(self) -> dict[str, Any]:
         return {
-            **flat_parameters(self.params),
-            **self.size_parameters(),
+            **self.sized_parameters(),
             "load_model": "open-loop (required by 5.3.2)",
         }
 
