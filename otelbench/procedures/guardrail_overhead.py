@@ -124,8 +124,8 @@ F64 = npt.NDArray[np.float64]
 class GuardrailOverheadParams:
     """``guardrails``: the full guardrail configuration file the configurations derive from
     (None: the user gives every configuration); ``capacity_rps`` (None: the baseline probe's);
-    ``fractions`` of capacity; per-level ``level_duration_s`` and ``min_level_requests`` (None:
-    the profile's); the max-throughput probe's ``probe_concurrency`` / ``probe_requests``."""
+    ``fractions`` of capacity; ``open_loop``: the levels' sizes, the max-throughput probe's and
+    the arrival process (None: the profile's)."""
 
     guardrails: Path | None = option(
         None,
