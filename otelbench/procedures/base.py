@@ -35,10 +35,11 @@ Example::
 from __future__ import annotations
 
 import abc
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Final, Generic, TypeVar, cast, get_args, get_origin
 
@@ -56,7 +57,7 @@ from otelbench.model.procedure import (
 )
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
-from otelbench.procedures.planning import OpenLoopLevels, flat_parameters, open_loop_requests
+from otelbench.procedures.planning import OpenLoopLevels, RateRange, open_loop_requests
 from otelbench.procedures.profiles import Profile
 from otelbench.procedures.progress import ProcedureProgress
 from otelbench.procedures.render import render_procedure
@@ -232,11 +233,20 @@ class LevelSizes:
         )
 
     def sized_parameters(self) -> dict[str, Any]:
-        """The params as :meth:`Procedure.parameters` begins them: their fields (the blocks'
-        flat, :func:`~otelbench.procedures.planning.flat_parameters`), the four sizes as they
-        take effect."""
+        """The params as :meth:`Procedure.parameters` begins them: their fields, those of a
+        :class:`~otelbench.procedures.planning.RateRange` or
+        :class:`~otelbench.procedures.planning.OpenLoopLevels` block in the block's place (each
+        option named once, at top level), the four sizes as they take effect."""
+        params = self._params()
+        values = asdict(params)
+        flat = itertools.chain.from_iterable(
+            values[f.name].items()
+            if isinstance(getattr(params, f.name), RateRange | OpenLoopLevels)
+            else [(f.name, values[f.name])]
+            for f in fields(params)
+        )
         return {
-            **flat_parameters(self._params()),
+            **dict(flat),
             "level_duration_s": self.duration_s,
             "min_level_requests": self.min_requests,
             "probe_concurrency": self.probe_concurrency,

@@ -22,8 +22,8 @@ above it: the newest evidence wins.
 
 The ``Params`` blocks of the procedures that search or sweep open-loop levels (their fields are
 options of the command, in the block's place: :data:`RATE_RANGE_OPTIONS`,
-:data:`OPEN_LOOP_OPTIONS`; their ``parameters`` flat:
-:func:`flat_parameters`):
+:data:`OPEN_LOOP_OPTIONS`; a procedure's ``parameters`` name them flat:
+:meth:`~otelbench.procedures.base.LevelSizes.sized_parameters`):
 
 * :class:`RateRange` — a rate search's range (5.2, the fluidity search);
 * :class:`OpenLoopLevels` — the levels' and the capacity probe's sizes and the arrival process
@@ -42,7 +42,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from otelbench.errors import ConfigError
@@ -56,7 +56,6 @@ __all__ = [
     "OpenLoopLevels",
     "RateRange",
     "SearchStep",
-    "flat_parameters",
     "fraction_levels",
     "open_loop_requests",
     "search_max",
@@ -377,17 +376,3 @@ RATE_RANGE_OPTIONS: Final = _own_helps(RateRange)
 all options of the command, with their own help, in the block's place."""
 OPEN_LOOP_OPTIONS: Final = _own_helps(OpenLoopLevels)
 """``nested(OpenLoopLevels, help=OPEN_LOOP_OPTIONS)``: as :data:`RATE_RANGE_OPTIONS`."""
-
-
-def flat_parameters(params: Any) -> dict[str, Any]:
-    """``asdict(params)`` with the fields of its :class:`RateRange` and :class:`OpenLoopLevels`
-    blocks in the block's place: a procedure's ``parameters`` name each option once, at top
-    level."""
-    values = asdict(params)
-    out: dict[str, Any] = {}
-    for f in fields(params):
-        if isinstance(getattr(params, f.name), RateRange | OpenLoopLevels):
-            out |= values[f.name]
-        else:
-            out[f.name] = values[f.name]
-    return out
