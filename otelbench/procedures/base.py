@@ -35,12 +35,13 @@ Example::
 from __future__ import annotations
 
 import abc
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar, cast, get_args, get_origin
+from typing import Any, ClassVar, Final, Generic, TypeVar, cast, get_args, get_origin
 
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
@@ -56,6 +57,7 @@ from otelbench.model.procedure import (
 )
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
+from otelbench.procedures.planning import OpenLoopLevels, RateRange, open_loop_requests
 from otelbench.procedures.profiles import Profile
 from otelbench.procedures.progress import ProcedureProgress
 from otelbench.procedures.render import render_procedure
@@ -185,23 +187,21 @@ class Procedure(abc.ABC, Generic[ParamsT, SectionT]):
         ``procedure.json``, of which the section's keys are read)."""
 
 
-class _SizedParams(Protocol):
-    level_duration_s: float | None
-    min_level_requests: int | None
-    probe_concurrency: int | None
-    probe_requests: int | None
-
-
 class LevelSizes:
-    """The sizes of an open-loop search or sweep: each from the procedure's ``params`` when
-    given, else from its profile. For procedures whose params have ``level_duration_s``,
-    ``min_level_requests``, ``probe_concurrency`` and ``probe_requests`` (5.2, 5.3, 5.10,
-    fluidity); mix in before :class:`Procedure`."""
+    """The sizes of an open-loop search or sweep: each from the procedure's ``params``'
+    :class:`~otelbench.procedures.planning.OpenLoopLevels` block (``open_loop``) when given, else
+    from its profile (5.2, 5.3, 5.10, fluidity); mix in before :class:`Procedure`."""
 
     profile: Profile
 
-    def _sized(self) -> _SizedParams:
-        return cast(_SizedParams, getattr(self, "params"))  # noqa: B009 (set by the procedure)
+    def _params(self) -> Any:
+        """The procedure's ``params`` (set by :class:`Procedure`)."""
+        return getattr(self, "params")  # noqa: B009 (a mixin: no attribute of its own)
+
+    def _sized(self) -> OpenLoopLevels:
+        block = self._params().open_loop
+        assert isinstance(block, OpenLoopLevels), "the procedure's params have no open_loop block"
+        return block
 
     @property
     def duration_s(self) -> float:
@@ -223,9 +223,30 @@ class LevelSizes:
         """Requests of the closed-loop capacity probe."""
         return int(self._sized().probe_requests or self.profile.probe_requests)
 
-    def size_parameters(self) -> dict[str, float | int]:
-        """The four sizes under their parameter names, for :meth:`Procedure.parameters`."""
+    def open_loop_level(self, rate: float) -> LoadSpec:
+        """An open-loop level at ``rate`` with the arrival process of the params, sized to run
+        :attr:`duration_s` (at least :attr:`min_requests` requests)."""
+        return LoadSpec(
+            mode=self._sized().arrival,  # type: ignore[arg-type]
+            requests=open_loop_requests(rate, self.duration_s, self.min_requests),
+            rate=rate,
+        )
+
+    def sized_parameters(self) -> dict[str, Any]:
+        """The params as :meth:`Procedure.parameters` begins them: their fields, those of a
+        :class:`~otelbench.procedures.planning.RateRange` or
+        :class:`~otelbench.procedures.planning.OpenLoopLevels` block in the block's place (each
+        option named once, at top level), the four sizes as they take effect."""
+        params = self._params()
+        values = asdict(params)
+        flat = itertools.chain.from_iterable(
+            values[f.name].items()
+            if isinstance(getattr(params, f.name), RateRange | OpenLoopLevels)
+            else [(f.name, values[f.name])]
+            for f in fields(params)
+        )
         return {
+            **dict(flat),
             "level_duration_s": self.duration_s,
             "min_level_requests": self.min_requests,
             "probe_concurrency": self.probe_concurrency,

@@ -67,7 +67,7 @@ plus ``verdict``: ``passed``, ``reasons``, ``source``, ``evaluated``, ``failed``
 
 Example::
 
-    params = FluidityParams(capacity_rps=4.0, decode_deadline_s=0.05)
+    params = FluidityParams(rates=RateRange(capacity_rps=4.0), decode_deadline_s=0.05)
     result = run_procedure(FluidityProcedure(params), spec)
     result.result["summary"]["fluidity_capacity_rps"]
 """
@@ -75,7 +75,7 @@ Example::
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import numpy as np
@@ -103,7 +103,7 @@ from otelbench.model.procedure import (
     FluidityVerdict,
     FluidityVerdictFigures,
 )
-from otelbench.options import option
+from otelbench.options import nested, option
 from otelbench.procedures.base import (
     LevelSizes,
     Procedure,
@@ -112,12 +112,12 @@ from otelbench.procedures.base import (
     search_entries,
 )
 from otelbench.procedures.planning import (
+    OPEN_LOOP_OPTIONS,
     RATE_GROWTH,
+    RATE_RANGE_OPTIONS,
     MaxSearch,
-    check_rate_range,
-    open_loop_requests,
-    rate_bounds,
-    shared_option,
+    OpenLoopLevels,
+    RateRange,
 )
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
@@ -367,15 +367,8 @@ class FluidityParams:
         draft.FLUIDITY_REQUEST_FRACTION,
         help="Share of requests that must reach it (Etalon §5.2: 0.99).",
     )
-    capacity_rps: float | None = shared_option("capacity_rps")
-    min_rps: float | None = shared_option("min_rps")
-    max_rps: float | None = shared_option("max_rps")
-    rate_step: float | None = shared_option("rate_step")
-    level_duration_s: float | None = shared_option("level_duration_s")
-    min_level_requests: int | None = shared_option("min_level_requests")
-    probe_concurrency: int | None = shared_option("probe_concurrency")
-    probe_requests: int | None = shared_option("probe_requests")
-    arrival: str = shared_option("arrival")
+    rates: RateRange = nested(RateRange, help=RATE_RANGE_OPTIONS)
+    open_loop: OpenLoopLevels = nested(OpenLoopLevels, help=OPEN_LOOP_OPTIONS)
 
     def __post_init__(self) -> None:
         if not self.decode_deadline_s > 0:
@@ -394,9 +387,6 @@ class FluidityParams:
             raise ConfigError("--min-fluidity must be within (0, 1]")
         if not 0 < self.request_fraction <= 1:
             raise ConfigError("--request-fraction must be within (0, 1]")
-        check_rate_range(self.capacity_rps, self.min_rps, self.max_rps, self.rate_step)
-        if self.arrival in ("closed_loop", "trace"):
-            raise ConfigError("the fluidity capacity search runs open-loop levels at a rate")
 
 
 @register_procedure("fluidity", "Etalon §4.2", "Fluidity Capacity Evaluation")
@@ -415,9 +405,8 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
 
     def parameters(self) -> dict[str, Any]:
         return {
-            **asdict(self.params),
+            **self.sized_parameters(),
             **self.bounds,
-            **self.size_parameters(),
             "max_levels": self.profile.search_max_levels,
             "load_model": "open-loop",
             "search": f"binary search on the arrival rate (bracket ×{RATE_GROWTH}, then bisection)",
@@ -450,12 +439,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
         )
 
     def _level(self, session: ProcedureSession, rate: float, label: str) -> bool:
-        load = LoadSpec(
-            mode=self.params.arrival,  # type: ignore[arg-type]
-            requests=open_loop_requests(rate, self.duration_s, self.min_requests),
-            rate=rate,
-        )
-        level = session.run_level(load, label, {"role": SEARCH_ROLE})
+        level = session.run_level(self.open_loop_level(rate), label, {"role": SEARCH_ROLE})
         passed = bool(self._verdict(level.data)["passed"])
         level.meta["live_verdict"] = passed
         return passed
@@ -508,19 +492,8 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
         p = self.params
         if self.prefill is None:
             self.prefill = self._profile_prefill(session)
-        capacity = estimate_capacity(
-            session,
-            given=p.capacity_rps,
-            concurrency=self.probe_concurrency,
-            requests=self.probe_requests,
-        )
-        rates = rate_bounds(
-            capacity,
-            min_rps=p.min_rps,
-            max_rps=p.max_rps,
-            rate_step=p.rate_step,
-            resolution=self.profile.rate_resolution,
-        )
+        capacity = estimate_capacity(session, p.rates.capacity_rps, self)
+        rates = p.rates.bounds(capacity, self.profile.rate_resolution)
         self.bounds = {"capacity_estimate_rps": capacity, **rates}
         lo, hi = rates["min_rps"], rates["max_rps"]
         search = MaxSearch(
@@ -580,9 +553,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
             "fluid_tokens_per_s": fluid_rate["tokens_per_s"] if fluid_rate else None,
         }
         return {
-            "capacity": capacity_section(
-                levels, p.capacity_rps, self.probe_concurrency, self.probe_requests
-            ),
+            "capacity": capacity_section(levels, p.rates.capacity_rps, self),
             "slo": {
                 "decode_deadline_ms": 1000.0 * p.decode_deadline_s,
                 "prefill_deadline_ms": None

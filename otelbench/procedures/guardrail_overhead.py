@@ -58,7 +58,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -77,7 +77,7 @@ from otelbench.model.procedure import (
     Table13Row,
     Table14Row,
 )
-from otelbench.options import option
+from otelbench.options import nested, option
 from otelbench.procedures.base import (
     LevelSizes,
     Procedure,
@@ -86,7 +86,11 @@ from otelbench.procedures.base import (
     register_procedure,
 )
 from otelbench.procedures.configurations import SutConfiguration
-from otelbench.procedures.planning import open_loop_requests, shared_option
+from otelbench.procedures.planning import (
+    OPEN_LOOP_OPTIONS,
+    OpenLoopLevels,
+    shared_option,
+)
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
@@ -120,8 +124,8 @@ F64 = npt.NDArray[np.float64]
 class GuardrailOverheadParams:
     """``guardrails``: the full guardrail configuration file the configurations derive from
     (None: the user gives every configuration); ``capacity_rps`` (None: the baseline probe's);
-    ``fractions`` of capacity; per-level ``level_duration_s`` and ``min_level_requests`` (None:
-    the profile's); the max-throughput probe's ``probe_concurrency`` / ``probe_requests``."""
+    ``fractions`` of capacity; ``open_loop``: the levels' sizes, the max-throughput probe's and
+    the arrival process (None: the profile's)."""
 
     guardrails: Path | None = option(
         None,
@@ -135,11 +139,7 @@ class GuardrailOverheadParams:
         help="Load level as a fraction of capacity (repeatable; 0.25 0.5 0.75).",
         name="fraction",
     )
-    level_duration_s: float | None = shared_option("level_duration_s")
-    min_level_requests: int | None = shared_option("min_level_requests")
-    probe_concurrency: int | None = shared_option("probe_concurrency")
-    probe_requests: int | None = shared_option("probe_requests")
-    arrival: str = shared_option("arrival")
+    open_loop: OpenLoopLevels = nested(OpenLoopLevels, help=OPEN_LOOP_OPTIONS)
 
     def __post_init__(self) -> None:
         if not self.fractions or any(not 0 < f <= 2 for f in self.fractions):
@@ -281,9 +281,8 @@ class GuardrailOverheadProcedure(
 
     def parameters(self) -> dict[str, Any]:
         return {
-            **asdict(self.params),
+            **self.sized_parameters(),
             "guardrails": None if self.params.guardrails is None else str(self.params.guardrails),
-            **self.size_parameters(),
             "prompt_format": "text",
         }
 
@@ -315,9 +314,8 @@ class GuardrailOverheadProcedure(
                 )
             for fraction in self.params.fractions:
                 rate = fraction * self.capacity_rps
-                requests = open_loop_requests(rate, self.duration_s, self.min_requests)
                 session.run_level(
-                    LoadSpec(mode=self.params.arrival, requests=requests, rate=rate),  # type: ignore[arg-type]
+                    self.open_loop_level(rate),
                     f"{config.label}: {100 * fraction:.0f}% of capacity",
                     {"role": LEVEL, "fraction": fraction},
                 )

@@ -20,6 +20,15 @@ It also ends after ``max_steps`` verdicts (``exhausted``). A pass above a known 
 system is not monotone, e.g. noise) is recorded in ``non_monotone`` and moves the failure bound
 above it: the newest evidence wins.
 
+The ``Params`` blocks of the procedures that search or sweep open-loop levels (their fields are
+options of the command, in the block's place: :data:`RATE_RANGE_OPTIONS`,
+:data:`OPEN_LOOP_OPTIONS`; a procedure's ``parameters`` name them flat:
+:meth:`~otelbench.procedures.base.LevelSizes.sized_parameters`):
+
+* :class:`RateRange` — a rate search's range (5.2, the fluidity search);
+* :class:`OpenLoopLevels` — the levels' and the capacity probe's sizes and the arrival process
+  (5.2, 5.3, 5.10, the fluidity search).
+
 Example::
 
     search = MaxSearch(start=8, lo=1, hi=512, integer=True)
@@ -33,17 +42,20 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from otelbench.errors import ConfigError
-from otelbench.options import option
+from otelbench.options import METADATA_KEY, OptionMeta, option
 
 __all__ = [
+    "OPEN_LOOP_OPTIONS",
+    "RATE_RANGE_OPTIONS",
     "SWEEP_FRACTIONS",
     "MaxSearch",
+    "OpenLoopLevels",
+    "RateRange",
     "SearchStep",
-    "check_rate_range",
     "fraction_levels",
     "open_loop_requests",
     "search_max",
@@ -92,27 +104,6 @@ def rate_bounds(
         "max_rps": max_rps or 2.0 * capacity_rps,
         "rate_step": rate_step or resolution * capacity_rps,
     }
-
-
-def check_rate_range(
-    capacity_rps: float | None,
-    min_rps: float | None,
-    max_rps: float | None,
-    rate_step: float | None,
-) -> None:
-    """The options of a rate search (5.2, the fluidity search): each > 0 when given, and
-    ``min_rps`` <= ``max_rps``; one ConfigError naming the option otherwise.
-
-    >>> check_rate_range(None, 4.0, 2.0, None)
-    Traceback (most recent call last):
-    otelbench.errors.ConfigError: --min-rps must not exceed --max-rps
-    """
-    given = {"capacity-rps": capacity_rps, "min-rps": min_rps, "max-rps": max_rps}
-    for flag, value in {**given, "rate-step": rate_step}.items():
-        if value is not None and not value > 0:
-            raise ConfigError(f"--{flag} must be > 0")
-    if min_rps is not None and max_rps is not None and min_rps > max_rps:
-        raise ConfigError("--min-rps must not exceed --max-rps")
 
 
 def open_loop_requests(rate: float, duration_s: float, min_requests: int = 1) -> int:
@@ -316,3 +307,72 @@ def shared_option(field_name: str) -> Any:
     """
     default, help_text, name = _SHARED_OPTIONS[field_name]
     return option(default, help=help_text, name=name)
+
+
+@dataclass(frozen=True)
+class RateRange:
+    """The range of a rate search (5.2.3 step 4, the fluidity search) around the capacity
+    estimate: each bound > 0 when given, ``min_rps`` <= ``max_rps``; None derives it from the
+    capacity (:meth:`bounds`).
+
+    >>> RateRange(min_rps=4.0, max_rps=2.0)
+    Traceback (most recent call last):
+    otelbench.errors.ConfigError: --min-rps must not exceed --max-rps
+    """
+
+    capacity_rps: float | None = shared_option("capacity_rps")
+    min_rps: float | None = shared_option("min_rps")
+    max_rps: float | None = shared_option("max_rps")
+    rate_step: float | None = shared_option("rate_step")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None and not value > 0:
+                raise ConfigError(f"--{f.name.replace('_', '-')} must be > 0")
+        if self.min_rps is not None and self.max_rps is not None and self.min_rps > self.max_rps:
+            raise ConfigError("--min-rps must not exceed --max-rps")
+
+    def bounds(self, capacity_rps: float, resolution: float) -> dict[str, float]:
+        """The search's ``min_rps``, ``max_rps`` and ``rate_step`` around ``capacity_rps``
+        (:func:`rate_bounds`)."""
+        return rate_bounds(
+            capacity_rps,
+            min_rps=self.min_rps,
+            max_rps=self.max_rps,
+            rate_step=self.rate_step,
+            resolution=resolution,
+        )
+
+
+@dataclass(frozen=True)
+class OpenLoopLevels:
+    """The sizes of an open-loop search or sweep's levels and of its closed-loop capacity probe
+    (None: the profile's), and the levels' arrival process, which must have a rate (5.2.3,
+    5.3.2, 5.10.3; the fluidity search)."""
+
+    level_duration_s: float | None = shared_option("level_duration_s")
+    min_level_requests: int | None = shared_option("min_level_requests")
+    probe_concurrency: int | None = shared_option("probe_concurrency")
+    probe_requests: int | None = shared_option("probe_requests")
+    arrival: str = shared_option("arrival")
+
+    def __post_init__(self) -> None:
+        if self.arrival in ("closed_loop", "trace"):
+            raise ConfigError(
+                f"--arrival {self.arrival}: the levels run open-loop at a rate "
+                "(poisson, uniform, …)"
+            )
+
+
+def _own_helps(cls: type[Any]) -> dict[str, str]:
+    """Every field of the option dataclass ``cls``: its option name → its own help."""
+    metas: list[tuple[str, OptionMeta]] = [(f.name, f.metadata[METADATA_KEY]) for f in fields(cls)]
+    return {meta.name or name: meta.help for name, meta in metas}
+
+
+RATE_RANGE_OPTIONS: Final = _own_helps(RateRange)
+"""``nested(RateRange, help=RATE_RANGE_OPTIONS)``: a ``Params`` field whose block's fields are
+all options of the command, with their own help, in the block's place."""
+OPEN_LOOP_OPTIONS: Final = _own_helps(OpenLoopLevels)
+"""``nested(OpenLoopLevels, help=OPEN_LOOP_OPTIONS)``: as :data:`RATE_RANGE_OPTIONS`."""

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from otelbench import draft
@@ -54,7 +54,7 @@ from otelbench.model.procedure import (
     ThroughputSummary,
     ThroughputVerdict,
 )
-from otelbench.options import option
+from otelbench.options import nested, option
 from otelbench.procedures.base import (
     LevelSizes,
     Procedure,
@@ -63,11 +63,12 @@ from otelbench.procedures.base import (
 )
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import (
+    OPEN_LOOP_OPTIONS,
     RATE_GROWTH,
+    RATE_RANGE_OPTIONS,
     MaxSearch,
-    check_rate_range,
-    open_loop_requests,
-    rate_bounds,
+    OpenLoopLevels,
+    RateRange,
     shared_option,
 )
 from otelbench.procedures.probe import capacity_section, estimate_capacity
@@ -148,15 +149,8 @@ class ThroughputParams:
     """5.2.2 setup parameters; None takes the profile's value or one derived from capacity
     (``min_rps`` = 10 %, ``max_rps`` = 200 %, ``rate_step`` = profile resolution × capacity)."""
 
-    capacity_rps: float | None = shared_option("capacity_rps")
-    min_rps: float | None = shared_option("min_rps")
-    max_rps: float | None = shared_option("max_rps")
-    rate_step: float | None = shared_option("rate_step")
-    level_duration_s: float | None = shared_option("level_duration_s")
-    min_level_requests: int | None = shared_option("min_level_requests")
-    probe_concurrency: int | None = shared_option("probe_concurrency")
-    probe_requests: int | None = shared_option("probe_requests")
-    arrival: str = shared_option("arrival")
+    rates: RateRange = nested(RateRange, help=RATE_RANGE_OPTIONS)
+    open_loop: OpenLoopLevels = nested(OpenLoopLevels, help=OPEN_LOOP_OPTIONS)
     slo_ttft_p99_ms: float | None = shared_option("slo_ttft_p99_ms")
     slo_tpot_p99_ms: float | None = shared_option("slo_tpot_p99_ms")
     load_model: str = option(
@@ -184,9 +178,6 @@ class ThroughputParams:
             and self.min_concurrency > self.max_concurrency
         ):
             raise ConfigError("--min-concurrency must not exceed --max-concurrency")
-        check_rate_range(self.capacity_rps, self.min_rps, self.max_rps, self.rate_step)
-        if self.arrival in ("closed_loop", "trace"):
-            raise ConfigError("the 5.2 rate search runs open-loop levels")
 
 
 @register_procedure("throughput", "5.2", "Output Token Throughput")
@@ -217,9 +208,8 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
 
     def parameters(self) -> dict[str, Any]:
         return {
-            **asdict(self.params),
+            **self.sized_parameters(),
             **self.bounds,
-            **self.size_parameters(),
             "max_levels": self.profile.search_max_levels,
             "load_model": self.params.load_model,
             "search": f"binary search on the {'concurrency' if self.closed else 'arrival rate'} "
@@ -246,11 +236,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
             requests = max(self.min_requests, c, math.ceil(c * per_slot_rps * self.duration_s))
             load = LoadSpec(mode="closed_loop", requests=requests, concurrency=c)
         else:
-            load = LoadSpec(
-                mode=self.params.arrival,  # type: ignore[arg-type]
-                requests=open_loop_requests(value, self.duration_s, self.min_requests),
-                rate=value,
-            )
+            load = self.open_loop_level(value)
         level = session.run_level(load, label, {"role": SEARCH_ROLE})
         verdict = throughput_verdict(
             level.live_row or {}, p50, self.params.slo_ttft_p99_ms, self.params.slo_tpot_p99_ms
@@ -261,12 +247,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
 
     def run(self, session: ProcedureSession) -> None:
         p = self.params
-        capacity = estimate_capacity(
-            session,
-            given=p.capacity_rps,
-            concurrency=self.probe_concurrency,
-            requests=self.probe_requests,
-        )
+        capacity = estimate_capacity(session, p.rates.capacity_rps, self)
         self.bounds = {"capacity_estimate_rps": capacity}
         if self.closed:
             lo = float(p.min_concurrency or 1)
@@ -275,13 +256,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
             step = float(p.concurrency_step or 1)
             self.bounds |= {"min_concurrency": lo, "max_concurrency": hi, "concurrency_step": step}
         else:
-            rates = rate_bounds(
-                capacity,
-                min_rps=p.min_rps,
-                max_rps=p.max_rps,
-                rate_step=p.rate_step,
-                resolution=self.profile.rate_resolution,
-            )
+            rates = p.rates.bounds(capacity, self.profile.rate_resolution)
             lo, hi, step, start = rates["min_rps"], rates["max_rps"], rates["rate_step"], capacity
             self.bounds |= rates
         search = MaxSearch(
@@ -377,9 +352,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
         else:
             summary["highest_unsaturated_rps"] = highest
         return {
-            "capacity": capacity_section(
-                levels, p.capacity_rps, self.probe_concurrency, self.probe_requests
-            ),
+            "capacity": capacity_section(levels, p.rates.capacity_rps, self),
             "slo": {"ttft_p99_ms": p.slo_ttft_p99_ms, "tpot_p99_ms": p.slo_tpot_p99_ms},
             "levels": entries,
             "search": {

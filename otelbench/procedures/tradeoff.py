@@ -27,21 +27,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
 import numpy as np
 
 from otelbench.errors import ConfigError
-from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import throughput_latency_points
 from otelbench.model.procedure import DerivedPoint, TradeoffLevel, TradeoffSection
+from otelbench.options import nested
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import (
+    OPEN_LOOP_OPTIONS,
     SWEEP_FRACTIONS,
+    OpenLoopLevels,
     fraction_levels,
-    open_loop_requests,
     shared_option,
 )
 from otelbench.procedures.probe import PROBE_ROLE, capacity_section, estimate_capacity
@@ -67,19 +68,13 @@ class TradeoffParams:
 
     capacity_rps: float | None = shared_option("capacity_rps")
     fractions: tuple[float, ...] = SWEEP_FRACTIONS
-    level_duration_s: float | None = shared_option("level_duration_s")
-    min_level_requests: int | None = shared_option("min_level_requests")
-    probe_concurrency: int | None = shared_option("probe_concurrency")
-    probe_requests: int | None = shared_option("probe_requests")
-    arrival: str = shared_option("arrival")
+    open_loop: OpenLoopLevels = nested(OpenLoopLevels, help=OPEN_LOOP_OPTIONS)
     slo_ttft_p99_ms: float | None = shared_option("slo_ttft_p99_ms")
     slo_tpot_p99_ms: float | None = shared_option("slo_tpot_p99_ms")
 
     def __post_init__(self) -> None:
         if self.capacity_rps is not None and not self.capacity_rps > 0:
             raise ConfigError("--capacity-rps must be > 0")
-        if self.arrival in ("closed_loop", "trace"):
-            raise ConfigError("5.3 requires open-loop load with a rate (5.3.2)")
         fraction_levels(1.0, self.fractions)  # validates
 
 
@@ -215,29 +210,18 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams, TradeoffSection]):
 
     def parameters(self) -> dict[str, Any]:
         return {
-            **asdict(self.params),
-            **self.size_parameters(),
+            **self.sized_parameters(),
             "load_model": "open-loop (required by 5.3.2)",
         }
 
     def run(self, session: ProcedureSession) -> None:
-        capacity = estimate_capacity(
-            session,
-            given=self.params.capacity_rps,
-            concurrency=self.probe_concurrency,
-            requests=self.probe_requests,
-        )
+        capacity = estimate_capacity(session, self.params.capacity_rps, self)
         self.capacity_rps = capacity
         for fraction, rate in zip(
             self.params.fractions, fraction_levels(capacity, self.params.fractions), strict=True
         ):
-            load = LoadSpec(
-                mode=self.params.arrival,  # type: ignore[arg-type]
-                requests=open_loop_requests(rate, self.duration_s, self.min_requests),
-                rate=rate,
-            )
             session.run_level(
-                load,
+                self.open_loop_level(rate),
                 f"{100 * fraction:.0f}% of capacity",
                 {"role": SWEEP_ROLE, "fraction": fraction},
             )
@@ -258,9 +242,7 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams, TradeoffSection]):
                 "capacity.probe, not in levels"
             )
         return {
-            "capacity": capacity_section(
-                levels, p.capacity_rps, self.probe_concurrency, self.probe_requests
-            ),
+            "capacity": capacity_section(levels, p.capacity_rps, self),
             "slo": {"ttft_p99_ms": p.slo_ttft_p99_ms, "tpot_p99_ms": p.slo_tpot_p99_ms},
             "levels": entries,
             "knee_index": points["knee_index"],

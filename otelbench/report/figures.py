@@ -315,14 +315,18 @@ def _bar_heights(h: HistogramCounts) -> list[float]:
     return [float(k) for k in h["counts"]]
 
 
+def _not_drawn(fig: Figure, plots: PlotData | None, empty: str, needs: str) -> None:
+    """The note of a figure without its series: ``empty`` when the plot data lacks it, else
+    that report.json holds no ``needs`` (the figure is drawn from plot data only)."""
+    fig.note = (
+        empty if plots is not None else f"report.json holds no {needs} (render with plot data)"
+    )
+
+
 def _ttft_histogram(fig: Figure, report: Report, plots: PlotData | None) -> None:
     hist = plots["ttft_histogram_ms"] if plots is not None else None
     if hist is None:
-        fig.note = (
-            "no per-request TTFT in the plot data"
-            if plots is not None
-            else "report.json holds no per-request TTFT (render with plot data)"
-        )
+        _not_drawn(fig, plots, "no per-request TTFT in the plot data", "per-request TTFT")
         return
     fig.svg, fig.caption = _histogram_chart(hist, ("client", "server"), "TTFT (ms)")
 
@@ -388,11 +392,7 @@ def _ttft_by_input(fig: Figure, report: Report, plots: PlotData | None) -> None:
 def _itl_histogram(fig: Figure, report: Report, plots: PlotData | None) -> None:
     hist = plots["itl_histogram_ms"] if plots is not None else None
     if hist is None:
-        fig.note = (
-            "no ITL sample in the plot data"
-            if plots is not None
-            else "report.json holds no ITL samples (render with plot data)"
-        )
+        _not_drawn(fig, plots, "no ITL sample in the plot data", "ITL samples")
         return
     fig.svg, fig.caption = _histogram_chart(
         hist, ("client (Option B)", "server (Option C)"), "ITL (ms)"
@@ -772,11 +772,7 @@ def _waterfall_row_label(row: WaterfallRow) -> str:
 def _waterfall_plot(fig: Figure, report: Report, plots: PlotData | None) -> None:
     w = plots["waterfall"] if plots is not None else None
     if w is None or not w["requests"]:
-        fig.note = (
-            "no successful request to sample"
-            if plots is not None
-            else "report.json holds no per-request timings (render with plot data)"
-        )
+        _not_drawn(fig, plots, "no successful request to sample", "per-request timings")
         return
     rows = w["requests"]
     n = len(rows)

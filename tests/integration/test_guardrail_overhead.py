@@ -21,6 +21,7 @@ from otelbench.loadgen.warmup import WarmupSpec
 from otelbench.procedures import (
     GuardrailOverheadParams,
     GuardrailOverheadProcedure,
+    OpenLoopLevels,
     ProcedureSpec,
     get_profile,
     placeholder_load,
@@ -76,9 +77,7 @@ def test_four_configurations_through_the_gateway_with_guardrail_spans(
         guardrails=config,
         capacity_rps=20.0,
         fractions=(0.5,),
-        level_duration_s=1.0,
-        probe_requests=8,
-        probe_concurrency=4,
+        open_loop=OpenLoopLevels(level_duration_s=1.0, probe_requests=8, probe_concurrency=4),
     )
     result = run_procedure(
         GuardrailOverheadProcedure(params), make_spec(scripted_server, tmp_path / "5.10")

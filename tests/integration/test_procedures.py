@@ -32,7 +32,9 @@ from otelbench.procedures import (
     ItlProcedure,
     LongContextParams,
     LongContextProcedure,
+    OpenLoopLevels,
     ProcedureSpec,
+    RateRange,
     ThroughputParams,
     ThroughputProcedure,
     TradeoffParams,
@@ -141,7 +143,8 @@ def test_throughput_latency_sweep_runs_twelve_levels_in_one_store(
 ) -> None:
     script = {"name": "fixed", "ttft_ms": 10.0, "itl_ms": 2.0, "n": 5, "tag": "proc-sweep"}
     params = TradeoffParams(
-        capacity_rps=40.0, level_duration_s=0.3, min_level_requests=4, arrival="uniform",
+        capacity_rps=40.0,
+        open_loop=OpenLoopLevels(level_duration_s=0.3, min_level_requests=4, arrival="uniform"),
         slo_ttft_p99_ms=1000.0,
     )  # fmt: skip
     lines: list[str] = []
@@ -221,7 +224,8 @@ def test_throughput_search_is_capped_when_every_rate_is_sustained(
 ) -> None:
     script = {"name": "fixed", "ttft_ms": 10.0, "itl_ms": 2.0, "n": 5, "tag": "proc-search"}
     params = ThroughputParams(
-        capacity_rps=20.0, level_duration_s=1.0, min_level_requests=4, arrival="uniform"
+        rates=RateRange(capacity_rps=20.0),
+        open_loop=OpenLoopLevels(level_duration_s=1.0, min_level_requests=4, arrival="uniform"),
     )
     result = run_procedure(
         ThroughputProcedure(params), spec(scripted_server, tmp_path, script),
@@ -247,7 +251,9 @@ def test_throughput_search_with_an_unmeetable_slo_finds_nothing(
 ) -> None:
     script = {"name": "fixed", "ttft_ms": 30.0, "itl_ms": 2.0, "n": 5, "tag": "proc-slo"}
     params = ThroughputParams(
-        capacity_rps=20.0, level_duration_s=0.3, min_level_requests=4, slo_ttft_p99_ms=20.0
+        rates=RateRange(capacity_rps=20.0),
+        open_loop=OpenLoopLevels(level_duration_s=0.3, min_level_requests=4),
+        slo_ttft_p99_ms=20.0,
     )
     result = run_procedure(
         ThroughputProcedure(params), spec(scripted_server, tmp_path, script, warmup=None),
@@ -274,7 +280,8 @@ def test_closed_loop_throughput_search_on_concurrency(
     # beside the vLLM tier.
     script = {"name": "fixed", "ttft_ms": 100.0, "itl_ms": 2.0, "n": 5, "tag": "proc-closed"}
     params = ThroughputParams(
-        capacity_rps=20.0, probe_concurrency=2, level_duration_s=0.5, min_level_requests=4,
+        rates=RateRange(capacity_rps=20.0),
+        open_loop=OpenLoopLevels(probe_concurrency=2, level_duration_s=0.5, min_level_requests=4),
         load_model="closed-loop", max_concurrency=6,
     )  # fmt: skip
     result = run_procedure(
@@ -349,7 +356,7 @@ def test_a_failed_capacity_probe_still_writes_a_partial_report(
     from otelbench.errors import TargetError
 
     script = {"name": "error_500", "tag": "proc-fail"}
-    params = TradeoffParams(probe_requests=4, probe_concurrency=2)
+    params = TradeoffParams(open_loop=OpenLoopLevels(probe_requests=4, probe_concurrency=2))
     with pytest.raises(TargetError, match="the capacity probe completed no request"):
         run_procedure(
             TradeoffProcedure(params), spec(scripted_server, tmp_path, script, warmup=None),

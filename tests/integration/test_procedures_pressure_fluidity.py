@@ -35,7 +35,9 @@ from otelbench.procedures import (
     FluidityProcedure,
     MemoryPressureParams,
     MemoryPressureProcedure,
+    OpenLoopLevels,
     ProcedureSpec,
+    RateRange,
     get_profile,
     placeholder_load,
     run_procedure,
@@ -248,8 +250,8 @@ def test_fluidity_capacity_is_capped_when_every_level_is_fluid(
     # and D_d 25 ms one 30 ms stall beside the vLLM tier failed a level: 8 tokens allow no miss.
     script = {"name": "fixed", "ttft_ms": 20.0, "itl_ms": 40.0, "n": 8, "tag": "fluid-pass"}
     params = FluidityParams(
-        prefill_deadline_s=0.200, decode_deadline_s=0.100, capacity_rps=20.0,
-        level_duration_s=0.3, min_level_requests=4, arrival="uniform",
+        prefill_deadline_s=0.200, decode_deadline_s=0.100, rates=RateRange(capacity_rps=20.0),
+        open_loop=OpenLoopLevels(level_duration_s=0.3, min_level_requests=4, arrival="uniform"),
     )  # fmt: skip
     result = run_procedure(
         FluidityProcedure(params), spec(scripted_server, tmp_path, script), write=quiet
@@ -292,8 +294,8 @@ def test_fluidity_capacity_is_none_when_every_token_is_late(
 ) -> None:
     script = {"name": "fixed", "ttft_ms": 20.0, "itl_ms": 40.0, "n": 8, "tag": "fluid-fail"}
     params = FluidityParams(
-        prefill_deadline_s=0.025, capacity_rps=20.0, level_duration_s=0.3,
-        min_level_requests=4, arrival="uniform",
+        prefill_deadline_s=0.025, rates=RateRange(capacity_rps=20.0),
+        open_loop=OpenLoopLevels(level_duration_s=0.3, min_level_requests=4, arrival="uniform"),
     )  # fmt: skip
     result = run_procedure(
         FluidityProcedure(params), spec(scripted_server, tmp_path, script), write=quiet
@@ -322,8 +324,8 @@ def test_fluidity_profiles_the_prefill_deadline_first(
     # the scripted TTFT does not depend on the prompt: prefill(L) is flat at about 20 ms
     script = {"name": "fixed", "ttft_ms": 20.0, "itl_ms": 10.0, "n": 8, "tag": "fluid-profile"}
     params = FluidityParams(
-        scheduling_slack_s=0.200, capacity_rps=10.0, max_rps=10.0, level_duration_s=0.5,
-        arrival="uniform",
+        scheduling_slack_s=0.200, rates=RateRange(capacity_rps=10.0, max_rps=10.0),
+        open_loop=OpenLoopLevels(level_duration_s=0.5, arrival="uniform"),
     )  # fmt: skip
     result = run_procedure(
         FluidityProcedure(params), spec(scripted_server, tmp_path, script), write=quiet

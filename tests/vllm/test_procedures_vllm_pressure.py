@@ -36,6 +36,7 @@ from otelbench.procedures import (
     FluidityProcedure,
     MemoryPressureParams,
     MemoryPressureProcedure,
+    OpenLoopLevels,
     Procedure,
     ProcedureResult,
     ProcedureSpec,
@@ -146,7 +147,9 @@ def test_fluidity_capacity_search_on_the_tiny_model(
               "output_min": 16, "output_max": 32}  # fmt: skip
     started = time.monotonic()
     result = run_quick(
-        FluidityProcedure(FluidityParams(min_level_requests=8, scheduling_slack_s=0.05)),
+        FluidityProcedure(
+            FluidityParams(open_loop=OpenLoopLevels(min_level_requests=8), scheduling_slack_s=0.05)
+        ),
         vllm_server,
         otlp_receiver,
         tmp_path / "fluidity",

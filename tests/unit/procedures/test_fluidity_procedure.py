@@ -10,6 +10,7 @@ per token → 1 met of 8 → 0.125.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,9 @@ from otelbench.procedures import (
     FluidityProcedure,
     Level,
     MaxSearch,
+    OpenLoopLevels,
     ProcedureSpec,
+    RateRange,
     get_profile,
     placeholder_load,
     search_max,
@@ -190,7 +193,7 @@ def search_level(index: int, rate: float, data: RunData, live: bool) -> Level:
 
 
 def test_build_and_render(tmp_path: Path) -> None:
-    params = FluidityParams(capacity_rps=4.0, prefill_deadline_s=0.02)
+    params = FluidityParams(rates=RateRange(capacity_rps=4.0), prefill_deadline_s=0.02)
     proc = bound(params, tmp_path)
     proc.search = search_max(
         lambda r: r <= 4.0, MaxSearch(start=4.0, lo=0.4, hi=8.0, growth=1.5, abs_tolerance=0.6)
@@ -345,14 +348,30 @@ def test_build_reports_the_profiled_fit(tmp_path: Path) -> None:
         ({"prefill_deadline_s": -1.0}, "--prefill-deadline-ms must be > 0"),
         ({"min_fluidity": 1.5}, r"--min-fluidity must be within \(0, 1\]"),
         ({"request_fraction": 0.0}, r"--request-fraction must be within \(0, 1\]"),
-        ({"capacity_rps": 0.0}, "--capacity-rps must be > 0"),
-        ({"min_rps": 5.0, "max_rps": 1.0}, "--min-rps must not exceed"),
-        ({"arrival": "closed_loop"}, "open-loop"),
     ],
 )
 def test_bad_parameters_are_config_errors(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         FluidityParams(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (lambda: FluidityParams(rates=RateRange(capacity_rps=0.0)), "--capacity-rps must be > 0"),
+        (lambda: FluidityParams(rates=RateRange(rate_step=-1.0)), "--rate-step must be > 0"),
+        (
+            lambda: FluidityParams(rates=RateRange(min_rps=5.0, max_rps=1.0)),
+            "--min-rps must not exceed",
+        ),
+        (lambda: FluidityParams(open_loop=OpenLoopLevels(arrival="closed_loop")), "open-loop"),
+    ],
+)
+def test_bad_search_parameters_are_config_errors(
+    params: Callable[[], FluidityParams], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        params()
 
 
 def test_registered_with_its_etalon_section() -> None:

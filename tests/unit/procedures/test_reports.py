@@ -17,6 +17,7 @@ from otelbench.procedures import (
     Level,
     MaxSearch,
     ProcedureSpec,
+    RateRange,
     TradeoffParams,
     TradeoffProcedure,
     curve_points,
@@ -368,7 +369,7 @@ def test_throughput_build_reports_the_maximum_sustainable_level(tmp_path: Path) 
     from otelbench.procedures import ThroughputParams, ThroughputProcedure
     from otelbench.procedures.throughput import SEARCH_ROLE
 
-    procedure = ThroughputProcedure(ThroughputParams(capacity_rps=10.0))
+    procedure = ThroughputProcedure(ThroughputParams(rates=RateRange(capacity_rps=10.0)))
     procedure.bind(spec(tmp_path))
     search = MaxSearch(start=10.0, lo=1.0, hi=20.0, growth=1.5, abs_tolerance=1.5)
     procedure.search = search
