@@ -66,7 +66,7 @@ from otelbench.loadgen.runner import (
 )
 from otelbench.model.conform import conforms
 from otelbench.model.report import Report
-from otelbench.model.sut import ComparativeRun
+from otelbench.model.sut import ComparativeRun, TargetInfo
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
@@ -217,6 +217,17 @@ class CollectorLiveStats(TypedDict, total=False):
     store_memory_bytes: int | None
 
 
+class CollectorStopped(TypedDict):
+    """The embedded collector's last line, when it stops (``python -m otelbench.collector``):
+    spans and metric points stored and left out, requests rejected by reason."""
+
+    event: Literal["stopped"]
+    spans: int
+    metric_points: int
+    spans_rejected: int
+    rejected: dict[str, int]
+
+
 class EmbeddedCollector(SpanWatch):
     """``python -m otelbench.collector`` as a child process, writing one store (a DuckDB file
     or a ClickHouse store URL).
@@ -240,7 +251,7 @@ class EmbeddedCollector(SpanWatch):
         self.host = host
         self.port = port
         self.endpoint = ""
-        self.stats: dict[str, Any] = {}
+        self.stats: CollectorStopped | None = None
         self.failure: CollectorError | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._starting: threading.Thread | None = None
@@ -356,7 +367,7 @@ class EmbeddedCollector(SpanWatch):
         by_service = self.live_stats().get("spans_by_service", {})
         return sum(n for svc, n in by_service.items() if svc != semconv.SERVICE_CLIENT)
 
-    def stop(self, timeout_s: float = 30.0) -> dict[str, Any]:
+    def stop(self, timeout_s: float = 30.0) -> CollectorStopped | None:
         """Stop gracefully (SIGTERM: in-flight batches are committed) and return its counters."""
         if self._proc is None:
             return self.stats
@@ -379,7 +390,7 @@ class EmbeddedCollector(SpanWatch):
         for line in (out or "").splitlines():
             with contextlib.suppress(json.JSONDecodeError):
                 event = json.loads(line)
-                if isinstance(event, dict) and event.get("event") == "stopped":
+                if conforms(event, CollectorStopped) == []:
                     self.stats = event
         if proc.returncode not in (0, -signal.SIGTERM) and not self.stats:
             _log.warning("the embedded collector exited with %s: %s", proc.returncode, err.strip())
@@ -404,7 +415,7 @@ def check_target_url(target: str) -> None:
         )
 
 
-def preflight(target: str, model: str, timeout_s: float = 10.0) -> dict[str, Any]:
+def preflight(target: str, model: str, timeout_s: float = 10.0) -> TargetInfo:
     """Check that ``target`` answers and serves ``model``; returns what it says about itself.
 
     The result holds ``models`` (from ``/v1/models``; empty when the target has none),
@@ -419,7 +430,7 @@ def preflight(target: str, model: str, timeout_s: float = 10.0) -> dict[str, Any
     except httpx.HTTPError as exc:
         reason = str(exc) or type(exc).__name__
         raise TargetUnreachable(f"cannot reach target {target}: {reason}") from exc
-    info: dict[str, Any] = {"models": []}
+    info: TargetInfo = {"models": []}
     if response.status_code == 404:
         return info
     if response.status_code >= 400:
@@ -464,7 +475,7 @@ def _is_loopback(target: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def describe_sut(config: RunConfig, info: dict[str, Any], launched: bool) -> dict[str, Any]:
+def describe_sut(config: RunConfig, info: TargetInfo, launched: bool) -> dict[str, Any]:
     sut = dict(config.sut)
     if launched:
         sut.setdefault("boundary", "Model Engine")
@@ -543,7 +554,9 @@ class BenchmarkResult:
     report_md: str | None
     outcome: RunOutcome | None
     interrupted: bool = False
-    collector_stats: dict[str, Any] = field(default_factory=dict)
+    collector_stats: CollectorStopped | None = None
+    """The embedded collector's counts when it stopped (None: no embedded collector, or it
+    did not say)."""
     client_telemetry: dict[str, int] = field(default_factory=dict)
     """The load generator's span export: sent, spooled, replayed, dropped (``otelbench.spool``)."""
 

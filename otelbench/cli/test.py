@@ -153,7 +153,7 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
         base=base,
         profile=prof,
         out_dir=c.out,
-        launch_vllm_cpu=None if vllm_launch is None else dict(vllm_launch),
+        launch_vllm_cpu=vllm_launch,
         span_wait_s=c.span_wait,
         gpus=p.gpus,
         configurations=configurations,

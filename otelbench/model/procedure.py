@@ -41,6 +41,7 @@ from otelbench.model.report import (
     TtftDecomposition,
     Warmup,
 )
+from otelbench.model.sut import TargetInfo
 
 __all__ = [
     "CacheHitRates",
@@ -1133,7 +1134,7 @@ class SutConfigurationEntry(SutConfigurationDescription):
     served at), what the target reported and the SUT it declares, its log (section ``The
     envelope``: ``configurations``, ``target_reports``, ``sut``, ``log``)."""
 
-    target_reports: dict[str, Any]
+    target_reports: TargetInfo
     sut: dict[str, Any]
     log: str | None
 
@@ -1154,7 +1155,7 @@ class ProcedureConfiguration(TypedDict):
     target: str
     model: str
     sut: dict[str, Any]
-    target_reports: dict[str, Any]
+    target_reports: TargetInfo
     workload: RunWorkload | NamedWorkload
     tokenizer: Tokenizer | None
     request_options: RequestOptionsDeclared

@@ -32,6 +32,7 @@ __all__ = [
     "ComparativeUnread",
     "GuardrailsDeclaration",
     "SutDeclaration",
+    "TargetInfo",
 ]
 
 
@@ -111,3 +112,14 @@ class SutDeclaration(TypedDict, total=False):
     clock_sync: ClockSyncDeclaration
     network_rtt_ms: float
     guardrails: GuardrailsDeclaration
+
+
+class TargetInfo(TypedDict, total=False):
+    """What the target says about itself (``preflight``): the models its ``/v1/models`` lists
+    (empty when it has none), ``owned_by`` of the model under test (when listed) and vLLM's
+    ``/version``; empty before any target was checked. The report's ``run.sut.software`` is
+    made of it when nothing was declared."""
+
+    models: list[str]
+    owned_by: str | None
+    version: str

@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Final, Generic, TypeVar, cast, get_args, get_origin
 
+from otelbench.benchmark import VllmLaunch
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
 from otelbench.model.procedure import (
@@ -109,7 +110,7 @@ class ProcedureSpec:
     base: RunConfig
     profile: Profile
     out_dir: Path
-    launch_vllm_cpu: dict[str, Any] | None = None
+    launch_vllm_cpu: VllmLaunch | None = None
     span_wait_s: float | None = None
     gpus: int = 0
     """Accelerators of the SUT, for tokens per GPU-second (5.2.4.2); 0: none (CPU)."""

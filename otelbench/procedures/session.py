@@ -51,9 +51,11 @@ from otelbench import telemetry
 from otelbench.benchmark import (
     LAUNCHED_SPAN_FLUSH_WAIT_S,
     VLLM_SPAN_FLUSH_WAIT_S,
+    CollectorStopped,
     EmbeddedCollector,
     SpanWatch,
     StoreSpanWatch,
+    VllmLaunch,
     check_target_url,
     client_telemetry,
     config_json,
@@ -78,6 +80,7 @@ from otelbench.loadgen.runner import (
 )
 from otelbench.model.procedure import LevelRow, SutConfigurationEntry
 from otelbench.model.report import Report
+from otelbench.model.sut import TargetInfo
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
 from otelbench.query import RunData, extract_run_data, open_store
@@ -134,7 +137,7 @@ class ProcedureSession(Ends):
         out_dir: Path,
         base: RunConfig,
         *,
-        launch_vllm_cpu: dict[str, Any] | None = None,
+        launch_vllm_cpu: VllmLaunch | None = None,
         span_wait_s: float | None = None,
         on_status: Callable[[str], None] = lambda _msg: None,
         on_level_start: Callable[[Level], None] = lambda _level: None,
@@ -175,8 +178,8 @@ class ProcedureSession(Ends):
         self.otlp_endpoint = otlp_endpoint
         self.collector_port = collector_port
         self.levels: list[Level] = []
-        self.target_info: dict[str, Any] = {}
-        self.collector_stats: dict[str, Any] = {}
+        self.target_info: TargetInfo = {}
+        self.collector_stats: CollectorStopped | None = None
         self.interrupted = False
         self.started_unix = time.time()
         self.finished_unix: float | None = None
@@ -262,7 +265,7 @@ class ProcedureSession(Ends):
         log_name: str = "vllm.log",
         env: Mapping[str, str] | None = None,
     ) -> Iterator[str]:
-        launch = dict(self.launch_vllm_cpu or {})
+        launch: VllmLaunch = {**(self.launch_vllm_cpu or {})}
         launch["extra_args"] = (*launch.get("extra_args", ()), *extra_args)
         with launched_vllm(endpoint, self.out_dir / log_name, env=env, **launch) as server:
             # The served model's own tokenizer (Option A, draft 4.4), as `otelbench run` does.
