@@ -20,7 +20,7 @@ from __future__ import annotations
 import types
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-__all__ = ["conforms", "type_name"]
+__all__ = ["conforms", "type_name", "typeddicts_of"]
 
 
 def type_name(tp: Any) -> str:
@@ -114,3 +114,27 @@ def conforms(value: Any, tp: Any, path: str = "$", *, unknown_keys: bool = False
             else [f"{path}: expected {type_name(tp)}, got {type(value).__name__}"]
         )
     raise TypeError(f"conforms cannot check {tp!r}")  # a new kind of annotation in the types
+
+
+def typeddicts_of(tp: Any, module: str | None = None) -> dict[str, Any]:
+    """Every TypedDict reachable from type ``tp`` (itself, its fields' types, their arguments),
+    by name; only those defined in ``module`` when it is given (the tests that hold each type
+    against its document walk them).
+
+    >>> sorted(typeddicts_of(ShortSummary))  # doctest: +SKIP
+    ['ShortSummary']
+    """
+    seen: dict[str, Any] = {}
+
+    def walk(t: Any) -> None:
+        if is_typeddict(t):
+            if t.__name__ in seen or (module is not None and t.__module__ != module):
+                return
+            seen[t.__name__] = t
+            for hint in get_type_hints(t).values():
+                walk(hint)
+        for arg in get_args(t):
+            walk(arg)
+
+    walk(tp)
+    return seen

@@ -10,7 +10,6 @@ spans, so each level's report carries ``metrics.guardrails``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,18 +29,8 @@ from otelbench.procedures import (
 from otelbench.procedures.guardrail_overhead import derived_configurations
 from otelbench.sut import default_model_dir
 from tests.fixtures.scripted_server import ScriptedServer
-from tests.unit.procedures.test_procedure_types import check_procedure_json
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _procedure_json_conforms(tmp_path: Path) -> Iterator[None]:
-    """Every ``procedure.json`` a test here writes has the shape of its types
-    (``otelbench.model.procedure``), every key of them included."""
-    yield
-    for path in sorted(tmp_path.rglob("procedure.json")):
-        check_procedure_json(path)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("procedure_json_conforms")]
 
 
 SCRIPT = {"name": "fixed", "ttft_ms": 5.0, "itl_ms": 2.0, "n": 6}

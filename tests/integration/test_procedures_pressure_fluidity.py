@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +45,8 @@ from otelbench.procedures.fluidity import profile_lengths
 from otelbench.procedures.memory_pressure import CAPACITY_ROLE, NO_HOOKS_REASON
 from otelbench.query import RunData
 from tests.fixtures.scripted_server import ScriptedServer
-from tests.unit.procedures.test_procedure_types import check_procedure_json
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _procedure_json_conforms(tmp_path: Path) -> Iterator[None]:
-    """Every ``procedure.json`` a test here writes has the shape of its types
-    (``otelbench.model.procedure``), every key of them included."""
-    yield
-    for path in sorted(tmp_path.rglob("procedure.json")):
-        check_procedure_json(path)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("procedure_json_conforms")]
 
 
 def spec(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -33,18 +32,8 @@ from otelbench.procedures.configurations import parse_configurations
 from otelbench.sut import CommandServer
 from otelbench.sut.process import SUT_NICENESS, free_port, group_processes
 from tests.fixtures.scripted_server import ScriptedServer
-from tests.unit.procedures.test_procedure_types import check_procedure_json
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _procedure_json_conforms(tmp_path: Path) -> Iterator[None]:
-    """Every ``procedure.json`` a test here writes has the shape of its types
-    (``otelbench.model.procedure``), every key of them included."""
-    yield
-    for path in sorted(tmp_path.rglob("procedure.json")):
-        check_procedure_json(path)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("procedure_json_conforms")]
 
 
 SCRIPTED = Path(__file__).resolve().parents[1] / "fixtures" / "scripted_server.py"

@@ -18,12 +18,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
 import pytest
 import yaml
 
 from otelbench.loadgen.shard import ENV_SHARD_INDEX, parse_start
-from tests.unit.test_deploy import K8S, K8S_VERSIONS, objects_of, parse_cli, readme_secrets
+from tests.unit.test_deploy import (
+    K8S,
+    K8S_VERSIONS,
+    assert_strictly_valid,
+    objects_of,
+    parse_cli,
+    readme_secrets,
+)
 
 BENCH = K8S / "benchmark"
 KUSTOMIZATION: dict[str, Any] = yaml.safe_load((BENCH / "kustomization.yaml").read_text())
@@ -89,11 +95,7 @@ SETTINGS: dict[str, str] = only("ConfigMap", "otelbench-benchmark")["data"]
 
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 def test_every_object_is_valid_under_the_strict_kubernetes_schemas(version: str) -> None:
-    for obj in OBJECTS:
-        try:
-            kubernetes_validate.validate(obj, version, strict=True)
-        except kubernetes_validate.ValidationError as error:
-            pytest.fail(f"{obj['kind']}/{obj['metadata']['name']} ({version}): {error.message}")
+    assert_strictly_valid(OBJECTS, version)
 
 
 def test_the_shard_count_is_one_setting_and_each_pod_is_one_shard() -> None:

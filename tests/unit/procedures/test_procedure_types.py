@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, get_args, get_type_hints, is_typeddict
+from typing import Any, get_type_hints
 
 import pytest
 
 from otelbench.model import procedure as pt
-from otelbench.model.conform import conforms
+from otelbench.model.conform import conforms, typeddicts_of
 from otelbench.procedures import PROCEDURES
 from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, report_from_data
@@ -117,20 +117,6 @@ def test_the_check_finds_an_unknown_key_a_wrong_type_and_a_missing_key(tmp_path:
 # ------------------------------------------------------------------------------------------
 
 
-def _typeddicts(tp: Any, seen: dict[str, Any]) -> dict[str, Any]:
-    """Every TypedDict reachable from ``tp``, by name (those of the run report's types left
-    out: tests/unit/report/test_types.py checks them)."""
-    if is_typeddict(tp):
-        if tp.__name__ in seen or tp.__module__ != pt.__name__:
-            return seen
-        seen[tp.__name__] = tp
-        for hint in get_type_hints(tp).values():
-            _typeddicts(hint, seen)
-    for arg in get_args(tp):
-        _typeddicts(arg, seen)
-    return seen
-
-
 def _doc_sections() -> dict[str, str]:
     """The doc's ``## `` sections by title (without its parenthesis), and by procedure name its
     row of *The sections* with its ``### `` part of *Section objects* (``Shared`` too)."""
@@ -174,8 +160,8 @@ ENVELOPE_SECTIONS = ("The envelope", "A level row")
 def test_every_key_of_the_envelope_and_level_row_types_is_in_the_doc() -> None:
     """The envelope's and the level row's TypedDicts, key by key, against their doc sections."""
     sections = _doc_sections()
-    types = _typeddicts(pt.ProcedureReport, {})
-    types |= _typeddicts(pt.LevelEntry, {})
+    types = typeddicts_of(pt.ProcedureReport, pt.__name__)
+    types |= typeddicts_of(pt.LevelEntry, pt.__name__)
     undocumented = []
     for name, tp in sorted(types.items()):
         found = re.search(r"section\s+``([^`]+)``", " ".join((tp.__doc__ or "").split()))
@@ -199,7 +185,7 @@ def test_every_key_of_the_section_types_is_in_the_doc() -> None:
     sections = _doc_sections()
     types: dict[str, Any] = {}
     for tp in (*SECTIONS.values(), pt.Verdict):
-        _typeddicts(tp, types)
+        types |= typeddicts_of(tp, pt.__name__)
     undocumented = []
     for name, tp in sorted(types.items()):
         found = re.search(r"section\s+``([^`]+)``", " ".join((tp.__doc__ or "").split()))

@@ -25,7 +25,7 @@ from otelbench.loadgen.tokenizers import load_tokenizer
 from otelbench.loadgen.warmup import WarmupOutcome, WarmupSpec, probe_summary
 from otelbench.metrics import TTFT_COMPONENTS
 from otelbench.model import report as rt
-from otelbench.model.conform import conforms
+from otelbench.model.conform import conforms, typeddicts_of
 from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, report_from_data
 from otelbench.report.configuration import CONFIGURATION_LABELS
@@ -137,19 +137,6 @@ def test_optional_keys_are_optional_and_an_int_is_a_number() -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def _typeddicts(tp: Any, seen: dict[str, Any]) -> dict[str, Any]:
-    """Every TypedDict reachable from ``tp``, by name."""
-    if is_typeddict(tp):
-        if tp.__name__ in seen:
-            return seen
-        seen[tp.__name__] = tp
-        for hint in get_type_hints(tp).values():
-            _typeddicts(hint, seen)
-    for arg in get_args(tp):
-        _typeddicts(arg, seen)
-    return seen
-
-
 def _sections() -> dict[str, str]:
     """The doc's ``## `` sections by title: the heading's first code span, else its text."""
     out: dict[str, str] = {}
@@ -180,7 +167,7 @@ def test_the_top_level_keys_are_the_doc_sections() -> None:
 def test_every_key_of_the_types_is_in_its_doc_section() -> None:
     sections = _sections()
     undocumented = []
-    for name, tp in sorted(_typeddicts(rt.Report, {}).items()):
+    for name, tp in sorted(typeddicts_of(rt.Report).items()):
         if tp in (rt.Report, rt.ReportBody, rt.Metrics):
             continue  # their keys are the doc's sections
         found = re.search(r"section\s+``([^`]+)``", tp.__doc__ or "")
