@@ -151,8 +151,9 @@ class RunManifest(TypedDict, total=False):
     load: RunLoad
     request_classes: dict[str, int]
     otelbench_version: str
-    sut: dict[str, Any]
-    """The system under test as declared or detected (draft 4.1): the user's declaration, open."""
+    sut: dict[str, Any] | None
+    """The system under test as declared or detected (draft 4.1): the user's declaration, open
+    (None: nothing declared, as other producers write it)."""
     request_options: RequestOptions
     warmup: Warmup | None
     """Draft 4.5's warm-up; None when none ran."""
