@@ -203,6 +203,7 @@ class WorkerHealth:
         out: rt.WorkerHealth = {
             "worker": self.worker,
             "pid": self.pid,
+            "cpus": self.cpus,
             "loop_lateness_ms": self.lateness.summary_ms(),
             "read_delay_ms": self.read_delays.summary_ms(),
             "cpu": {
@@ -220,8 +221,8 @@ class WorkerHealth:
                 "host_steal_share": _round(self.host_steal_share),
             },
         }
-        if self.cpus is not None:
-            out["cpus"] = self.cpus
+        if self.cpus is None:  # pinned workers only
+            del out["cpus"]
         if self.gc is not None:
             out["gc_pauses"] = self.gc.summary()
         return out
