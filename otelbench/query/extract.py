@@ -33,7 +33,6 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -716,15 +715,9 @@ def list_runs(store: QueryRunner) -> list[RunInfo]:
     durations = _i64(cols["span_duration_ns"], "span_duration_ns")
     for run_id, text, start, duration in zip(ids, manifests, starts, durations, strict=True):
         try:
-            manifest = json.loads(text) if text else {}
-        except json.JSONDecodeError as err:
-            raise StoreError(f"run {run_id}: the manifest is not valid JSON ({err})") from err
-        if not isinstance(manifest, dict):
-            raise StoreError(f"run {run_id}: the manifest is not a JSON object")
-        try:
-            checked = run_manifest(manifest)
+            checked = run_manifest(text)
         except ValueError as err:
-            raise StoreError(f"run {run_id}: {err}") from None
+            raise StoreError(f"run {run_id}: {err}") from err
         run = RunInfo(run_id, checked, int(start), int(duration))
         if is_sharded(checked):
             if run_id not in shards:

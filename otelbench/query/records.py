@@ -23,6 +23,7 @@ request's arrival (the engine hooks' Option C timeline).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -114,17 +115,24 @@ MANIFEST_PROBLEMS_SHOWN: Final = 5
 """How many of a manifest's departures from :class:`RunManifest` its error lists."""
 
 
-def run_manifest(manifest: dict[str, Any]) -> RunManifest:
-    """A stored run manifest (parsed JSON) as a :class:`~otelbench.model.manifest.RunManifest`:
-    upgraded (:func:`upgrade_manifest`), then checked against the type (a key it does not
-    declare is kept: a newer otelbench's). Raises ValueError naming the departures (the first
-    :data:`MANIFEST_PROBLEMS_SHOWN`, by path) for a manifest of another shape.
+def run_manifest(text: str | None) -> RunManifest:
+    """A run span's stored manifest (its JSON text; None or empty: none) as a
+    :class:`~otelbench.model.manifest.RunManifest`: parsed, upgraded (:func:`upgrade_manifest`),
+    then checked against the type (a key it does not declare is kept: a newer otelbench's).
+    Raises ValueError for text that is not a JSON object, and for a manifest of another shape,
+    naming its departures (the first :data:`MANIFEST_PROBLEMS_SHOWN`, by path).
 
-    >>> run_manifest({"id": 7, "notes": []})
+    >>> run_manifest('{"id": 7, "notes": []}')
     Traceback (most recent call last):
     ...
     ValueError: not an otelbench run manifest: $.id: expected str, got int
     """
+    try:
+        manifest = json.loads(text) if text else {}
+    except json.JSONDecodeError as err:
+        raise ValueError(f"the manifest is not valid JSON ({err})") from err
+    if not isinstance(manifest, dict):
+        raise ValueError("the manifest is not a JSON object")
     upgraded = upgrade_manifest(manifest)
     problems = conforms(upgraded, RunManifest, unknown_keys=True)
     if problems:

@@ -74,4 +74,4 @@ async def test_the_manifest_execute_run_writes_is_a_whole_run_manifest(
     assert conforms(manifest, RunManifest) == []
     expected = set(RunManifest.__annotations__) - JOINED_ONLY - (set() if sharded else SHARD_ONLY)
     assert set(manifest) == expected
-    assert run_manifest(manifest) == manifest  # the store takes it as written
+    assert run_manifest(json.dumps(manifest)) == manifest  # the store takes it as written
