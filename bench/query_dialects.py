@@ -100,7 +100,8 @@ def build_store(path: Path, requests: int, tokens: int, seed: int = 7) -> int:
         for k, v in row.items():
             rows[k].append(v)
 
-    manifest = json.dumps({"id": RUN_ID, "model": "bench", "load": {"requests": requests}})
+    load = {"mode": "uniform", "requests": requests, "rate": 100.0, "concurrency": None}
+    manifest = json.dumps({"id": RUN_ID, "model": "bench", "load": load})
     add(start_ns=T0_NS, trace_id="f" * 32, span_id="f" * 16, parent_span_id="",
         name=semconv.SPAN_RUN, kind=semconv.SPAN_KIND_INTERNAL, service=semconv.SERVICE_CLIENT,
         keys=[semconv.RUN_ID, semconv.RUN_MANIFEST], vals=[RUN_ID, manifest],

@@ -30,6 +30,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from otelbench.model.report import HealthQuantiles
+
 __all__ = ["READ_DELAYS", "SUB_BITS", "DelayHistogram", "ReadDelays"]
 
 SUB_BITS: Final = 5
@@ -103,7 +105,7 @@ class DelayHistogram:
         index = int(np.searchsorted(np.cumsum(self.counts), rank))
         return min(_middle(index, 1 << self.sub_bits), float(self.max_ns))
 
-    def summary_ms(self) -> dict[str, float | int | None]:
+    def summary_ms(self) -> HealthQuantiles:
         """``{count, p50, p99, max}``, the percentiles and the maximum in ms."""
         p50, p99 = self.percentile_ns(50), self.percentile_ns(99)
         return {

@@ -49,9 +49,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from otelbench.errors import ConfigError
+from otelbench.model import report as rt
 
 __all__ = [
     "CpuPlan",
@@ -146,7 +147,7 @@ class CpuPlan:
         """The one CPU the event loop of worker ``worker`` runs on (round-robin over ``load``)."""
         return (self.load[worker % len(self.load)],)
 
-    def describe(self, processes: Mapping[str, int | None]) -> dict[str, Any]:
+    def describe(self, processes: Mapping[str, int | None]) -> rt.LoadCpus:
         """The report's ``run.load.workers.cpus``: the request, the rest, and the CPUs each of
         ``processes`` (name → pid; None: not started) was found on now."""
         found = {name: read_back(pid) for name, pid in processes.items() if pid is not None}

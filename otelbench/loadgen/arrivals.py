@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,7 @@ from otelbench.errors import ConfigError, registered
 
 __all__ = [
     "ARRIVALS",
+    "ArrivalFacts",
     "ArrivalProcess",
     "arrival_needs_rate",
     "arrival_parameters",
@@ -56,16 +57,28 @@ ArrivalProcess = Callable[..., npt.NDArray[np.float64]]
 ARRIVALS: dict[str, ArrivalProcess] = {}
 
 
+class ArrivalFacts(TypedDict, total=False):
+    """What an arrival process adds to its parameters in the run manifest's ``load.arrival``
+    (``describe`` of :func:`register_arrival`): ``bursty``'s gamma shape, a replayed trace's
+    file digest and extent."""
+
+    distribution: str
+    gamma_shape: float
+    sha256: str
+    timestamps_in_file: int
+    file_duration_s: float
+
+
 @dataclass(frozen=True)
 class _Info:
     needs_rate: bool
-    describe: Callable[[Mapping[str, Any]], dict[str, Any]]
+    describe: Callable[[Mapping[str, Any]], ArrivalFacts]
 
 
 _INFO: dict[str, _Info] = {}
 
 
-def _no_description(params: Mapping[str, Any]) -> dict[str, Any]:
+def _no_description(params: Mapping[str, Any]) -> ArrivalFacts:
     return {}
 
 
@@ -73,7 +86,7 @@ def register_arrival(
     name: str,
     *,
     needs_rate: bool = True,
-    describe: Callable[[Mapping[str, Any]], dict[str, Any]] = _no_description,
+    describe: Callable[[Mapping[str, Any]], ArrivalFacts] = _no_description,
 ) -> Callable[[ArrivalProcess], ArrivalProcess]:
     """Register an arrival process under ``name``.
 
@@ -118,7 +131,7 @@ def uniform(*, rate: float, n: int, seed: int) -> npt.NDArray[np.float64]:
     return np.arange(n, dtype=np.float64) / rate
 
 
-def _describe_bursty(params: Mapping[str, Any]) -> dict[str, Any]:
+def _describe_bursty(params: Mapping[str, Any]) -> ArrivalFacts:
     cv = float(params["cv"])
     return {"distribution": "gamma", "gamma_shape": 1.0 / cv**2}
 
@@ -197,7 +210,7 @@ def load_trace(path: str | Path) -> npt.NDArray[np.float64]:
     return out
 
 
-def _describe_trace(params: Mapping[str, Any]) -> dict[str, Any]:
+def _describe_trace(params: Mapping[str, Any]) -> ArrivalFacts:
     p = Path(params["path"])
     offsets = load_trace(p)
     return {

@@ -33,16 +33,14 @@ import ctypes.util
 import socket
 import struct
 import time
-from typing import Any, Final, NotRequired, TypedDict
+from typing import Any, Final
 
 from otelbench import draft
 from otelbench.errors import ConfigError
+from otelbench.model.manifest import ClockEvidence, KernelClock, MeasuredOffset
 
 __all__ = [
     "SNTP_SAMPLES",
-    "ClockEvidence",
-    "KernelClock",
-    "MeasuredOffset",
     "clock_evidence",
     "kernel_clock",
     "measure_offset",
@@ -56,39 +54,6 @@ NTP_UNIX_OFFSET_S: Final = 2_208_988_800
 """Seconds from the NTP era (1900-01-01) to the Unix epoch."""
 _STA_UNSYNC: Final = 0x0040
 _TIME_STATES: Final = ("TIME_OK", "TIME_INS", "TIME_DEL", "TIME_OOP", "TIME_WAIT", "TIME_ERROR")
-
-
-class KernelClock(TypedDict):
-    """The kernel's account of its wall clock (:func:`kernel_clock`)."""
-
-    source: str
-    synchronised: bool
-    state: str
-    max_error_ms: float
-    est_error_ms: float
-
-
-class MeasuredOffset(TypedDict):
-    """An SNTP measurement of the wall clock's offset (:func:`measure_offset`); the numbers
-    are None (and ``error`` says why) when the reference gave no usable answer."""
-
-    reference: str
-    samples: int
-    offset_ms: float | None
-    round_trip_ms: float | None
-    error_bound_ms: float | None
-    stratum: int | None
-    error: NotRequired[str]
-
-
-class ClockEvidence(TypedDict):
-    """A shard's clock evidence (:func:`clock_evidence`)."""
-
-    method: str
-    accuracy_ms: float | None
-    within_limit: bool | None
-    kernel: KernelClock | None
-    measured: MeasuredOffset | None
 
 
 class _Timeval(ctypes.Structure):

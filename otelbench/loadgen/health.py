@@ -61,13 +61,14 @@ import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
 from otelbench import draft
 from otelbench.client.readdelay import READ_DELAYS, DelayHistogram
 from otelbench.loadgen.deadline import DeadlineTimer
+from otelbench.model import report as rt
 
 __all__ = [
     "CLOCK_READS",
@@ -161,7 +162,7 @@ class GcPauses:
         self.total_ns += other.total_ns
         self.max_ns = max(self.max_ns, other.max_ns)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> rt.GcPauses:
         """``{collections, full, over_limit, total_ms, max_ms}`` (docs/report-schema.md)."""
         return {
             "collections": self.collections,
@@ -191,22 +192,20 @@ class WorkerHealth:
     cpus: list[int] | None = None
     """With ``--loadgen-cpus``: the CPUs this process was allowed at the measurement's start,
     as ``os.sched_getaffinity(0)`` read them back (:mod:`otelbench.loadgen.affinity`)."""
-    clock: dict[str, Any] = field(default_factory=dict)
-    """:func:`measure_clock` at the measurement's start."""
+    clock: rt.ClientClock | None = None
+    """:func:`measure_clock` at the measurement's start (None: not measured)."""
     gc: GcPauses | None = None
     """The process's garbage collections during the measurement (None: not watched)."""
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> rt.WorkerHealth:
         """This worker's entry of ``run.client_health.workers``."""
         cpu_s = self.user_s + self.system_s
-        pinned = {} if self.cpus is None else {"cpus": self.cpus}
-        return {
+        out: rt.WorkerHealth = {
             "worker": self.worker,
             "pid": self.pid,
-            **pinned,
+            "cpus": self.cpus,
             "loop_lateness_ms": self.lateness.summary_ms(),
             "read_delay_ms": self.read_delays.summary_ms(),
-            **({"gc_pauses": self.gc.summary()} if self.gc is not None else {}),
             "cpu": {
                 "user_s": round(self.user_s, 6),
                 "system_s": round(self.system_s, 6),
@@ -222,6 +221,11 @@ class WorkerHealth:
                 "host_steal_share": _round(self.host_steal_share),
             },
         }
+        if self.cpus is None:  # pinned workers only
+            del out["cpus"]
+        if self.gc is not None:
+            out["gc_pauses"] = self.gc.summary()
+        return out
 
 
 def _round(value: float | None) -> float | None:
@@ -247,7 +251,7 @@ def _steal_ticks() -> tuple[int, int] | None:
     return (fields[7], sum(fields)) if len(fields) == 8 else None
 
 
-def measure_clock(reads: int = CLOCK_READS) -> dict[str, Any]:
+def measure_clock(reads: int = CLOCK_READS) -> rt.ClientClock:
     """The client clock as this process finds it: its reported resolution
     (``time.get_clock_info``, and ``clock_getres`` where the platform has it), its
     implementation, and the delay between back-to-back reads over ``reads`` reads (ns:
@@ -276,9 +280,9 @@ def measure_clock(reads: int = CLOCK_READS) -> dict[str, Any]:
     }
 
 
-def _worst_clock(workers: list[WorkerHealth]) -> dict[str, Any] | None:
+def _worst_clock(workers: list[WorkerHealth]) -> rt.ClientClock | None:
     """The coarsest clock of ``workers`` (largest resolution, then slowest read P50)."""
-    clocks = [w.clock for w in workers if w.clock]
+    clocks = [w.clock for w in workers if w.clock is not None]
     if not clocks:
         return None
     return max(
@@ -290,7 +294,7 @@ def _worst_clock(workers: list[WorkerHealth]) -> dict[str, Any] | None:
     )
 
 
-def client_health(workers: list[WorkerHealth]) -> dict[str, Any]:
+def client_health(workers: list[WorkerHealth]) -> rt.ClientHealth:
     """The report's ``run.client_health``: the coarsest of the workers' clocks, loop lateness
     over every worker's ticks together, and each worker's own lateness and CPU
     (docs/report-schema.md)."""
@@ -305,16 +309,19 @@ def client_health(workers: list[WorkerHealth]) -> dict[str, Any]:
     pauses = GcPauses()
     for g in watched:
         pauses.merge(g)
-    return {
-        **({"clock": clock} if clock is not None else {}),
+    out: rt.ClientHealth = {
         "method": "; ".join(methods),
         "period_ms": PERIOD_NS / 1e6,
         "limit_ms": draft.TIMING_RESOLUTION_MS,
         "loop_lateness_ms": ticks.summary_ms(),
         "read_delay_ms": reads.summary_ms(),
-        **({"gc_pauses": pauses.summary()} if watched else {}),
         "workers": [w.summary() for w in sorted(workers, key=lambda w: w.worker)],
     }
+    if clock is not None:
+        out["clock"] = clock
+    if watched:
+        out["gc_pauses"] = pauses.summary()
+    return out
 
 
 class LoopMonitor:

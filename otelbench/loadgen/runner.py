@@ -55,7 +55,7 @@ import uuid
 from array import array
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -98,6 +98,8 @@ from otelbench.loadgen.workloads import (
     check_workload_params,
     make_workload,
 )
+from otelbench.model import report as rt
+from otelbench.model.manifest import RunManifest, SendLag
 from otelbench.spool import SpoolStats
 
 if TYPE_CHECKING:
@@ -251,7 +253,7 @@ class RunOutcome:
     # The lists stay out of repr(): asyncio.run formats its main task's repr, result included,
     # when it restores the SIGINT handler: about 0.2 s of CPU per 4,000 requests, at the end.
     run_id: str
-    manifest: dict[str, Any] = field(repr=False)
+    manifest: RunManifest = field(repr=False)
     results: list[CompletionResult] = field(default_factory=list, repr=False)
     records: list[RequestRecord] = field(default_factory=list, repr=False)
     warmup: WarmupOutcome | None = field(default=None, repr=False)
@@ -269,14 +271,18 @@ class RunOutcome:
                 self.results.append(record.result)
 
 
-def _lag_summary(lags_us: array[int]) -> dict[str, float | None]:
+def _lag_summary(lags_us: array[int]) -> SendLag:
+    """The manifest's ``schedule_lag`` of these send lags (µs), flagged when its P99 is over
+    :data:`GENERATOR_BOTTLENECK_P99_LAG_MS` (draft 4.2.5)."""
     if not lags_us:
-        return {"p50_ms": None, "p99_ms": None, "max_ms": None}
+        return {"p50_ms": None, "p99_ms": None, "max_ms": None, "generator_bottleneck": False}
     a = np.asarray(lags_us, dtype=np.float64) / 1000.0
+    p99 = float(np.percentile(a, 99))
     return {
         "p50_ms": float(np.percentile(a, 50)),
-        "p99_ms": float(np.percentile(a, 99)),
+        "p99_ms": p99,
         "max_ms": float(a.max()),
+        "generator_bottleneck": p99 > GENERATOR_BOTTLENECK_P99_LAG_MS,
     }
 
 
@@ -294,7 +300,7 @@ def _tokenizer(config: RunConfig) -> Tokenizer | None:
     return load_tokenizer(config.tokenizer, model=config.model)
 
 
-def _tokenizer_declaration(tokenizer: Tokenizer | None, vocab: object) -> dict[str, Any]:
+def _tokenizer_declaration(tokenizer: Tokenizer | None, vocab: object) -> rt.Tokenizer:
     """Draft 4.4.3: which tokenizer the token counts are in."""
     if tokenizer is not None:
         return tokenizer.describe()
@@ -312,7 +318,7 @@ def _manifest(
     workload_spec: dict[str, Any],
     items: list[WorkloadRequest],
     tokenizer: Tokenizer | None = None,
-) -> dict[str, Any]:
+) -> RunManifest:
     deviations = []
     notes = []
     if config.warmup is None:
@@ -332,7 +338,14 @@ def _manifest(
         "workload": {"name": config.workload, "seed": config.seed, "spec": workload_spec},
         "seed": config.seed,
         "tokenizer": _tokenizer_declaration(tokenizer, vocab),
-        "load": {**asdict(config.load), "arrival": _arrival(config.load, config.seed)},
+        "load": {
+            "mode": config.load.mode,
+            "requests": config.load.requests,
+            "rate": config.load.rate,
+            "concurrency": config.load.concurrency,
+            "arrival_params": dict(config.load.arrival_params),
+            "arrival": _arrival(config.load, config.seed),
+        },
         "request_classes": dict(sorted(Counter(i.request_class for i in items).items())),
         "otelbench_version": __version__,
         "sut": config.sut,
@@ -447,10 +460,11 @@ async def execute_run(
         manifest["clock"] = clock_evidence(config.clock_reference)
     workers, chosen = _workers(config, items, offsets_s, concurrency, export)
     shares = split_load(items, prompts, offsets_s, concurrency, workers)
-    manifest["load"]["workers"] = {"count": workers, "chosen": chosen}
+    load_workers: rt.LoadWorkers = {"count": workers, "chosen": chosen}
+    manifest["load"]["workers"] = load_workers
     plan = config.loadgen_cpus
     if plan is not None:
-        manifest["load"]["workers"]["cpus"] = plan.describe(neighbours or {})
+        load_workers["cpus"] = plan.describe(neighbours or {})
         manifest["notes"].extend(filter(None, [plan.note()]))
 
     warmup = config.warmup if shard is None or shard.warms_up else None
@@ -475,7 +489,7 @@ async def execute_run(
     if workers > 1:
         assert export is not None
         pool = WorkerPool(config, shares, export, plan)
-        manifest["load"]["workers"]["start_method"] = "(not started)"
+        load_workers["start_method"] = "(not started)"
     healths: list[WorkerHealth] = []
     t0 = time.perf_counter_ns()
     started_unix = time.time()
@@ -483,7 +497,7 @@ async def execute_run(
         with timing_process():
             if pool is not None:
                 pool.start()  # the workers start while this process warms the target up
-                manifest["load"]["workers"]["start_method"] = pool.start_method
+                load_workers["start_method"] = pool.start_method
             if warmup is not None:
                 warm_workload = make_workload(
                     config.workload, **{**params, "seed": config.seed + WARMUP_SEED_OFFSET}
@@ -529,7 +543,7 @@ async def execute_run(
     return outcome
 
 
-async def _agreed_start(shard: Shard, manifest: dict[str, Any]) -> tuple[int, float]:
+async def _agreed_start(shard: Shard, manifest: RunManifest) -> tuple[int, float]:
     """The agreed start as this host's ``t0`` (monotonic) and wall-clock time, waited for until
     :data:`~otelbench.loadgen.workers.START_MARGIN_NS` before it (the measuring loops then wait
     for their own deadlines). A host late for it keeps the agreed ``t0``: its sends show the
@@ -625,15 +639,13 @@ def _finish_manifest(
         manifest["deviations"].append("the run was interrupted during its warm-up")
     lag = _lag_summary(outcome.tally.schedule_lags_us)
     p99 = lag["p99_ms"]
-    bottleneck = p99 is not None and p99 > GENERATOR_BOTTLENECK_P99_LAG_MS
-    manifest.update(
-        started_unix=started_unix,
-        finished_unix=finished_unix,
-        duration_s=(time.perf_counter_ns() - t0) / 1e9,
-        requests_sent=outcome.tally.sent,
-        schedule_lag={**lag, "generator_bottleneck": bottleneck},
-        client_health=client_health(healths) if healths else None,
-    )
+    bottleneck = lag["generator_bottleneck"]
+    manifest["started_unix"] = started_unix
+    manifest["finished_unix"] = finished_unix
+    manifest["duration_s"] = (time.perf_counter_ns() - t0) / 1e9
+    manifest["requests_sent"] = outcome.tally.sent
+    manifest["schedule_lag"] = lag
+    manifest["client_health"] = client_health(healths) if healths else None
     if bottleneck:
         manifest["deviations"].append(
             f"load generator fell behind its schedule: P99 send lag {p99:.1f} ms "

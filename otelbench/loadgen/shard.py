@@ -47,6 +47,7 @@ from otelbench import semconv
 from otelbench.errors import ConfigError
 from otelbench.loadgen.share import Prompt, Share, split_load
 from otelbench.loadgen.workloads import WorkloadRequest
+from otelbench.model.manifest import ShardManifest
 
 __all__ = [
     "ENV_SHARD",
@@ -89,7 +90,7 @@ class Shard:
         """Whether this shard runs the run's warm-up."""
         return self.index == semconv.WARMUP_SHARD
 
-    def manifest(self, late_ns: int) -> dict[str, int | float | str | None]:
+    def manifest(self, late_ns: int) -> ShardManifest:
         """The run manifest's ``shard`` entry: which part, on which host, and how late it
         started against the agreed start (ms; 0 when on time)."""
         return {

@@ -40,6 +40,7 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from otelbench.errors import ConfigError, StreamError, TargetHTTPError, TargetUnreachable
+from otelbench.model import report as rt
 
 __all__ = [
     "CL100K_SHA256",
@@ -127,12 +128,14 @@ class Tokenizer(Protocol):
         """The text of ``ids`` (special tokens skipped)."""
         ...
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> rt.Tokenizer:
         """The 4.4 declaration for the report."""
         ...
 
 
-def _describe(tok: Tokenizer, counting: TokenCounting, **extra: Any) -> dict[str, Any]:
+def _describe(tok: Tokenizer, counting: TokenCounting) -> rt.Tokenizer:
+    """What every tokenizer declares (draft 4.4.3); each kind adds its own keys."""
+    rules = counting.describe()
     return {
         "option": "A (native)" if tok.option == "A" else "B (reference)",
         "name": tok.name,
@@ -140,8 +143,9 @@ def _describe(tok: Tokenizer, counting: TokenCounting, **extra: Any) -> dict[str
         "source": tok.source,
         "bos_token_id": tok.bos_token_id,
         "eos_token_id": tok.eos_token_id,
-        **counting.describe(),
-        **extra,
+        "bos_eos": rules["bos_eos"],
+        "system_prompt": rules["system_prompt"],
+        "tool_call_formatting": rules["tool_call_formatting"],
     }
 
 
@@ -234,13 +238,11 @@ class HFTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         return str(self._tok.decode(list(ids), skip_special_tokens=True))
 
-    def describe(self) -> dict[str, Any]:
-        return _describe(
-            self,
-            self.counting,
-            version=f"tokenizer.json sha256 {self._sha256}",
-            library="tokenizers (Hugging Face)",
-        )
+    def describe(self) -> rt.Tokenizer:
+        out = _describe(self, self.counting)
+        out["version"] = f"tokenizer.json sha256 {self._sha256}"
+        out["library"] = "tokenizers (Hugging Face)"
+        return out
 
 
 class ServerTokenizer:
@@ -346,8 +348,10 @@ class ServerTokenizer:
             raise StreamError(f"{self.base_url}/detokenize: answer has no 'prompt' string")
         return prompt
 
-    def describe(self) -> dict[str, Any]:
-        return _describe(self, self.counting, max_model_len=self.max_model_len)
+    def describe(self) -> rt.Tokenizer:
+        out = _describe(self, self.counting)
+        out["max_model_len"] = self.max_model_len
+        return out
 
 
 class TiktokenTokenizer:
@@ -417,14 +421,12 @@ class TiktokenTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         return str(self._enc.decode([i for i in ids if i < self._n_ordinary]))
 
-    def describe(self) -> dict[str, Any]:
-        return _describe(
-            self,
-            self.counting,
-            version=f"cl100k_base, BPE file sha256 {CL100K_SHA256}",
-            n_vocab_with_special=self._enc.n_vocab,
-            library="tiktoken",
-        )
+    def describe(self) -> rt.Tokenizer:
+        out = _describe(self, self.counting)
+        out["version"] = f"cl100k_base, BPE file sha256 {CL100K_SHA256}"
+        out["n_vocab_with_special"] = self._enc.n_vocab
+        out["library"] = "tiktoken"
+        return out
 
 
 TOKENIZERS: dict[str, Callable[..., Tokenizer]] = {

@@ -49,13 +49,14 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from otelbench import draft
 from otelbench.client import CompletionResult
 from otelbench.errors import ConfigError
 from otelbench.loadgen.workloads import Workload, WorkloadRequest
 from otelbench.metrics.warmup import probe_variation
+from otelbench.model import report as rt
 from otelbench.semconv import PHASE_PROBE, PHASE_WARMUP
 
 __all__ = [
@@ -147,7 +148,7 @@ def _ms(us: int | None) -> float | None:
     return None if us is None else us / 1000.0
 
 
-def probe_summary(results: Sequence[CompletionResult], threshold: float) -> dict[str, Any]:
+def probe_summary(results: Sequence[CompletionResult], threshold: float) -> rt.ProbeSet:
     """One probe set for the manifest: each probe's latency and TTFT (ms), their medians, the
     variation (:func:`probe_variation`) and whether it is below ``threshold``."""
     ok = [r for r in results if r.ok and r.end_offset_us is not None]
@@ -179,14 +180,14 @@ class WarmupOutcome:
     """Warm-up requests not yet completed when the warm-up ended (0: drained)."""
     output_tokens: int = 0
     duration_s: float = 0.0
-    probe_before: dict[str, Any] | None = None
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    probe_before: rt.ProbeSet | None = None
+    rounds: list[rt.WarmupRound] = field(default_factory=list)
     stabilized: bool = False
     deviations: list[str] = field(default_factory=list)
     results: list[tuple[str, CompletionResult]] = field(default_factory=list)
     """(phase, result) of every warm-up and probe request, in completion order."""
 
-    def to_manifest(self) -> dict[str, Any]:
+    def to_manifest(self) -> rt.WarmupWarm | rt.WarmupColdStart:
         """The manifest's ``warmup`` entry (JSON-serialisable)."""
         s = self.spec
         if s.cold_start:
@@ -254,7 +255,7 @@ class _Items:
 
 async def _probe_set(
     spec: WarmupSpec, item: WorkloadRequest, send: SendFn, out: WarmupOutcome
-) -> dict[str, Any]:
+) -> rt.ProbeSet:
     results = []
     for _ in range(spec.probes):
         r = await send(item, PHASE_PROBE)
@@ -265,9 +266,9 @@ async def _probe_set(
 
 async def _batch(
     spec: WarmupSpec, items: _Items, send: SendFn, concurrency: int, out: WarmupOutcome
-) -> dict[str, Any]:
+) -> tuple[int, int, int, float]:
     """One warm-up round: closed loop until both floors are reached by successful requests,
-    then drained."""
+    then drained; its requests, failures, output tokens and duration (s)."""
     issued = done = failed = tokens = 0
     stop: str | None = None
     started = time.perf_counter()
@@ -314,7 +315,7 @@ async def _batch(
             f"warm-up round {len(out.rounds) + 1} {stop}, short of its floors "
             f"({spec.min_requests} requests, {spec.min_output_tokens} output tokens)"
         )
-    return {"requests": done, "failed": failed, "output_tokens": tokens, "duration_s": duration}
+    return done, failed, tokens, duration
 
 
 async def run_warmup(
@@ -347,8 +348,14 @@ async def run_warmup(
     probe = items.first()
     out.probe_before = await _probe_set(spec, probe, send, out)
     for _ in range(spec.max_rounds):
-        round_ = await _batch(spec, items, send, out.concurrency, out)
-        round_["probe_after"] = await _probe_set(spec, probe, send, out)
+        done, failed, tokens, duration = await _batch(spec, items, send, out.concurrency, out)
+        round_: rt.WarmupRound = {
+            "requests": done,
+            "failed": failed,
+            "output_tokens": tokens,
+            "duration_s": duration,
+            "probe_after": await _probe_set(spec, probe, send, out),
+        }
         out.rounds.append(round_)
         if round_["probe_after"]["stabilized"]:
             out.stabilized = True

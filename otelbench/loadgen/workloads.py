@@ -35,7 +35,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, NotRequired, Protocol, TypedDict
 
 from otelbench.errors import ConfigError
 
@@ -49,6 +49,7 @@ __all__ = [
     "Empirical",
     "Fixed",
     "LengthDistribution",
+    "LengthSpec",
     "LogNormal",
     "LongContext",
     "Normal",
@@ -56,6 +57,7 @@ __all__ = [
     "PrefixSharing",
     "QuantileMatched",
     "RequestClass",
+    "RequestClassSpec",
     "ShareGPTConversation",
     "SyntheticUniform",
     "SystemPrompt",
@@ -343,6 +345,40 @@ class SyntheticUniform:
 # --- length distributions (draft 4.3.1) -------------------------------------------------------
 
 
+class LengthSpec(TypedDict):
+    """A length distribution's draft 4.3.1 description in the workload's ``spec``
+    (``run.workload.spec``): its type and unit, and the parameters of that type."""
+
+    distribution: str
+    unit: str
+    value: NotRequired[int]
+    min: NotRequired[int]
+    max: NotRequired[int]
+    mean: NotRequired[float]
+    std: NotRequired[float]
+    mu: NotRequired[float]
+    sigma: NotRequired[float]
+    median_unclipped: NotRequired[float]
+    mean_unclipped: NotRequired[float]
+    bounds: NotRequired[str]
+    values: NotRequired[list[int]]
+    weights: NotRequired[list[float] | None]
+    quantiles: NotRequired[dict[str, float]]
+    control: NotRequired[str]
+    """An output length's: how it is imposed (``max_tokens``)."""
+
+
+class RequestClassSpec(TypedDict):
+    """A request class (draft 5.6) in the workload's ``spec``: its share of the mix, its
+    lengths and temperature."""
+
+    name: str
+    ratio: float
+    input: LengthSpec
+    output: LengthSpec
+    temperature: float
+
+
 class LengthDistribution(Protocol):
     """A distribution of lengths in tokens, sampled from a caller's ``random.Random``."""
 
@@ -350,7 +386,7 @@ class LengthDistribution(Protocol):
         """One length, always within the distribution's floor and cap."""
         ...
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> LengthSpec:
         """The 4.3.1 description: distribution type, parameters, unit."""
         ...
 
@@ -373,7 +409,7 @@ class Fixed:
     def sample(self, rng: random.Random) -> int:
         return self.value
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> LengthSpec:
         return {"distribution": "fixed", "value": self.value, "unit": "tokens"}
 
 
@@ -390,7 +426,7 @@ class Uniform:
     def sample(self, rng: random.Random) -> int:
         return rng.randint(self.min, self.max)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> LengthSpec:
         return {
             "distribution": "uniform",
             "min": self.min,
@@ -417,7 +453,7 @@ class Normal:
     def sample(self, rng: random.Random) -> int:
         return min(self.max, max(self.min, round(rng.gauss(self.mean, self.std))))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> LengthSpec:
         return {
             "distribution": "normal",
             "mean": self.mean,
@@ -449,7 +485,7 @@ class LogNormal:
     def sample(self, rng: random.Random) -> int:
         return min(self.max, max(self.min, round(rng.lognormvariate(self.mu, self.sigma))))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> LengthSpec:
         return {
             "distribution": "lognormal",
             "mu": self.mu,
@@ -482,7 +518,7 @@ class TruncatedLogNormal(LogNormal):
         x = math.exp(self.mu + self.sigma * NormalDist().inv_cdf(u))
         return min(self.max, max(self.min, round(x)))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> LengthSpec:
         return {
             **LogNormal.describe(self),
             "bounds": "truncated (the log-normal conditioned on min..max)",
@@ -511,7 +547,7 @@ class Empirical:
             return self.values[int(rng.random() * len(self.values))]
         return rng.choices(self.values, weights=self.weights)[0]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> LengthSpec:
         return {
             "distribution": "empirical",
             "values": list(self.values),
@@ -557,7 +593,7 @@ class QuantileMatched:
         y = y0 + (z - z0) * (y1 - y0) / (z1 - z0)
         return min(self.max, max(self.min, round(math.exp(y))))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> LengthSpec:
         return {
             "distribution": "quantile-matched piecewise log-normal",
             "quantiles": {f"p{round(p * 100, 3):g}": q for p, q in self.quantiles},
@@ -591,7 +627,7 @@ class RequestClass:
     output: LengthDistribution
     temperature: float = 0.0
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RequestClassSpec:
         return {
             "name": self.name,
             "ratio": self.ratio,

@@ -10,6 +10,9 @@
 * :mod:`otelbench.model.load` — :func:`~otelbench.model.load.load_report`, the one boundary where
   a stored ``report.json`` enters otelbench: read, upgraded from an older version, checked
   against the types;
+* :mod:`otelbench.model.manifest` — the run manifest the load generator writes on its run span
+  (:class:`~otelbench.model.manifest.RunManifest`), checked where the store reads it
+  (:func:`otelbench.query.records.run_manifest`); the report copies its parts into ``run``;
 * :mod:`otelbench.model.compare` — the second document, ``compare.json``
   (:class:`~otelbench.model.compare.CompareResult`, what ``otelbench compare`` writes);
 * :mod:`otelbench.model.conform` — :func:`~otelbench.model.conform.conforms`, that check: every

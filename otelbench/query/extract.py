@@ -33,7 +33,6 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -63,7 +62,7 @@ from otelbench.query.records import (
     RunInfo,
     ServerRequests,
     ServerSource,
-    upgrade_manifest,
+    run_manifest,
 )
 from otelbench.query.shards import (
     is_sharded,
@@ -716,13 +715,11 @@ def list_runs(store: QueryRunner) -> list[RunInfo]:
     durations = _i64(cols["span_duration_ns"], "span_duration_ns")
     for run_id, text, start, duration in zip(ids, manifests, starts, durations, strict=True):
         try:
-            manifest = json.loads(text) if text else {}
-        except json.JSONDecodeError as err:
-            raise StoreError(f"run {run_id}: the manifest is not valid JSON ({err})") from err
-        if not isinstance(manifest, dict):
-            raise StoreError(f"run {run_id}: the manifest is not a JSON object")
-        run = RunInfo(run_id, upgrade_manifest(manifest), int(start), int(duration))
-        if is_sharded(manifest):
+            checked = run_manifest(text)
+        except ValueError as err:
+            raise StoreError(f"run {run_id}: {err}") from err
+        run = RunInfo(run_id, checked, int(start), int(duration))
+        if is_sharded(checked):
             if run_id not in shards:
                 runs.append(run)  # its place among the runs: its first shard's
             shards.setdefault(run_id, []).append(run)
@@ -736,7 +733,7 @@ def _joined(first: RunInfo, shards: list[RunInfo]) -> RunInfo:
     to the last end."""
     start = min(s.span_start_unix_ns for s in shards)
     end = max(s.span_start_unix_ns + s.span_duration_ns for s in shards)
-    manifest = join_shards([dict(s.manifest) for s in shards])
+    manifest = join_shards([s.manifest for s in shards])
     return RunInfo(first.run_id, manifest, start, end - start)
 
 

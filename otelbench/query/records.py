@@ -23,15 +23,18 @@ request's arrival (the engine hooks' Option C timeline).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
+from otelbench.model.conform import conforms
+from otelbench.model.manifest import RunManifest
 
 __all__ = [
     "ClientRequests",
@@ -40,6 +43,7 @@ __all__ = [
     "RunInfo",
     "ServerRequests",
     "ServerSource",
+    "run_manifest",
     "upgrade_manifest",
 ]
 
@@ -74,11 +78,11 @@ def _ragged(bounds: I64, values: I64, i: int) -> I64:
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """One benchmark run: its id, its manifest (parsed JSON, :func:`upgrade_manifest`) and its
+    """One benchmark run: its id, its manifest (the run span's, :func:`run_manifest`) and its
     run span's timing."""
 
     run_id: str
-    manifest: Mapping[str, Any]
+    manifest: RunManifest
     span_start_unix_ns: int
     span_duration_ns: int
 
@@ -88,15 +92,16 @@ _BOTTLENECK_DEVIATION: Final = "load generator fell behind its schedule"
 
 
 def upgrade_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
-    """A stored run manifest in today's shape, for manifests written by earlier otelbench
-    versions; read once, where the store's manifests are parsed.
+    """A stored run manifest (parsed JSON) in today's shape, for manifests written by earlier
+    otelbench versions; read once, where the store's manifests are parsed (:func:`run_manifest`).
 
     * ``schedule_lag.generator_bottleneck`` (draft 4.2.5): earlier manifests carried the
       bottleneck only as a deviation's prose; the flag is read from it.
 
-    >>> upgrade_manifest({"schedule_lag": {"p99_ms": 12.0}, "deviations": [
+    >>> lag = {"p50_ms": 0.5, "p99_ms": 12.0, "max_ms": 14.0}
+    >>> upgrade_manifest({"schedule_lag": lag, "deviations": [
     ...     "load generator fell behind its schedule: P99 send lag 12.0 ms"]})["schedule_lag"]
-    {'p99_ms': 12.0, 'generator_bottleneck': True}
+    {'p50_ms': 0.5, 'p99_ms': 12.0, 'max_ms': 14.0, 'generator_bottleneck': True}
     """
     lag = manifest.get("schedule_lag")
     if isinstance(lag, dict) and "generator_bottleneck" not in lag:
@@ -104,6 +109,39 @@ def upgrade_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
         flagged = any(str(d).startswith(_BOTTLENECK_DEVIATION) for d in deviations)
         manifest = {**manifest, "schedule_lag": {**lag, "generator_bottleneck": flagged}}
     return manifest
+
+
+MANIFEST_PROBLEMS_SHOWN: Final = 5
+"""How many of a manifest's departures from :class:`RunManifest` its error lists."""
+
+
+def run_manifest(text: str | None) -> RunManifest:
+    """A run span's stored manifest (its JSON text; None or empty: none) as a
+    :class:`~otelbench.model.manifest.RunManifest`: parsed, upgraded (:func:`upgrade_manifest`),
+    then checked against the type (a key it does not declare is kept: a newer otelbench's).
+    Raises ValueError for text that is not a JSON object, and for a manifest of another shape,
+    naming its departures (the first :data:`MANIFEST_PROBLEMS_SHOWN`, by path).
+
+    >>> run_manifest('{"id": 7, "notes": []}')
+    Traceback (most recent call last):
+    ...
+    ValueError: not an otelbench run manifest: $.id: expected str, got int
+    """
+    try:
+        manifest = json.loads(text) if text else {}
+    except json.JSONDecodeError as err:
+        raise ValueError(f"the manifest is not valid JSON ({err})") from err
+    if not isinstance(manifest, dict):
+        raise ValueError("the manifest is not a JSON object")
+    upgraded = upgrade_manifest(manifest)
+    problems = conforms(upgraded, RunManifest, unknown_keys=True)
+    if problems:
+        shown = "; ".join(problems[:MANIFEST_PROBLEMS_SHOWN])
+        more = len(problems) - MANIFEST_PROBLEMS_SHOWN
+        raise ValueError(
+            f"not an otelbench run manifest: {shown}" + (f" (and {more} more)" if more > 0 else "")
+        )
+    return cast(RunManifest, upgraded)  # checked just above
 
 
 @dataclass(frozen=True, slots=True, eq=False)

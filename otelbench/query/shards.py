@@ -29,8 +29,9 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final, Literal
 
+from otelbench.model.manifest import RunManifest, ShardEntry
 from otelbench.semconv import WARMUP_SHARD
 
 __all__ = ["LATE_START_MS", "is_sharded", "join_shards", "shard_entry"]
@@ -40,44 +41,56 @@ LATE_START_MS: Final = 1.0
 timing resolution: its first sends are off schedule by more than the run can resolve)."""
 
 
-def is_sharded(manifest: dict[str, Any]) -> bool:
+def is_sharded(manifest: RunManifest) -> bool:
     """Whether ``manifest`` is one shard's of a run sent from several hosts."""
     shard = manifest.get("shard")
-    return isinstance(shard, dict) and int(shard.get("count") or 1) > 1
+    return shard is not None and shard["count"] > 1
 
 
-def shard_entry(manifest: dict[str, Any]) -> dict[str, Any]:
+def shard_entry(manifest: RunManifest) -> ShardEntry:
     """One shard's facts for the joined manifest's ``shards`` list."""
     shard = manifest["shard"]
+    load = manifest.get("load")
     return {
         "index": shard["index"],
-        "host": shard.get("host"),
-        "start_late_ms": shard.get("start_late_ms"),
+        "host": shard["host"],
+        "start_late_ms": shard["start_late_ms"],
         "requests_sent": manifest.get("requests_sent"),
         "started_unix": manifest.get("started_unix"),
         "finished_unix": manifest.get("finished_unix"),
         "duration_s": manifest.get("duration_s"),
-        "workers": (manifest.get("load") or {}).get("workers"),
+        "workers": None if load is None else load.get("workers"),
         "schedule_lag": manifest.get("schedule_lag"),
         "client_health": manifest.get("client_health"),
         "clock": manifest.get("clock"),
     }
 
 
-def _p99(section: Any, key: str) -> float:
-    value = (section or {}).get(key) if isinstance(section, dict) else None
-    if isinstance(value, dict):
-        value = value.get("p99")
-    return float(value) if isinstance(value, int | float) else float("-inf")
+def _or_lowest(value: float | None) -> float:
+    return float("-inf") if value is None else float(value)
 
 
-def _by_shard(by_index: dict[int, dict[str, Any]], base: dict[str, Any], key: str) -> list[str]:
+def _lag_p99(manifest: RunManifest) -> float:
+    """The shard's P99 send lag (ms; lowest when it has none), to find the worst shard."""
+    lag = manifest.get("schedule_lag")
+    return _or_lowest(None if lag is None else lag["p99_ms"])
+
+
+def _lateness_p99(manifest: RunManifest) -> float:
+    """The shard's P99 loop lateness (ms; lowest when it has none), to find the worst shard."""
+    health = manifest.get("client_health")
+    return _or_lowest(None if health is None else health["loop_lateness_ms"]["p99"])
+
+
+def _by_shard(
+    by_index: dict[int, RunManifest], base: RunManifest, key: Literal["deviations", "notes"]
+) -> list[str]:
     """``base``'s ``key`` list, then each text only other shards have, once, with the indices
     of the shards that have it (``shards 1, 3: …``)."""
-    own = list(base.get(key) or [])
+    own = list(base.get(key, []))
     others: dict[str, list[int]] = {}
     for index, m in by_index.items():
-        for text in m.get(key) or []:
+        for text in m.get(key, []):
             if m is not base and text not in own:
                 others.setdefault(text, []).append(index)
     return own + [
@@ -86,26 +99,20 @@ def _by_shard(by_index: dict[int, dict[str, Any]], base: dict[str, Any], key: st
     ]
 
 
-def _numbers(manifests: Sequence[dict[str, Any]], key: str) -> list[float]:
-    return [m[key] for m in manifests if isinstance(m.get(key), int | float)]
-
-
-def join_shards(manifests: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def join_shards(manifests: Sequence[RunManifest]) -> RunManifest:
     """The run's manifest from its shards' (each with a ``shard`` entry; see the module
     docstring). The count is the largest any shard declared."""
-    ordered = sorted(manifests, key=lambda m: int(m["shard"]["index"]))
-    by_index = {int(m["shard"]["index"]): m for m in ordered}
-    count = max(int(m["shard"]["count"]) for m in manifests)
+    ordered = sorted(manifests, key=lambda m: m["shard"]["index"])
+    by_index = {m["shard"]["index"]: m for m in ordered}
+    count = max(m["shard"]["count"] for m in manifests)
     base = by_index.get(WARMUP_SHARD) or next(iter(by_index.values()))
     shards = [shard_entry(m) for m in by_index.values()]
-    worst_lag = max(by_index.values(), key=lambda m: _p99(m.get("schedule_lag"), "p99_ms"))
-    worst_health = max(
-        by_index.values(), key=lambda m: _p99(m.get("client_health"), "loop_lateness_ms")
-    )
+    worst_lag = max(by_index.values(), key=_lag_p99)
+    worst_health = max(by_index.values(), key=_lateness_p99)
     lag = worst_lag.get("schedule_lag")
-    if isinstance(lag, dict):
-        flagged = any((m.get("schedule_lag") or {}).get("generator_bottleneck") for m in manifests)
-        lag = {**lag, "generator_bottleneck": bool(flagged)}
+    if lag is not None:
+        flagged = any(m.get("schedule_lag", {}).get("generator_bottleneck") for m in manifests)
+        lag = {**lag, "generator_bottleneck": flagged}
     deviations = _by_shard(by_index, base, "deviations")
     notes = _by_shard(by_index, base, "notes")
     for index in range(count):
@@ -117,28 +124,29 @@ def join_shards(manifests: Sequence[dict[str, Any]]) -> dict[str, Any]:
             )
     for entry in shards:
         late = entry["start_late_ms"]
-        if isinstance(late, int | float) and late > LATE_START_MS:
+        if late is not None and late > LATE_START_MS:
             deviations.append(
                 f"shard {entry['index']} of {count} started {late:.1f} ms after the agreed "
                 f"start (> {LATE_START_MS:g} ms): its first sends are behind the schedule"
             )
-    starts = [
-        m["started_unix"] for m in manifests if isinstance(m.get("started_unix"), int | float)
-    ]
-    ends = [
-        m["finished_unix"] for m in manifests if isinstance(m.get("finished_unix"), int | float)
-    ]
-    durations = [m["duration_s"] for m in manifests if isinstance(m.get("duration_s"), int | float)]
-    return {
-        **{k: v for k, v in base.items() if k not in ("shard", "clock")},
-        "requests_sent": sum(int(m.get("requests_sent") or 0) for m in manifests),
-        "started_unix": min(starts) if starts else base.get("started_unix"),
-        "finished_unix": max(ends) if ends else base.get("finished_unix"),
-        "duration_s": max(durations) if durations else base.get("duration_s"),
-        "schedule_lag": lag,
-        "client_health": worst_health.get("client_health"),
-        "deviations": deviations,
-        "notes": notes,
-        "shard_count": count,
-        "shards": shards,
-    }
+    starts = [m["started_unix"] for m in manifests if "started_unix" in m]
+    ends = [m["finished_unix"] for m in manifests if "finished_unix" in m]
+    durations = [m["duration_s"] for m in manifests if "duration_s" in m]
+    joined = base.copy()
+    joined.pop("shard", None)
+    joined.pop("clock", None)
+    joined["requests_sent"] = sum(m.get("requests_sent", 0) for m in manifests)
+    if starts:
+        joined["started_unix"] = min(starts)
+    if ends:
+        joined["finished_unix"] = max(ends)
+    if durations:
+        joined["duration_s"] = max(durations)
+    if lag is not None:
+        joined["schedule_lag"] = lag
+    joined["client_health"] = worst_health.get("client_health")
+    joined["deviations"] = deviations
+    joined["notes"] = notes
+    joined["shard_count"] = count
+    joined["shards"] = shards
+    return joined

@@ -21,9 +21,6 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 
@@ -51,10 +48,12 @@ def _lengths(values: npt.NDArray[np.float64] | None) -> rt.SentLengths:
     }
 
 
-def _declared_rate(manifest: Mapping[str, Any]) -> float | None:
-    """The open-loop rate the run manifest declares: ``load.rate``, else its arrival process's."""
-    load = manifest.get("load") or {}
-    return number(load.get("rate")) or number((load.get("arrival") or {}).get("rate"))
+def _declared_rate(load: rt.RunLoad | None) -> float | None:
+    """The open-loop rate the run manifest's ``load`` declares: its ``rate``, else its arrival
+    process's."""
+    if load is None:
+        return None
+    return number(load["rate"]) or number(load.get("arrival", {}).get("rate"))
 
 
 def sent_section(data: RunData) -> rt.Sent:
@@ -63,8 +62,9 @@ def sent_section(data: RunData) -> rt.Sent:
     closed loop or fewer than three requests; the rate the gaps show where none was declared, as
     for a replayed trace), and the prompt lengths and ``max_tokens`` sent."""
     c = data.client
-    mode = (data.run.manifest.get("load") or {}).get("mode")
-    declared = _declared_rate(data.run.manifest)
+    load = data.run.manifest.get("load")
+    mode = None if load is None else load["mode"]
+    declared = _declared_rate(load)
     arrivals: rt.ArrivalFit | None = None
     if mode != "closed_loop":
         # a span stored twice (an exporter's retry after a lost answer) is one send, not a gap 0

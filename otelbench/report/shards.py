@@ -15,52 +15,45 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from otelbench.model import report as rt
+from otelbench.model.manifest import RunManifest, ShardEntry
 
 __all__ = ["shards_section"]
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def _float(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
-def _p99(section: Any, key: str) -> float | None:
-    return (
-        _number(((section or {}).get(key) or {}).get("p99")) if isinstance(section, dict) else None
-    )
-
-
-def _row(shard: Mapping[str, Any]) -> rt.ShardRow:
-    lag = shard.get("schedule_lag") or {}
-    clock = shard.get("clock") or {}
-    health = shard.get("client_health")
-    sent = shard.get("requests_sent")
+def _row(shard: ShardEntry) -> rt.ShardRow:
+    lag = shard["schedule_lag"]
+    clock = shard["clock"]
+    health = shard["client_health"]
     return {
-        "index": int(shard["index"]),
-        "host": shard.get("host"),
-        "requests_sent": sent if isinstance(sent, int) else None,
-        "start_late_ms": _number(shard.get("start_late_ms")),
-        "schedule_lag_p99_ms": _number(lag.get("p99_ms")),
-        "generator_bottleneck": bool(lag.get("generator_bottleneck")),
-        "loop_lateness_p99_ms": _p99(health, "loop_lateness_ms"),
-        "read_delay_p99_ms": _p99(health, "read_delay_ms"),
+        "index": shard["index"],
+        "host": shard["host"],
+        "requests_sent": shard["requests_sent"],
+        "start_late_ms": _float(shard["start_late_ms"]),
+        "schedule_lag_p99_ms": None if lag is None else _float(lag["p99_ms"]),
+        "generator_bottleneck": lag is not None and lag["generator_bottleneck"],
+        "loop_lateness_p99_ms": None
+        if health is None
+        else _float(health["loop_lateness_ms"]["p99"]),
+        "read_delay_p99_ms": None if health is None else _float(health["read_delay_ms"]["p99"]),
         "clock": {
-            "method": str(clock.get("method") or "not recorded"),
-            "accuracy_ms": _number(clock.get("accuracy_ms")),
-            "within_limit": clock.get("within_limit"),
+            "method": "not recorded" if clock is None else clock["method"] or "not recorded",
+            "accuracy_ms": None if clock is None else _float(clock["accuracy_ms"]),
+            "within_limit": None if clock is None else clock["within_limit"],
         },
     }
 
 
-def shards_section(manifest: Mapping[str, Any]) -> rt.Shards | None:
+def shards_section(manifest: RunManifest) -> rt.Shards | None:
     """The report's ``run.shards`` from a joined run manifest; None for a run from one host."""
     shards = manifest.get("shards")
-    if not isinstance(shards, list):
+    if shards is None:
         return None
     rows = [_row(s) for s in shards]
     present = {row["index"] for row in rows}
-    count = int(manifest.get("shard_count") or len(rows))
+    count = manifest.get("shard_count") or len(rows)
     return {"count": count, "missing": sorted(set(range(count)) - present), "rows": rows}

@@ -47,7 +47,12 @@ def _write_spans(path: Path) -> Path:
         manifest = {
             **MANIFEST,
             "id": run_id,
-            "load": {"mode": "poisson", "rate": rate, "concurrency": None},
+            "load": {
+                "mode": "poisson",
+                "requests": len(requests),
+                "rate": rate,
+                "concurrency": None,
+            },
             "duration_s": duration_s,
             "deviations": deviations,
         }

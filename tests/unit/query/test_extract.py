@@ -60,10 +60,10 @@ def test_a_manifest_of_an_earlier_version_is_upgraded_where_it_is_read(tmp_path:
     once, as the store's manifests are parsed; a manifest with the flag is taken as written."""
     fell_behind = "load generator fell behind its schedule: P99 send lag 19.7 ms (> 10 ms)"
     manifests = {
-        "legacy-flagged": {"schedule_lag": {"p99_ms": 19.7}, "deviations": [fell_behind]},
-        "legacy-on-time": {"schedule_lag": {"p99_ms": 0.4}, "deviations": []},
+        "legacy-flagged": {"schedule_lag": lag(19.7), "deviations": [fell_behind]},
+        "legacy-on-time": {"schedule_lag": lag(0.4), "deviations": []},
         "flag-false": {
-            "schedule_lag": {"p99_ms": 0.4, "generator_bottleneck": False},
+            "schedule_lag": {**lag(0.4), "generator_bottleneck": False},
             "deviations": [fell_behind],
         },
         "closed-loop": {"deviations": []},
@@ -75,11 +75,40 @@ def test_a_manifest_of_an_earlier_version_is_upgraded_where_it_is_read(tmp_path:
     with open_store(tmp_path / "s.duckdb") as store:
         lags = {r.run_id: r.manifest.get("schedule_lag") for r in list_runs(store)}
     assert lags == {
-        "legacy-flagged": {"p99_ms": 19.7, "generator_bottleneck": True},
-        "legacy-on-time": {"p99_ms": 0.4, "generator_bottleneck": False},
-        "flag-false": {"p99_ms": 0.4, "generator_bottleneck": False},
+        "legacy-flagged": {**lag(19.7), "generator_bottleneck": True},
+        "legacy-on-time": {**lag(0.4), "generator_bottleneck": False},
+        "flag-false": {**lag(0.4), "generator_bottleneck": False},
         "closed-loop": None,
     }
+
+
+def lag(p99_ms: float) -> dict[str, float]:
+    """A manifest's ``schedule_lag`` as written before it carried ``generator_bottleneck``."""
+    return {"p50_ms": p99_ms / 2, "p99_ms": p99_ms, "max_ms": p99_ms + 1.0}
+
+
+@pytest.mark.parametrize(
+    ("manifest", "problem"),
+    [
+        ({"id": 7}, "$.id: expected str, got int"),
+        ({"load": "poisson"}, "$.load: expected RunLoad (an object), got str"),
+        ({"schedule_lag": {"p99_ms": 3.0}}, "$.schedule_lag: missing key max_ms"),
+        ({"shard": {"index": 0}}, "$.shard: missing key count"),
+    ],
+)
+def test_a_manifest_of_another_shape_is_a_store_error_that_names_it(
+    tmp_path: Path, manifest: dict[str, Any], problem: str
+) -> None:
+    """A run span whose manifest is not a run manifest's shape fails where the store is read,
+    naming the run and what departs from the type, not later in a reader (a KeyError)."""
+    writer = SpanWriter(tmp_path / "s.duckdb")
+    writer.run_span("odd", manifest, T0_NS, 10**8)
+    writer.close()
+    with open_store(tmp_path / "s.duckdb") as store, pytest.raises(StoreError) as raised:
+        list_runs(store)
+    message = str(raised.value)
+    assert message.startswith("run odd: not an otelbench run manifest: ")
+    assert problem in message
 
 
 def test_default_run_is_the_latest_and_runs_are_selected_by_id(scenario_store: Path) -> None:

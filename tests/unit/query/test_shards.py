@@ -14,22 +14,68 @@ from tests.unit.query.spanstore import SpanWriter
 START = 1_790_000_000.0
 
 
+WARMUP = {
+    "mode": "cold_start",
+    "skipped": True,
+    "reason": "cold start measurement: warm-up skipped (draft 4.5.3)",
+    "deviations": [],
+}
+
+
+def health(lateness_p99_ms: float) -> dict[str, Any]:
+    """A shard's ``client_health`` whose loop lateness P99 is ``lateness_p99_ms``."""
+    lateness = {"count": 1000, "p50": 0.01, "p99": lateness_p99_ms, "max": lateness_p99_ms}
+    reads = {"count": 10, "p50": 0.001, "p99": 0.002, "max": 0.003}
+    cpu = {
+        "user_s": 1.0,
+        "system_s": 0.5,
+        "wall_s": 30.0,
+        "utilization": 0.05,
+        "involuntary_context_switches": 3,
+        "runqueue_wait_s": None,
+        "runqueue_wait_share": None,
+        "host_steal_share": None,
+    }
+    worker = {"worker": 0, "pid": 4242, "loop_lateness_ms": lateness, "read_delay_ms": reads}
+    return {
+        "method": "timerfd",
+        "period_ms": 1.0,
+        "limit_ms": 1.0,
+        "loop_lateness_ms": lateness,
+        "read_delay_ms": reads,
+        "workers": [{**worker, "cpu": cpu}],
+    }
+
+
 def shard_manifest(index: int, count: int = 4, **kw: Any) -> dict[str, Any]:
+    """Shard ``index``'s manifest (a whole :class:`~otelbench.model.manifest.RunManifest`'s keys
+    that the join reads); ``kw`` overrides top-level keys."""
     p99 = kw.pop("lag_p99_ms", 1.0 + index)
     lateness = kw.pop("lateness_p99_ms", 0.1 * (index + 1))
     manifest: dict[str, Any] = {
         "id": "r",
         "target": "http://10.0.0.9:8000",
-        "load": {"mode": "poisson", "rate": 40.0, "workers": {"count": 1, "chosen": "--workers"}},
-        "warmup": {"mode": "warm"} if index == 0 else None,
+        "load": {
+            "mode": "poisson",
+            "requests": 46,
+            "rate": 40.0,
+            "concurrency": None,
+            "workers": {"count": 1, "chosen": "--workers"},
+        },
+        "warmup": WARMUP if index == 0 else None,
         "deviations": ["common"] + ([f"own {index}"] if index else []),
         "notes": ["the warm-up (draft 4.5) ran on shard 0"] if index else [],
         "requests_sent": 10 + index,
         "started_unix": START + 0.001 * index,
         "finished_unix": START + 30 + index,
         "duration_s": 30.0 + index,
-        "schedule_lag": {"p50_ms": 0.1, "p99_ms": p99, "generator_bottleneck": False},
-        "client_health": {"loop_lateness_ms": {"p99": lateness}, "workers": [{"worker": 0}]},
+        "schedule_lag": {
+            "p50_ms": 0.1,
+            "p99_ms": p99,
+            "max_ms": p99 + 1.0,
+            "generator_bottleneck": False,
+        },
+        "client_health": health(lateness),
         "shard": {
             "index": index,
             "count": count,
@@ -37,7 +83,13 @@ def shard_manifest(index: int, count: int = 4, **kw: Any) -> dict[str, Any]:
             "start_at_unix": START,
             "start_late_ms": kw.pop("late_ms", 0.0),
         },
-        "clock": {"method": "none measured", "accuracy_ms": None, "within_limit": None},
+        "clock": {
+            "method": "none measured",
+            "accuracy_ms": None,
+            "within_limit": None,
+            "kernel": None,
+            "measured": None,
+        },
     }
     return {**manifest, **kw}
 
@@ -47,10 +99,15 @@ def test_the_joined_manifest_sums_the_sends_and_keeps_the_worst_shard() -> None:
     shards[2]["schedule_lag"]["generator_bottleneck"] = True  # shard 1 fell behind
     joined = join_shards(shards)
     assert joined["requests_sent"] == 10 + 11 + 12 + 13
-    assert joined["warmup"] == {"mode": "warm"}  # shard 0's: it warmed the target up
+    assert joined["warmup"] == WARMUP  # shard 0's: the warm-up shard's
     assert (joined["started_unix"], joined["finished_unix"]) == (START, START + 33)
     assert joined["duration_s"] == 33.0
-    assert joined["schedule_lag"] == {"p50_ms": 0.1, "p99_ms": 4.0, "generator_bottleneck": True}
+    assert joined["schedule_lag"] == {
+        "p50_ms": 0.1,
+        "p99_ms": 4.0,
+        "max_ms": 5.0,
+        "generator_bottleneck": True,
+    }
     assert joined["client_health"]["loop_lateness_ms"]["p99"] == 0.4
     assert joined["shard_count"] == 4
     assert [s["index"] for s in joined["shards"]] == [0, 1, 2, 3]
