@@ -505,6 +505,8 @@ class ShardRow(TypedDict):
     generator_bottleneck: bool
     loop_lateness_p99_ms: float | None
     read_delay_p99_ms: float | None
+    cpu_utilization_max: float | None
+    runqueue_wait_share_max: float | None
     clock: ShardClock
 
 

@@ -790,6 +790,8 @@ def _shards_section(run: rt.RunSection) -> list[str]:
             _ms(r["schedule_lag_p99_ms"]),
             "**yes**" if r["generator_bottleneck"] else "no",
             _lateness(r["loop_lateness_p99_ms"]),
+            fmt(r["cpu_utilization_max"], 2),
+            fmt(r["runqueue_wait_share_max"], 3),
             markdown_cell(r["clock"]["method"]),
             fmt(r["clock"]["accuracy_ms"], 3, "ms"),
             verdict(r["clock"]["within_limit"]),
@@ -797,7 +799,8 @@ def _shards_section(run: rt.RunSection) -> list[str]:
         for r in shards["rows"]
     ]
     head = ["Shard", "Host", "Sent", "Start late", "Schedule lag P99", "Bottleneck"]
-    head += ["Loop lateness P99", "Clock evidence", "Accuracy", "Within 10 ms (4.7.2)"]
+    head += ["Loop lateness P99", "CPU (cores)", "Waited for a core", "Clock evidence"]
+    head += ["Accuracy", "Within 10 ms (4.7.2)"]
     missing = shards["missing"]
     note = f"{len(shards['rows'])} of {shards['count']} shard(s) reported" + (
         f"; no run span from shard(s) {', '.join(map(str, missing))}: see the deviations."

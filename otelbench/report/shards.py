@@ -15,6 +15,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import Literal
+
 from otelbench.model import report as rt
 from otelbench.model.manifest import RunManifest, ShardEntry
 
@@ -23,6 +25,17 @@ __all__ = ["shards_section"]
 
 def _float(value: float | None) -> float | None:
     return None if value is None else float(value)
+
+
+def _busiest(
+    health: rt.ClientHealth | None, key: Literal["utilization", "runqueue_wait_share"]
+) -> float | None:
+    """The highest of the shard's workers' ``cpu[key]`` (None when none measured)."""
+    if health is None:
+        return None
+    values = [w["cpu"][key] for w in health["workers"]]
+    measured = [float(v) for v in values if v is not None]
+    return max(measured) if measured else None
 
 
 def _row(shard: ShardEntry) -> rt.ShardRow:
@@ -40,6 +53,8 @@ def _row(shard: ShardEntry) -> rt.ShardRow:
         if health is None
         else _float(health["loop_lateness_ms"]["p99"]),
         "read_delay_p99_ms": None if health is None else _float(health["read_delay_ms"]["p99"]),
+        "cpu_utilization_max": _busiest(health, "utilization"),
+        "runqueue_wait_share_max": _busiest(health, "runqueue_wait_share"),
         "clock": {
             "method": "not recorded" if clock is None else clock["method"] or "not recorded",
             "accuracy_ms": None if clock is None else _float(clock["accuracy_ms"]),

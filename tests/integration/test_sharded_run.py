@@ -265,6 +265,8 @@ def test_four_shards_send_the_one_schedule_once_and_report_as_one_run(
         assert row["requests_sent"] == REQUESTS // 4
         assert row["host"]
         assert row["loop_lateness_p99_ms"] is not None
+        assert row["cpu_utilization_max"] is not None
+        assert row["cpu_utilization_max"] > 0
         assert row["clock"]["within_limit"] is True
     checks = {c["id"]: c for c in report["compliance"]["checks"]}
     assert (
