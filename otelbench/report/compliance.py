@@ -495,16 +495,19 @@ def _open_loop_isolation(f: ReportFacts) -> tuple[bool, str]:
         f"{fmt(lag['p50'], 2, 'ms')}, P99 {fmt(lag['p99'], 2, 'ms')}, max "
         f"{fmt(lag['max'], 2, 'ms')}"
     )
+    ok, per_shard = True, ""
+    shards = f.run.get("shards")
+    if shards is not None:  # every host kept its part of the schedule, or the run did not
+        ok, text = _shards_schedule(shards)
+        per_shard = f"; {text}"
     if gen["generator_bottleneck_flagged"] is True:
         return False, (
             f"{facts}; flagged: the load generator fell behind its schedule (its P99 send lag "
             "over all it sent exceeded its limit), the generator, not the target, may have "
-            "limited the offered load (run.load_generator.generator_bottleneck_flagged)"
+            f"limited the offered load (run.load_generator.generator_bottleneck_flagged){per_shard}"
         )
-    shards = f.run.get("shards")
-    if shards is not None:  # every host kept its part of the schedule, or the run did not
-        ok, per_shard = _shards_schedule(shards)
-        return ok, f"{facts}; {per_shard}"
+    if shards is not None:
+        return ok, f"{facts}{per_shard}"
     return True, f"{facts}; sends are scheduled independently of responses, not flagged"
 
 
