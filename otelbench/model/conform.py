@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
@@ -42,10 +43,18 @@ def _scalar(value: Any, tp: type) -> bool:
     return isinstance(value, tp)
 
 
+@functools.cache
+def _hints(tp: Any) -> dict[str, Any]:
+    """A TypedDict's field types, evaluated once per type (a whole report's check took 20 ms
+    evaluating them on every object, 8 ms with this cache; the store checks every run
+    manifest it lists)."""
+    return get_type_hints(tp)
+
+
 def _typeddict(value: Any, tp: Any, path: str, unknown: bool) -> list[str]:
     if not isinstance(value, dict):
         return [f"{path}: expected {tp.__name__} (an object), got {type(value).__name__}"]
-    hints = get_type_hints(tp)
+    hints = _hints(tp)
     problems = (
         [] if unknown else [f"{path}: unknown key {key}" for key in value if key not in hints]
     )
@@ -131,7 +140,7 @@ def typeddicts_of(tp: Any, module: str | None = None) -> dict[str, Any]:
             if t.__name__ in seen or (module is not None and t.__module__ != module):
                 return
             seen[t.__name__] = t
-            for hint in get_type_hints(t).values():
+            for hint in _hints(t).values():
                 walk(hint)
         for arg in get_args(t):
             walk(arg)
