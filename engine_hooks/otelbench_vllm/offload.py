@@ -29,7 +29,11 @@ child, so one per API server.
 
 Lifecycle: the child starts on the first finished request. If it dies, that is logged once, the
 records it had not yet reported received plus those in the failed write are counted as dropped,
-and it is started again, at most :data:`MAX_RESTARTS` times; after that every record is dropped
+and it is started again, at most :data:`MAX_RESTARTS` times, when the next record comes. A death
+is noticed when its stdout ends, not only at the next write: a write can land in the pipe of a
+child that is still dying (SIGKILL makes its main thread a zombie while its other threads still
+hold the pipe open), and those records are counted as dropped then, not whenever the next
+request finishes; after that every record is dropped
 and counted. At interpreter exit (``atexit``), :meth:`ExporterProcess.close` sends what is
 queued, closes the child's stdin and waits up to :data:`EXIT_WAIT_S` for the child to flush its
 batch span processor and exit (then kills it). The child exits when its stdin closes, whoever
@@ -62,7 +66,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -151,7 +155,9 @@ def _child_environment() -> dict[str, str]:
 class _Child:
     """One exporter process, its reader thread, and what it last reported."""
 
-    def __init__(self, config: Mapping[str, Any], stats: HookStats) -> None:
+    def __init__(
+        self, config: Mapping[str, Any], stats: HookStats, on_exit: Callable[[], None]
+    ) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", _MODULE],
             stdin=subprocess.PIPE,
@@ -161,6 +167,9 @@ class _Child:
         self.sent = 0
         self.seen: dict[str, int] = {}
         self._stats = stats
+        self._on_exit = on_exit
+        self.exited = threading.Event()
+        """Set when its stdout ended: every thread of it has exited (its pipes are closed)."""
         assert self.proc.stdin is not None
         self.stdin: IO[bytes] = self.proc.stdin
         write_frame(self.stdin, pickle.dumps(dict(config), protocol=pickle.HIGHEST_PROTOCOL))
@@ -183,6 +192,8 @@ class _Child:
                     if delta:
                         self._stats.add(field, delta)
                 self.seen = {k: int(v) for k, v in report.items()}
+        self.exited.set()
+        self._on_exit()
 
     def send(self, batch: list[FinishedRequest]) -> None:
         write_frame(self.stdin, pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
@@ -276,6 +287,9 @@ class ExporterProcess:
             while queue:
                 batch = [queue.popleft() for _ in range(min(len(queue), MAX_BATCH))]
                 self._send(batch)
+            child = self._child
+            if child is not None and child.exited.is_set():
+                self._lost(child, 0)  # died between batches: count what it never received now
             if self._closing:
                 return
 
@@ -292,7 +306,7 @@ class ExporterProcess:
     def _live_child(self) -> _Child | None:
         """The running child; started (again) when there is none, up to the restart bound."""
         child = self._child
-        if child is not None and child.proc.poll() is not None:
+        if child is not None and (child.exited.is_set() or child.proc.poll() is not None):
             self._lost(child, 0)
             child = None
         if child is None and not self._gave_up:
@@ -301,7 +315,7 @@ class ExporterProcess:
 
     def _spawn(self) -> _Child | None:
         try:
-            self._child = _Child(self._config, self.stats)
+            self._child = _Child(self._config, self.stats, on_exit=self._wake.set)
         except Exception as exc:  # noqa: BLE001 - no exporter process: records are dropped
             self._give_up(f"cannot start the exporter process ({type(exc).__name__}: {exc})")
             return None
@@ -312,7 +326,6 @@ class ExporterProcess:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.proc.wait(timeout=1.0)
         self.stats.add("records_dropped", in_flight + child.unreported())
-        self._child = None
         if not self._warned:
             self._warned = True
             _log.warning(
@@ -327,6 +340,7 @@ class ExporterProcess:
             self._give_up(f"it died {self.stats.exporter_restarts + 1} times")
         else:
             self.stats.add("exporter_restarts")
+        self._child = None  # last: ``pid`` None tells that the death is fully accounted
 
     def _give_up(self, reason: str) -> None:
         self._gave_up = True

@@ -211,7 +211,9 @@ def test_itl_procedure_reports_the_scripted_itl(
 def test_throughput_search_is_capped_when_every_rate_is_sustained(
     scripted_server: ScriptedServer, tmp_path: Path
 ) -> None:
-    script = {"name": "fixed", "ttft_ms": 10.0, "itl_ms": 2.0, "n": 5, "tag": "proc-search"}
+    # TTFT 60 ms: saturation by 5.2.3.1 needs a P99 above 10 × the lowest level's P50, here
+    # 600 ms; at 10 ms a single 100 ms stall of a busy CI host fired it at 20 req/s.
+    script = {"name": "fixed", "ttft_ms": 60.0, "itl_ms": 2.0, "n": 5, "tag": "proc-search"}
     params = ThroughputParams(
         rates=RateRange(capacity_rps=20.0),
         open_loop=OpenLoopLevels(level_duration_s=1.0, min_level_requests=4, arrival="uniform"),
