@@ -80,7 +80,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Final, Protocol, TypedDict
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -97,6 +97,7 @@ __all__ = [
     "RETRY_INITIAL_S",
     "RETRY_MAX_S",
     "SEGMENT_BYTES",
+    "ExportSettings",
     "FastSpanExporter",
     "Spool",
     "SpoolBusyError",
@@ -702,7 +703,17 @@ def _request(spans: Sequence[ReadableSpan]) -> bytes:
     return b"".join(out)
 
 
-def settings_from_env() -> dict[str, Any]:
+class ExportSettings(TypedDict):
+    """The sending settings of an OTLP/HTTP span exporter (:func:`settings_from_env`), keyword
+    arguments of :class:`SpoolingSpanExporter` and :class:`FastSpanExporter`."""
+
+    headers: Mapping[str, str]
+    timeout_s: float
+    certificate_file: str | None
+    compression: str
+
+
+def settings_from_env() -> ExportSettings:
     """The sending settings the standard variables give the SDK's OTLP/HTTP exporter, as keyword
     arguments of :class:`SpoolingSpanExporter` and :class:`FastSpanExporter`: headers
     (``OTEL_EXPORTER_OTLP_TRACES_HEADERS``, else ``OTEL_EXPORTER_OTLP_HEADERS`` — a receiver's

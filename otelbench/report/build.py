@@ -19,7 +19,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from itertools import compress
-from typing import Any, Final, Literal, cast
+from typing import Final, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +44,8 @@ from otelbench.metrics import (
     window_throughput,
 )
 from otelbench.model import report as rt
+from otelbench.model.compare import CompareResult
+from otelbench.model.procedure import ProcedureReport
 from otelbench.model.report import SCHEMA_VERSION
 from otelbench.query import ClientRequests, QueryRunner, RunData, extract_run_data, open_store
 from otelbench.report.compliance import compliance
@@ -171,7 +173,7 @@ def build_report(
         )
 
 
-def render_json(report: rt.Report | Mapping[str, Any]) -> str:
+def render_json(report: rt.Report | ProcedureReport | CompareResult) -> str:
     """``report.json`` text: 2-space indent, keys in report order, no NaN, trailing newline.
 
     Also writes the other JSON documents of otelbench (``compare.json``, ``procedure.json``)."""
