@@ -286,7 +286,7 @@ def _lag_summary(lags_us: array[int]) -> SendLag:
     }
 
 
-def _arrival(load: LoadSpec, seed: int) -> dict[str, Any]:
+def _arrival(load: LoadSpec, seed: int) -> rt.ArrivalSpec:
     if load.mode == "closed_loop":
         return {"process": "closed_loop", "concurrency": load.concurrency}
     return arrival_parameters(load.mode, rate=load.rate, seed=seed, params=load.arrival_params)

@@ -11,8 +11,9 @@
   classes, attribute names, decisions) is ``dict[str, int]``; values the document fixes are
   ``Literal``;
 * the open objects of the run manifest's copies (``run.workload.spec``, each workload's own
-  specification; ``run.load.arrival`` and ``arrival_params``, each arrival process's own
-  parameters) are ``dict[str, Any]``.
+  specification, kept as any otelbench version or other producer wrote it; ``arrival_params``,
+  the parameters as the user gave them) are ``dict[str, Any]``; ``run.load.arrival``, the
+  arrival process with every parameter bound, is :class:`ArrivalSpec`.
 
 A ``report.json`` read back from disk enters only through
 :func:`~otelbench.model.load.load_report`, which brings an older version to this one's shape and
@@ -44,6 +45,8 @@ from otelbench.metrics import InputBucketDict, SummaryDict
 __all__ = [
     "SCHEMA_VERSION",
     "AddedLatency",
+    "ArrivalFacts",
+    "ArrivalSpec",
     "Check",
     "ClassRow",
     "Classes",
@@ -196,6 +199,33 @@ class LoadWorkers(TypedDict):
     cpus: NotRequired[LoadCpus]
 
 
+class ArrivalFacts(TypedDict, total=False):
+    """What an arrival process adds to its parameters in ``run.load.arrival`` (section ``run``;
+    ``describe`` of :func:`otelbench.loadgen.arrivals.register_arrival`): ``bursty``'s gamma
+    shape, a replayed trace's file digest and extent."""
+
+    distribution: str
+    gamma_shape: float
+    sha256: str
+    timestamps_in_file: int
+    file_duration_s: float
+
+
+class ArrivalSpec(ArrivalFacts):
+    """``run.load.arrival``: everything that defines the schedule (section ``run``): the process,
+    its rate and seed, each parameter of the process with its default filled in (``cv`` for
+    ``bursty``; ``path`` and ``time_scale`` for ``trace``) and its facts; a closed loop's is its
+    process and ``concurrency``. Draft 4.2.3."""
+
+    process: str
+    rate: NotRequired[float | None]
+    seed: NotRequired[int]
+    concurrency: NotRequired[int | None]
+    cv: NotRequired[float]
+    path: NotRequired[str]
+    time_scale: NotRequired[float]
+
+
 class RunLoad(TypedDict):
     """``run.load``: the run manifest's load model (section ``run``). ``arrival_params``,
     ``arrival`` and ``workers`` are there in every run the load generator made."""
@@ -205,7 +235,7 @@ class RunLoad(TypedDict):
     rate: float | None
     concurrency: int | None
     arrival_params: NotRequired[dict[str, Any]]
-    arrival: NotRequired[dict[str, Any]]
+    arrival: NotRequired[ArrivalSpec]
     workers: NotRequired[LoadWorkers]
 
 
