@@ -38,7 +38,7 @@ Usage::
 # made (Python 3.11's TypedDict reads it from evaluated annotations only), so that
 # ``__required_keys__`` is right for the conformance tests.
 
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from typing import Any, Final, Literal, NotRequired, Required, TypedDict
 
 from otelbench.metrics import InputBucketDict, SummaryDict
 
@@ -58,6 +58,8 @@ __all__ = [
     "ComponentShares",
     "Configuration",
     "DataQuality",
+    "DatasetFilters",
+    "DatasetSpec",
     "DeadlineRange",
     "DeadlineRow",
     "EndMismatches",
@@ -77,6 +79,7 @@ __all__ = [
     "ItlMethod",
     "ItlPerRequest",
     "ItlShape",
+    "LengthSpec",
     "LevelCounts",
     "LoadCpus",
     "LoadGenerator",
@@ -86,6 +89,7 @@ __all__ = [
     "Preemptions",
     "PrefillDeadline",
     "PrefillFitSection",
+    "PrefixSharingSpec",
     "ProbeDefinition",
     "ProbeSet",
     "ProfileGroup",
@@ -95,6 +99,7 @@ __all__ = [
     "Refusals",
     "Report",
     "ReportBody",
+    "RequestClassSpec",
     "RequestCounts",
     "RequestEnds",
     "RequestOptions",
@@ -108,9 +113,11 @@ __all__ = [
     "ShardRow",
     "Shards",
     "ShortSummary",
+    "SourceFile",
     "StatementResult",
     "Summary",
     "Sut",
+    "SystemPromptSpec",
     "TestVerdict",
     "Throughput",
     "Tokenizer",
@@ -125,6 +132,8 @@ __all__ = [
     "WarmupWarm",
     "WorkerCpu",
     "WorkerHealth",
+    "WorkloadContent",
+    "WorkloadSpec",
 ]
 
 SCHEMA_VERSION: Final = 1
@@ -175,11 +184,158 @@ class Tokenizer(TypedDict):
 class RunWorkload(TypedDict):
     """``run.workload``: the run manifest's workload (section ``run``): its name, the seed it
     was generated with, and ``spec``, the workload's own specification (lengths, content, prefix
-    sharing, system prompt, dataset or file, draft section: keys per workload)."""
+    sharing, system prompt, dataset or file, draft section: keys per workload). ``spec`` stays
+    an open object here: a stored run of another otelbench version or another producer may
+    hold any specification; what this version's workloads write is a :class:`WorkloadSpec`."""
 
     name: str
     seed: int
     spec: dict[str, Any]
+
+
+class LengthSpec(TypedDict, total=False):
+    """A length distribution's draft 4.3.1 description in the workload's ``spec``
+    (``run.workload.spec``, section ``run``): its type (``"per class"`` when each request class
+    has its own), its unit and the parameters of that type; an output's control method; and,
+    in ``spec.input``, what the prompt is made of."""
+
+    distribution: Required[str]
+    unit: str
+    value: int
+    min: int
+    max: int
+    mean: float
+    std: float
+    mu: float
+    sigma: float
+    median_unclipped: float
+    mean_unclipped: float
+    bounds: str
+    values: list[int]
+    weights: list[float] | None
+    quantiles: dict[str, float]
+    control: str
+    """An output length's: how it is imposed (``max_tokens``)."""
+    content: str
+    vocab_size: int
+    target_lengths: list[int]
+    """``long-context`` (A.5): the target input lengths …"""
+    effective_lengths: list[int]
+    """… and those sent, capped to the context window."""
+    structure: str
+    document: str
+    question: str
+    reference_a32: dict[str, int]
+    """``sharegpt`` (A.3): A.3.2's reference quantiles, beside the dataset's own."""
+
+
+class RequestClassSpec(TypedDict):
+    """A request class (draft 5.6) in the workload's ``spec`` (section ``run``): its share of
+    the mix, its lengths and temperature."""
+
+    name: str
+    ratio: float
+    input: LengthSpec
+    output: LengthSpec
+    temperature: float
+
+
+class WorkloadContent(TypedDict):
+    """``spec.content`` (section ``run``): draft 4.3.1's content characteristics."""
+
+    domain: str | None
+    language: str | None
+
+
+class SystemPromptSpec(TypedDict):
+    """``spec.system_prompt`` (section ``run``): one shared system prompt of ``tokens`` ids,
+    prepended to a ``share`` of the requests (draft 4.3.2.3)."""
+
+    tokens: int
+    share: float
+    shared_prefix: bool
+    content: NotRequired[str]
+
+
+class PrefixSharingSpec(TypedDict):
+    """``spec.prefix_sharing`` (section ``run``): draft 4.3.1's prefix sharing: the fraction
+    of requests sharing a context, how many contexts, their length and which one a request
+    takes."""
+
+    ratio: float
+    prefixes: int
+    length: LengthSpec
+    selection: str
+    rank_probabilities: list[float]
+    unshared_requests: str
+
+
+class DatasetFilters(TypedDict):
+    """``spec.dataset.filters`` (section ``run``): which conversation turns were kept."""
+
+    min_tokens: int
+    max_input_tokens: int | None
+    max_output_tokens: int | None
+    limit: int | None
+
+
+class DatasetSpec(TypedDict):
+    """``spec.dataset`` (section ``run``): the ShareGPT file a ``sharegpt`` workload (A.3)
+    was read from, and what was kept of it."""
+
+    format: str
+    path: str
+    sha256: str
+    conversations: int
+    turns: str
+    requests_available: int
+    dropped: dict[str, int]
+    filters: DatasetFilters
+    selection: str
+
+
+class SourceFile(TypedDict):
+    """``spec.source_file`` (section ``run``): a custom workload's file and its SHA-256."""
+
+    path: str
+    sha256: str
+
+
+class WorkloadSpec(TypedDict, total=False):
+    """``run.workload.spec`` as this version's workloads write it (section ``run``; draft 4.3,
+    Appendix A): name, draft section and seed (every workload's), then those of the input and
+    output lengths, request classes, content, system prompt, prefix sharing, counting,
+    temperature, stop sequences, notes and deviations that the workload declares, and its own
+    parts (``max_context_len``; ``dataset`` and ``tokenizer``; a file's ``source_file`` and
+    ``description``).
+
+    Example::
+
+        make_workload("synthetic-uniform", seed=1).spec()["input"]["distribution"]  # "uniform"
+    """
+
+    name: Required[str]
+    draft_section: Required[str]
+    seed: Required[int]
+    shared_seed: int
+    """The seed of the shared parts (system prompt, shared contexts), when not ``seed``."""
+    synthetic: bool
+    input: LengthSpec
+    output: LengthSpec
+    request_classes: list[RequestClassSpec]
+    content: WorkloadContent
+    system_prompt: SystemPromptSpec | None
+    prefix_sharing: PrefixSharingSpec | None
+    counting: str
+    temperature: float | Literal["per class"]
+    stop_sequences: None
+    notes: list[str]
+    deviations: list[str]
+    max_context_len: int | None
+    dataset: DatasetSpec
+    tokenizer: Tokenizer
+    source_file: SourceFile
+    description: str | None
 
 
 class LoadCpus(TypedDict):
