@@ -18,8 +18,8 @@ Example::
 
     offsets = ARRIVALS["poisson"](rate=4.0, n=1000, seed=42)   # seconds, non-decreasing
     offsets = arrival_schedule("bursty", rate=4.0, n=1000, seed=42, params={"cv": 2.0})
-    arrival_parameters("bursty", rate=4.0, seed=1, params={})  # ArrivalSpec: {"process": "bursty",
-                                                               #  "rate": 4.0, "cv": 3.0, …}
+    arrival_parameters("bursty", rate=4.0, seed=1, params={})
+    # ArrivalSpec: {"process": "bursty", "rate": 4.0, "seed": 1, "cv": 3.0, "gamma_shape": …}
 """
 
 from __future__ import annotations
