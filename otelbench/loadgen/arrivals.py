@@ -18,8 +18,8 @@ Example::
 
     offsets = ARRIVALS["poisson"](rate=4.0, n=1000, seed=42)   # seconds, non-decreasing
     offsets = arrival_schedule("bursty", rate=4.0, n=1000, seed=42, params={"cv": 2.0})
-    arrival_parameters("bursty", rate=4.0, params={})  # {"process": "bursty", "rate": 4.0,
-                                                       #  "cv": 3.0, "distribution": "gamma", …}
+    arrival_parameters("bursty", rate=4.0, seed=1, params={})
+    # ArrivalSpec: {"process": "bursty", "rate": 4.0, "seed": 1, "cv": 3.0, "gamma_shape": …}
 """
 
 from __future__ import annotations
@@ -31,17 +31,19 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from otelbench.errors import ConfigError, registered
+from otelbench.model.report import ArrivalFacts, ArrivalSpec
 
 __all__ = [
     "ARRIVALS",
     "ArrivalFacts",
     "ArrivalProcess",
+    "ArrivalSpec",
     "arrival_needs_rate",
     "arrival_parameters",
     "arrival_schedule",
@@ -57,28 +59,16 @@ ArrivalProcess = Callable[..., npt.NDArray[np.float64]]
 ARRIVALS: dict[str, ArrivalProcess] = {}
 
 
-class ArrivalFacts(TypedDict, total=False):
-    """What an arrival process adds to its parameters in the run manifest's ``load.arrival``
-    (``describe`` of :func:`register_arrival`): ``bursty``'s gamma shape, a replayed trace's
-    file digest and extent."""
-
-    distribution: str
-    gamma_shape: float
-    sha256: str
-    timestamps_in_file: int
-    file_duration_s: float
-
-
 @dataclass(frozen=True)
 class _Info:
     needs_rate: bool
-    describe: Callable[[Mapping[str, Any]], ArrivalFacts]
+    describe: Callable[[ArrivalSpec], ArrivalFacts]
 
 
 _INFO: dict[str, _Info] = {}
 
 
-def _no_description(params: Mapping[str, Any]) -> ArrivalFacts:
+def _no_description(arrival: ArrivalSpec) -> ArrivalFacts:
     return {}
 
 
@@ -86,12 +76,13 @@ def register_arrival(
     name: str,
     *,
     needs_rate: bool = True,
-    describe: Callable[[Mapping[str, Any]], ArrivalFacts] = _no_description,
+    describe: Callable[[ArrivalSpec], ArrivalFacts] = _no_description,
 ) -> Callable[[ArrivalProcess], ArrivalProcess]:
     """Register an arrival process under ``name``.
 
     ``needs_rate``: whether the process needs ``rate`` (a replayed trace does not);
-    ``describe(params)`` adds facts for the run manifest (e.g. a trace file's digest).
+    ``describe(arrival)`` adds facts for the run manifest (e.g. a trace file's digest) from the
+    process's :class:`ArrivalSpec`, its parameters bound.
     """
 
     def wrap(fn: ArrivalProcess) -> ArrivalProcess:
@@ -131,8 +122,8 @@ def uniform(*, rate: float, n: int, seed: int) -> npt.NDArray[np.float64]:
     return np.arange(n, dtype=np.float64) / rate
 
 
-def _describe_bursty(params: Mapping[str, Any]) -> ArrivalFacts:
-    cv = float(params["cv"])
+def _describe_bursty(arrival: ArrivalSpec) -> ArrivalFacts:
+    cv = float(arrival["cv"])
     return {"distribution": "gamma", "gamma_shape": 1.0 / cv**2}
 
 
@@ -210,8 +201,8 @@ def load_trace(path: str | Path) -> npt.NDArray[np.float64]:
     return out
 
 
-def _describe_trace(params: Mapping[str, Any]) -> ArrivalFacts:
-    p = Path(params["path"])
+def _describe_trace(arrival: ArrivalSpec) -> ArrivalFacts:
+    p = Path(arrival["path"])
     offsets = load_trace(p)
     return {
         "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
@@ -307,18 +298,16 @@ def arrival_schedule(
     bound = _bind(name, params or {})
     if info.needs_rate and rate is None:
         raise ConfigError(f"open-loop {name} load needs --rate > 0")
-    kwargs: dict[str, Any] = {"n": n, "seed": seed, **bound}
-    if rate is not None or info.needs_rate:
-        kwargs["rate"] = rate
+    with_rate = {"rate": rate} if rate is not None or info.needs_rate else {}
     try:
-        return ARRIVALS[name](**kwargs)
+        return ARRIVALS[name](n=n, seed=seed, **with_rate, **bound)
     except (TypeError, ValueError) as exc:  # e.g. cv="x": a bad value, not a bug
         raise ConfigError(f"bad parameters for arrival process {name!r}: {exc}") from None
 
 
 def arrival_parameters(
     name: str, *, rate: float | None, seed: int, params: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+) -> ArrivalSpec:
     """Everything that defines the schedule, for the run manifest: the process, its rate and
     seed, every parameter with defaults filled in, and what the process adds (gamma shape, a
     trace file's SHA-256 …).
@@ -331,7 +320,8 @@ def arrival_parameters(
     """
     info = _known(name)
     bound = _bind(name, params or {})
-    out: dict[str, Any] = {"process": name, "rate": rate, "seed": seed}
-    out.update({k: (str(v) if isinstance(v, Path) else v) for k, v in bound.items()})
-    out.update(info.describe(bound))
-    return out
+    bound = {k: (str(v) if isinstance(v, Path) else v) for k, v in bound.items()}
+    # The keys are the process's parameters, as its signature names them (ArrivalSpec's, for
+    # the processes registered here); their values are the caller's, checked by the schedule.
+    arrival = cast(ArrivalSpec, {"process": name, "rate": rate, "seed": seed, **bound})
+    return {**arrival, **info.describe(arrival)}

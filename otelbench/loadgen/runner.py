@@ -286,7 +286,7 @@ def _lag_summary(lags_us: array[int]) -> SendLag:
     }
 
 
-def _arrival(load: LoadSpec, seed: int) -> dict[str, Any]:
+def _arrival(load: LoadSpec, seed: int) -> rt.ArrivalSpec:
     if load.mode == "closed_loop":
         return {"process": "closed_loop", "concurrency": load.concurrency}
     return arrival_parameters(load.mode, rate=load.rate, seed=seed, params=load.arrival_params)
@@ -315,7 +315,7 @@ def _tokenizer_declaration(tokenizer: Tokenizer | None, vocab: object) -> rt.Tok
 
 def _manifest(
     config: RunConfig,
-    workload_spec: dict[str, Any],
+    workload_spec: rt.WorkloadSpec,
     items: list[WorkloadRequest],
     tokenizer: Tokenizer | None = None,
 ) -> RunManifest:
@@ -335,7 +335,8 @@ def _manifest(
         "target": config.target,
         "model": config.model,
         "api": config.api,
-        "workload": {"name": config.workload, "seed": config.seed, "spec": workload_spec},
+        # (the manifest's spec is the open object every version's runs hold: see RunWorkload)
+        "workload": {"name": config.workload, "seed": config.seed, "spec": dict(workload_spec)},
         "seed": config.seed,
         "tokenizer": _tokenizer_declaration(tokenizer, vocab),
         "load": {

@@ -203,36 +203,18 @@ class HFTokenizer:
                     continue
                 if isinstance(loaded, dict):
                     config = {**loaded, **config}
-        self._bos = _special_id(self._tok, config, "bos")
-        self._eos = _special_id(self._tok, config, "eos")
-        self._name = str(config.get("_name_or_path") or file.parent.name or file.name)
-        self._source = str(file)
+        self.name = str(config.get("_name_or_path") or file.parent.name or file.name)
+        self.source = str(file)
+        self.vocab_size = int(self._tok.get_vocab_size(with_added_tokens=True))
+        self.bos_token_id = _special_id(self._tok, config, "bos")
+        self.eos_token_id = _special_id(self._tok, config, "eos")
         self.counting = counting or TokenCounting()
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def source(self) -> str:
-        return self._source
-
-    @property
-    def vocab_size(self) -> int:
-        return int(self._tok.get_vocab_size(with_added_tokens=True))
-
-    @property
-    def bos_token_id(self) -> int | None:
-        return self._bos
-
-    @property
-    def eos_token_id(self) -> int | None:
-        return self._eos
 
     def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
         ids = list(self._tok.encode(text, add_special_tokens=add_special_tokens).ids)
-        if add_special_tokens and self._bos is not None and (not ids or ids[0] != self._bos):
-            ids.insert(0, self._bos)
+        bos = self.bos_token_id
+        if add_special_tokens and bos is not None and (not ids or ids[0] != bos):
+            ids.insert(0, bos)
         return ids
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -278,33 +260,15 @@ class ServerTokenizer:
             )
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self._vocab = vocab_size
-        self._bos = bos_token_id
-        self._eos = eos_token_id
+        self.name = f"{model or 'server'} (server tokenizer)"
+        self.source = f"{self.base_url}/tokenize"
+        self.vocab_size = vocab_size
+        self.bos_token_id = bos_token_id
+        self.eos_token_id = eos_token_id
         self._timeout = timeout
         self.counting = counting or TokenCounting()
         self.max_model_len: int | None = None
         """The server's context window, learnt from the last ``/tokenize`` answer."""
-
-    @property
-    def name(self) -> str:
-        return f"{self.model or 'server'} (server tokenizer)"
-
-    @property
-    def source(self) -> str:
-        return f"{self.base_url}/tokenize"
-
-    @property
-    def vocab_size(self) -> int | None:
-        return self._vocab
-
-    @property
-    def bos_token_id(self) -> int | None:
-        return self._bos
-
-    @property
-    def eos_token_id(self) -> int | None:
-        return self._eos
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.model is not None:
@@ -391,35 +355,18 @@ class TiktokenTokenizer:
             mergeable_ranks=ranks,
             special_tokens=_CL100K_SPECIAL,
         )
-        self._n_ordinary = len(ranks)
-        self._source = f"tiktoken cl100k_base (offline file {data.name}, sha256 {CL100K_SHA256})"
+        self.name = "cl100k_base"
+        self.source = f"tiktoken cl100k_base (offline file {data.name}, sha256 {CL100K_SHA256})"
+        self.vocab_size = len(ranks)
+        self.bos_token_id: int | None = None
+        self.eos_token_id: int | None = _CL100K_SPECIAL["<|endoftext|>"]
         self.counting = counting or TokenCounting()
-
-    @property
-    def name(self) -> str:
-        return "cl100k_base"
-
-    @property
-    def source(self) -> str:
-        return self._source
-
-    @property
-    def vocab_size(self) -> int:
-        return self._n_ordinary
-
-    @property
-    def bos_token_id(self) -> int | None:
-        return None
-
-    @property
-    def eos_token_id(self) -> int | None:
-        return _CL100K_SPECIAL["<|endoftext|>"]
 
     def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
         return list(self._enc.encode_ordinary(text))
 
     def decode(self, ids: Sequence[int]) -> str:
-        return str(self._enc.decode([i for i in ids if i < self._n_ordinary]))
+        return str(self._enc.decode([i for i in ids if i < self.vocab_size]))
 
     def describe(self) -> rt.Tokenizer:
         out = _describe(self, self.counting)

@@ -57,6 +57,7 @@ from otelbench.loadgen.workloads import (
     RequestClass,
     SystemPrompt,
 )
+from otelbench.model.report import WorkloadContent
 
 __all__ = ["load_workload_file"]
 
@@ -260,7 +261,7 @@ def _build(
         vocab_size = _int(top["vocab_size"], "vocab_size") if "vocab_size" in top else None
         if vocab_size is not None and vocab_size < 2:
             raise _Bad("vocab_size", f"must be >= 2, got {vocab_size}")
-    content = {
+    content: WorkloadContent = {
         "domain": _str(top["domain"], "domain") if "domain" in top else None,
         "language": _str(top["language"], "language") if "language" in top else None,
     }
@@ -274,7 +275,8 @@ def _build(
         system_prompt=system,
         prefix_sharing=sharing,
         content=content,
-        extra_spec={"source_file": {"path": path, "sha256": digest}, "description": description},
+        source_file={"path": path, "sha256": digest},
+        description=description,
     )
 
 

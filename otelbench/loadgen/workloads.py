@@ -35,9 +35,17 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Final, NotRequired, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from otelbench.errors import ConfigError
+from otelbench.model.report import (
+    DatasetFilters,
+    LengthSpec,
+    RequestClassSpec,
+    SourceFile,
+    WorkloadContent,
+    WorkloadSpec,
+)
 
 if TYPE_CHECKING:
     from otelbench.loadgen.tokenizers import Tokenizer
@@ -65,6 +73,7 @@ __all__ = [
     "Workload",
     "WorkloadParameter",
     "WorkloadRequest",
+    "WorkloadSpec",
     "check_workload_params",
     "code_completion",
     "conversation",
@@ -109,7 +118,7 @@ class Workload(Protocol):
         """The first ``n`` requests; the same seed always gives the same requests."""
         ...
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> WorkloadSpec:
         """The full specification (draft 4.3.1 parameters) for the report."""
         ...
 
@@ -313,7 +322,7 @@ class SyntheticUniform:
             out.append(WorkloadRequest(i, ids, output_len, 0.0))
         return out
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> WorkloadSpec:
         return {
             "name": self.name,
             "draft_section": "A.1",
@@ -343,40 +352,6 @@ class SyntheticUniform:
 
 
 # --- length distributions (draft 4.3.1) -------------------------------------------------------
-
-
-class LengthSpec(TypedDict):
-    """A length distribution's draft 4.3.1 description in the workload's ``spec``
-    (``run.workload.spec``): its type and unit, and the parameters of that type."""
-
-    distribution: str
-    unit: str
-    value: NotRequired[int]
-    min: NotRequired[int]
-    max: NotRequired[int]
-    mean: NotRequired[float]
-    std: NotRequired[float]
-    mu: NotRequired[float]
-    sigma: NotRequired[float]
-    median_unclipped: NotRequired[float]
-    mean_unclipped: NotRequired[float]
-    bounds: NotRequired[str]
-    values: NotRequired[list[int]]
-    weights: NotRequired[list[float] | None]
-    quantiles: NotRequired[dict[str, float]]
-    control: NotRequired[str]
-    """An output length's: how it is imposed (``max_tokens``)."""
-
-
-class RequestClassSpec(TypedDict):
-    """A request class (draft 5.6) in the workload's ``spec``: its share of the mix, its
-    lengths and temperature."""
-
-    name: str
-    ratio: float
-    input: LengthSpec
-    output: LengthSpec
-    temperature: float
 
 
 class LengthDistribution(Protocol):
@@ -706,11 +681,15 @@ class ParametricWorkload:
     draft_section: str = "4.3.1"
     system_prompt: SystemPrompt | None = None
     prefix_sharing: PrefixSharing | None = None
-    content: Mapping[str, Any] = field(default_factory=dict)
+    content: WorkloadContent = field(
+        default_factory=lambda: WorkloadContent(domain=None, language=None)
+    )
     notes: tuple[str, ...] = ()
     deviations: tuple[str, ...] = ()
     synthetic: bool = True
-    extra_spec: Mapping[str, Any] = field(default_factory=dict)
+    source_file: SourceFile | None = None
+    """A custom workload's file (draft 4.3), which :meth:`spec` names with ``description``."""
+    description: str | None = None
     shared_seed: int | None = None
     """Seed of the shared parts (system prompt, shared contexts); None: ``seed``. Two workloads
     with the same ``shared_seed`` and different ``seed`` share prefixes but not bodies (a warm
@@ -780,51 +759,58 @@ class ParametricWorkload:
             )
         return out
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> WorkloadSpec:
         first = self.classes[0]
         single = len(self.classes) == 1
         ps = self.prefix_sharing
         sp = self.system_prompt
-        spec: dict[str, Any] = {
+        spec: WorkloadSpec = {
             "name": self.name,
             "draft_section": self.draft_section,
             "seed": self.seed,
-            **({} if self.shared_seed is None else {"shared_seed": self.shared_seed}),
-            "synthetic": self.synthetic,
-            "input": {
-                **(first.input.describe() if single else {"distribution": "per class"}),
-                "content": "random token ids from the vocabulary",
-                "vocab_size": self.vocab_size,
-            },
-            "output": {
-                **(first.output.describe() if single else {"distribution": "per class"}),
-                "control": "max_tokens",
-            },
-            "request_classes": [c.describe() for c in self.classes],
-            "content": dict(self.content),
-            "system_prompt": None
-            if sp is None
-            else {"tokens": sp.tokens, "share": sp.share, "shared_prefix": True},
-            "prefix_sharing": None
-            if ps is None
-            else {
-                "ratio": ps.ratio,
-                "prefixes": ps.prefixes,
-                "length": ps.length.describe(),
-                "selection": f"truncated Zipf over ranks 1..{ps.prefixes}, s={ps.zipf_s}",
-                "rank_probabilities": [round(w, 6) for w in ps.weights()],
-                "unshared_requests": "a fresh context of the same length distribution",
-            },
-            "counting": (
-                "input distribution = the request body; system prompt and shared context "
-                "are prepended and counted separately (draft 4.4.3); no BOS/EOS added"
-            ),
-            "temperature": first.temperature if single else "per class",
-            "stop_sequences": None,
-            "notes": list(self.notes),
-            "deviations": list(self.deviations),
         }
-        spec.update(self.extra_spec)
+        if self.shared_seed is not None:
+            spec["shared_seed"] = self.shared_seed
+        per_class: LengthSpec = {"distribution": "per class"}
+        spec.update(
+            {
+                "synthetic": self.synthetic,
+                "input": {
+                    **(first.input.describe() if single else per_class),
+                    "content": "random token ids from the vocabulary",
+                    "vocab_size": self.vocab_size,
+                },
+                "output": {
+                    **(first.output.describe() if single else per_class),
+                    "control": "max_tokens",
+                },
+                "request_classes": [c.describe() for c in self.classes],
+                "content": {**self.content},
+                "system_prompt": None
+                if sp is None
+                else {"tokens": sp.tokens, "share": sp.share, "shared_prefix": True},
+                "prefix_sharing": None
+                if ps is None
+                else {
+                    "ratio": ps.ratio,
+                    "prefixes": ps.prefixes,
+                    "length": ps.length.describe(),
+                    "selection": f"truncated Zipf over ranks 1..{ps.prefixes}, s={ps.zipf_s}",
+                    "rank_probabilities": [round(w, 6) for w in ps.weights()],
+                    "unshared_requests": "a fresh context of the same length distribution",
+                },
+                "counting": (
+                    "input distribution = the request body; system prompt and shared context "
+                    "are prepended and counted separately (draft 4.4.3); no BOS/EOS added"
+                ),
+                "temperature": first.temperature if single else "per class",
+                "stop_sequences": None,
+                "notes": list(self.notes),
+                "deviations": list(self.deviations),
+            }
+        )
+        if self.source_file is not None:
+            spec.update({"source_file": {**self.source_file}, "description": self.description})
         return spec
 
 
@@ -1150,7 +1136,7 @@ class LongContext:
             )
         return out
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> WorkloadSpec:
         capped = [t for t in self.target_lengths if t > self.input_cap]
         deviations = []
         if capped:
@@ -1204,7 +1190,7 @@ _ASSISTANT_ROLES = frozenset({"gpt", "assistant", "chatgpt", "bard", "bing", "mo
 _SYSTEM_ROLES = frozenset({"system"})
 
 
-def _quantiles(values: Sequence[int]) -> dict[str, int]:
+def _quantiles(values: Sequence[int]) -> dict[str, float]:
     if not values:
         return {}
     s = sorted(values)
@@ -1314,7 +1300,7 @@ class ShareGPTConversation:
         self._items = pairs
         self._dropped = dropped
         self._conversations = len(data)
-        self._filters = {
+        self._filters: DatasetFilters = {
             "min_tokens": min_tokens,
             "max_input_tokens": max_input_tokens,
             "max_output_tokens": max_output_tokens,
@@ -1375,7 +1361,7 @@ class ShareGPTConversation:
             )
         return out
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> WorkloadSpec:
         ins = [len(ids) for ids, _ in self._items]
         outs = [o for _, o in self._items]
         return {
@@ -1391,7 +1377,7 @@ class ShareGPTConversation:
                 "turns": self.turns,
                 "requests_available": len(self._items),
                 "dropped": dict(self._dropped),
-                "filters": dict(self._filters),
+                "filters": {**self._filters},
                 "selection": "seeded shuffle of the kept pairs; request i = pair i mod kept",
             },
             "tokenizer": self.tokenizer.describe(),

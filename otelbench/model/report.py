@@ -11,8 +11,9 @@
   classes, attribute names, decisions) is ``dict[str, int]``; values the document fixes are
   ``Literal``;
 * the open objects of the run manifest's copies (``run.workload.spec``, each workload's own
-  specification; ``run.load.arrival`` and ``arrival_params``, each arrival process's own
-  parameters) are ``dict[str, Any]``.
+  specification, kept as any otelbench version or other producer wrote it; ``arrival_params``,
+  the parameters as the user gave them) are ``dict[str, Any]``; ``run.load.arrival``, the
+  arrival process with every parameter bound, is :class:`ArrivalSpec`.
 
 A ``report.json`` read back from disk enters only through
 :func:`~otelbench.model.load.load_report`, which brings an older version to this one's shape and
@@ -37,13 +38,15 @@ Usage::
 # made (Python 3.11's TypedDict reads it from evaluated annotations only), so that
 # ``__required_keys__`` is right for the conformance tests.
 
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from typing import Any, Final, Literal, NotRequired, Required, TypedDict
 
 from otelbench.metrics import InputBucketDict, SummaryDict
 
 __all__ = [
     "SCHEMA_VERSION",
     "AddedLatency",
+    "ArrivalFacts",
+    "ArrivalSpec",
     "Check",
     "ClassRow",
     "Classes",
@@ -55,6 +58,8 @@ __all__ = [
     "ComponentShares",
     "Configuration",
     "DataQuality",
+    "DatasetFilters",
+    "DatasetSpec",
     "DeadlineRange",
     "DeadlineRow",
     "EndMismatches",
@@ -74,6 +79,7 @@ __all__ = [
     "ItlMethod",
     "ItlPerRequest",
     "ItlShape",
+    "LengthSpec",
     "LevelCounts",
     "LoadCpus",
     "LoadGenerator",
@@ -83,6 +89,7 @@ __all__ = [
     "Preemptions",
     "PrefillDeadline",
     "PrefillFitSection",
+    "PrefixSharingSpec",
     "ProbeDefinition",
     "ProbeSet",
     "ProfileGroup",
@@ -92,6 +99,7 @@ __all__ = [
     "Refusals",
     "Report",
     "ReportBody",
+    "RequestClassSpec",
     "RequestCounts",
     "RequestEnds",
     "RequestOptions",
@@ -105,9 +113,11 @@ __all__ = [
     "ShardRow",
     "Shards",
     "ShortSummary",
+    "SourceFile",
     "StatementResult",
     "Summary",
     "Sut",
+    "SystemPromptSpec",
     "TestVerdict",
     "Throughput",
     "Tokenizer",
@@ -122,6 +132,8 @@ __all__ = [
     "WarmupWarm",
     "WorkerCpu",
     "WorkerHealth",
+    "WorkloadContent",
+    "WorkloadSpec",
 ]
 
 SCHEMA_VERSION: Final = 1
@@ -172,11 +184,158 @@ class Tokenizer(TypedDict):
 class RunWorkload(TypedDict):
     """``run.workload``: the run manifest's workload (section ``run``): its name, the seed it
     was generated with, and ``spec``, the workload's own specification (lengths, content, prefix
-    sharing, system prompt, dataset or file, draft section: keys per workload)."""
+    sharing, system prompt, dataset or file, draft section: keys per workload). ``spec`` stays
+    an open object here: a stored run of another otelbench version or another producer may
+    hold any specification; what this version's workloads write is a :class:`WorkloadSpec`."""
 
     name: str
     seed: int
     spec: dict[str, Any]
+
+
+class LengthSpec(TypedDict, total=False):
+    """A length distribution's draft 4.3.1 description in the workload's ``spec``
+    (``run.workload.spec``, section ``run``): its type (``"per class"`` when each request class
+    has its own), its unit and the parameters of that type; an output's control method; and,
+    in ``spec.input``, what the prompt is made of."""
+
+    distribution: Required[str]
+    unit: str
+    value: int
+    min: int
+    max: int
+    mean: float
+    std: float
+    mu: float
+    sigma: float
+    median_unclipped: float
+    mean_unclipped: float
+    bounds: str
+    values: list[int]
+    weights: list[float] | None
+    quantiles: dict[str, float]
+    control: str
+    """An output length's: how it is imposed (``max_tokens``)."""
+    content: str
+    vocab_size: int
+    target_lengths: list[int]
+    """``long-context`` (A.5): the target input lengths …"""
+    effective_lengths: list[int]
+    """… and those sent, capped to the context window."""
+    structure: str
+    document: str
+    question: str
+    reference_a32: dict[str, int]
+    """``sharegpt`` (A.3): A.3.2's reference quantiles, beside the dataset's own."""
+
+
+class RequestClassSpec(TypedDict):
+    """A request class (draft 5.6) in the workload's ``spec`` (section ``run``): its share of
+    the mix, its lengths and temperature."""
+
+    name: str
+    ratio: float
+    input: LengthSpec
+    output: LengthSpec
+    temperature: float
+
+
+class WorkloadContent(TypedDict):
+    """``spec.content`` (section ``run``): draft 4.3.1's content characteristics."""
+
+    domain: str | None
+    language: str | None
+
+
+class SystemPromptSpec(TypedDict):
+    """``spec.system_prompt`` (section ``run``): one shared system prompt of ``tokens`` ids,
+    prepended to a ``share`` of the requests (draft 4.3.2.3)."""
+
+    tokens: int
+    share: float
+    shared_prefix: bool
+    content: NotRequired[str]
+
+
+class PrefixSharingSpec(TypedDict):
+    """``spec.prefix_sharing`` (section ``run``): draft 4.3.1's prefix sharing: the fraction
+    of requests sharing a context, how many contexts, their length and which one a request
+    takes."""
+
+    ratio: float
+    prefixes: int
+    length: LengthSpec
+    selection: str
+    rank_probabilities: list[float]
+    unshared_requests: str
+
+
+class DatasetFilters(TypedDict):
+    """``spec.dataset.filters`` (section ``run``): which conversation turns were kept."""
+
+    min_tokens: int
+    max_input_tokens: int | None
+    max_output_tokens: int | None
+    limit: int | None
+
+
+class DatasetSpec(TypedDict):
+    """``spec.dataset`` (section ``run``): the ShareGPT file a ``sharegpt`` workload (A.3)
+    was read from, and what was kept of it."""
+
+    format: str
+    path: str
+    sha256: str
+    conversations: int
+    turns: str
+    requests_available: int
+    dropped: dict[str, int]
+    filters: DatasetFilters
+    selection: str
+
+
+class SourceFile(TypedDict):
+    """``spec.source_file`` (section ``run``): a custom workload's file and its SHA-256."""
+
+    path: str
+    sha256: str
+
+
+class WorkloadSpec(TypedDict, total=False):
+    """``run.workload.spec`` as this version's workloads write it (section ``run``; draft 4.3,
+    Appendix A): name, draft section and seed (every workload's), then those of the input and
+    output lengths, request classes, content, system prompt, prefix sharing, counting,
+    temperature, stop sequences, notes and deviations that the workload declares, and its own
+    parts (``max_context_len``; ``dataset`` and ``tokenizer``; a file's ``source_file`` and
+    ``description``).
+
+    Example::
+
+        make_workload("synthetic-uniform", seed=1).spec()["input"]["distribution"]  # "uniform"
+    """
+
+    name: Required[str]
+    draft_section: Required[str]
+    seed: Required[int]
+    shared_seed: int
+    """The seed of the shared parts (system prompt, shared contexts), when not ``seed``."""
+    synthetic: bool
+    input: LengthSpec
+    output: LengthSpec
+    request_classes: list[RequestClassSpec]
+    content: WorkloadContent
+    system_prompt: SystemPromptSpec | None
+    prefix_sharing: PrefixSharingSpec | None
+    counting: str
+    temperature: float | Literal["per class"]
+    stop_sequences: None
+    notes: list[str]
+    deviations: list[str]
+    max_context_len: int | None
+    dataset: DatasetSpec
+    tokenizer: Tokenizer
+    source_file: SourceFile
+    description: str | None
 
 
 class LoadCpus(TypedDict):
@@ -196,6 +355,33 @@ class LoadWorkers(TypedDict):
     cpus: NotRequired[LoadCpus]
 
 
+class ArrivalFacts(TypedDict, total=False):
+    """What an arrival process adds to its parameters in ``run.load.arrival`` (section ``run``;
+    ``describe`` of :func:`otelbench.loadgen.arrivals.register_arrival`): ``bursty``'s gamma
+    shape, a replayed trace's file digest and extent."""
+
+    distribution: str
+    gamma_shape: float
+    sha256: str
+    timestamps_in_file: int
+    file_duration_s: float
+
+
+class ArrivalSpec(ArrivalFacts):
+    """``run.load.arrival``: everything that defines the schedule (section ``run``): the process,
+    its rate and seed, each parameter of the process with its default filled in (``cv`` for
+    ``bursty``; ``path`` and ``time_scale`` for ``trace``) and its facts; a closed loop's is its
+    process and ``concurrency``. Draft 4.2.3."""
+
+    process: str
+    rate: NotRequired[float | None]
+    seed: NotRequired[int]
+    concurrency: NotRequired[int | None]
+    cv: NotRequired[float]
+    path: NotRequired[str]
+    time_scale: NotRequired[float]
+
+
 class RunLoad(TypedDict):
     """``run.load``: the run manifest's load model (section ``run``). ``arrival_params``,
     ``arrival`` and ``workers`` are there in every run the load generator made."""
@@ -205,7 +391,7 @@ class RunLoad(TypedDict):
     rate: float | None
     concurrency: int | None
     arrival_params: NotRequired[dict[str, Any]]
-    arrival: NotRequired[dict[str, Any]]
+    arrival: NotRequired[ArrivalSpec]
     workers: NotRequired[LoadWorkers]
 
 

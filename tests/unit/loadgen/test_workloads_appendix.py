@@ -22,6 +22,8 @@ from otelbench.loadgen.workloads import (
     TruncatedLogNormal,
     make_workload,
 )
+from otelbench.model.conform import conforms
+from otelbench.model.report import WorkloadSpec
 from tests.unit.loadgen.test_tokenizers import build_tiny_tokenizer
 
 VOCAB = 1024
@@ -84,6 +86,50 @@ def test_registered_names() -> None:
         "mixed-classes",
         "file",
     } <= set(WORKLOADS)
+
+
+def test_every_workloads_spec_has_the_workload_spec_type(
+    tmp_path: Path, tiny_tokenizer: HFTokenizer
+) -> None:
+    """``spec()`` is what the run manifest records as ``run.workload.spec``: each registered
+    workload's, with its own parts (classes, shared seed, dataset, source file …), has the
+    keys and value types :class:`WorkloadSpec` declares."""
+    custom = tmp_path / "custom.json"
+    custom.write_text(
+        json.dumps(
+            {
+                "description": "two classes",
+                "domain": "chat",
+                "input": {"distribution": "normal", "mean": 300, "std": 50},
+                "output": {
+                    "distribution": "empirical",
+                    "values": [16, 64],
+                    "control": "max_tokens",
+                },
+                "system_prompt": {"tokens": 20},
+                "prefix_sharing": {
+                    "ratio": 0.5,
+                    "prefixes": 2,
+                    "length": {"distribution": "fixed", "value": 64},
+                },
+                "classes": [{"name": "a", "ratio": 0.5}, {"name": "b", "ratio": 0.5}],
+            }
+        )
+    )
+    params: dict[str, dict[str, Any]] = {
+        "synthetic-uniform": {},
+        "synthetic-skewed": {},
+        "conversation": {"shared_seed": 3},
+        "code-completion": {},
+        "long-context": {"max_context_len": 2048},
+        "mixed-classes": {},
+        "sharegpt": {"path": str(write_sharegpt(tmp_path)), "tokenizer": tiny_tokenizer},
+        "file": {"path": str(custom)},
+    }
+    assert set(params) == set(WORKLOADS)
+    for name, extra in params.items():
+        spec = make_workload(name, seed=4, vocab_size=VOCAB, **extra).spec()
+        assert conforms(json.loads(json.dumps(spec)), WorkloadSpec) == [], name
 
 
 # --- A.2 -----------------------------------------------------------------------------------
