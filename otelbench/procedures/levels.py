@@ -29,7 +29,6 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
@@ -201,25 +200,26 @@ def level_row(data: RunData, report: Report) -> LevelRow:
     ``requests_cut`` how many requests were cut on each side (:func:`requests_cut`).
     """
     run = report["run"]
-    load: Mapping[str, Any] = run["load"] or {}
+    load = run["load"]
+    mode = load["mode"] if load else None
     client = report["metrics"]["client"]
     thr = client["throughput"]
     req = run["requests"]
-    offered = load.get("rate") if load.get("mode") != "closed_loop" else None
+    offered = load["rate"] if load and mode != "closed_loop" else None
     achieved = thr.get("requests_per_s")
     c = data.client
     end_ns = c.end_unix_ns()
     times, depth = in_flight(c.submit_unix_ns, end_ns)
-    growing = None if load.get("mode") == "closed_loop" else _queue_growth(c, times, depth)
+    growing = None if mode == "closed_loop" else _queue_growth(c, times, depth)
     steady = _steady(c, end_ns, times, depth)
     arrival = _rate(c.submit_unix_ns)
     completion = _rate(end_ns[c.ok])
     total = int(req["total"])
     return {
         "run_id": run["id"],
-        "mode": load.get("mode"),
+        "mode": mode,
         "offered_rps": None if offered is None else float(offered),
-        "concurrency": load.get("concurrency"),
+        "concurrency": load["concurrency"] if load else None,
         "requests": total,
         "succeeded": int(req["succeeded"]),
         "failed": int(req["failed"]),
@@ -328,21 +328,22 @@ def _tokens_in_flight(c: ClientRequests, end_ns: I64) -> float | None:
     return float(np.sum(tokens * open_ns) / (stop - start))
 
 
-def saturation_at(row: Mapping[str, Any], lower_load_p50_ms: float | None) -> SaturationCriteria:
+def saturation_at(row: LevelRow | None, lower_load_p50_ms: float | None) -> SaturationCriteria:
     """Draft 5.2.3.1 at one open-loop level: queue growth, completion < 90 % of arrivals, or
     TTFT P99 > 10 × the TTFT P50 at a lower load (``lower_load_p50_ms``; None: not assessed).
+    ``row`` None: a level with no row (interrupted before its run ended), nothing measured.
 
     TTFT is the latency used: queueing shows in it first and fully, while E2E also carries the
     output-length spread of the workload. The completion criterion is not assessed when
     :func:`level_row` left ``completion_ratio`` None (too few submissions:
     :data:`MIN_COMPLETION_SAMPLES`).
     """
-    growth = row.get("queue_growth")
-    too_few = "completion_ratio" in row and row["completion_ratio"] is None
+    growth = row.get("queue_growth") if row else None
+    too_few = row is not None and "completion_ratio" in row and row["completion_ratio"] is None
     s = detect_saturation(
-        arrivals=None if too_few else row.get("arrival_rps"),
-        completions=row.get("completion_rps") or 0.0,
-        p99_latency=row.get("ttft_p99_ms"),
+        arrivals=None if too_few or row is None else row.get("arrival_rps"),
+        completions=(row.get("completion_rps") if row else None) or 0.0,
+        p99_latency=row.get("ttft_p99_ms") if row else None,
         low_load_p50_latency=lower_load_p50_ms,
     )
     fired = list(s.fired)

@@ -40,7 +40,6 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -49,6 +48,7 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.model.procedure import (
     LatencyAtMax,
+    LevelRow,
     ThroughputLevel,
     ThroughputSection,
     ThroughputSummary,
@@ -83,12 +83,13 @@ SEARCH_ROLE: Final = "rate-search"
 
 
 def throughput_verdict(
-    row: Mapping[str, Any],
+    row: LevelRow | None,
     lower_load_p50_ms: float | None,
     slo_ttft_p99_ms: float | None = None,
     slo_tpot_p99_ms: float | None = None,
 ) -> ThroughputVerdict:
-    """Whether a level is sustainable (module docstring), with the reasons when it is not.
+    """Whether a level is sustainable (module docstring), with the reasons when it is not;
+    ``row`` None: a level with no row (interrupted before its run ended).
 
     >>> v = throughput_verdict({"succeeded": 10, "queue_growth": "stable", "arrival_rps": 2.0,
     ...                         "completion_rps": 1.98, "ttft_p99_ms": 80.0,
@@ -98,7 +99,7 @@ def throughput_verdict(
     """
     sat = saturation_at(row, lower_load_p50_ms)
     reasons = []
-    if not row.get("succeeded"):
+    if not (row and row.get("succeeded")):
         reasons.append("no request succeeded")
     if sat["saturated"]:
         reasons.append("saturated (5.2.3.1): " + ", ".join(sat["fired"]))
@@ -239,7 +240,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
             load = self.open_loop_level(value)
         level = session.run_level(load, label, {"role": SEARCH_ROLE})
         verdict = throughput_verdict(
-            level.live_row or {}, p50, self.params.slo_ttft_p99_ms, self.params.slo_tpot_p99_ms
+            level.live_row, p50, self.params.slo_ttft_p99_ms, self.params.slo_tpot_p99_ms
         )
         level.meta["live_verdict"] = verdict["passed"]
         level.meta["lower_load_level"] = reference.index if reference else None
@@ -283,7 +284,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
             ref_index = lv.meta.get("lower_load_level")
             ref = by_index.get(ref_index) if ref_index is not None else None
             p50 = ref.row.get("ttft_p50_ms") if ref is not None and ref.row else None
-            return throughput_verdict(lv.row or {}, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
+            return throughput_verdict(lv.row, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
 
         entries = [
             cast(ThroughputLevel, e)
