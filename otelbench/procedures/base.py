@@ -50,6 +50,7 @@ from otelbench.model.procedure import (
     ColdStart,
     LevelEntry,
     NamedWorkload,
+    Parameters,
     ProcedureConfiguration,
     ProcedureReport,
     ProcedureWarmup,
@@ -171,7 +172,7 @@ class Procedure(abc.ABC, Generic[ParamsT, SectionT]):
         return None
 
     @abc.abstractmethod
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         """The effective parameters, for the report (5.x.2 setup parameters)."""
 
     @abc.abstractmethod
@@ -233,7 +234,7 @@ class LevelSizes:
             rate=rate,
         )
 
-    def sized_parameters(self) -> dict[str, Any]:
+    def sized_parameters(self) -> Parameters:
         """The params as :meth:`Procedure.parameters` begins them: their fields, those of a
         :class:`~otelbench.procedures.planning.RateRange` or
         :class:`~otelbench.procedures.planning.OpenLoopLevels` block in the block's place (each

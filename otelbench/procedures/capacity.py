@@ -28,12 +28,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, cast
+from typing import cast
 
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
-from otelbench.model.procedure import CapacityLevel, CapacitySection, CapacityVerdict, LevelRow
+from otelbench.model.procedure import (
+    CapacityLevel,
+    CapacitySection,
+    CapacityVerdict,
+    LevelRow,
+    Parameters,
+)
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import MaxSearch, shared_option
@@ -120,7 +126,7 @@ class CapacityProcedure(Procedure[CapacityParams, CapacitySection]):
         r = self.params.resolution
         return self.profile.concurrency_resolution if r is None else r
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **asdict(self.params),
             "requests_per_slot": self.per_slot,

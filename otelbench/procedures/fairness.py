@@ -34,7 +34,7 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.fairness import latency_inflation, scheduling_fairness
 from otelbench.metrics.summary import percentile
-from otelbench.model.procedure import FairnessClass, FairnessLevel, FairnessSection
+from otelbench.model.procedure import FairnessClass, FairnessLevel, FairnessSection, Parameters
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import shared_option
@@ -153,7 +153,7 @@ class FairnessProcedure(Procedure[FairnessParams, FairnessSection]):
     def planned_levels(self) -> int | None:
         return len(CLASSES) + 1
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **asdict(self.params),
             "requests": self.requests,

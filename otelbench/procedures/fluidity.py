@@ -102,6 +102,7 @@ from otelbench.model.procedure import (
     FluiditySummary,
     FluidityVerdict,
     FluidityVerdictFigures,
+    Parameters,
 )
 from otelbench.options import nested, option
 from otelbench.procedures.base import (
@@ -403,7 +404,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
             else PrefillDeadline(fixed_s=params.prefill_deadline_s)
         )
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **self.sized_parameters(),
             **self.bounds,

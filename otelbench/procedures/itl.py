@@ -33,6 +33,7 @@ from otelbench.model.procedure import (
     ItlMeasurements,
     ItlSection,
     ItlTail,
+    Parameters,
     TradeoffSection,
 )
 from otelbench.model.report import Report, Summary
@@ -155,7 +156,7 @@ class ItlProcedure(Procedure[ItlParams, ItlSection]):
     def planned_levels(self) -> int | None:
         return len(self.params.fractions)
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **asdict(self.params),
             "saturation_rps": self.reference_rps,

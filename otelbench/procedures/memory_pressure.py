@@ -97,6 +97,7 @@ from otelbench.model.procedure import (
     CapacityLevel,
     LevelRow,
     MemoryPressureLevel,
+    Parameters,
     Preemption,
     PreemptionTimeline,
     PressureCapacitySearch,
@@ -474,7 +475,7 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams, PressureSection]):
             return None
         return len(plan_oversubscription(self.capacity.concurrency, self.params.levels))
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         p = self.params
         out = asdict(p)
         out["capacity_report"] = None if p.capacity_report is None else str(p.capacity_report)

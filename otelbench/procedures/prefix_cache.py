@@ -67,6 +67,7 @@ from otelbench.metrics.summary import percentile
 from otelbench.model.procedure import (
     CacheHitRates,
     CacheReset,
+    Parameters,
     PrefixCacheComparison,
     PrefixCacheLevel,
     PrefixCacheRow,
@@ -266,7 +267,7 @@ class PrefixCacheProcedure(Procedure[PrefixCacheParams, PrefixCacheSection]):
             return LoadSpec(mode=p.arrival, requests=self.requests, rate=p.rate)  # type: ignore[arg-type]
         return LoadSpec(mode="closed_loop", requests=self.requests, concurrency=p.concurrency or 4)
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         wl = self.workload()
         ps, sp = wl.prefix_sharing, wl.system_prompt
         return {

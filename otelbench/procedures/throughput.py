@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from otelbench import draft
 from otelbench.errors import ConfigError
@@ -49,6 +49,7 @@ from otelbench.loadgen.runner import LoadSpec
 from otelbench.model.procedure import (
     LatencyAtMax,
     LevelRow,
+    Parameters,
     ThroughputLevel,
     ThroughputSection,
     ThroughputSummary,
@@ -207,7 +208,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
     def has_slo(self) -> bool:
         return self.params.slo_ttft_p99_ms is not None or self.params.slo_tpot_p99_ms is not None
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **self.sized_parameters(),
             **self.bounds,

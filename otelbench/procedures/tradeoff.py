@@ -28,13 +28,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 import numpy as np
 
 from otelbench.errors import ConfigError
 from otelbench.metrics import throughput_latency_points
-from otelbench.model.procedure import DerivedPoint, LevelRow, TradeoffLevel, TradeoffSection
+from otelbench.model.procedure import (
+    DerivedPoint,
+    LevelRow,
+    Parameters,
+    TradeoffLevel,
+    TradeoffSection,
+)
 from otelbench.options import nested
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
@@ -211,7 +217,7 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams, TradeoffSection]):
         probe = 0 if self.params.capacity_rps is not None else 1
         return len(self.params.fractions) + probe
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **self.sized_parameters(),
             "load_model": "open-loop (required by 5.3.2)",
