@@ -57,7 +57,7 @@ from otelbench.model.procedure import (
 )
 from otelbench.options import nested, option
 from otelbench.procedures.base import (
-    LevelSizes,
+    LoadSearch,
     Procedure,
     register_procedure,
     search_entries,
@@ -65,9 +65,7 @@ from otelbench.procedures.base import (
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import (
     OPEN_LOOP_OPTIONS,
-    RATE_GROWTH,
     RATE_RANGE_OPTIONS,
-    MaxSearch,
     OpenLoopLevels,
     RateRange,
     shared_option,
@@ -183,13 +181,8 @@ class ThroughputParams:
 
 
 @register_procedure("throughput", "5.2", "Output Token Throughput")
-class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSection]):
+class ThroughputProcedure(LoadSearch, Procedure[ThroughputParams, ThroughputSection]):
     """Draft 5.2 (module docstring)."""
-
-    def __init__(self, params: ThroughputParams) -> None:
-        super().__init__(params)
-        self.search: MaxSearch | None = None
-        self.bounds: dict[str, float] = {}
 
     @property
     def closed(self) -> bool:
@@ -209,17 +202,13 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
         return self.params.slo_ttft_p99_ms is not None or self.params.slo_tpot_p99_ms is not None
 
     def parameters(self) -> Parameters:
-        return {
-            **self.sized_parameters(),
-            **self.bounds,
-            "max_levels": self.profile.search_max_levels,
-            "load_model": self.params.load_model,
-            "search": f"binary search on the {'concurrency' if self.closed else 'arrival rate'} "
-            f"(bracket ×{RATE_GROWTH}, then bisection)",
-            "criterion": "highest level meeting the SLO and not saturated"
+        return self.search_parameters(
+            self.params.load_model,
+            "concurrency" if self.closed else "arrival rate",
+            "highest level meeting the SLO and not saturated"
             if self.has_slo
             else "highest level not saturated (5.2.3.1)",
-        }
+        )
 
     def _load_of(self, level: Level) -> float:
         return float((level.load.concurrency if self.closed else level.load.rate) or 0)
@@ -250,28 +239,26 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
     def run(self, session: ProcedureSession) -> None:
         p = self.params
         capacity = estimate_capacity(session, p.rates.capacity_rps, self)
-        self.bounds = {"capacity_estimate_rps": capacity}
+        bounds = {"capacity_estimate_rps": capacity}
         if self.closed:
             lo = float(p.min_concurrency or 1)
             hi = float(p.max_concurrency or 8 * self.probe_concurrency)
             start = float(self.probe_concurrency)
             step = float(p.concurrency_step or 1)
-            self.bounds |= {"min_concurrency": lo, "max_concurrency": hi, "concurrency_step": step}
+            bounds |= {"min_concurrency": lo, "max_concurrency": hi, "concurrency_step": step}
         else:
             rates = p.rates.bounds(capacity, self.profile.rate_resolution)
             lo, hi, step, start = rates["min_rps"], rates["max_rps"], rates["rate_step"], capacity
-            self.bounds |= rates
-        search = MaxSearch(
-            start=min(max(start, lo), hi),
-            lo=lo,
-            hi=hi,
+            bounds |= rates
+        self.bounds = bounds
+        search = self.start_search(
+            start,
+            lo,
+            hi,
+            step,
             integer=self.closed,
-            growth=RATE_GROWTH,
-            abs_tolerance=step,
             rel_tolerance=self.profile.concurrency_resolution if self.closed else 0.0,
-            max_steps=self.profile.search_max_levels,
         )
-        self.search = search
         lowest = "reference (lowest concurrency)" if self.closed else "reference (lowest rate)"
         search.record(lo, self._level(session, lo, lowest))
         while (rate := search.next_value()) is not None:
