@@ -29,7 +29,7 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -174,10 +174,8 @@ def in_flight(submit_ns: npt.ArrayLike, end_ns: npt.ArrayLike) -> tuple[F64, F64
     return (times[order] - s.min()) / 1e9, depth
 
 
-def _p(summary: Any, key: str) -> float | None:
-    if not isinstance(summary, dict):
-        return None
-    value = summary.get(key)
+def _ms(value: float | None) -> float | None:
+    """A summary's percentile as a plain float, or None."""
     return None if value is None else float(value)
 
 
@@ -229,15 +227,15 @@ def level_row(data: RunData, report: Report) -> LevelRow:
         "achieved_rps": achieved,
         "output_tokens_per_s": thr.get("output_tokens_per_s"),
         "input_tokens_per_s": thr.get("input_tokens_per_s"),
-        "ttft_p50_ms": _p(client["ttft_ms"], "p50"),
-        "ttft_p95_ms": _p(client["ttft_ms"], "p95"),
-        "ttft_p99_ms": _p(client["ttft_ms"], "p99"),
-        "tpot_p50_ms": _p(client["tpot_ms"], "p50"),
-        "tpot_p95_ms": _p(client["tpot_ms"], "p95"),
-        "tpot_p99_ms": _p(client["tpot_ms"], "p99"),
-        "e2e_p50_ms": _p(client["e2e_ms"], "p50"),
-        "e2e_p95_ms": _p(client["e2e_ms"], "p95"),
-        "e2e_p99_ms": _p(client["e2e_ms"], "p99"),
+        "ttft_p50_ms": _ms(client["ttft_ms"]["p50"]),
+        "ttft_p95_ms": _ms(client["ttft_ms"]["p95"]),
+        "ttft_p99_ms": _ms(client["ttft_ms"]["p99"]),
+        "tpot_p50_ms": _ms(client["tpot_ms"]["p50"]),
+        "tpot_p95_ms": _ms(client["tpot_ms"]["p95"]),
+        "tpot_p99_ms": _ms(client["tpot_ms"]["p99"]),
+        "e2e_p50_ms": _ms(client["e2e_ms"]["p50"]),
+        "e2e_p95_ms": _ms(client["e2e_ms"]["p95"]),
+        "e2e_p99_ms": _ms(client["e2e_ms"]["p99"]),
         "arrival_rps": arrival,
         "completion_rps": completion,
         "completion_ratio": (
