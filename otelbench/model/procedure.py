@@ -12,9 +12,9 @@ Each TypedDict's docstring names the section of ``docs/procedure-schema.md`` it 
 ``tests/unit/procedures/test_procedure_types.py`` checks that doc, these types and the built
 results agree. As in :mod:`otelbench.model.report`: a key only some levels or runs have is
 ``NotRequired``, a value that may be ``null`` is ``X | None``, and open data keeps
-``dict[str, Any]``: the effective ``parameters`` (each procedure's ``Params`` fields and what it
-derived from them), copies of the run manifest (``workload``), the SUT declarations and what
-the target said about itself.
+``dict[str, Any]``: the effective ``parameters`` (:data:`Parameters`: each procedure's
+``Params`` fields and what it derived from them), copies of the run manifest (``workload``),
+the SUT declarations and what the target said about itself.
 
 Usage::
 
@@ -88,6 +88,8 @@ __all__ = [
     "LongContextSection",
     "MemoryPressureLevel",
     "NamedWorkload",
+    "NoSummary",
+    "Parameters",
     "PowerLawFit",
     "Preemption",
     "PreemptionTimeline",
@@ -257,6 +259,12 @@ class SearchStep(TypedDict):
     passed: bool
 
 
+@final
+class NoSummary(TypedDict):
+    """``{}``, the summary of a level without a stored run (section ``Shared``: ``ttft_ms`` of
+    5.1's ``results``, ``itl_ms`` of 5.4's ``itl``)."""
+
+
 class Quantiles(TypedDict):
     """P50, P95 and P99 of one latency (section ``Shared``: ``p50``, ``p95``, ``p99``)."""
 
@@ -279,7 +287,7 @@ class TtftResults(TypedDict):
     requests: RequestCounts | None
     sample_count: int | None
     duration_s: float | None
-    ttft_ms: Summary | dict[str, Any]
+    ttft_ms: Summary | NoSummary
 
 
 class TtftComponents(TypedDict):
@@ -485,7 +493,7 @@ class ItlMeasurements(TypedDict):
     ``max_pause_ms``, ``p99_p50_ratio``, ``shape``, ``tail``, ``server_itl_ms``,
     ``method``)."""
 
-    itl_ms: Summary | dict[str, Any]
+    itl_ms: Summary | NoSummary
     samples: int | None
     jitter_ms: ShortSummary | None
     max_pause_ms: ShortSummary | None
@@ -1088,6 +1096,14 @@ class FluiditySection(TypedDict):
 # ------------------------------------------------------------------------------------------
 # The envelope
 # ------------------------------------------------------------------------------------------
+Parameters = dict[str, Any]
+"""``parameters``, a procedure's effective setup parameters (5.x.2; section ``The envelope``):
+its ``Params`` dataclass's fields (``dataclasses.asdict``, a nested block's options at top
+level in 5.2, 5.3, 5.10 and fluidity), then what it derived from them (sizes from the profile,
+search bounds, the load model, the criterion in words). Keys differ by procedure and follow
+its ``Params``, which is their typed declaration, hence open here."""
+
+
 class RequestOptionsDeclared(TypedDict):
     """``configuration.request_options`` (section ``The envelope``: ``ignore_eos``,
     ``extra_body``)."""
@@ -1196,7 +1212,7 @@ class ProcedureReport(TypedDict):
     profile: str
     interrupted: bool
     error: str | None
-    parameters: dict[str, Any]
+    parameters: Parameters
     configuration: ProcedureConfiguration
     levels: NotRequired[list[LevelEntry]]
     runs: list[RunEntry]

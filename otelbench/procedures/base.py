@@ -41,6 +41,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar, Final, Generic, TypeVar, cast, get_args, get_origin
 
 from otelbench.benchmark import VllmLaunch
@@ -50,6 +51,7 @@ from otelbench.model.procedure import (
     ColdStart,
     LevelEntry,
     NamedWorkload,
+    Parameters,
     ProcedureConfiguration,
     ProcedureReport,
     ProcedureWarmup,
@@ -58,7 +60,13 @@ from otelbench.model.procedure import (
 )
 from otelbench.model.report import Report
 from otelbench.procedures.configurations import SutConfiguration
-from otelbench.procedures.planning import OpenLoopLevels, RateRange, open_loop_requests
+from otelbench.procedures.planning import (
+    RATE_GROWTH,
+    MaxSearch,
+    OpenLoopLevels,
+    RateRange,
+    open_loop_requests,
+)
 from otelbench.procedures.profiles import Profile
 from otelbench.procedures.progress import ProcedureProgress
 from otelbench.procedures.render import render_procedure
@@ -76,6 +84,7 @@ __all__ = [
     "PROCEDURES",
     "PROCEDURE_SCHEMA_VERSION",
     "LevelSizes",
+    "LoadSearch",
     "Procedure",
     "ProcedureResult",
     "ProcedureSpec",
@@ -171,7 +180,7 @@ class Procedure(abc.ABC, Generic[ParamsT, SectionT]):
         return None
 
     @abc.abstractmethod
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         """The effective parameters, for the report (5.x.2 setup parameters)."""
 
     @abc.abstractmethod
@@ -233,7 +242,7 @@ class LevelSizes:
             rate=rate,
         )
 
-    def sized_parameters(self) -> dict[str, Any]:
+    def sized_parameters(self) -> Parameters:
         """The params as :meth:`Procedure.parameters` begins them: their fields, those of a
         :class:`~otelbench.procedures.planning.RateRange` or
         :class:`~otelbench.procedures.planning.OpenLoopLevels` block in the block's place (each
@@ -253,6 +262,55 @@ class LevelSizes:
             "probe_concurrency": self.probe_concurrency,
             "probe_requests": self.probe_requests,
         }
+
+
+class LoadSearch(LevelSizes):
+    """:class:`LevelSizes` of a procedure that searches for its highest passing load (5.2,
+    fluidity): the :class:`~otelbench.procedures.planning.MaxSearch` once it runs and the
+    bounds it derived, which the parameters report; mix in before :class:`Procedure`."""
+
+    search: MaxSearch | None = None
+    """The search, once :meth:`start_search` made it."""
+    bounds: Mapping[str, float] = MappingProxyType({})
+    """The capacity estimate and the search's bounds (rates or concurrencies), once known."""
+
+    def search_parameters(self, load_model: str, variable: str, criterion: str) -> Parameters:
+        """The params as :meth:`Procedure.parameters` reports them: :meth:`sized_parameters`,
+        :attr:`bounds`, the level budget, the ``load_model``, the search on ``variable`` (the
+        searched load, in words) and the ``criterion`` a level passes by."""
+        return {
+            **self.sized_parameters(),
+            **self.bounds,
+            "max_levels": self.profile.search_max_levels,
+            "load_model": load_model,
+            "search": f"binary search on the {variable} (bracket ×{RATE_GROWTH}, then bisection)",
+            "criterion": criterion,
+        }
+
+    def start_search(
+        self,
+        start: float,
+        lo: float,
+        hi: float,
+        step: float,
+        *,
+        integer: bool = False,
+        rel_tolerance: float = 0.0,
+    ) -> MaxSearch:
+        """The search over [``lo``, ``hi``] from ``start`` (clamped into it), bracketing by
+        ×``RATE_GROWTH`` and bisecting down to ``step`` (and ``rel_tolerance``) within the
+        profile's level budget; kept as :attr:`search`."""
+        self.search = MaxSearch(
+            start=min(max(start, lo), hi),
+            lo=lo,
+            hi=hi,
+            integer=integer,
+            growth=RATE_GROWTH,
+            abs_tolerance=step,
+            rel_tolerance=rel_tolerance,
+            max_steps=self.profile.search_max_levels,
+        )
+        return self.search
 
 
 P = TypeVar("P", bound=type[Procedure[Any, Any]])

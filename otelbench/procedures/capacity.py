@@ -27,14 +27,19 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, cast
+from typing import cast
 
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
-from otelbench.model.procedure import CapacityLevel, CapacitySection, CapacityVerdict
+from otelbench.model.procedure import (
+    CapacityLevel,
+    CapacitySection,
+    CapacityVerdict,
+    LevelRow,
+    Parameters,
+)
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import MaxSearch, shared_option
@@ -49,8 +54,9 @@ def _server_errors(failed_by_type: dict[str, int]) -> int:
     return sum(n for kind, n in failed_by_type.items() if kind.isdigit() and int(kind) >= 500)
 
 
-def capacity_verdict(row: Mapping[str, Any], slo_ttft_p99_ms: float | None) -> CapacityVerdict:
-    """The 5.5.2 success criteria at one level (module docstring).
+def capacity_verdict(row: LevelRow | None, slo_ttft_p99_ms: float | None) -> CapacityVerdict:
+    """The 5.5.2 success criteria at one level (module docstring); ``row`` None: a level with
+    no row (interrupted before its run ended), no request.
 
     >>> v = capacity_verdict({"success_rate": 0.97, "ttft_p99_ms": 100.0,
     ...                       "failed_by_type": {"500": 3}}, 200.0)
@@ -58,17 +64,17 @@ def capacity_verdict(row: Mapping[str, Any], slo_ttft_p99_ms: float | None) -> C
     (False, ['completion 97.0% < 99%', '3 server error(s) (HTTP 5xx: out of memory or similar)'])
     """
     reasons = []
-    rate = row.get("success_rate")
+    rate = row.get("success_rate") if row else None
     if rate is None or rate < draft.CAPACITY_MIN_COMPLETION:
         reasons.append(
             f"completion {pct(rate)} < {draft.CAPACITY_MIN_COMPLETION:.0%}"
             if rate is not None
             else "no request"
         )
-    p99 = row.get("ttft_p99_ms")
+    p99 = row.get("ttft_p99_ms") if row else None
     if slo_ttft_p99_ms is not None and (p99 is None or p99 > slo_ttft_p99_ms):
         reasons.append(f"TTFT P99 {fmt(p99, 1)} ms > {slo_ttft_p99_ms:g} ms")
-    errors = _server_errors(row.get("failed_by_type") or {})
+    errors = _server_errors(row.get("failed_by_type") or {}) if row else 0
     if errors:
         reasons.append(f"{errors} server error(s) (HTTP 5xx: out of memory or similar)")
     return {"passed": not reasons, "reasons": reasons, "server_errors": errors}
@@ -120,7 +126,7 @@ class CapacityProcedure(Procedure[CapacityParams, CapacitySection]):
         r = self.params.resolution
         return self.profile.concurrency_resolution if r is None else r
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **asdict(self.params),
             "requests_per_slot": self.per_slot,
@@ -159,7 +165,7 @@ class CapacityProcedure(Procedure[CapacityParams, CapacitySection]):
                 concurrency=c,
             )
             level = session.run_level(load, f"concurrency {c}")
-            verdict = capacity_verdict(level.live_row or {}, p.slo_ttft_p99_ms)
+            verdict = capacity_verdict(level.live_row, p.slo_ttft_p99_ms)
             level.meta["live_verdict"] = verdict["passed"]
             search.record(c, verdict["passed"])
 
@@ -167,7 +173,7 @@ class CapacityProcedure(Procedure[CapacityParams, CapacitySection]):
         p = self.params
         entries: list[CapacityLevel] = []
         for lv in levels:
-            verdict = capacity_verdict(lv.row or {}, p.slo_ttft_p99_ms)
+            verdict = capacity_verdict(lv.row, p.slo_ttft_p99_ms)
             if verdict["passed"] != lv.meta.get("live_verdict"):
                 self.notes.append(
                     f"level {lv.index}: the verdict from the stored spans differs from the live "

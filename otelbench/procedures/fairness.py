@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -34,12 +34,12 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.fairness import latency_inflation, scheduling_fairness
 from otelbench.metrics.summary import percentile
-from otelbench.model.procedure import FairnessClass, FairnessLevel, FairnessSection
+from otelbench.model.procedure import FairnessClass, FairnessLevel, FairnessSection, Parameters
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
 from otelbench.procedures.planning import shared_option
 from otelbench.procedures.render import NA, fmt, pct, table
-from otelbench.procedures.session import Level, ProcedureSession
+from otelbench.procedures.session import Level, LevelOverrides, ProcedureSession
 from otelbench.query import RunData
 
 __all__ = [
@@ -120,6 +120,16 @@ def _finite(values: F64) -> F64:
     return values[np.isfinite(values)]
 
 
+def _p(values: F64, q: int) -> float | None:
+    """The ``q``-th percentile of finite ``values``; None without any."""
+    return percentile(values, q) if values.size else None
+
+
+def _inflation(mixed: F64, isolated: F64, q: int) -> float | None:
+    """5.6.4's latency inflation at ``q``; None unless both runs measured the class."""
+    return latency_inflation(mixed, isolated, q) if isolated.size and mixed.size else None
+
+
 @register_procedure("fairness", "5.6", "Scheduling Fairness")
 class FairnessProcedure(Procedure[FairnessParams, FairnessSection]):
     """Draft 5.6 (module docstring)."""
@@ -153,7 +163,7 @@ class FairnessProcedure(Procedure[FairnessParams, FairnessSection]):
     def planned_levels(self) -> int | None:
         return len(CLASSES) + 1
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **asdict(self.params),
             "requests": self.requests,
@@ -169,7 +179,7 @@ class FairnessProcedure(Procedure[FairnessParams, FairnessSection]):
             "load_model": "open-loop",
         }
 
-    def _overrides(self, session: ProcedureSession, short_ratio: float) -> dict[str, Any]:
+    def _overrides(self, session: ProcedureSession, short_ratio: float) -> LevelOverrides:
         params = {**session.base.workload_params, "short_ratio": short_ratio}
         return {"workload": FAIRNESS_WORKLOAD, "workload_params": params}
 
@@ -215,25 +225,38 @@ class FairnessProcedure(Procedure[FairnessParams, FairnessSection]):
             iso = isolated.get(label, {"ttft": empty, "e2e": empty, "tpot": empty})
             mix = mixed.get(label, {"ttft": empty, "e2e": empty, "tpot": empty})
             row = fair.classes.get(label)
-            entry: dict[str, Any] = {  # the class's keys, by metric and quantile below
-                "request_class": label,
-                "share": self.share(label),
-                "isolated_count": int(_finite(iso["ttft"]).size),
-                "mixed_count": int(_finite(mix["ttft"]).size),
-            }
-            for metric in ("ttft", "e2e"):
-                i_v, m_v = _finite(iso[metric]), _finite(mix[metric])
-                for q in (50, 95, 99):
-                    entry[f"{metric}_p{q}_isolated_ms"] = percentile(i_v, q) if i_v.size else None
-                    entry[f"{metric}_p{q}_mixed_ms"] = percentile(m_v, q) if m_v.size else None
-                    entry[f"{metric}_inflation_p{q}"] = (
-                        latency_inflation(m_v, i_v, q) if i_v.size and m_v.size else None
-                    )
+            ttft_i, ttft_m = _finite(iso["ttft"]), _finite(mix["ttft"])
+            e2e_i, e2e_m = _finite(iso["e2e"]), _finite(mix["e2e"])
             tpot = _finite(mix.get("tpot", empty))
-            for q in (50, 99):
-                entry[f"tpot_p{q}_mixed_ms"] = percentile(tpot, q) if tpot.size else None
-            entry["starvation_rate"] = None if row is None else row.starvation_rate
-            classes.append(cast(FairnessClass, entry))
+            classes.append(
+                {
+                    "request_class": label,
+                    "share": self.share(label),
+                    "isolated_count": int(ttft_i.size),
+                    "mixed_count": int(ttft_m.size),
+                    "ttft_p50_isolated_ms": _p(ttft_i, 50),
+                    "ttft_p50_mixed_ms": _p(ttft_m, 50),
+                    "ttft_inflation_p50": _inflation(ttft_m, ttft_i, 50),
+                    "ttft_p95_isolated_ms": _p(ttft_i, 95),
+                    "ttft_p95_mixed_ms": _p(ttft_m, 95),
+                    "ttft_inflation_p95": _inflation(ttft_m, ttft_i, 95),
+                    "ttft_p99_isolated_ms": _p(ttft_i, 99),
+                    "ttft_p99_mixed_ms": _p(ttft_m, 99),
+                    "ttft_inflation_p99": _inflation(ttft_m, ttft_i, 99),
+                    "e2e_p50_isolated_ms": _p(e2e_i, 50),
+                    "e2e_p50_mixed_ms": _p(e2e_m, 50),
+                    "e2e_inflation_p50": _inflation(e2e_m, e2e_i, 50),
+                    "e2e_p95_isolated_ms": _p(e2e_i, 95),
+                    "e2e_p95_mixed_ms": _p(e2e_m, 95),
+                    "e2e_inflation_p95": _inflation(e2e_m, e2e_i, 95),
+                    "e2e_p99_isolated_ms": _p(e2e_i, 99),
+                    "e2e_p99_mixed_ms": _p(e2e_m, 99),
+                    "e2e_inflation_p99": _inflation(e2e_m, e2e_i, 99),
+                    "tpot_p50_mixed_ms": _p(tpot, 50),
+                    "tpot_p99_mixed_ms": _p(tpot, 99),
+                    "starvation_rate": None if row is None else row.starvation_rate,
+                }
+            )
         deviations: list[str] = []
         for label in CLASSES:
             if label not in isolated:

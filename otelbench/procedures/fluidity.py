@@ -102,10 +102,11 @@ from otelbench.model.procedure import (
     FluiditySummary,
     FluidityVerdict,
     FluidityVerdictFigures,
+    Parameters,
 )
 from otelbench.options import nested, option
 from otelbench.procedures.base import (
-    LevelSizes,
+    LoadSearch,
     Procedure,
     level_entry,
     register_procedure,
@@ -113,9 +114,7 @@ from otelbench.procedures.base import (
 )
 from otelbench.procedures.planning import (
     OPEN_LOOP_OPTIONS,
-    RATE_GROWTH,
     RATE_RANGE_OPTIONS,
-    MaxSearch,
     OpenLoopLevels,
     RateRange,
 )
@@ -390,32 +389,25 @@ class FluidityParams:
 
 
 @register_procedure("fluidity", "Etalon §4.2", "Fluidity Capacity Evaluation")
-class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
+class FluidityProcedure(LoadSearch, Procedure[FluidityParams, FluiditySection]):
     """Etalon's capacity evaluation (module docstring)."""
 
     def __init__(self, params: FluidityParams) -> None:
         super().__init__(params)
-        self.search: MaxSearch | None = None
-        self.bounds: dict[str, float] = {}
         self.prefill: PrefillDeadline | None = (
             None
             if params.prefill_deadline_s is None
             else PrefillDeadline(fixed_s=params.prefill_deadline_s)
         )
 
-    def parameters(self) -> dict[str, Any]:
-        return {
-            **self.sized_parameters(),
-            **self.bounds,
-            "max_levels": self.profile.search_max_levels,
-            "load_model": "open-loop",
-            "search": f"binary search on the arrival rate (bracket ×{RATE_GROWTH}, then bisection)",
-            "criterion": (
-                f"{pct(self.params.request_fraction)} of requests with fluidity-index >= "
-                f"{self.params.min_fluidity:g} at D_d {1000 * self.params.decode_deadline_s:g} "
-                f"ms, D_p {self._dp_text()} (client timeline)"
-            ),
-        }
+    def parameters(self) -> Parameters:
+        return self.search_parameters(
+            "open-loop",
+            "arrival rate",
+            f"{pct(self.params.request_fraction)} of requests with fluidity-index >= "
+            f"{self.params.min_fluidity:g} at D_d {1000 * self.params.decode_deadline_s:g} "
+            f"ms, D_p {self._dp_text()} (client timeline)",
+        )
 
     def _dp_text(self) -> str:
         p = self.params
@@ -495,16 +487,7 @@ class FluidityProcedure(LevelSizes, Procedure[FluidityParams, FluiditySection]):
         capacity = estimate_capacity(session, p.rates.capacity_rps, self)
         rates = p.rates.bounds(capacity, self.profile.rate_resolution)
         self.bounds = {"capacity_estimate_rps": capacity, **rates}
-        lo, hi = rates["min_rps"], rates["max_rps"]
-        search = MaxSearch(
-            start=min(max(capacity, lo), hi),
-            lo=lo,
-            hi=hi,
-            growth=RATE_GROWTH,
-            abs_tolerance=rates["rate_step"],
-            max_steps=self.profile.search_max_levels,
-        )
-        self.search = search
+        search = self.start_search(capacity, rates["min_rps"], rates["max_rps"], rates["rate_step"])
         while (rate := search.next_value()) is not None:
             search.record(rate, self._level(session, rate, f"search {len(search.steps) + 1}"))
 

@@ -74,6 +74,7 @@ from otelbench.model.procedure import (
     GuardrailLevel,
     GuardrailOverhead,
     GuardrailOverheadSection,
+    Parameters,
     Table13Row,
     Table14Row,
 )
@@ -279,7 +280,7 @@ class GuardrailOverheadProcedure(
     def planned_levels(self) -> int | None:
         return len(self.configs) * (1 + len(self.params.fractions)) or None
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **self.sized_parameters(),
             "guardrails": None if self.params.guardrails is None else str(self.params.guardrails),

@@ -28,7 +28,14 @@ from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics import tail_class, tail_spacing_ratio
-from otelbench.model.procedure import ItlLevel, ItlMeasurements, ItlSection, ItlTail
+from otelbench.model.procedure import (
+    ItlLevel,
+    ItlMeasurements,
+    ItlSection,
+    ItlTail,
+    Parameters,
+    TradeoffSection,
+)
 from otelbench.model.report import Report, Summary
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
@@ -40,7 +47,14 @@ from otelbench.procedures.session import Level, ProcedureSession
 __all__ = ["ItlParams", "ItlProcedure", "itl_level", "saturation_from_sweep"]
 
 
-def saturation_from_sweep(result: dict[str, Any]) -> tuple[float, str]:
+class SweepResult(TradeoffSection):
+    """A 5.3 ``procedure.json`` as ``--sweep`` gives it: the envelope's ``procedure`` and the
+    section's keys (:func:`saturation_from_sweep` reads ``peak_index`` and ``levels``)."""
+
+    procedure: str
+
+
+def saturation_from_sweep(result: SweepResult) -> tuple[float, str]:
     """The reference rate from a 5.3 ``procedure.json`` dict, and where it came from.
 
     >>> saturation_from_sweep({"procedure": "throughput-latency", "peak_index": 1,
@@ -51,10 +65,10 @@ def saturation_from_sweep(result: dict[str, Any]) -> tuple[float, str]:
         raise ConfigError("--sweep must be the procedure.json of a throughput-latency (5.3) run")
     peak = result.get("peak_index")
     levels = result.get("levels") or []
-    if peak is None or not 0 <= peak < len(levels) or levels[peak].get("offered_rps") is None:
+    rate = levels[peak].get("offered_rps") if peak is not None and 0 <= peak < len(levels) else None
+    if peak is None or rate is None:
         raise ConfigError("the 5.3 result has no throughput peak to take saturation from")
-    rate = float(levels[peak]["offered_rps"])
-    return rate, f"offered rate of the throughput peak (level {peak}) of a 5.3 sweep"
+    return float(rate), f"offered rate of the throughput peak (level {peak}) of a 5.3 sweep"
 
 
 @dataclass(frozen=True)
@@ -142,7 +156,7 @@ class ItlProcedure(Procedure[ItlParams, ItlSection]):
     def planned_levels(self) -> int | None:
         return len(self.params.fractions)
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **asdict(self.params),
             "saturation_rps": self.reference_rps,

@@ -29,8 +29,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -175,10 +174,8 @@ def in_flight(submit_ns: npt.ArrayLike, end_ns: npt.ArrayLike) -> tuple[F64, F64
     return (times[order] - s.min()) / 1e9, depth
 
 
-def _p(summary: Any, key: str) -> float | None:
-    if not isinstance(summary, dict):
-        return None
-    value = summary.get(key)
+def _ms(value: float | None) -> float | None:
+    """A summary's percentile as a plain float, or None."""
     return None if value is None else float(value)
 
 
@@ -201,25 +198,26 @@ def level_row(data: RunData, report: Report) -> LevelRow:
     ``requests_cut`` how many requests were cut on each side (:func:`requests_cut`).
     """
     run = report["run"]
-    load: Mapping[str, Any] = run["load"] or {}
+    load = run["load"]
+    mode = load["mode"] if load else None
     client = report["metrics"]["client"]
     thr = client["throughput"]
     req = run["requests"]
-    offered = load.get("rate") if load.get("mode") != "closed_loop" else None
+    offered = load["rate"] if load and mode != "closed_loop" else None
     achieved = thr.get("requests_per_s")
     c = data.client
     end_ns = c.end_unix_ns()
     times, depth = in_flight(c.submit_unix_ns, end_ns)
-    growing = None if load.get("mode") == "closed_loop" else _queue_growth(c, times, depth)
+    growing = None if mode == "closed_loop" else _queue_growth(c, times, depth)
     steady = _steady(c, end_ns, times, depth)
     arrival = _rate(c.submit_unix_ns)
     completion = _rate(end_ns[c.ok])
     total = int(req["total"])
     return {
         "run_id": run["id"],
-        "mode": load.get("mode"),
+        "mode": mode,
         "offered_rps": None if offered is None else float(offered),
-        "concurrency": load.get("concurrency"),
+        "concurrency": load["concurrency"] if load else None,
         "requests": total,
         "succeeded": int(req["succeeded"]),
         "failed": int(req["failed"]),
@@ -229,15 +227,15 @@ def level_row(data: RunData, report: Report) -> LevelRow:
         "achieved_rps": achieved,
         "output_tokens_per_s": thr.get("output_tokens_per_s"),
         "input_tokens_per_s": thr.get("input_tokens_per_s"),
-        "ttft_p50_ms": _p(client["ttft_ms"], "p50"),
-        "ttft_p95_ms": _p(client["ttft_ms"], "p95"),
-        "ttft_p99_ms": _p(client["ttft_ms"], "p99"),
-        "tpot_p50_ms": _p(client["tpot_ms"], "p50"),
-        "tpot_p95_ms": _p(client["tpot_ms"], "p95"),
-        "tpot_p99_ms": _p(client["tpot_ms"], "p99"),
-        "e2e_p50_ms": _p(client["e2e_ms"], "p50"),
-        "e2e_p95_ms": _p(client["e2e_ms"], "p95"),
-        "e2e_p99_ms": _p(client["e2e_ms"], "p99"),
+        "ttft_p50_ms": _ms(client["ttft_ms"]["p50"]),
+        "ttft_p95_ms": _ms(client["ttft_ms"]["p95"]),
+        "ttft_p99_ms": _ms(client["ttft_ms"]["p99"]),
+        "tpot_p50_ms": _ms(client["tpot_ms"]["p50"]),
+        "tpot_p95_ms": _ms(client["tpot_ms"]["p95"]),
+        "tpot_p99_ms": _ms(client["tpot_ms"]["p99"]),
+        "e2e_p50_ms": _ms(client["e2e_ms"]["p50"]),
+        "e2e_p95_ms": _ms(client["e2e_ms"]["p95"]),
+        "e2e_p99_ms": _ms(client["e2e_ms"]["p99"]),
         "arrival_rps": arrival,
         "completion_rps": completion,
         "completion_ratio": (
@@ -328,21 +326,22 @@ def _tokens_in_flight(c: ClientRequests, end_ns: I64) -> float | None:
     return float(np.sum(tokens * open_ns) / (stop - start))
 
 
-def saturation_at(row: Mapping[str, Any], lower_load_p50_ms: float | None) -> SaturationCriteria:
+def saturation_at(row: LevelRow | None, lower_load_p50_ms: float | None) -> SaturationCriteria:
     """Draft 5.2.3.1 at one open-loop level: queue growth, completion < 90 % of arrivals, or
     TTFT P99 > 10 × the TTFT P50 at a lower load (``lower_load_p50_ms``; None: not assessed).
+    ``row`` None: a level with no row (interrupted before its run ended), nothing measured.
 
     TTFT is the latency used: queueing shows in it first and fully, while E2E also carries the
     output-length spread of the workload. The completion criterion is not assessed when
     :func:`level_row` left ``completion_ratio`` None (too few submissions:
     :data:`MIN_COMPLETION_SAMPLES`).
     """
-    growth = row.get("queue_growth")
-    too_few = "completion_ratio" in row and row["completion_ratio"] is None
+    growth = row.get("queue_growth") if row else None
+    too_few = row is not None and "completion_ratio" in row and row["completion_ratio"] is None
     s = detect_saturation(
-        arrivals=None if too_few else row.get("arrival_rps"),
-        completions=row.get("completion_rps") or 0.0,
-        p99_latency=row.get("ttft_p99_ms"),
+        arrivals=None if too_few or row is None else row.get("arrival_rps"),
+        completions=(row.get("completion_rps") if row else None) or 0.0,
+        p99_latency=row.get("ttft_p99_ms") if row else None,
         low_load_p50_latency=lower_load_p50_ms,
     )
     fired = list(s.fired)

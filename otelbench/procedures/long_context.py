@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from otelbench.model.procedure import (
     LongContextFits,
     LongContextLevel,
     LongContextSection,
+    Parameters,
 )
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, level_entry, register_procedure
@@ -151,7 +152,7 @@ class LongContextProcedure(Procedure[LongContextParams, LongContextSection]):
     def planned_levels(self) -> int | None:
         return len(self.plan)
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **asdict(self.params),
             "requests": self.requests,

@@ -95,7 +95,9 @@ from otelbench.metrics import percentile
 from otelbench.metrics.server import preemption_stats
 from otelbench.model.procedure import (
     CapacityLevel,
+    LevelRow,
     MemoryPressureLevel,
+    Parameters,
     Preemption,
     PreemptionTimeline,
     PressureCapacitySearch,
@@ -283,17 +285,19 @@ def _timeline(
     }
 
 
-def pressure_row(data: RunData | None, row: Mapping[str, Any]) -> PressureMeasurements:
-    """The 5.8.4 measurements of one level from its records and its level row.
+def pressure_row(data: RunData | None, row: LevelRow | None) -> PressureMeasurements:
+    """The 5.8.4 measurements of one level from its records and its level row (None: a level
+    with no row, interrupted before its run ended).
 
     ``completion_rate`` and ``failure_rate`` are over the requests sent; ``preemption`` is
     :func:`preemption_measurements` (None without engine hooks).
     """
-    total = int(row.get("requests") or 0)
-    failed = int(row.get("failed") or 0)
-    kinds = failure_kinds(row.get("failed_by_type") or {})
+    total = int((row.get("requests") if row else None) or 0)
+    failed = int((row.get("failed") if row else None) or 0)
+    kinds = failure_kinds((row.get("failed_by_type") if row else None) or {})
+    succeeded = int((row.get("succeeded") if row else None) or 0)
     return {
-        "completion_rate": int(row.get("succeeded") or 0) / total if total else None,
+        "completion_rate": succeeded / total if total else None,
         "failure_rate": failed / total if total else None,
         "failures": kinds,
         "oom_like_errors": kinds["http_5xx"],
@@ -471,7 +475,7 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams, PressureSection]):
             return None
         return len(plan_oversubscription(self.capacity.concurrency, self.params.levels))
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         p = self.params
         out = asdict(p)
         out["capacity_report"] = None if p.capacity_report is None else str(p.capacity_report)
@@ -585,7 +589,7 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams, PressureSection]):
         for lv in levels:
             if lv.meta.get("role") != PRESSURE_ROLE:
                 continue
-            measured = pressure_row(lv.data, lv.row or {})
+            measured = pressure_row(lv.data, lv.row)
             entries.append(cast(MemoryPressureLevel, level_entry(lv, **measured)))
         base = next((e for e in entries if 1.0 in e["oversubscription"]), None)
         for e in entries:

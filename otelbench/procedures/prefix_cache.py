@@ -53,7 +53,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import httpx
 import numpy as np
@@ -67,6 +67,7 @@ from otelbench.metrics.summary import percentile
 from otelbench.model.procedure import (
     CacheHitRates,
     CacheReset,
+    Parameters,
     PrefixCacheComparison,
     PrefixCacheLevel,
     PrefixCacheRow,
@@ -74,7 +75,7 @@ from otelbench.model.procedure import (
     Quantiles,
 )
 from otelbench.options import option
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import Procedure, ProcedureSpec, level_entry, register_procedure
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.planning import shared_option
 from otelbench.procedures.profiles import shortfalls
@@ -239,26 +240,30 @@ class PrefixCacheProcedure(Procedure[PrefixCacheParams, PrefixCacheSection]):
             )
         return given
 
-    def workload(self, seed: int | None = None, shared_seed: int | None = None) -> Any:
+    def workload(
+        self, seed: int | None = None, shared_seed: int | None = None
+    ) -> ParametricWorkload:
+        """The base workload, with ``seed`` and ``shared_seed`` when given; one without shared
+        prefixes (or a system prompt) is a ConfigError: 5.7 measures their caching."""
         assert self.spec is not None
         base = self.spec.base
         params = dict(base.workload_params)
         if shared_seed is not None:
             params["shared_seed"] = shared_seed
-        return make_workload(base.workload, seed=base.seed if seed is None else seed, **params)
-
-    def bind(self, spec: Any) -> None:
-        super().bind(spec)
-        self.configurations()  # fail before anything starts
-        workload = self.workload()
-        shares = isinstance(workload, ParametricWorkload) and (
-            workload.prefix_sharing is not None or workload.system_prompt is not None
-        )
-        if not shares:
+        wl = make_workload(base.workload, seed=base.seed if seed is None else seed, **params)
+        if not isinstance(wl, ParametricWorkload) or (
+            wl.prefix_sharing is None and wl.system_prompt is None
+        ):
             raise ConfigError(
                 f"5.7 needs a workload with shared prefixes (code-completion, recommended, or "
-                f"conversation); {spec.base.workload!r} has none"
+                f"conversation); {base.workload!r} has none"
             )
+        return wl
+
+    def bind(self, spec: ProcedureSpec) -> None:
+        super().bind(spec)
+        self.configurations()  # fail before anything starts
+        self.workload()
 
     def load(self) -> LoadSpec:
         p = self.params
@@ -266,7 +271,7 @@ class PrefixCacheProcedure(Procedure[PrefixCacheParams, PrefixCacheSection]):
             return LoadSpec(mode=p.arrival, requests=self.requests, rate=p.rate)  # type: ignore[arg-type]
         return LoadSpec(mode="closed_loop", requests=self.requests, concurrency=p.concurrency or 4)
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         wl = self.workload()
         ps, sp = wl.prefix_sharing, wl.system_prompt
         return {

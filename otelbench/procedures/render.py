@@ -53,15 +53,16 @@ def _configuration(result: ProcedureReport) -> list[str]:
     elif "cold_start" in warmup:
         warm = "skipped (cold start, 4.5.3)"
     else:
-        outcome: Mapping[str, Any] = warmup["outcome"] or {}  # a warm-up's figures, if it ran
+        outcome = warmup["outcome"]  # a warm-up that ran to its end has figures
+        ran = (
+            None
+            if outcome is None or outcome["mode"] == "cold_start" or "interrupted" in outcome
+            else outcome
+        )
         warm = (
             f"draft 4.5 warm-up before level {warmup['before_level']}"
-            + (f": {outcome.get('requests')} requests" if outcome.get("requests") else "")
-            + (
-                f", stabilized: {outcome.get('stabilized')}"
-                if outcome.get("stabilized") is not None
-                else ""
-            )
+            + (f": {ran['requests']} requests" if ran and ran["requests"] else "")
+            + (f", stabilized: {ran['stabilized']}" if ran is not None else "")
             + "; the SUT stays warm between levels"
         )
     rows = [

@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from otelbench import telemetry
 from otelbench.benchmark import (
@@ -90,7 +90,7 @@ from otelbench.report.html import render_html
 from otelbench.report.plot_data import plot_data
 from otelbench.spool import SpoolStats
 
-__all__ = ["Level", "ProcedureInterrupted", "ProcedureSession"]
+__all__ = ["Level", "LevelMeta", "LevelOverrides", "ProcedureInterrupted", "ProcedureSession"]
 
 NO_WARMUP_DEVIATION_PREFIX: Final = "no warm-up procedure was run"
 """How the runner's manifest words a run without warm-up (otelbench.loadgen.runner)."""
@@ -98,6 +98,48 @@ NO_WARMUP_DEVIATION_PREFIX: Final = "no warm-up procedure was run"
 
 class ProcedureInterrupted(OtelbenchError):
     """Ctrl-C during a level: the procedure stops; what was measured is still reported."""
+
+
+class LevelMeta(TypedDict, total=False):
+    """What a procedure planned for a level (:attr:`Level.meta`): keys of the level's row in
+    ``procedure.json`` (:func:`~otelbench.procedures.base.level_entry`), each declared by the
+    level type of the sections that set it (:mod:`otelbench.model.procedure`)."""
+
+    role: str
+    """The level's part: a search step, the probe, a configuration's level …"""
+    live_verdict: bool
+    """A search level's verdict from its live row, which the search went by."""
+    lower_load_level: int | None
+    """5.2: the level whose TTFT P50 is the lower load of 5.2.3.1."""
+    configuration: str
+    """The SUT configuration it ran on (set by the session while one is in use)."""
+    fraction: float
+    """Of the capacity or saturation rate (5.3, 5.4, 5.10)."""
+    request_class: str | None
+    """5.6: the request class run alone, None for the mixed level."""
+    input_tokens: int
+    """The prompt length (5.9, fluidity's prefill profile)."""
+    requested_tokens: int
+    """5.9: the length asked for, before the model's context limit."""
+    oversubscription: list[float]
+    """5.8: the oversubscription level(s) asked for."""
+    effective_oversubscription: float
+    """5.8: the oversubscription run, ``concurrency / capacity``."""
+    capacity: int
+    """5.8: the capacity (max concurrency) the levels scale."""
+
+
+class LevelOverrides(TypedDict, total=False):
+    """The :class:`~otelbench.loadgen.runner.RunConfig` fields one level changes
+    (:meth:`ProcedureSession.run_level`'s ``overrides``)."""
+
+    workload: str
+    """Another workload: one request class alone (5.6), one input length (5.9), fluidity's
+    prefill profile."""
+    workload_params: dict[str, Any]
+    """That workload's own parameters (``RunConfig.workload_params``: keys per workload)."""
+    seed: int
+    """Another seed: 5.7's warm level draws new bodies behind the same shared prefixes."""
 
 
 @dataclass
@@ -112,7 +154,7 @@ class Level:
     out_dir: Path
     warmed: bool
     """This level's run carried the procedure's warm-up."""
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: LevelMeta = field(default_factory=LevelMeta)
     """What the procedure planned for the level (fraction, role in a search, …)."""
     live_row: LevelRow | None = None
     row: LevelRow | None = None
@@ -338,9 +380,9 @@ class ProcedureSession(Ends):
         self,
         load: LoadSpec,
         label: str,
-        meta: dict[str, Any] | None = None,
+        meta: LevelMeta | None = None,
         *,
-        overrides: dict[str, Any] | None = None,
+        overrides: LevelOverrides | None = None,
     ) -> Level:
         """Run one level and return it with its live row; raises ProcedureInterrupted on ^C.
 
@@ -365,7 +407,7 @@ class ProcedureSession(Ends):
             load=load,
             out_dir=self.out_dir / f"levels/{len(self.levels) + 1:02d}",
             warmed=warm,
-            meta=dict(meta or {}),
+            meta=meta.copy() if meta else {},
         )
         if self.configuration is not None:
             level.meta.setdefault("configuration", self.configuration.label)

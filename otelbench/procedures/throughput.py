@@ -40,15 +40,16 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.model.procedure import (
     LatencyAtMax,
+    LevelRow,
+    Parameters,
     ThroughputLevel,
     ThroughputSection,
     ThroughputSummary,
@@ -56,7 +57,7 @@ from otelbench.model.procedure import (
 )
 from otelbench.options import nested, option
 from otelbench.procedures.base import (
-    LevelSizes,
+    LoadSearch,
     Procedure,
     register_procedure,
     search_entries,
@@ -64,9 +65,7 @@ from otelbench.procedures.base import (
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import (
     OPEN_LOOP_OPTIONS,
-    RATE_GROWTH,
     RATE_RANGE_OPTIONS,
-    MaxSearch,
     OpenLoopLevels,
     RateRange,
     shared_option,
@@ -83,12 +82,13 @@ SEARCH_ROLE: Final = "rate-search"
 
 
 def throughput_verdict(
-    row: Mapping[str, Any],
+    row: LevelRow | None,
     lower_load_p50_ms: float | None,
     slo_ttft_p99_ms: float | None = None,
     slo_tpot_p99_ms: float | None = None,
 ) -> ThroughputVerdict:
-    """Whether a level is sustainable (module docstring), with the reasons when it is not.
+    """Whether a level is sustainable (module docstring), with the reasons when it is not;
+    ``row`` None: a level with no row (interrupted before its run ended).
 
     >>> v = throughput_verdict({"succeeded": 10, "queue_growth": "stable", "arrival_rps": 2.0,
     ...                         "completion_rps": 1.98, "ttft_p99_ms": 80.0,
@@ -98,7 +98,7 @@ def throughput_verdict(
     """
     sat = saturation_at(row, lower_load_p50_ms)
     reasons = []
-    if not row.get("succeeded"):
+    if not (row and row.get("succeeded")):
         reasons.append("no request succeeded")
     if sat["saturated"]:
         reasons.append("saturated (5.2.3.1): " + ", ".join(sat["fired"]))
@@ -181,13 +181,8 @@ class ThroughputParams:
 
 
 @register_procedure("throughput", "5.2", "Output Token Throughput")
-class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSection]):
+class ThroughputProcedure(LoadSearch, Procedure[ThroughputParams, ThroughputSection]):
     """Draft 5.2 (module docstring)."""
-
-    def __init__(self, params: ThroughputParams) -> None:
-        super().__init__(params)
-        self.search: MaxSearch | None = None
-        self.bounds: dict[str, float] = {}
 
     @property
     def closed(self) -> bool:
@@ -206,18 +201,14 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
     def has_slo(self) -> bool:
         return self.params.slo_ttft_p99_ms is not None or self.params.slo_tpot_p99_ms is not None
 
-    def parameters(self) -> dict[str, Any]:
-        return {
-            **self.sized_parameters(),
-            **self.bounds,
-            "max_levels": self.profile.search_max_levels,
-            "load_model": self.params.load_model,
-            "search": f"binary search on the {'concurrency' if self.closed else 'arrival rate'} "
-            f"(bracket ×{RATE_GROWTH}, then bisection)",
-            "criterion": "highest level meeting the SLO and not saturated"
+    def parameters(self) -> Parameters:
+        return self.search_parameters(
+            self.params.load_model,
+            "concurrency" if self.closed else "arrival rate",
+            "highest level meeting the SLO and not saturated"
             if self.has_slo
             else "highest level not saturated (5.2.3.1)",
-        }
+        )
 
     def _load_of(self, level: Level) -> float:
         return float((level.load.concurrency if self.closed else level.load.rate) or 0)
@@ -239,7 +230,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
             load = self.open_loop_level(value)
         level = session.run_level(load, label, {"role": SEARCH_ROLE})
         verdict = throughput_verdict(
-            level.live_row or {}, p50, self.params.slo_ttft_p99_ms, self.params.slo_tpot_p99_ms
+            level.live_row, p50, self.params.slo_ttft_p99_ms, self.params.slo_tpot_p99_ms
         )
         level.meta["live_verdict"] = verdict["passed"]
         level.meta["lower_load_level"] = reference.index if reference else None
@@ -248,28 +239,26 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
     def run(self, session: ProcedureSession) -> None:
         p = self.params
         capacity = estimate_capacity(session, p.rates.capacity_rps, self)
-        self.bounds = {"capacity_estimate_rps": capacity}
+        bounds = {"capacity_estimate_rps": capacity}
         if self.closed:
             lo = float(p.min_concurrency or 1)
             hi = float(p.max_concurrency or 8 * self.probe_concurrency)
             start = float(self.probe_concurrency)
             step = float(p.concurrency_step or 1)
-            self.bounds |= {"min_concurrency": lo, "max_concurrency": hi, "concurrency_step": step}
+            bounds |= {"min_concurrency": lo, "max_concurrency": hi, "concurrency_step": step}
         else:
             rates = p.rates.bounds(capacity, self.profile.rate_resolution)
             lo, hi, step, start = rates["min_rps"], rates["max_rps"], rates["rate_step"], capacity
-            self.bounds |= rates
-        search = MaxSearch(
-            start=min(max(start, lo), hi),
-            lo=lo,
-            hi=hi,
+            bounds |= rates
+        self.bounds = bounds
+        search = self.start_search(
+            start,
+            lo,
+            hi,
+            step,
             integer=self.closed,
-            growth=RATE_GROWTH,
-            abs_tolerance=step,
             rel_tolerance=self.profile.concurrency_resolution if self.closed else 0.0,
-            max_steps=self.profile.search_max_levels,
         )
-        self.search = search
         lowest = "reference (lowest concurrency)" if self.closed else "reference (lowest rate)"
         search.record(lo, self._level(session, lo, lowest))
         while (rate := search.next_value()) is not None:
@@ -283,7 +272,7 @@ class ThroughputProcedure(LevelSizes, Procedure[ThroughputParams, ThroughputSect
             ref_index = lv.meta.get("lower_load_level")
             ref = by_index.get(ref_index) if ref_index is not None else None
             p50 = ref.row.get("ttft_p50_ms") if ref is not None and ref.row else None
-            return throughput_verdict(lv.row or {}, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
+            return throughput_verdict(lv.row, p50, p.slo_ttft_p99_ms, p.slo_tpot_p99_ms)
 
         entries = [
             cast(ThroughputLevel, e)

@@ -26,15 +26,21 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 import numpy as np
 
 from otelbench.errors import ConfigError
 from otelbench.metrics import throughput_latency_points
-from otelbench.model.procedure import DerivedPoint, TradeoffLevel, TradeoffSection
+from otelbench.model.procedure import (
+    DerivedPoint,
+    LevelRow,
+    Parameters,
+    TradeoffLevel,
+    TradeoffSection,
+)
 from otelbench.options import nested
 from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
 from otelbench.procedures.levels import saturation_at
@@ -79,18 +85,19 @@ class TradeoffParams:
 
 
 def slo_ratio(
-    row: Mapping[str, Any], slo_ttft_p99_ms: float | None, slo_tpot_p99_ms: float | None
+    row: LevelRow | None, slo_ttft_p99_ms: float | None, slo_tpot_p99_ms: float | None
 ) -> float | None:
-    """The level's worst P99 / SLO ratio (<= 1: meets every SLO given); None when undefined.
+    """The level's worst P99 / SLO ratio (<= 1: meets every SLO given); None when undefined
+    (``row`` None: a level with no row).
 
     >>> slo_ratio({"ttft_p99_ms": 50.0, "tpot_p99_ms": 30.0}, 100.0, 20.0)
     1.5
     """
     ratios = []
-    for key, slo in (("ttft_p99_ms", slo_ttft_p99_ms), ("tpot_p99_ms", slo_tpot_p99_ms)):
+    p99s = (row.get("ttft_p99_ms"), row.get("tpot_p99_ms")) if row else (None, None)
+    for value, slo in zip(p99s, (slo_ttft_p99_ms, slo_tpot_p99_ms), strict=True):
         if slo is None:
             continue
-        value = row.get(key)
         if value is None:
             return None
         ratios.append(float(value) / slo)
@@ -111,7 +118,7 @@ class CurvePoints(TypedDict):
 
 
 def curve_points(
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[LevelRow],
     slo_ttft_p99_ms: float | None = None,
     slo_tpot_p99_ms: float | None = None,
 ) -> CurvePoints:
@@ -125,13 +132,15 @@ def curve_points(
     >>> p["knee_index"], p["saturation_index"], p["optimal_index"], p["peak_index"]
     (3, None, 2, 3)
     """
-    usable = [
-        i
-        for i, r in enumerate(rows)
-        if r.get("offered_rps") is not None
-        and r.get("output_tokens_per_s") is not None
-        and r.get("ttft_p99_ms") is not None
+    figures = (
+        (r.get("offered_rps"), r.get("output_tokens_per_s"), r.get("ttft_p99_ms")) for r in rows
+    )
+    defined = [
+        (i, float(rps), float(tokens), float(ttft))
+        for i, (rps, tokens, ttft) in enumerate(figures)
+        if rps is not None and tokens is not None and ttft is not None
     ]
+    usable = [i for i, *_ in defined]
     out: CurvePoints = {
         "knee_index": None,
         "saturation_index": None,
@@ -145,9 +154,9 @@ def curve_points(
         out["reasons"] = {k: "no level has a defined throughput and TTFT P99" for k in
                           ("knee", "saturation", "optimal", "peak")}  # fmt: skip
         return out
-    load = [float(rows[i]["offered_rps"]) for i in usable]
-    thr = [float(rows[i]["output_tokens_per_s"]) for i in usable]
-    p99 = [float(rows[i]["ttft_p99_ms"]) for i in usable]
+    load = [rps for _, rps, _, _ in defined]
+    thr = [tokens for _, _, tokens, _ in defined]
+    p99 = [ttft for _, _, _, ttft in defined]
     points = throughput_latency_points(load, thr, p99)
     ratios = [slo_ratio(rows[i], slo_ttft_p99_ms, slo_tpot_p99_ms) for i in usable]
     optimal: int | None = None
@@ -208,7 +217,7 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams, TradeoffSection]):
         probe = 0 if self.params.capacity_rps is not None else 1
         return len(self.params.fractions) + probe
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> Parameters:
         return {
             **self.sized_parameters(),
             "load_model": "open-loop (required by 5.3.2)",
