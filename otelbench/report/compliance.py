@@ -78,6 +78,7 @@ from otelbench.model.report import (
     TestVerdict,
     Verdict,
 )
+from otelbench.model.sut import GuardrailsDeclaration
 from otelbench.query.shards import LATE_START_MS
 from otelbench.report.access import fmt, integer, nonblank, number
 from otelbench.report.configuration import (
@@ -1623,11 +1624,17 @@ _WORKLOAD_RULES: Final = (
 REQUIREMENTS.extend(rule.requirement() for rule in _WORKLOAD_RULES)
 
 
-def _declared_guardrails(f: ReportFacts) -> dict[str, Any]:
+def _declared_guardrails(f: ReportFacts) -> GuardrailsDeclaration:
     """The declared guardrails (``run.sut.guardrails``; empty when none were declared as an
-    object)."""
+    object): a declaration's :class:`~otelbench.model.sut.GuardrailsDeclaration`, which
+    ``otelbench run`` keeps as it was validated (the report's type leaves it open)."""
     declared = f.sut.get("guardrails")
-    return declared if isinstance(declared, dict) else {}
+    return cast(GuardrailsDeclaration, declared) if isinstance(declared, dict) else {}
+
+
+def _filters(declared: GuardrailsDeclaration) -> tuple[tuple[str, str | None], ...]:
+    """The declared input and output filters, by stage (None: not declared)."""
+    return (("input", declared.get("input_filter")), ("output", declared.get("output_filter")))
 
 
 def _filter_on(value: Any) -> bool:
@@ -1644,11 +1651,7 @@ def _filter_on(value: Any) -> bool:
 )
 def _guardrails_production(f: ReportFacts) -> tuple[bool, str]:
     declared = _declared_guardrails(f)
-    enabled = [
-        f"{stage} {declared[key]}"
-        for stage, key in (("input", "input_filter"), ("output", "output_filter"))
-        if _filter_on(declared.get(key))
-    ]
+    enabled = [f"{stage} {name}" for stage, name in _filters(declared) if _filter_on(name)]
     default = declared.get("default_configuration") is True
     evidence = (
         f"declared: enabled {', '.join(enabled) or 'none'}; default configuration "
@@ -1683,14 +1686,15 @@ def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
     with its baseline configuration."""
     declared = _declared_guardrails(f)
     where = nonblank(declared.get("comparative_run"))
-    other = declared.get("comparative") or {}
+    other = declared.get("comparative")
     if where is None:
         return False, "no comparative run declared (guardrails.comparative_run in --sut-config)"
-    if other.get("read") is not True:
+    if other is None or other["read"] is not True:
+        reason = None if other is None else other.get("reason")
         return False, f"comparative run {where} declared, but no report was read there" + (
-            f" ({other['reason']})" if other.get("reason") else ""
+            f" ({reason})" if reason else ""
         )
-    if other.get("kind") == "procedure":
+    if other["kind"] == "procedure":
         configurations = [str(c) for c in other.get("configurations") or []]
         return "baseline" in configurations, (
             f"comparative procedure {other.get('path')}: configurations "
@@ -1698,9 +1702,7 @@ def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
         )
     theirs = other.get("declared")
     theirs = theirs if isinstance(theirs, dict) else {}  # declared as text, or not at all
-    disabled = bool(theirs) and not any(
-        _filter_on(theirs.get(k)) for k in ("input_filter", "output_filter")
-    )
+    disabled = bool(theirs) and not any(_filter_on(name) for _, name in _filters(theirs))
     workload = None if f.workload is None else f.workload["name"]
     same = other.get("workload") == workload and other.get("seed") == f.run["seed"]
     here, there = f.client["ttft_ms"]["p50"], number(other.get("ttft_p50_ms"))
