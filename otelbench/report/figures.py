@@ -55,17 +55,8 @@ from otelbench.model.report import (
 from otelbench.report.access import fmt, number
 from otelbench.report.plots import LOG_AXIS_RATIO, PALETTE, Axis, Chart
 
-__all__ = [
-    "CURVE_SHAPE",
-    "FIGURES",
-    "PLOTS",
-    "CurveBlock",
-    "CurveLevel",
-    "Figure",
-    "esc",
-    "html_table",
-    "throughput_latency",
-]
+__all__ = ["CURVE_SHAPE", "FIGURES", "PLOTS", "CurveBlock", "CurveLevel", "Figure", "esc",
+           "html_table", "throughput_latency"]  # fmt: skip
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
