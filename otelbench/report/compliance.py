@@ -1938,7 +1938,7 @@ _EQUIVALENCE_ITEMS: Final = ("workload", "seed", "sut_boundary", "hardware", "lo
 def _per_gpu_normalized(comparison: CompareBody) -> bool:
     normalization = comparison.get("normalization")
     systems = {} if normalization is None else normalization.get("systems") or {}
-    statuses = [str(v.get("status", "")) for v in systems.values()]
+    statuses = [v.get("status", "") for v in systems.values()]
     return bool(statuses) and all(s.startswith("normalized") for s in statuses)
 
 

@@ -115,7 +115,7 @@ class CurveBlock(TypedDict, total=False):
     slo_p99_ms: float | None
 
 
-CurvePoint = Literal["knee", "saturation", "peak", "optimal"]
+_CurvePoint = Literal["knee", "saturation", "peak", "optimal"]
 """The levels of a curve that draft 5.3.4 names, as :class:`CurveBlock` keys."""
 
 
@@ -536,7 +536,7 @@ class _Curve:
             self.p99.append(p99)
         self.dropped = len(rows) - len(self.kept)
 
-    def index(self, block: CurveBlock, key: CurvePoint, derived: int | None) -> int | None:
+    def index(self, block: CurveBlock, key: _CurvePoint, derived: int | None) -> int | None:
         """The level ``block[key]`` names (an index into the block's levels, mapped to the
         kept ones; None if it was left out), else the derived one."""
         if key not in block:
