@@ -59,7 +59,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -503,18 +503,23 @@ _CHECKLIST: Final[tuple[_CheckItem, ...]] = (
 )
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as {dotted key: leaf}; a non-mapping value is the leaf at ``prefix``."""
+def _flatten(value: object, prefix: str = "") -> dict[str, object]:
+    """Nested mappings as {dotted key: leaf}; a non-mapping value is the leaf at ``prefix``
+    (a JSON value, only compared and shown)."""
     if isinstance(value, Mapping) and value:
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for k in sorted(value, key=str):
             out.update(_flatten(value[k], f"{prefix}.{k}" if prefix else str(k)))
         return out
     return {prefix or "value": value}
 
 
-def _distinct(values: Sequence[Any]) -> list[Any]:
-    seen: dict[str, Any] = {}
+_V = TypeVar("_V")
+
+
+def _distinct(values: Sequence[_V]) -> list[_V]:
+    """``values`` less repeats, in order: two values are the same when their JSON is."""
+    seen: dict[str, _V] = {}
     for v in values:
         seen.setdefault(_canonical(v), v)
     return list(seen.values())

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, Literal, TypeVar, cast
 
 from otelbench import draft, semconv
 from otelbench.draft.statements import (
@@ -66,6 +66,8 @@ from otelbench.draft.statements import (
 from otelbench.metrics.latency import input_bucket_labels
 from otelbench.metrics.warmup import probe_variation
 from otelbench.model import report as rt
+from otelbench.model.compare import CompareBody
+from otelbench.model.procedure import LevelEntry, PrefixCacheSection, ProcedureReport
 from otelbench.model.report import (
     BulletResult,
     Check,
@@ -76,6 +78,7 @@ from otelbench.model.report import (
     TestVerdict,
     Verdict,
 )
+from otelbench.model.sut import GuardrailsDeclaration
 from otelbench.query.shards import LATE_START_MS
 from otelbench.report.access import fmt, integer, nonblank, number
 from otelbench.report.configuration import (
@@ -1621,11 +1624,17 @@ _WORKLOAD_RULES: Final = (
 REQUIREMENTS.extend(rule.requirement() for rule in _WORKLOAD_RULES)
 
 
-def _declared_guardrails(f: ReportFacts) -> dict[str, Any]:
+def _declared_guardrails(f: ReportFacts) -> GuardrailsDeclaration:
     """The declared guardrails (``run.sut.guardrails``; empty when none were declared as an
-    object)."""
+    object): a declaration's :class:`~otelbench.model.sut.GuardrailsDeclaration`, which
+    ``otelbench run`` keeps as it was validated (the report's type leaves it open)."""
     declared = f.sut.get("guardrails")
-    return declared if isinstance(declared, dict) else {}
+    return cast(GuardrailsDeclaration, declared) if isinstance(declared, dict) else {}
+
+
+def _filters(declared: GuardrailsDeclaration) -> tuple[tuple[str, str | None], ...]:
+    """The declared input and output filters, by stage (None: not declared)."""
+    return (("input", declared.get("input_filter")), ("output", declared.get("output_filter")))
 
 
 def _filter_on(value: Any) -> bool:
@@ -1642,11 +1651,7 @@ def _filter_on(value: Any) -> bool:
 )
 def _guardrails_production(f: ReportFacts) -> tuple[bool, str]:
     declared = _declared_guardrails(f)
-    enabled = [
-        f"{stage} {declared[key]}"
-        for stage, key in (("input", "input_filter"), ("output", "output_filter"))
-        if _filter_on(declared.get(key))
-    ]
+    enabled = [f"{stage} {name}" for stage, name in _filters(declared) if _filter_on(name)]
     default = declared.get("default_configuration") is True
     evidence = (
         f"declared: enabled {', '.join(enabled) or 'none'}; default configuration "
@@ -1681,14 +1686,15 @@ def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
     with its baseline configuration."""
     declared = _declared_guardrails(f)
     where = nonblank(declared.get("comparative_run"))
-    other = declared.get("comparative") or {}
+    other = declared.get("comparative")
     if where is None:
         return False, "no comparative run declared (guardrails.comparative_run in --sut-config)"
-    if other.get("read") is not True:
+    if other is None or other["read"] is not True:
+        reason = None if other is None else other.get("reason")
         return False, f"comparative run {where} declared, but no report was read there" + (
-            f" ({other['reason']})" if other.get("reason") else ""
+            f" ({reason})" if reason else ""
         )
-    if other.get("kind") == "procedure":
+    if other["kind"] == "procedure":
         configurations = [str(c) for c in other.get("configurations") or []]
         return "baseline" in configurations, (
             f"comparative procedure {other.get('path')}: configurations "
@@ -1696,9 +1702,7 @@ def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
         )
     theirs = other.get("declared")
     theirs = theirs if isinstance(theirs, dict) else {}  # declared as text, or not at all
-    disabled = bool(theirs) and not any(
-        _filter_on(theirs.get(k)) for k in ("input_filter", "output_filter")
-    )
+    disabled = bool(theirs) and not any(_filter_on(name) for _, name in _filters(theirs))
     workload = None if f.workload is None else f.workload["name"]
     same = other.get("workload") == workload and other.get("seed") == f.run["seed"]
     here, there = f.client["ttft_ms"]["p50"], number(other.get("ttft_p50_ms"))
@@ -1727,15 +1731,23 @@ def _guardrails_comparative(f: ReportFacts) -> tuple[bool, str]:
 
 @dataclass(frozen=True)
 class ProcedureFacts:
-    """What a test-wide check reads: its runs' reports and, for a procedure, procedure.json."""
+    """What a test-wide check reads: its runs' reports and, for a procedure, procedure.json
+    (without its ``compliance``), for a comparison (section 6), compare.json (likewise); one
+    run alone has neither."""
 
     runs: tuple[ReportFacts, ...]
-    procedure: Mapping[str, Any] | None = None
+    procedure: ProcedureReport | None = None
+    comparison: CompareBody | None = None
 
     @property
-    def levels(self) -> list[Mapping[str, Any]]:
-        found = (self.procedure or {}).get("levels")
-        return [lv for lv in found if isinstance(lv, Mapping)] if isinstance(found, list) else []
+    def levels(self) -> list[LevelEntry]:
+        """``procedure.json``'s ``levels`` (empty: none, or not a procedure)."""
+        return [] if self.procedure is None else self.procedure.get("levels") or []
+
+    @property
+    def parameters(self) -> Mapping[str, object]:
+        """``procedure.json``'s effective ``parameters`` (empty: none, or not a procedure)."""
+        return {} if self.procedure is None else self.procedure.get("parameters") or {}
 
 
 PROCEDURE_REQUIREMENTS: list[Requirement[ProcedureFacts]] = []
@@ -1751,7 +1763,7 @@ _procedure_requirement = _registrar(PROCEDURE_REQUIREMENTS)
     judges=("itl-load-levels",),
 )
 def _itl_levels(t: ProcedureFacts) -> tuple[bool, str]:
-    if t.procedure is None:
+    if t.procedure is None and t.comparison is None:
         return False, "one run at one load level (otelbench test itl runs the draft's levels)"
     labels = [str(lv.get("label")) for lv in t.levels]
     return len(labels) >= 2, f"{len(labels)} load level(s): {', '.join(labels) or 'none'}"
@@ -1765,7 +1777,7 @@ def _itl_levels(t: ProcedureFacts) -> tuple[bool, str]:
     judges=("fairness-load-level",),
 )
 def _fairness_level(t: ProcedureFacts) -> tuple[bool, str]:
-    params = (t.procedure or {}).get("parameters") or {}
+    params = t.parameters
     rate, saturation = number(params.get("rate")), number(params.get("saturation_rps"))
     if rate is None or not saturation:
         return False, (
@@ -1865,7 +1877,7 @@ _SEARCH_PARAMETERS: Final = {
     judges=(),
 )
 def _search_range(t: ProcedureFacts) -> tuple[bool, str]:
-    params = (t.procedure or {}).get("parameters") or {}
+    params = t.parameters
     model = str(params.get("load_model", "open-loop"))
     names = _SEARCH_PARAMETERS.get(model, ())
     values = {n: params.get(n) for n in names}
@@ -1888,17 +1900,26 @@ def _prefix_configurations(t: ProcedureFacts) -> tuple[bool, str]:
     """Judged on the levels measured, and on the disabled configuration's measured cache hit
     rate (``table``'s ``cache_hit_rate`` and ``cached_tokens``, from the engine's cached-token
     counts): a "disabled" cache that served prefix tokens was not disabled."""
-    procedure = t.procedure or {}
-    configured = sorted((procedure.get("configuration") or {}).get("configurations") or {})
+    procedure = t.procedure
+    configurations = (
+        None if procedure is None else (procedure.get("configuration") or {}).get("configurations")
+    )
+    configured = sorted(configurations or {})
     measured = [str(lv.get("label")) for lv in t.levels if lv.get("report")]
-    rows = [r for r in procedure.get("table") or [] if isinstance(r, Mapping)]
-    disabled = next((r for r in rows if r.get("role") == "disabled"), {})
+    # a 5.7 procedure.json holds PrefixCacheSection's keys beside the envelope's
+    section = cast("PrefixCacheSection | None", t.procedure)
+    rows = [] if section is None else section.get("table") or []
+    disabled = next((r for r in rows if r.get("role") == "disabled"), None)
     shown = f"configurations {', '.join(configured) or 'none'}; levels measured: " + (
         ", ".join(measured) or "none"
     )
     if not {"disabled", "enabled"} <= set(configured) or len(measured) < 2:
         return False, shown
-    hit, cached = number(disabled.get("cache_hit_rate")), integer(disabled.get("cached_tokens"))
+    hit, cached = (
+        (None, None)
+        if disabled is None
+        else (number(disabled.get("cache_hit_rate")), integer(disabled.get("cached_tokens")))
+    )
     if hit is None or cached is None:
         return False, (
             f"{shown}; no evidence that the cache was disabled: the disabled level has no "
@@ -1914,9 +1935,10 @@ _EQUIVALENCE_ITEMS: Final = ("workload", "seed", "sut_boundary", "hardware", "lo
 """The keys of ``otelbench compare``'s checklist that draft 6.1 requires to match."""
 
 
-def _per_gpu_normalized(comparison: Mapping[str, Any]) -> bool:
-    systems = (comparison.get("normalization") or {}).get("systems") or {}
-    statuses = [str(v.get("status", "")) for v in systems.values()]
+def _per_gpu_normalized(comparison: CompareBody) -> bool:
+    normalization = comparison.get("normalization")
+    systems = {} if normalization is None else normalization.get("systems") or {}
+    statuses = [v.get("status", "") for v in systems.values()]
     return bool(statuses) and all(s.startswith("normalized") for s in statuses)
 
 
@@ -1929,16 +1951,16 @@ def _per_gpu_normalized(comparison: Mapping[str, Any]) -> bool:
     judges=(),
 )
 def _equivalence(t: ProcedureFacts) -> tuple[bool, str]:
-    checklist = (t.procedure or {}).get("checklist")
-    if not isinstance(checklist, list):
+    checklist = None if t.comparison is None else t.comparison.get("checklist")
+    if t.comparison is None or checklist is None:
         return False, "no evidence: no comparison checklist (otelbench compare)"
-    items = {str(c.get("item")): c for c in checklist if isinstance(c, Mapping)}
+    items = {c["item"]: c for c in checklist}
     shown, problems = [], []
     for key in _EQUIVALENCE_ITEMS:
-        item = items.get(key) or {}
-        status = str(item.get("status", "not recorded"))
-        label = str(item.get("label", key))
-        if status != "equal" and key == "hardware" and _per_gpu_normalized(t.procedure or {}):
+        item = items.get(key)
+        status: str = "not recorded" if item is None else item["status"]
+        label = key if item is None else item["label"]
+        if status != "equal" and key == "hardware" and _per_gpu_normalized(t.comparison):
             status = "differs, normalized per GPU (6.2)"
         elif status != "equal":
             problems.append(f"{label} {status}")
@@ -2017,7 +2039,7 @@ def condition_holds(condition: str, facts: ReportFacts | ProcedureFacts) -> bool
     if isinstance(facts, ReportFacts):
         return CONDITION_HOLDS[condition](facts)
     if condition == "slo-specified":
-        params = (facts.procedure or {}).get("parameters") or {}
+        params = facts.parameters
         return any(params.get(k) is not None for k in ("slo_ttft_p99_ms", "slo_tpot_p99_ms"))
     return any(CONDITION_HOLDS[condition](r) for r in facts.runs)
 
@@ -2048,7 +2070,7 @@ _UMBRELLAS: dict[str, tuple[str, ...]] = {}
 """Check id → the umbrella statements it judges through their bullets (filled below)."""
 
 
-def _from_checks(ids: Sequence[str], results: Mapping[str, Mapping[str, Any]]) -> tuple[Met, str]:
+def _from_checks(ids: Sequence[str], results: Mapping[str, Check]) -> tuple[Met, str]:
     """Met, not met (with the unmet checks' evidence) or without evidence (None) from ``ids``'
     results; not-applicable results are no evidence."""
     found = [results[c] for c in ids if c in results]
@@ -2063,7 +2085,7 @@ def _from_checks(ids: Sequence[str], results: Mapping[str, Mapping[str, Any]]) -
 
 def _judge_bullet(
     b: Bullet,
-    results: Mapping[str, Mapping[str, Any]],
+    results: Mapping[str, Check],
     statements: Mapping[str, StatementResult],
     facts: ProcedureFacts,
 ) -> BulletResult:
@@ -2096,7 +2118,7 @@ def _judge_bullet(
 
 def _judge(
     s: Statement,
-    results: Mapping[str, Mapping[str, Any]],
+    results: Mapping[str, Check],
     statements: Mapping[str, StatementResult],
     facts: ProcedureFacts,
 ) -> tuple[Met, str, list[BulletResult]]:
@@ -2216,12 +2238,12 @@ def _lowest(verdicts: list[Verdict]) -> Verdict:
     return min(verdicts, key=order.index) if verdicts else VERDICT_NOT_COMPLIANT
 
 
-def _relevant(check: Mapping[str, Any], tests: list[str]) -> bool:
+def _relevant(check: Check, tests: list[str]) -> bool:
     """Whether a check bears on one of ``tests``: it judges one of their statements, or (a
     check that judges none) its section is section 4's or one of theirs."""
     if check["judges"]:
         return any(t in BY_ID[j].tests for j in check["judges"] for t in tests)
-    section = str(check["section"])
+    section = check["section"]
     return section.startswith("4.") or any(section.startswith(f"{t}.") for t in tests)
 
 
@@ -2275,7 +2297,7 @@ def _combine(check_id: str, per_run: list[tuple[str, Check]]) -> Check:
 
 
 def procedure_compliance(
-    procedure: Mapping[str, Any], reports: Sequence[tuple[str, rt.ReportBody]]
+    procedure: ProcedureReport, reports: Sequence[tuple[str, rt.ReportBody]]
 ) -> ComplianceSection:
     """The draft 2 verdict of one procedure (``procedure.json``, without its compliance) over
     section 4's statements and its own section's: every run check over its level ``reports``
@@ -2315,14 +2337,14 @@ def procedure_compliance(
 
 
 def comparison_compliance(
-    comparison: Mapping[str, Any], reports: Sequence[rt.ReportBody]
+    comparison: CompareBody, reports: Sequence[rt.ReportBody]
 ) -> ComplianceSection:
     """The draft 2 verdict of a multi-system comparison (test ``6``: ``otelbench compare``'s
     result without its compliance, and every compared run's report).
 
     Returns the shape of :func:`compliance` with one entry in ``tests``.
     """
-    facts = ProcedureFacts(tuple(ReportFacts(r) for r in reports), comparison)
+    facts = ProcedureFacts(tuple(ReportFacts(r) for r in reports), comparison=comparison)
     checks = [req.check(facts) for req in PROCEDURE_REQUIREMENTS]
     scope = (
         f"a comparison of {len(reports)} runs: the multi-system statements (section 6) and "

@@ -27,7 +27,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -44,11 +44,19 @@ from otelbench.model.plots import (
     PointSeries,
     WaterfallRow,
 )
-from otelbench.model.report import FluidityIndex, Report, ShortSummary, Summary
+from otelbench.model.procedure import LevelEntry
+from otelbench.model.report import (
+    FluidityIndex,
+    InputLengthBucket,
+    Report,
+    ShortSummary,
+    Summary,
+)
 from otelbench.report.access import fmt, number
 from otelbench.report.plots import LOG_AXIS_RATIO, PALETTE, Axis, Chart
 
-__all__ = ["CURVE_SHAPE", "FIGURES", "PLOTS", "Figure", "esc", "html_table", "throughput_latency"]
+__all__ = ["CURVE_SHAPE", "FIGURES", "PLOTS", "CurveBlock", "CurveLevel", "Figure", "esc",
+           "html_table", "throughput_latency"]  # fmt: skip
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -77,6 +85,38 @@ CURVE_SHAPE: Final = (
     "otelbench.metrics.throughput_latency_points (draft 5.3.4)"
 )
 """The multi-level procedure block the throughput-latency plot accepts."""
+
+
+class CurveLevel(TypedDict, total=False):
+    """A level row of a :class:`CurveBlock` (:data:`CURVE_SHAPE`) given by hand; a procedure's
+    own level rows (:class:`~otelbench.model.procedure.LevelEntry`) fit as they are."""
+
+    offered_rps: float | None
+    concurrency: int | None
+    output_tokens_per_s: float | None
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    e2e_p99_ms: float | None
+    itl_p99_ms: float | None
+    p99_ms: float | None
+
+
+class CurveBlock(TypedDict, total=False):
+    """The multi-level procedure block of the throughput-latency curve (:data:`CURVE_SHAPE`):
+    its levels, the latency metric drawn, the levels the procedure named (draft 5.3.4: indices
+    into ``levels``) and the SLO."""
+
+    levels: Sequence[CurveLevel | LevelEntry]
+    latency_metric: str
+    knee: int | None
+    saturation: int | None
+    peak: int | None
+    optimal: int | None
+    slo_p99_ms: float | None
+
+
+_CurvePoint = Literal["knee", "saturation", "peak", "optimal"]
+"""The levels of a curve that draft 5.3.4 names, as :class:`CurveBlock` keys."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -158,6 +198,17 @@ def _summary_points(s: Summary) -> tuple[list[float], list[float]]:
 def _fluidity_points(f: FluidityIndex) -> tuple[list[float], list[float]]:
     """A fluidity-index's min, P1, P5 and P50 with their fractions, ascending."""
     return _percentile_points([(f["min"], 0.0), (f["p1"], 0.01), (f["p5"], 0.05), (f["p50"], 0.5)])
+
+
+_BAR_PERCENTILES: Final[tuple[Literal["p50", "p95", "p99"], ...]] = ("p50", "p95", "p99")
+
+
+def _percentile_bars(
+    rows: Sequence[InputLengthBucket | ShortSummary], prefix: str = ""
+) -> list[tuple[str, list[float | None]]]:
+    """The series of :func:`_grouped_bars` that show ``rows``' P50, P95 and P99 (one bar a
+    row in each), labelled ``{prefix}P50`` …"""
+    return [(f"{prefix}{q.upper()}", [number(r[q]) for r in rows]) for q in _BAR_PERCENTILES]
 
 
 def _grouped_bars(
@@ -370,15 +421,9 @@ def _ttft_by_input(fig: Figure, report: Report, plots: PlotData | None) -> None:
     if not filled:
         fig.note = "no successful request had both a TTFT and an input length"
         return
-    names = [b["bucket"] for b in filled]
-    series = [
-        ("P50", [number(b["p50"]) for b in filled]),
-        ("P95", [number(b["p95"]) for b in filled]),
-        ("P99", [number(b["p99"]) for b in filled]),
-    ]
     fig.svg = _grouped_bars(
-        names,
-        series,
+        [b["bucket"] for b in filled],
+        _percentile_bars(filled),
         x_label="input tokens",
         y_label="TTFT (ms)",
         tip=lambda cat, label, v: f"{cat} tokens: TTFT {label} {v:.2f} ms",
@@ -445,17 +490,13 @@ def _jitter(fig: Figure, report: Report, plots: PlotData | None) -> None:
         ("client", report["metrics"]["client"]["itl_per_request"]["jitter_ms"]),
         ("server", server_per_request["jitter_ms"] if server_per_request is not None else None),
     )
-    cats, series = [], []
-    for label, j in sides:
-        if j is not None and number(j["p50"]) is not None:
-            cats.append(label)
-            series.append([number(j["p50"]), number(j["p95"]), number(j["p99"])])
-    if not cats:
+    shown = [(label, j) for label, j in sides if j is not None and number(j["p50"]) is not None]
+    if not shown:
         fig.note = "no request had 2 or more ITL samples"
         return
     fig.svg = _grouped_bars(
-        cats,
-        [(p.upper(), [row[k] for row in series]) for k, p in enumerate(("p50", "p95", "p99"))],
+        [label for label, _ in shown],
+        _percentile_bars([j for _, j in shown]),
         x_label="side",
         y_label="ITL jitter (ms)",
         tip=lambda cat, label, v: f"{cat} jitter {label}: {v:.3f} ms",
@@ -472,11 +513,10 @@ _LATENCY_LABELS: Final = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E", "itl": "
 class _Curve:
     """The usable levels of a procedure block (:data:`CURVE_SHAPE`)."""
 
-    def __init__(self, block: Mapping[str, Any], levels: Sequence[Any]) -> None:
-        metric = str(block.get("latency_metric") or "ttft")
+    def __init__(self, block: CurveBlock, rows: Sequence[CurveLevel | LevelEntry]) -> None:
+        metric = block.get("latency_metric") or "ttft"
         self.metric = _LATENCY_LABELS.get(metric.lower(), metric)
         key = f"{metric.lower()}_p99_ms"
-        rows = [level if isinstance(level, Mapping) else {} for level in levels]
         by_rate = all(number(r.get("offered_rps")) is not None for r in rows)
         self.load_key = "offered_rps" if by_rate else "concurrency"
         self.load_unit = "req/s" if by_rate else "concurrent"
@@ -496,7 +536,7 @@ class _Curve:
             self.p99.append(p99)
         self.dropped = len(rows) - len(self.kept)
 
-    def index(self, block: Mapping[str, Any], key: str, derived: int | None) -> int | None:
+    def index(self, block: CurveBlock, key: _CurvePoint, derived: int | None) -> int | None:
         """The level ``block[key]`` names (an index into the block's levels, mapped to the
         kept ones; None if it was left out), else the derived one."""
         if key not in block:
@@ -510,11 +550,11 @@ class _Curve:
         return f"{self.load[k]:g} {self.load_unit}"
 
 
-def throughput_latency(fig: Figure, block: Mapping[str, Any] | None) -> None:
+def throughput_latency(fig: Figure, block: CurveBlock | None) -> None:
     """The throughput-latency curve of a multi-level procedure ``block`` (:data:`CURVE_SHAPE`;
     draft 5.3.4), or why there is none (None: no procedure, a single run)."""
     levels = block.get("levels") if block is not None else None
-    if block is None or not isinstance(levels, list) or len(levels) < 2:
+    if block is None or levels is None or len(levels) < 2:
         fig.note = (
             "a single load level was run; the curve needs a multi-level procedure "
             "(report.procedure.levels, draft 5.3)"
@@ -652,16 +692,9 @@ def _fairness(fig: Figure, report: Report, plots: PlotData | None) -> None:
         fig.note = "fewer than two request classes among the successful requests"
         return
     by_class = section["by_class"]
-    names = list(by_class)
-    rows = list(by_class.values())
-    series = [
-        ("TTFT P50", [number(r["ttft_ms"]["p50"]) for r in rows]),
-        ("TTFT P95", [number(r["ttft_ms"]["p95"]) for r in rows]),
-        ("TTFT P99", [number(r["ttft_ms"]["p99"]) for r in rows]),
-    ]
     fig.svg = _grouped_bars(
-        names,
-        series,
+        list(by_class),
+        _percentile_bars([r["ttft_ms"] for r in by_class.values()], "TTFT "),
         x_label="request class",
         y_label="TTFT (ms)",
         tip=lambda cat, label, v: f"class {cat}: {label} {v:.2f} ms",
@@ -684,7 +717,7 @@ def _fairness(fig: Figure, report: Report, plots: PlotData | None) -> None:
                 fmt(r["tpot_ms"]["p50"]),
                 fmt(r["starvation_rate"], 3),
             )
-            for name, r in zip(names, rows, strict=True)
+            for name, r in by_class.items()
         ],
         cls="compact",
     )

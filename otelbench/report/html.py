@@ -49,9 +49,10 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Final, Literal, cast
 
 from otelbench.model.plots import PlotData
+from otelbench.model.procedure import LevelEntry, ProcedureReport, TradeoffSection
 from otelbench.model.report import ComplianceSection, Report, Summary
 from otelbench.report.access import NA, fmt, load_text, number
 from otelbench.report.configuration import CONFIGURATION_LABELS
@@ -59,6 +60,7 @@ from otelbench.report.figures import (
     CURVE_SHAPE,
     FIGURES,
     PLOTS,
+    CurveBlock,
     Figure,
     esc,
     html_table,
@@ -293,7 +295,7 @@ def render_html(
     report: Report,
     plot_data: PlotData | None = None,
     *,
-    procedure: Mapping[str, Any] | None = None,
+    procedure: CurveBlock | None = None,
 ) -> str:
     """The report as one self-contained HTML page (no external resource) with inline SVG plots.
 
@@ -338,22 +340,26 @@ def render_html(
     )
 
 
-def _curve_levels(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _curve_levels(result: ProcedureReport) -> list[LevelEntry]:
     """The procedure's levels that form one load curve: open-loop levels by offered rate (or,
     when fewer than 3, closed-loop levels by concurrency), of one configuration, by load."""
-    levels = [lv for lv in result.get("levels") or [] if isinstance(lv, Mapping)]
+    levels = result.get("levels") or []
     if len({lv.get("configuration") for lv in levels}) > 1:
         return []  # configurations compared (5.7, 5.10): no single curve
-    for key in ("offered_rps", "concurrency"):
-        rows = [lv for lv in levels if number(lv.get(key)) is not None]
-        if key == "concurrency":
-            rows = [lv for lv in rows if number(lv.get("offered_rps")) is None]
+    by_rate = [(rps, lv) for lv in levels if (rps := number(lv.get("offered_rps"))) is not None]
+    by_concurrency = [
+        (n, lv)
+        for lv in levels
+        if (n := number(lv.get("concurrency"))) is not None
+        and number(lv.get("offered_rps")) is None
+    ]
+    for rows in (by_rate, by_concurrency):
         if len(rows) >= 3:
-            return sorted(rows, key=lambda lv: float(lv[key]))
+            return [lv for _, lv in sorted(rows, key=lambda row: row[0])]
     return []
 
 
-def render_procedure_html(result: Mapping[str, Any], markdown: str) -> str:
+def render_procedure_html(result: ProcedureReport, markdown: str) -> str:
     """``procedure.html``: the procedure's throughput-latency curve (when its levels form one),
     links to each level's ``report.html``, and ``procedure.md`` itself. Self-contained, like
     :func:`render_html`, with the same script markers.
@@ -366,11 +372,15 @@ def render_procedure_html(result: Mapping[str, Any], markdown: str) -> str:
     fig = Figure("throughput_latency", "Throughput–latency curve")
     curve = _curve_levels(result)
     if curve:
-        block: dict[str, Any] = {"levels": curve}
-        if curve == result.get("levels"):  # the procedure's own points (5.3.4), when it has them
-            for key in ("knee", "saturation", "peak", "optimal"):
-                if f"{key}_index" in result:
-                    block[key] = result[f"{key}_index"]
+        block: CurveBlock = {"levels": curve}
+        # the procedure's own points (5.3.4), when it has them: a 5.3 procedure.json holds
+        # TradeoffSection's keys beside the envelope's
+        if curve == result.get("levels") and "knee_index" in result:
+            own = cast(TradeoffSection, result)
+            block["knee"] = own["knee_index"]
+            block["saturation"] = own["saturation_index"]
+            block["peak"] = own["peak_index"]
+            block["optimal"] = own["optimal_index"]
         throughput_latency(fig, block)
     else:
         fig.note = "the procedure's levels do not form one load curve"
@@ -380,7 +390,6 @@ def render_procedure_html(result: Mapping[str, Any], markdown: str) -> str:
         if run.get("report")
         else f"<li>{esc(run.get('index'))}. {esc(run.get('label'))} (no stored report)</li>"
         for run in result.get("runs") or []
-        if isinstance(run, Mapping)
     )
     return _page(
         title,

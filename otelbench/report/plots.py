@@ -216,6 +216,13 @@ class Axis:
             return self.categories[index]
         return tick_label(value)
 
+    def tick_shown(self, index: int, value: float, limit: int) -> tuple[str, str]:
+        """A tick's text as drawn (a category's cut to ``limit`` characters) and, where it was
+        cut, an SVG ``<title>`` that holds the whole text (empty otherwise)."""
+        text = self.tick_text(index, value)
+        shown = _truncate(text, limit) if self.categories else text
+        return shown, f"<title>{_esc(text)}</title>" if shown != text else ""
+
 
 def _steps(lo: float, hi: float, step: float) -> list[float]:
     n = round((hi - lo) / step)
@@ -238,7 +245,7 @@ def _nice_ceil(v: float) -> float:
     return 10.0 ** (k + 1)
 
 
-def _truncate(text: str, limit: int = _MAX_CATEGORY_LABEL) -> str:
+def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -476,9 +483,7 @@ class Chart:
         bottom = self.TOP + self._plot_h
         for i, value in enumerate(self.x.ticks):
             x = self.px(value)
-            text = self.x.tick_text(i, value)
-            shown = _truncate(text) if self.x.categories else text
-            tip = f"<title>{_esc(text)}</title>" if shown != text else ""
+            shown, tip = self.x.tick_shown(i, value, _MAX_CATEGORY_LABEL)
             if not self.x.categories:
                 out.append(
                     f'<line class="grid" x1="{_px(x)}" x2="{_px(x)}" y1="{_px(self.TOP)}" '
@@ -501,9 +506,7 @@ class Chart:
         right = self.left + self._plot_w
         for i, value in enumerate(self.y.ticks):
             y = self.py(value)
-            text = self.y.tick_text(i, value)
-            shown = _truncate(text, max(6, (self.left - 30) // 7)) if self.y.categories else text
-            tip = f"<title>{_esc(text)}</title>" if shown != text else ""
+            shown, tip = self.y.tick_shown(i, value, max(6, (self.left - 30) // 7))
             if not self.y.categories:
                 out.append(
                     f'<line class="grid" x1="{_px(self.left)}" x2="{_px(right)}" y1="{_px(y)}" '

@@ -329,6 +329,13 @@ def test_a_run_check_passes_and_fails(check_id: str) -> None:
     assert passed["evidence"] != failed["evidence"]
 
 
+def _test_facts(runs: tuple[ReportFacts, ...], given: dict[str, Any] | None) -> ProcedureFacts:
+    """A test's facts: ``given`` is compare.json where it has a checklist, else procedure.json."""
+    if given is not None and "checklist" in given:
+        return ProcedureFacts(runs, comparison=given)
+    return ProcedureFacts(runs, given)
+
+
 @pytest.mark.parametrize("check_id", list(PROCEDURE_CASES))
 def test_a_procedure_check_passes_and_fails(check_id: str) -> None:
     requirement = next(r for r in PROCEDURE_REQUIREMENTS if r.id == check_id)
@@ -346,8 +353,8 @@ def test_a_procedure_check_passes_and_fails(check_id: str) -> None:
         if missing and missing.get("tokenizer")
         else (ReportFacts(met), ReportFacts(unmet))
     )
-    passed = requirement.check(ProcedureFacts(runs, meeting))
-    failed = requirement.check(ProcedureFacts(failing_runs, missing))
+    passed = requirement.check(_test_facts(runs, meeting))
+    failed = requirement.check(_test_facts(failing_runs, missing))
     assert passed["met"] is True, passed["evidence"]
     assert failed["met"] is False, failed["evidence"]
 
@@ -357,11 +364,11 @@ def test_hardware_that_differs_is_equivalent_once_normalized_per_gpu() -> None:
     requirement = next(r for r in PROCEDURE_REQUIREMENTS if r.id == "equivalence")
     checklist = [dict(c, status="differs") if c["item"] == "hardware" else c for c in EQUAL]
     comparison: dict[str, Any] = {"checklist": checklist}
-    result = requirement.check(ProcedureFacts((), comparison))
+    result = requirement.check(ProcedureFacts((), comparison=comparison))
     assert (result["met"], result["evidence"]) == (False, "not equivalent: hardware differs")
     comparison["normalization"] = {
         "systems": {"a": {"status": "normalized: 1 GPU"}, "b": {"status": "normalized: 2 GPUs"}}
     }
-    result = requirement.check(ProcedureFacts((), comparison))
+    result = requirement.check(ProcedureFacts((), comparison=comparison))
     assert result["met"] is True
     assert "hardware: differs, normalized per GPU (6.2)" in result["evidence"]
