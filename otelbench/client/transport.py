@@ -596,30 +596,27 @@ class _Recorder:
             attrs[semconv.HTTP_RESPONSE_STATUS_CODE] = m.status_code
             attrs[semconv.CLIENT_HEADERS_OFFSET_US] = m.headers_offset_us
         attrs[semconv.CLIENT_END_OFFSET_US] = m.end_offset_us
-        if m.response_id is not None:
-            attrs[semconv.GEN_AI_RESPONSE_ID] = m.response_id
-        if m.response_model is not None:
-            attrs[semconv.GEN_AI_RESPONSE_MODEL] = m.response_model
-        if m.finish_reasons:
-            attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = m.finish_reasons
-        if m.reasoning_tokens is not None:
-            attrs[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = m.reasoning_tokens
-        if self.request_attrs[semconv.GEN_AI_PROVIDER_NAME] == semconv.PROVIDER_OPENAI:
-            if m.service_tier is not None:
-                attrs[semconv.OPENAI_RESPONSE_SERVICE_TIER] = m.service_tier
-            if m.system_fingerprint is not None:
-                attrs[semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT] = m.system_fingerprint
-        if m.input_tokens is not None:
-            attrs[semconv.GEN_AI_USAGE_INPUT_TOKENS] = m.input_tokens
-        if m.output_tokens is not None:
-            attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] = m.output_tokens
-        if m.cached_tokens is not None:
-            attrs[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = m.cached_tokens
-        if m.first_event_offset_us is not None:
-            attrs[semconv.CLIENT_FIRST_EVENT_OFFSET_US] = m.first_event_offset_us
-            attrs[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = m.first_event_offset_us / 1e6
-        if m.ttft_us is not None:
-            attrs[semconv.CLIENT_TTFT_US] = m.ttft_us
+        openai = self.request_attrs[semconv.GEN_AI_PROVIDER_NAME] == semconv.PROVIDER_OPENAI
+        first_event_us = m.first_event_offset_us
+        known: tuple[tuple[str, AttributeValue | None], ...] = (
+            (semconv.GEN_AI_RESPONSE_ID, m.response_id),
+            (semconv.GEN_AI_RESPONSE_MODEL, m.response_model),
+            (semconv.GEN_AI_RESPONSE_FINISH_REASONS, m.finish_reasons or None),
+            (semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, m.reasoning_tokens),
+            (semconv.OPENAI_RESPONSE_SERVICE_TIER, m.service_tier if openai else None),
+            (semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT, m.system_fingerprint if openai else None),
+            (semconv.GEN_AI_USAGE_INPUT_TOKENS, m.input_tokens),
+            (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, m.output_tokens),
+            (semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, m.cached_tokens),
+            (semconv.CLIENT_FIRST_EVENT_OFFSET_US, first_event_us),
+            (
+                semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK,
+                None if first_event_us is None else first_event_us / 1e6,
+            ),
+            (semconv.CLIENT_TTFT_US, m.ttft_us),
+        )
+        # Each of these is set only when known (the ``openai.*`` ones for the OpenAI provider).
+        attrs.update((key, value) for key, value in known if value is not None)
         if m.streaming:
             attrs[semconv.CLIENT_CHUNK_OFFSETS_US] = m.chunk_offsets_us
             attrs[semconv.CLIENT_CHUNK_TOKENS] = m.chunk_tokens
