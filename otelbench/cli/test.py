@@ -71,9 +71,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ProcedureOptions", "test_app"]
 
+# A sub-app: completion and tracebacks are the root app's (otelbench.cli.app) to set.
 test_app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="The draft's test procedures (section 5): sequences of load levels and their report.",
 )

@@ -76,6 +76,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import Token
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
@@ -595,30 +596,27 @@ class _Recorder:
             attrs[semconv.HTTP_RESPONSE_STATUS_CODE] = m.status_code
             attrs[semconv.CLIENT_HEADERS_OFFSET_US] = m.headers_offset_us
         attrs[semconv.CLIENT_END_OFFSET_US] = m.end_offset_us
-        if m.response_id is not None:
-            attrs[semconv.GEN_AI_RESPONSE_ID] = m.response_id
-        if m.response_model is not None:
-            attrs[semconv.GEN_AI_RESPONSE_MODEL] = m.response_model
-        if m.finish_reasons:
-            attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = m.finish_reasons
-        if m.reasoning_tokens is not None:
-            attrs[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = m.reasoning_tokens
-        if self.request_attrs[semconv.GEN_AI_PROVIDER_NAME] == semconv.PROVIDER_OPENAI:
-            if m.service_tier is not None:
-                attrs[semconv.OPENAI_RESPONSE_SERVICE_TIER] = m.service_tier
-            if m.system_fingerprint is not None:
-                attrs[semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT] = m.system_fingerprint
-        if m.input_tokens is not None:
-            attrs[semconv.GEN_AI_USAGE_INPUT_TOKENS] = m.input_tokens
-        if m.output_tokens is not None:
-            attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] = m.output_tokens
-        if m.cached_tokens is not None:
-            attrs[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = m.cached_tokens
-        if m.first_event_offset_us is not None:
-            attrs[semconv.CLIENT_FIRST_EVENT_OFFSET_US] = m.first_event_offset_us
-            attrs[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = m.first_event_offset_us / 1e6
-        if m.ttft_us is not None:
-            attrs[semconv.CLIENT_TTFT_US] = m.ttft_us
+        openai = self.request_attrs[semconv.GEN_AI_PROVIDER_NAME] == semconv.PROVIDER_OPENAI
+        first_event_us = m.first_event_offset_us
+        known: tuple[tuple[str, AttributeValue | None], ...] = (
+            (semconv.GEN_AI_RESPONSE_ID, m.response_id),
+            (semconv.GEN_AI_RESPONSE_MODEL, m.response_model),
+            (semconv.GEN_AI_RESPONSE_FINISH_REASONS, m.finish_reasons or None),
+            (semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, m.reasoning_tokens),
+            (semconv.OPENAI_RESPONSE_SERVICE_TIER, m.service_tier if openai else None),
+            (semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT, m.system_fingerprint if openai else None),
+            (semconv.GEN_AI_USAGE_INPUT_TOKENS, m.input_tokens),
+            (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, m.output_tokens),
+            (semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, m.cached_tokens),
+            (semconv.CLIENT_FIRST_EVENT_OFFSET_US, first_event_us),
+            (
+                semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK,
+                None if first_event_us is None else first_event_us / 1e6,
+            ),
+            (semconv.CLIENT_TTFT_US, m.ttft_us),
+        )
+        # Each of these is set only when known (the ``openai.*`` ones for the OpenAI provider).
+        attrs.update((key, value) for key, value in known if value is not None)
         if m.streaming:
             attrs[semconv.CLIENT_CHUNK_OFFSETS_US] = m.chunk_offsets_us
             attrs[semconv.CLIENT_CHUNK_TOKENS] = m.chunk_tokens
@@ -799,18 +797,26 @@ def _timed(rec: _Recorder, response: Any, stream_type: type[Any], proxy: type[An
     return response
 
 
-async def _send_async(instr: _Instrumentation, inner: Any, request: Any, lib: _Library) -> Any:
-    _check_request(request, lib, sync=False)
-    rec = instr.begin(request)
-    if rec is None:
-        return await inner.handle_async_request(request)
+@contextmanager
+def _sending(rec: _Recorder) -> Iterator[None]:
+    """Around the inner transport's send: a failure before the response headers finishes the
+    request (and is re-raised unchanged); either way the recorder is handed off."""
     try:
-        response = await inner.handle_async_request(request)
+        yield
     except BaseException as exc:
         rec.finish(time.perf_counter_ns(), exc, after_headers=False)
         raise
     finally:
         rec.hand_off()
+
+
+async def _send_async(instr: _Instrumentation, inner: Any, request: Any, lib: _Library) -> Any:
+    _check_request(request, lib, sync=False)
+    rec = instr.begin(request)
+    if rec is None:
+        return await inner.handle_async_request(request)
+    with _sending(rec):
+        response = await inner.handle_async_request(request)
     return _timed(rec, response, lib.async_stream, _AsyncStreamProxy)
 
 
@@ -819,13 +825,8 @@ def _send_sync(instr: _Instrumentation, inner: Any, request: Any, lib: _Library)
     rec = instr.begin(request)
     if rec is None:
         return inner.handle_request(request)
-    try:
+    with _sending(rec):
         response = inner.handle_request(request)
-    except BaseException as exc:
-        rec.finish(time.perf_counter_ns(), exc, after_headers=False)
-        raise
-    finally:
-        rec.hand_off()
     return _timed(rec, response, lib.sync_stream, _SyncStreamProxy)
 
 
@@ -853,7 +854,31 @@ class _Transport:
         self._instr = _Instrumentation(tracer_provider, meter_provider, provider_name, signals)
 
 
-class InstrumentedTransport(_Transport, httpx.AsyncBaseTransport):
+class _AsyncTransport(_Transport):
+    """An async transport of either library: its requests sent through :func:`_send_async`."""
+
+    _sync = False
+
+    async def handle_async_request(self, request: Any) -> Any:
+        return await _send_async(self._instr, self._inner, request, self._lib)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _SyncTransport(_Transport):
+    """A sync transport of either library: its requests sent through :func:`_send_sync`."""
+
+    _sync = True
+
+    def handle_request(self, request: Any) -> Any:
+        return _send_sync(self._instr, self._inner, request, self._lib)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class InstrumentedTransport(_AsyncTransport, httpx.AsyncBaseTransport):
     """Async httpx transport: one CLIENT span per LLM request, with per-chunk arrival times.
 
     Example::
@@ -873,17 +898,9 @@ class InstrumentedTransport(_Transport, httpx.AsyncBaseTransport):
     """
 
     _lib = _HTTPX
-    _sync = False
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response: httpx.Response = await _send_async(self._instr, self._inner, request, _HTTPX)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
-class InstrumentedHttpx2Transport(_Transport, httpx2.AsyncBaseTransport):
+class InstrumentedHttpx2Transport(_AsyncTransport, httpx2.AsyncBaseTransport):
     """:class:`InstrumentedTransport` for ``httpx2`` clients (the ``openai`` SDK 3.x's own):
     the same spans, timing and metrics; the inner transport defaults to
     ``httpx2.AsyncHTTPTransport()``.
@@ -894,17 +911,9 @@ class InstrumentedHttpx2Transport(_Transport, httpx2.AsyncBaseTransport):
     """
 
     _lib = _HTTPX2
-    _sync = False
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response: httpx2.Response = await _send_async(self._instr, self._inner, request, _HTTPX2)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
-class _AsyncStreamProxy(httpx.AsyncByteStream, httpx2.AsyncByteStream):
+class _StreamProxy:
     """Times each raw read of the inner stream; finishes the recorder at EOF, error or close.
     A stream of both libraries (each client checks its own library's stream type)."""
 
@@ -914,11 +923,30 @@ class _AsyncStreamProxy(httpx.AsyncByteStream, httpx2.AsyncByteStream):
         self._inner = inner
         self._rec = rec
 
+
+@contextmanager
+def _reading(rec: _Recorder) -> Iterator[None]:
+    """Around a stream proxy's iteration: its end (EOF) or an error finishes the recorder; a
+    consumer that stops iterating (``GeneratorExit``) leaves that to the proxy's close."""
+    perf = time.perf_counter_ns
+    try:
+        yield
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        rec.finish(perf(), exc)
+        raise
+    rec.finish(perf())
+
+
+class _AsyncStreamProxy(_StreamProxy, httpx.AsyncByteStream, httpx2.AsyncByteStream):
+    __slots__ = ()
+
     async def __aiter__(self) -> AsyncIterator[bytes]:
         rec = self._rec
         perf = time.perf_counter_ns
         inner = self._inner
-        try:
+        with _reading(rec):
             async for chunk in inner:
                 # An inner stream that knows when (each piece of) the block came off the socket
                 # says so.
@@ -931,12 +959,6 @@ class _AsyncStreamProxy(httpx.AsyncByteStream, httpx2.AsyncByteStream):
                 else:
                     rec.on_data(chunk, getattr(inner, RECEIVED_MONO_NS, None) or perf())
                 yield chunk
-        except GeneratorExit:
-            raise  # the consumer stopped iterating; aclose() finishes the span
-        except BaseException as exc:
-            rec.finish(perf(), exc)
-            raise
-        rec.finish(perf())
 
     async def aclose(self) -> None:
         try:
@@ -945,7 +967,7 @@ class _AsyncStreamProxy(httpx.AsyncByteStream, httpx2.AsyncByteStream):
             self._rec.finish(time.perf_counter_ns(), closed_early=True)
 
 
-class InstrumentedSyncTransport(_Transport, httpx.BaseTransport):
+class InstrumentedSyncTransport(_SyncTransport, httpx.BaseTransport):
     """Sync httpx transport, the twin of :class:`InstrumentedTransport` (the inner transport
     defaults to ``httpx.HTTPTransport()``); an ``httpx2`` client takes
     :class:`InstrumentedHttpx2SyncTransport`.
@@ -956,17 +978,9 @@ class InstrumentedSyncTransport(_Transport, httpx.BaseTransport):
     """
 
     _lib = _HTTPX
-    _sync = True
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response: httpx.Response = _send_sync(self._instr, self._inner, request, _HTTPX)
-        return response
-
-    def close(self) -> None:
-        self._inner.close()
 
 
-class InstrumentedHttpx2SyncTransport(_Transport, httpx2.BaseTransport):
+class InstrumentedHttpx2SyncTransport(_SyncTransport, httpx2.BaseTransport):
     """:class:`InstrumentedSyncTransport` for ``httpx2`` clients (``openai.DefaultHttpxClient``
     is one); the inner transport defaults to ``httpx2.HTTPTransport()``.
 
@@ -976,36 +990,18 @@ class InstrumentedHttpx2SyncTransport(_Transport, httpx2.BaseTransport):
     """
 
     _lib = _HTTPX2
-    _sync = True
-
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        response: httpx2.Response = _send_sync(self._instr, self._inner, request, _HTTPX2)
-        return response
-
-    def close(self) -> None:
-        self._inner.close()
 
 
-class _SyncStreamProxy(httpx.SyncByteStream, httpx2.SyncByteStream):
-    __slots__ = ("_inner", "_rec")
-
-    def __init__(self, inner: Any, rec: _Recorder) -> None:
-        self._inner = inner
-        self._rec = rec
+class _SyncStreamProxy(_StreamProxy, httpx.SyncByteStream, httpx2.SyncByteStream):
+    __slots__ = ()
 
     def __iter__(self) -> Iterator[bytes]:
         rec = self._rec
         perf = time.perf_counter_ns
-        try:
+        with _reading(rec):
             for chunk in self._inner:
                 rec.on_data(chunk, perf())
                 yield chunk
-        except GeneratorExit:
-            raise
-        except BaseException as exc:
-            rec.finish(perf(), exc)
-            raise
-        rec.finish(perf())
 
     def close(self) -> None:
         try:

@@ -417,20 +417,24 @@ _MAX_STORABLE_NS: Final = 2**63 - 2
 """TIMESTAMP_NS is a signed 64-bit count; DuckDB reserves the top value for 'infinity'."""
 
 
-def _trace_id(raw: bytes) -> str:
-    if len(raw) != _TRACE_ID_LEN:
+def _id_hex(raw: bytes, zero: bytes, what: str) -> str:
+    """A ``what`` id (``trace`` or ``span``) as hex; ``''`` when absent or all zeros (invalid in
+    OTLP), as the exporter's ``TraceID.String()`` gives. ``zero`` is the id's all-zero value."""
+    if len(raw) != len(zero):
         if not raw:
             return ""
-        raise MalformedPayload(f"a trace id has {len(raw)} bytes; OTLP trace ids have 16")
-    return "" if raw == _ZERO_TRACE_ID else raw.hex()
+        raise MalformedPayload(
+            f"a {what} id has {len(raw)} bytes; OTLP {what} ids have {len(zero)}"
+        )
+    return "" if raw == zero else raw.hex()
+
+
+def _trace_id(raw: bytes) -> str:
+    return _id_hex(raw, _ZERO_TRACE_ID, "trace")
 
 
 def _span_id(raw: bytes) -> str:
-    if len(raw) != _SPAN_ID_LEN:
-        if not raw:
-            return ""
-        raise MalformedPayload(f"a span id has {len(raw)} bytes; OTLP span ids have 8")
-    return "" if raw == _ZERO_SPAN_ID else raw.hex()
+    return _id_hex(raw, _ZERO_SPAN_ID, "span")
 
 
 _SPAN_KINDS: Final = semconv.SPAN_KINDS
@@ -741,9 +745,12 @@ def _number(point: Any) -> float:
     return 0.0
 
 
-def _exemplars(
-    exemplars: Iterable[Exemplar],
-) -> tuple[list[dict[str, str]], list[int], list[float], list[str], list[str]]:
+_ExemplarColumns = tuple[list[dict[str, str]], list[int], list[float], list[str], list[str]]
+"""An exemplar list as the ``Exemplars.*`` columns: filtered attributes, time, value, span and
+trace id."""
+
+
+def _exemplars(exemplars: Iterable[Exemplar]) -> _ExemplarColumns:
     attrs: list[dict[str, str]] = []
     times: list[int] = []
     values: list[float] = []
@@ -794,83 +801,77 @@ def decode_metrics(body: bytes, encoding: Encoding) -> MetricBatch:
                 head = (*common, metric.name, metric.description, metric.unit)
                 data = metric.WhichOneof("data")
                 if data == "gauge":
-                    for point in metric.gauge.data_points:
-                        if _point_times_ok(point, metric.name, rejections):
-                            gauges.append(
-                                GaugeRow(
-                                    *head,
-                                    _attributes(point.attributes),
-                                    point.start_time_unix_nano,
-                                    point.time_unix_nano,
-                                    _number(point),
-                                    point.flags,
-                                    *_exemplars(point.exemplars),
-                                )
-                            )
+                    for point in _storable(metric.gauge.data_points, metric.name, rejections):
+                        gauges.append(GaugeRow(*head, *_number_point(point)))
                 elif data == "sum":
                     temporality = metric.sum.aggregation_temporality
                     monotonic = metric.sum.is_monotonic
-                    for point in metric.sum.data_points:
-                        if _point_times_ok(point, metric.name, rejections):
-                            sums.append(
-                                SumRow(
-                                    *head,
-                                    _attributes(point.attributes),
-                                    point.start_time_unix_nano,
-                                    point.time_unix_nano,
-                                    _number(point),
-                                    point.flags,
-                                    *_exemplars(point.exemplars),
-                                    temporality,
-                                    monotonic,
-                                )
-                            )
+                    for point in _storable(metric.sum.data_points, metric.name, rejections):
+                        sums.append(SumRow(*head, *_number_point(point), temporality, monotonic))
                 elif data == "histogram":
                     temporality = metric.histogram.aggregation_temporality
-                    for hpoint in metric.histogram.data_points:
-                        if _point_times_ok(hpoint, metric.name, rejections):
-                            histograms.append(
-                                HistogramRow(
-                                    *head,
-                                    _attributes(hpoint.attributes),
-                                    hpoint.start_time_unix_nano,
-                                    hpoint.time_unix_nano,
-                                    hpoint.count,
-                                    hpoint.sum if hpoint.HasField("sum") else None,
-                                    list(hpoint.bucket_counts),
-                                    list(hpoint.explicit_bounds),
-                                    *_exemplars(hpoint.exemplars),
-                                    hpoint.flags,
-                                    hpoint.min if hpoint.HasField("min") else None,
-                                    hpoint.max if hpoint.HasField("max") else None,
-                                    temporality,
-                                )
+                    for hpoint in _storable(metric.histogram.data_points, metric.name, rejections):
+                        histograms.append(
+                            HistogramRow(
+                                *head,
+                                _attributes(hpoint.attributes),
+                                hpoint.start_time_unix_nano,
+                                hpoint.time_unix_nano,
+                                hpoint.count,
+                                hpoint.sum if hpoint.HasField("sum") else None,
+                                list(hpoint.bucket_counts),
+                                list(hpoint.explicit_bounds),
+                                *_exemplars(hpoint.exemplars),
+                                hpoint.flags,
+                                hpoint.min if hpoint.HasField("min") else None,
+                                hpoint.max if hpoint.HasField("max") else None,
+                                temporality,
                             )
-                elif data == "exponential_histogram":
+                        )
+                elif data in _NOT_STORED:
                     rejections.add(
-                        f"{metric.name!r} is an exponential histogram; those are not stored",
-                        len(metric.exponential_histogram.data_points),
-                    )
-                elif data == "summary":
-                    rejections.add(
-                        f"{metric.name!r} is a summary; those are not stored",
-                        len(metric.summary.data_points),
+                        f"{metric.name!r} is {_NOT_STORED[data]}; those are not stored",
+                        len(getattr(metric, data).data_points),
                     )
     return MetricBatch(
         gauges, sums, histograms, rejections.count, rejections.message("data points")
     )
 
 
-def _point_times_ok(point: Any, metric_name: str, rejections: _Rejections) -> bool:
-    latest = max(
+_NOT_STORED: Final = {
+    "exponential_histogram": "an exponential histogram",
+    "summary": "a summary",
+}
+"""The metric data kinds the store has no table for, as a rejection names them."""
+
+
+def _storable(points: Iterable[Any], metric_name: str, rejections: _Rejections) -> Iterator[Any]:
+    """The data points of ``metric_name`` whose times (their exemplars' too) the store can hold;
+    each other one is counted as rejected."""
+    for point in points:
+        latest = max(
+            point.start_time_unix_nano,
+            point.time_unix_nano,
+            *(exemplar.time_unix_nano for exemplar in point.exemplars),
+        )
+        if latest > _MAX_STORABLE_NS:
+            rejections.add(f"a data point of {metric_name!r} has a time after the year 2262")
+        else:
+            yield point
+
+
+def _number_point(point: Any) -> tuple[dict[str, str], int, int, float, int, *_ExemplarColumns]:
+    """The columns of a gauge's or a sum's data point, after the metric's own: attributes, start
+    and time, value, flags and the exemplars (``GaugeRow`` from ``attributes`` to
+    ``exemplars_trace_id``)."""
+    return (
+        _attributes(point.attributes),
         point.start_time_unix_nano,
         point.time_unix_nano,
-        *(exemplar.time_unix_nano for exemplar in point.exemplars),
+        _number(point),
+        point.flags,
+        *_exemplars(point.exemplars),
     )
-    if latest > _MAX_STORABLE_NS:
-        rejections.add(f"a data point of {metric_name!r} has a time after the year 2262")
-        return False
-    return True
 
 
 # --------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -315,7 +315,16 @@ def source_metrics(window: LiveWindow, source: str, config: WindowConfig) -> Sou
     )
 
 
-def _cut_requests(r: ServerRequests, rows: npt.NDArray[np.intp]) -> dict[str, Any]:
+class _CutRequests(TypedDict):
+    """:class:`SourceMetrics`' fields of the requests the engine did not finish."""
+
+    cut: dict[tuple[str, str], int]
+    unread_prompt_tokens: int
+    unread_output_tokens: int
+    unread_engine_s: float
+
+
+def _cut_requests(r: ServerRequests, rows: npt.NDArray[np.intp]) -> _CutRequests:
     """:class:`SourceMetrics`' ``cut`` and unread work of the server spans ``rows``: the
     requests the engine did not finish (:func:`otelbench.metrics.unread_work`)."""
     reasons = r.end_reasons()

@@ -61,6 +61,12 @@ def _r_squared(y: F64, pred: F64) -> float:
     return 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
 
 
+def _least_squares_line(x: F64, y: F64) -> tuple[float, float, float]:
+    """The least-squares line ``y = slope · x + intercept``: (slope, intercept, R²)."""
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(slope), float(intercept), _r_squared(y, slope * x + intercept)
+
+
 def _xy(x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[F64, F64]:
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
@@ -95,13 +101,9 @@ def fit_power_law(input_tokens: npt.ArrayLike, ttft: npt.ArrayLike) -> PowerLawF
     length, t = _xy(input_tokens, ttft)
     if np.any(length <= 0) or np.any(t <= 0):
         raise ValueError("a power-law fit needs positive lengths and latencies")
-    lx, ly = np.log(length), np.log(t)
-    k, log_c = np.polyfit(lx, ly, 1)
+    k, log_c, r_squared = _least_squares_line(np.log(length), np.log(t))
     return PowerLawFit(
-        exponent=float(k),
-        coefficient=float(np.exp(log_c)),
-        r_squared=_r_squared(ly, k * lx + log_c),
-        requests=int(t.size),
+        exponent=k, coefficient=float(np.exp(log_c)), r_squared=r_squared, requests=int(t.size)
     )
 
 
@@ -128,12 +130,9 @@ def fit_linear(input_tokens: npt.ArrayLike, ttft_s: npt.ArrayLike) -> LinearFit:
     (68.0, 0.01)
     """
     length, t = _xy(input_tokens, ttft_s)
-    slope, intercept = np.polyfit(length, t, 1)
+    slope, intercept, r_squared = _least_squares_line(length, t)
     return LinearFit(
-        slope_s_per_token=float(slope),
-        intercept_s=float(intercept),
-        r_squared=_r_squared(t, slope * length + intercept),
-        requests=int(t.size),
+        slope_s_per_token=slope, intercept_s=intercept, r_squared=r_squared, requests=int(t.size)
     )
 
 
