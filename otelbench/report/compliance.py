@@ -197,21 +197,67 @@ _F = TypeVar("_F", bound="ReportFacts | ProcedureFacts")
 Evaluate = Callable[[ReportFacts], tuple[bool, str]]
 
 
+def _placement(
+    judges: tuple[str, ...], section: str | None, level: Level | None
+) -> tuple[str, Level]:
+    """A check's draft section and level: its own where it gives them, else those of the one
+    statement it judges (:class:`Requirement` ensures there is one)."""
+    if section is not None and level is not None:
+        return section, level
+    judged = BY_ID[judges[0]]
+    return section or judged.section, level or judged.level
+
+
 @dataclass(frozen=True)
 class Requirement(Generic[_F]):
-    """One check of the draft: where it is, its level, what it asks, how it is checked (over one
-    run's :class:`ReportFacts`, or a whole test's :class:`ProcedureFacts`), and the normative
-    statements (:mod:`otelbench.draft.statements` ids) it judges."""
+    """One check of the draft: what it asks (its own short text, narrower than the statements
+    it judges), how it is checked (over one run's :class:`ReportFacts`, or a whole test's
+    :class:`ProcedureFacts`), and the normative statements (:mod:`otelbench.draft.statements`
+    ids) it judges.
+
+    The statements place it: a check of exactly one statement has that statement's section and
+    level (:attr:`section`, :attr:`level`), unless it gives its own (``own_section``,
+    ``own_level``) with an ``override`` saying why, e.g. the narrower subsection it measures; a
+    check of several statements, or of none (judged through an umbrella's bullets only), gives
+    its own section and level."""
 
     id: str
-    section: str
-    level: Level
     text: str
     evaluate: Callable[[_F], tuple[bool, str]]
     judges: tuple[str, ...] = ()
     condition: str | None = None
     """The registry's condition (``draft.statements.CONDITIONS``) of what it judges: where it does
     not hold for the run, the check is not applicable (met None) and says so."""
+    own_section: str | None = None
+    """Its section where it is not its one statement's (or where it judges several, or none)."""
+    own_level: Level | None = None
+    """Its level where it is not its one statement's (or where it judges several, or none)."""
+    override: str = ""
+    """Why a check of one statement gives its own section or level (one line)."""
+
+    def __post_init__(self) -> None:
+        own = self.own_section is not None or self.own_level is not None
+        if len(self.judges) == 1:
+            if own != bool(self.override):
+                raise ValueError(
+                    f"check {self.id}: a section or level of its own goes with an override "
+                    "reason, and an override reason with a section or level of its own"
+                )
+        elif self.own_section is None or self.own_level is None or self.override:
+            raise ValueError(
+                f"check {self.id} judges {len(self.judges)} statements: it gives its own "
+                "section and level, and no override"
+            )
+
+    @property
+    def section(self) -> str:
+        """The draft section it is listed under."""
+        return _placement(self.judges, self.own_section, self.own_level)[0]
+
+    @property
+    def level(self) -> Level:
+        """Its level: MUST or SHOULD."""
+        return _placement(self.judges, self.own_section, self.own_level)[1]
 
     def check_judges(self) -> list[str]:
         """The statements it judges: its own, and the umbrellas whose bullets name it."""
@@ -237,21 +283,35 @@ class Requirement(Generic[_F]):
 def _registrar(
     registry: list[Requirement[_F]],
 ) -> Callable[..., Callable[[Callable[[_F], tuple[bool, str]]], Callable[[_F], tuple[bool, str]]]]:
-    """A decorator factory that appends each decorated check to ``registry``, in order."""
+    """A decorator factory that appends each decorated check to ``registry``, in order: its id,
+    its text, the statements it judges and, where it does not judge exactly one, its section and
+    level (or, where it does, an override of them with the reason; :class:`Requirement`)."""
 
     def requirement(
         id: str,
-        section: str,
-        level: Level,
         text: str,
         *,
         judges: tuple[str, ...],
+        section: str | None = None,
+        level: Level | None = None,
+        override: str = "",
         condition: str | None = None,
     ) -> Callable[[Callable[[_F], tuple[bool, str]]], Callable[[_F], tuple[bool, str]]]:
         def register(
             evaluate: Callable[[_F], tuple[bool, str]],
         ) -> Callable[[_F], tuple[bool, str]]:
-            registry.append(Requirement(id, section, level, text, evaluate, judges, condition))
+            registry.append(
+                Requirement(
+                    id,
+                    text,
+                    evaluate,
+                    judges,
+                    condition,
+                    own_section=section,
+                    own_level=level,
+                    override=override,
+                )
+            )
             return evaluate
 
         return register
@@ -266,8 +326,6 @@ _requirement = _registrar(REQUIREMENTS)
 
 @_requirement(
     "sut-boundary",
-    "4.1",
-    "MUST",
     "The SUT boundary MUST be declared.",
     judges=("sut-boundary-declared",),
 )
@@ -306,25 +364,26 @@ def _clock_steps(f: ReportFacts) -> tuple[float, float, str] | None:
 
 @_requirement(
     "timing-resolution",
-    "4.2.1",
-    "MUST",
-    "The load generator MUST measure time with a resolution of 1 ms or better.",
+    f"The load generator MUST measure time with a resolution of {draft.TIMING_RESOLUTION_MS:g} ms "
+    "or better.",
     judges=("timing-resolution",),
 )
 def _timing_resolution(f: ReportFacts) -> tuple[bool, str]:
     """Judged on what the run measured of itself (``run.client_health``): the clock's reported
     resolution and read delay, and how late its event loops took the timestamps (a chunk is
-    stamped when the loop gets to it: lateness over 1 ms breaks the resolution whatever the
-    clock's)."""
+    stamped when the loop gets to it: lateness over :data:`otelbench.draft.TIMING_RESOLUTION_MS`
+    breaks the resolution whatever the clock's)."""
     steps = _clock_steps(f)
     late, health = _loop_lateness(f)
     if steps is None or health is None:
         return False, _NO_CLOCK
     resolution, read, clock = steps
-    coarse = max(resolution, read) > 1e6
+    coarse = max(resolution, read) > draft.TIMING_RESOLUTION_MS * 1e6  # ns
     evidence = f"{clock}; {health}"
     if coarse:
-        return False, f"{evidence}: the clock itself is coarser than 1 ms"
+        return False, (
+            f"{evidence}: the clock itself is coarser than {draft.TIMING_RESOLUTION_MS:g} ms"
+        )
     shards = f.run.get("shards")
     if shards is not None:  # every host keeps time, or the run does not
         ok, per_shard = _shards_timing(shards, _health_limit(f))
@@ -436,8 +495,6 @@ def _read_delay(health: rt.ClientHealth) -> str:
 
 @_requirement(
     "timing-resolution-us",
-    "4.2.1",
-    "SHOULD",
     "Microsecond resolution is RECOMMENDED for ITL measurement.",
     judges=("timing-resolution-us",),
 )
@@ -455,11 +512,11 @@ def _timing_resolution_us(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "streaming-per-chunk",
-    "4.2.2",
-    "MUST",
     "The load generator MUST use a streaming protocol and record the arrival time of each "
     "token or chunk, not only the complete response.",
     judges=("streaming-support", "streaming-per-chunk"),
+    section="4.2.2",
+    level="MUST",
 )
 def _streaming(f: ReportFacts) -> tuple[bool, str]:
     protocol = nonblank(f.itl_method["protocol"])
@@ -479,8 +536,6 @@ def _streaming(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "open-loop-isolation",
-    "4.2.5",
-    "MUST",
     "In open-loop mode, slow responses MUST NOT delay the submission of later requests.",
     judges=("open-loop-isolation",),
     condition="open-loop",
@@ -537,11 +592,11 @@ def _no_success(missing: str) -> str:
 
 @_requirement(
     "request-timestamps",
-    "4.2.6",
-    "MUST",
     "The load generator MUST record each request's submission, first token and final token "
     "timestamps.",
     judges=(),
+    section="4.2.6",
+    level="MUST",
 )
 def _request_timestamps(f: ReportFacts) -> tuple[bool, str]:
     """Judged on the stored spans: every successful request has T_submit and its final token
@@ -560,10 +615,10 @@ def _request_timestamps(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "request-status",
-    "4.2.6",
-    "MUST",
     "The load generator MUST record each request's success or failure status.",
     judges=(),
+    section="4.2.6",
+    level="MUST",
 )
 def _request_status(f: ReportFacts) -> tuple[bool, str]:
     r = f.requests
@@ -579,10 +634,10 @@ def _request_status(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "token-counts",
-    "4.2.6",
-    "MUST",
     "The load generator MUST record each request's input and output token counts.",
     judges=(),
+    section="4.2.6",
+    level="MUST",
 )
 def _token_counts(f: ReportFacts) -> tuple[bool, str]:
     if not f.succeeded:
@@ -682,11 +737,11 @@ def _workload_item(missing_of: Callable[[Mapping[str, Any]], list[str]]) -> Eval
 REQUIREMENTS.extend(
     Requirement(
         id,
-        "4.3.1",
-        "MUST",
         f"Each workload MUST specify {what}.",
         _workload_item(missing_of),
         ("custom-workload-specified",),
+        own_section="4.3.1",
+        override="it checks one item of 4.3.1's list, which details 4.3's full specification",
     )
     for id, what, missing_of in _WORKLOAD_ITEMS
 )
@@ -694,8 +749,6 @@ REQUIREMENTS.extend(
 
 @_requirement(
     "dataset-provenance",
-    "4.3.3",
-    "MUST",
     "A dataset-derived workload MUST specify the dataset version, subset selection and "
     "preprocessing.",
     judges=("dataset-provenance",),
@@ -716,10 +769,10 @@ def _dataset_provenance(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "seed-reported",
-    "4.3.3",
-    "MUST",
     "Workload generation MUST use a deterministic random seed, and the seed MUST be reported.",
     judges=("deterministic-seed", "seed-reported"),
+    section="4.3.3",
+    level="MUST",
 )
 def _seed_reported(f: ReportFacts) -> tuple[bool, str]:
     seed = f.run["seed"]
@@ -732,8 +785,6 @@ def _seed_reported(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "request-sequence-reproducible",
-    "4.3.3",
-    "SHOULD",
     "Testers SHOULD publish the exact request sequences or the generation code with fixed seeds.",
     judges=("request-sequence-published",),
 )
@@ -751,10 +802,10 @@ def _request_sequence(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "tokenizer-spec",
-    "4.4.1",
-    "MUST",
     "The report MUST specify the tokenizer's name and version, vocabulary size and source.",
     judges=(),
+    section="4.4.1",
+    level="MUST",
 )
 def _tokenizer_spec(f: ReportFacts) -> tuple[bool, str]:
     tok = f.run["tokenizer"]
@@ -775,8 +826,6 @@ def _tokenizer_spec(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "token-counting-option",
-    "4.4.2",
-    "MUST",
     "The report MUST declare the token counting method: Option A (native) or B (reference).",
     judges=("token-counting-option",),
 )
@@ -789,10 +838,10 @@ def _token_counting(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "special-tokens",
-    "4.4.3",
-    "MUST",
     "The report MUST specify the handling of BOS/EOS, system prompt and tool-call tokens.",
     judges=(),
+    section="4.4.3",
+    level="MUST",
 )
 def _special_tokens(f: ReportFacts) -> tuple[bool, str]:
     tok = f.run["tokenizer"]
@@ -816,11 +865,11 @@ def _phase(f: ReportFacts, name: str) -> rt.Phase | None:
 
 @_requirement(
     "warmup",
-    "4.5.1",
-    "MUST",
     f"Before measurement, testers MUST process at least {draft.WARMUP_MIN_REQUESTS} requests or "
     f"{draft.WARMUP_MIN_OUTPUT_TOKENS:,} output tokens, whichever is greater.",
     judges=(),
+    section="4.5.1",
+    level="MUST",
     condition="warm-start",
 )
 def _warmup(f: ReportFacts) -> tuple[bool, str]:
@@ -844,10 +893,10 @@ def _warmup(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "warmup-model-loaded",
-    "4.5.1",
-    "MUST",
     "Before measurement, testers MUST load the model fully into accelerator memory.",
     judges=(),
+    section="4.5.1",
+    level="MUST",
     condition="warm-start",
 )
 def _warmup_model_loaded(f: ReportFacts) -> tuple[bool, str]:
@@ -866,10 +915,10 @@ def _warmup_model_loaded(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "warmup-drained",
-    "4.5.1",
-    "MUST",
     "Before measurement, testers MUST wait for the request queue to drain completely.",
     judges=(),
+    section="4.5.1",
+    level="MUST",
     condition="warm-start",
 )
 def _warmup_drained(f: ReportFacts) -> tuple[bool, str]:
@@ -895,11 +944,11 @@ def _warmup_drained(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "warmup-cache-populated",
-    "4.5.1",
-    "MUST",
     "If prefix caching is enabled and being tested, the warm-up MUST populate the cache with "
     "representative prefixes.",
     judges=(),
+    section="4.5.1",
+    level="MUST",
     condition="prefix-cache-tested",
 )
 def _warmup_cache(f: ReportFacts) -> tuple[bool, str]:
@@ -919,16 +968,17 @@ def _warmup_cache(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "warmup-verified",
-    "4.5.2",
-    "SHOULD",
     "Warm-up completion SHOULD be verified: probe latency before and after, less than "
     f"{draft.WARMUP_STABILIZATION_THRESHOLD:.0%} variation across consecutive probes.",
     judges=(),
+    section="4.5.2",
+    level="SHOULD",
     condition="warm-start",
 )
 def _warmup_verified(f: ReportFacts) -> tuple[bool, str]:
     """Judged on the probes' measured latencies (``run.warmup.probe_after.latency_ms``): their
-    largest distance from their median, under the draft's 10 %."""
+    largest distance from their median, under the draft's
+    :data:`otelbench.draft.WARMUP_STABILIZATION_THRESHOLD`."""
     w = f.warm()
     before, after = (None, None) if w is None else (w["probe_before"], w["probe_after"])
     if before is None or after is None:
@@ -946,11 +996,11 @@ def _warmup_verified(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "chunking-declared",
-    "4.6.2",
-    "MUST",
     "The report MUST specify the protocol, whether chunks carry one or several tokens, and "
     "how multi-token chunks are handled for ITL.",
     judges=(),
+    section="4.6.2",
+    level="MUST",
 )
 def _chunking(f: ReportFacts) -> tuple[bool, str]:
     """Judged on what the run knows: every successful request's per-chunk token counts came
@@ -998,8 +1048,6 @@ def _chunking(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "itl-method",
-    "4.6.3",
-    "MUST",
     "The report MUST declare which ITL option (A chunk, B distributed, C server-side) is used.",
     judges=("itl-option-declared",),
 )
@@ -1016,8 +1064,6 @@ def _itl_method(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "itl-option-c",
-    "4.6.3",
-    "SHOULD",
     "Option C (server-side per-token timing) is RECOMMENDED when available.",
     judges=("itl-option-c",),
     condition="option-c-available",
@@ -1050,11 +1096,11 @@ def _clock_declared(f: ReportFacts) -> tuple[str | None, float | None]:
 
 @_requirement(
     "clock-sync",
-    "4.7",
-    "MUST",
     "Load generator and SUT clocks MUST be synchronized: inherent on one machine (4.7.1); "
     "across machines the report MUST state the method and accuracy (4.7.2).",
     judges=("clock-sync-stated",),
+    section="4.7",
+    override="its text covers 4.7 as a whole: one machine (4.7.1) and several (4.7.2)",
     condition="distributed",
 )
 def _clock_sync(f: ReportFacts) -> tuple[bool, str]:
@@ -1075,8 +1121,6 @@ def _clock_sync(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "clock-sync-accuracy",
-    "4.7.2",
-    "MUST",
     f"Across machines, clock synchronization MUST achieve {draft.CLOCK_SYNC_MAX_ERROR_MS:g} ms or "
     "better.",
     judges=("ntp-accuracy",),
@@ -1119,8 +1163,6 @@ def _shards_clock(shards: rt.Shards) -> tuple[bool, str]:
 
 @_requirement(
     "clock-sync-ptp",
-    "4.7.2",
-    "SHOULD",
     "PTP SHOULD be used when sub-millisecond accuracy is required.",
     judges=("ptp-sub-millisecond",),
     condition="sub-millisecond",
@@ -1133,8 +1175,6 @@ def _clock_sync_ptp(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "single-host",
-    "4.7.1",
-    "SHOULD",
     "Load generator and SUT on one machine is RECOMMENDED for Model Engine testing.",
     judges=("single-machine-model-engine",),
 )
@@ -1147,8 +1187,6 @@ def _single_host(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "network-rtt",
-    "4.7.3",
-    "SHOULD",
     "Network RTT SHOULD be measured and reported separately.",
     judges=("network-rtt",),
     condition="distributed",
@@ -1162,11 +1200,11 @@ def _network_rtt(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "guardrail-disclosure",
-    "4.8.1",
-    "MUST",
     "The report MUST disclose input and output content filtering, the safety systems' names "
     "and whether requests were refused.",
     judges=("safety-accounted",),
+    section="4.8.1",
+    override="it checks 4.8.1's list of what to disclose, by which 4.8's statement is met",
 )
 def _guardrail_disclosure(f: ReportFacts) -> tuple[bool, str]:
     """Every item 4.8.1 names: input filtering and output filtering enabled or not (declared,
@@ -1197,8 +1235,6 @@ def _guardrail_disclosure(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "first-token-definition",
-    "5.1.3.1",
-    "MUST",
     "The report MUST say whether TTFT is the time to any token or to the first content token.",
     judges=("first-token-definition",),
 )
@@ -1236,8 +1272,6 @@ def _first_token(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "ttft-percentiles",
-    "5.1.4.1",
-    "MUST",
     "TTFT P50, P90, P95, P99 and P99.9 MUST all be reported.",
     judges=("ttft-percentiles",),
 )
@@ -1257,8 +1291,6 @@ def _ttft_percentiles(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "sample-count-stated",
-    "5.1.4.3",
-    "MUST",
     "The report MUST state the sample count.",
     judges=("sample-count-stated",),
 )
@@ -1278,8 +1310,6 @@ def _sample_count(f: ReportFacts, needed: int, label: str) -> tuple[bool, str]:
 
 @_requirement(
     "sample-count-p99",
-    "5.1.2.1",
-    "MUST",
     f"The request count MUST be at least {draft.P99_MIN_SAMPLES} for P99 (P99 within 10% at 95% "
     "confidence, 5.1.4.3).",
     judges=("ttft-request-count",),
@@ -1290,8 +1320,6 @@ def _sample_count_p99(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "sample-count-p99-9",
-    "5.1.2.1",
-    "MUST",
     f"The request count MUST be at least {draft.P99_9_MIN_SAMPLES} for P99.9 (5.1.4.3).",
     judges=("ttft-request-count",),
 )
@@ -1301,8 +1329,6 @@ def _sample_count_p99_9(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "itl-output-tokens",
-    "5.4.2",
-    "MUST",
     f"Requests MUST generate at least {draft.ITL_MIN_OUTPUT_TOKENS} output tokens to provide "
     "meaningful ITL samples.",
     judges=("itl-output-tokens",),
@@ -1321,8 +1347,6 @@ def _itl_output_tokens(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "itl-request-count",
-    "5.4.2",
-    "SHOULD",
     f"At least {draft.ITL_MIN_REQUESTS} requests for per-request ITL statistics (a setup parameter "
     "without a BCP 14 keyword: weighed as SHOULD).",
     judges=("itl-request-count",),
@@ -1339,11 +1363,11 @@ def _itl_request_count(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "configuration-summary",
-    "5.1.5.1",
-    "MUST",
     "The report MUST include SUT boundary, model and hardware, workload, load model, request "
     "count and duration, warm-up, prefix caching state and guardrail configuration.",
     judges=(),
+    section="5.1.5.1",
+    level="MUST",
 )
 def _configuration(f: ReportFacts) -> tuple[bool, str]:
     summary: Mapping[str, object] = configuration_summary(f.report)
@@ -1367,10 +1391,10 @@ def _configuration(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "model-identifier",
-    "5.1.2.3",
-    "MUST",
     "The model identifier MUST be defined: model name, version, and quantization if applicable.",
     judges=(),
+    section="5.1.2.3",
+    level="MUST",
 )
 def _model_identifier(f: ReportFacts) -> tuple[bool, str]:
     fields = (
@@ -1387,8 +1411,6 @@ def _model_identifier(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "poisson-arrivals",
-    "5.1.2.2",
-    "MUST",
     "An open-loop TTFT run MUST use Poisson arrivals.",
     judges=("ttft-poisson",),
     condition="open-loop",
@@ -1421,8 +1443,6 @@ def _poisson(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "open-loop",
-    "5.3.2",
-    "MUST",
     "The throughput-latency test MUST run open loop.",
     judges=("tradeoff-open-loop",),
 )
@@ -1433,10 +1453,10 @@ def _open_loop(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "cold-start",
-    "4.5.3",
-    "MUST",
     "A cold-start measurement MUST skip the warm-up and the report MUST say so.",
     judges=("cold-start-skips-warmup", "cold-start-indicated"),
+    section="4.5.3",
+    level="MUST",
     condition="cold-start",
 )
 def _cold_start(f: ReportFacts) -> tuple[bool, str]:
@@ -1453,9 +1473,8 @@ def _cold_start(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "ttft-input-buckets",
-    "5.1.4.2",
-    "SHOULD",
-    "TTFT by input length SHOULD use the draft's buckets [0-256) … [4096+).",
+    f"TTFT by input length SHOULD use the draft's buckets [{DRAFT_INPUT_BUCKETS[0]}) … "
+    f"[{DRAFT_INPUT_BUCKETS[-1]}).",
     judges=("ttft-input-buckets",),
 )
 def _ttft_buckets(f: ReportFacts) -> tuple[bool, str]:
@@ -1468,14 +1487,15 @@ def _ttft_buckets(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "level-duration",
-    "5.2.2.1",
-    "SHOULD",
     f"A throughput load level SHOULD run {draft.THROUGHPUT_RECOMMENDED_DURATION_S:.0f} s.",
     judges=("throughput-duration",),
 )
 def _level_duration(f: ReportFacts) -> tuple[bool, str]:
     duration = f.run["duration_s"]
-    evidence = f"ran {fmt(duration, 1, 's')}; the draft recommends 300 s"
+    evidence = (
+        f"ran {fmt(duration, 1, 's')}; the draft recommends "
+        f"{draft.THROUGHPUT_RECOMMENDED_DURATION_S:.0f} s"
+    )
     return duration >= draft.THROUGHPUT_RECOMMENDED_DURATION_S, evidence
 
 
@@ -1498,8 +1518,6 @@ _PROTOCOL_RULES: Final[tuple[tuple[str, str, str, str], ...]] = (
 REQUIREMENTS.extend(
     Requirement(
         id,
-        "4.6.1",
-        "SHOULD",
         f"{marker} is RECOMMENDED for {boundary} testing.",
         _protocol_check(marker),
         (statement_id,),
@@ -1524,7 +1542,10 @@ _SIGNATURES: Final[Mapping[str, _Signature]] = {
     "A.2": _Signature(prompt=(1, 4096), max_tokens=(1, 2048)),  # 4.3.2.2: capped log-normals
     "A.3": _Signature(dataset=True),  # A.3.1: ShareGPT conversations
     "A.4": _Signature(prompt=(512, 10**9)),  # A.4.2: a 512–1024-token repository context
-    "A.5": _Signature(prompt=(1024, 10**9), max_tokens=(256, 256)),  # A.5, 5.9.2: 1K … 128K
+    "A.5": _Signature(  # A.5, 5.9.2: 1K … 128K
+        prompt=(draft.LONG_CONTEXT_LENGTHS[0], 10**9),
+        max_tokens=(draft.LONG_CONTEXT_OUTPUT_TOKENS, draft.LONG_CONTEXT_OUTPUT_TOKENS),
+    ),
 }
 """Each Appendix A workload's measurable signature."""
 
@@ -1589,37 +1610,39 @@ class _WorkloadRule:
     """A statement that names the workload a test or boundary must (or should) use."""
 
     id: str
-    section: str
-    level: Level
     sections: tuple[str, ...]
     """Appendix A sections of the accepted workloads (:data:`STANDARD_WORKLOADS`)."""
     judges: tuple[str, ...]
     boundary: str | None = None
+    section: str | None = None
+    """Its draft section and level where it judges several statements (else its statement's)."""
+    level: Level | None = None
 
     def requirement(self) -> Requirement[ReportFacts]:
+        section, level = _placement(self.judges, self.section, self.level)
         names = " or ".join(STANDARD_WORKLOADS[s] for s in self.sections)
         where = f" for {self.boundary} benchmarking" if self.boundary else ""
-        text = f"The workload {self.level} be {names}{where} (draft {self.section})."
+        text = f"The workload {level} be {names}{where} (draft {section})."
         evaluate = _workload_check(self.sections)
-        return Requirement(self.id, self.section, self.level, text, evaluate, self.judges)
+        return Requirement(
+            self.id, text, evaluate, self.judges, own_section=self.section, own_level=self.level
+        )
 
 
 _WORKLOAD_RULES: Final = (
-    _WorkloadRule("model-engine-workload", "4.3.2.1", "MUST", ("A.1",),
-                  ("synthetic-uniform-model-engine",), "Model Engine"),
-    _WorkloadRule("gateway-workload", "4.3.2.3", "SHOULD", ("A.3",),
-                  ("conversation-application-gateway",), "Application Gateway"),
-    _WorkloadRule("itl-workload", "5.4.2", "SHOULD", ("A.1", "A.3"), ("itl-workload",)),
-    _WorkloadRule("capacity-workload", "5.5.2", "SHOULD", ("A.1",), ("capacity-workload",)),
-    _WorkloadRule("fairness-workload", "5.6.2", "MUST", ("A.2",), ("fairness-workload",)),
-    _WorkloadRule("prefix-cache-workload", "5.7.2", "SHOULD", ("A.4",),
-                  ("prefix-cache-workload",)),
-    _WorkloadRule("memory-pressure-workload", "5.8.2", "SHOULD", ("A.5",),
-                  ("memory-pressure-workload",)),
-    _WorkloadRule("long-context-workload", "5.9.2", "MUST", ("A.5",),
-                  ("long-context-for-scaling", "long-context-workload")),
-    _WorkloadRule("guardrail-overhead-workload", "5.10.2", "SHOULD", ("A.3",),
-                  ("guardrail-overhead-workload",)),
+    _WorkloadRule("model-engine-workload", ("A.1",), ("synthetic-uniform-model-engine",),
+                  "Model Engine"),
+    _WorkloadRule("gateway-workload", ("A.3",), ("conversation-application-gateway",),
+                  "Application Gateway"),
+    _WorkloadRule("itl-workload", ("A.1", "A.3"), ("itl-workload",)),
+    _WorkloadRule("capacity-workload", ("A.1",), ("capacity-workload",)),
+    _WorkloadRule("fairness-workload", ("A.2",), ("fairness-workload",)),
+    _WorkloadRule("prefix-cache-workload", ("A.4",), ("prefix-cache-workload",)),
+    _WorkloadRule("memory-pressure-workload", ("A.5",), ("memory-pressure-workload",)),
+    _WorkloadRule("long-context-workload", ("A.5",),
+                  ("long-context-for-scaling", "long-context-workload"),
+                  section="5.9.2", level="MUST"),
+    _WorkloadRule("guardrail-overhead-workload", ("A.3",), ("guardrail-overhead-workload",)),
 )  # fmt: skip
 REQUIREMENTS.extend(rule.requirement() for rule in _WORKLOAD_RULES)
 
@@ -1644,8 +1667,6 @@ def _filter_on(value: Any) -> bool:
 
 @_requirement(
     "guardrails-production",
-    "4.8.2",
-    "SHOULD",
     "An Application Gateway's safety systems SHOULD be enabled in their default configuration.",
     judges=("safety-default-enabled",),
 )
@@ -1662,8 +1683,6 @@ def _guardrails_production(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "guardrails-disabled-noted",
-    "4.8.2",
-    "MUST",
     "The report MUST note if an Application Gateway's safety systems are disabled.",
     judges=("safety-disabled-noted",),
 )
@@ -1674,8 +1693,6 @@ def _guardrails_noted(f: ReportFacts) -> tuple[bool, str]:
 
 @_requirement(
     "guardrails-comparative",
-    "4.8.2",
-    "SHOULD",
     "Comparative runs with safety enabled and disabled SHOULD quantify the overhead.",
     judges=("safety-comparative-runs",),
 )
@@ -1757,9 +1774,8 @@ _procedure_requirement = _registrar(PROCEDURE_REQUIREMENTS)
 
 @_procedure_requirement(
     "itl-load-levels",
-    "5.4.2",
-    "SHOULD",
-    "ITL SHOULD be measured at several load levels (25, 50, 75, 90 % of saturation).",
+    "ITL SHOULD be measured at several load levels "
+    f"({', '.join(f'{100 * x:g}' for x in draft.ITL_LOAD_FRACTIONS)} % of saturation).",
     judges=("itl-load-levels",),
 )
 def _itl_levels(t: ProcedureFacts) -> tuple[bool, str]:
@@ -1771,9 +1787,8 @@ def _itl_levels(t: ProcedureFacts) -> tuple[bool, str]:
 
 @_procedure_requirement(
     "fairness-load-level",
-    "5.6.2",
-    "SHOULD",
-    "The fairness test SHOULD run at 70–90 % of saturation throughput.",
+    f"The fairness test SHOULD run at {100 * draft.FAIRNESS_LOAD_RANGE[0]:g}–"
+    f"{100 * draft.FAIRNESS_LOAD_RANGE[1]:g} % of saturation throughput.",
     judges=("fairness-load-level",),
 )
 def _fairness_level(t: ProcedureFacts) -> tuple[bool, str]:
@@ -1791,16 +1806,15 @@ def _fairness_level(t: ProcedureFacts) -> tuple[bool, str]:
 
 @_procedure_requirement(
     "fairness-class-requests",
-    "5.6.2",
-    "SHOULD",
     f"At least {draft.FAIRNESS_CLASS_REQUESTS} requests per class (a setup parameter without a "
     "BCP 14 keyword: weighed as SHOULD).",
     judges=("fairness-class-requests",),
 )
 def _fairness_class_requests(t: ProcedureFacts) -> tuple[bool, str]:
     """Judged on the runs' measured classes (``metrics.classes.by_class``): every run that
-    mixed two or more classes has at least 500 successful requests of each (a run of one class
-    alone, an isolated baseline, when no run mixed them)."""
+    mixed two or more classes has at least :data:`otelbench.draft.FAIRNESS_CLASS_REQUESTS`
+    successful requests of each (a run of one class alone, an isolated baseline, when no run
+    mixed them)."""
     counts = [
         {k: v["count"] for k, v in classes["by_class"].items()}
         for classes in (r.report["metrics"].get("classes") for r in t.runs)
@@ -1827,11 +1841,12 @@ def _level_durations(t: ProcedureFacts) -> list[tuple[str, float]]:
 
 @_procedure_requirement(
     "level-min-duration",
-    "5.2.2.1",
-    "MUST",
     f"Each load level MUST run at least {draft.LEVEL_MIN_DURATION_S:.0f} s (5.2.2.1's test "
     "duration, a parameter 5.2.2 MUST define; 5.3.2 states the same minimum per load level).",
     judges=("tradeoff-level-duration",),
+    section="5.2.2.1",
+    level="MUST",
+    override="it is also the test duration item (5.2.2.1) of 5.2.2's MUST list of parameters",
 )
 def _level_min_duration(t: ProcedureFacts) -> tuple[bool, str]:
     """Judged on every level's measured duration, not on the duration asked for."""
@@ -1847,8 +1862,6 @@ def _level_min_duration(t: ProcedureFacts) -> tuple[bool, str]:
 
 @_procedure_requirement(
     "tradeoff-load-levels",
-    "5.3.2",
-    "SHOULD",
     f"At least {draft.SWEEP_MIN_LEVELS} load levels (a setup parameter without a BCP 14 keyword: "
     "weighed as SHOULD).",
     judges=("tradeoff-load-levels",),
@@ -1870,11 +1883,11 @@ _SEARCH_PARAMETERS: Final = {
 
 @_procedure_requirement(
     "search-range",
-    "5.2.2.2",
-    "MUST",
     "The throughput test MUST define its load model's range and increment (and its SLOs when "
     "given).",
     judges=(),
+    section="5.2.2.2",
+    level="MUST",
 )
 def _search_range(t: ProcedureFacts) -> tuple[bool, str]:
     params = t.parameters
@@ -1891,8 +1904,6 @@ def _search_range(t: ProcedureFacts) -> tuple[bool, str]:
 
 @_procedure_requirement(
     "prefix-cache-configurations",
-    "5.7.2",
-    "MUST",
     "The prefix cache test MUST run with the cache disabled and with it enabled.",
     judges=("prefix-cache-configurations",),
 )
@@ -1944,11 +1955,11 @@ def _per_gpu_normalized(comparison: CompareBody) -> bool:
 
 @_procedure_requirement(
     "equivalence",
-    "6.1",
-    "MUST",
     "Compared systems MUST have identical workload and seeds, the same SUT boundary, "
     "comparable (or normalized) hardware, and the same load model and parameters.",
     judges=(),
+    section="6.1",
+    level="MUST",
 )
 def _equivalence(t: ProcedureFacts) -> tuple[bool, str]:
     checklist = None if t.comparison is None else t.comparison.get("checklist")
@@ -1971,8 +1982,6 @@ def _equivalence(t: ProcedureFacts) -> tuple[bool, str]:
 
 @_procedure_requirement(
     "reference-tokenizer",
-    "4.4.2",
-    "SHOULD",
     "Cross-system comparison SHOULD count tokens with cl100k_base as the reference (Option B).",
     judges=("reference-tokenizer",),
 )

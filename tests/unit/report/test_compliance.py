@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from otelbench import semconv
+from otelbench.draft.statements import statement
 from otelbench.model.conform import conforms
 from otelbench.model.report import ReportBody
 from otelbench.report import build_report, render_json, render_markdown
@@ -34,6 +35,7 @@ from otelbench.report.compliance import (
     VERDICT_CONDITIONAL,
     VERDICT_NOT_COMPLIANT,
     VERDICT_UNCONDITIONAL,
+    Requirement,
     compliance,
     configuration_summary,
 )
@@ -580,6 +582,69 @@ def test_the_checks_their_sections_and_levels() -> None:
     for c in checks:
         keywords = ("MUST",) if c["level"] == "MUST" else ("SHOULD", "RECOMMENDED")
         assert any(k in c["requirement"] for k in keywords), c["id"]
+
+
+@pytest.mark.parametrize("check", [*REQUIREMENTS, *PROCEDURE_REQUIREMENTS], ids=lambda r: r.id)
+def test_a_check_of_one_statement_takes_its_section_and_level_unless_it_overrides_them(
+    check: Requirement[Any],
+) -> None:
+    """A check judging exactly one statement is placed by it: the same section and level, or an
+    override with its reason, whose section or level differs from the statement's (an override
+    that restates it is redundant). A check of several statements, or none, gives its own."""
+    own = (check.own_section, check.own_level)
+    placed = (check.section, check.level)
+    if len(check.judges) != 1:
+        assert None not in own
+        assert placed == own
+        assert check.override == ""
+        return
+    judged = statement(check.judges[0])
+    derived = (judged.section, judged.level)
+    if not check.override:
+        assert own == (None, None)
+        assert placed == derived
+        return
+    assert "\n" not in check.override
+    assert own != (None, None)
+    for given, value, statements in zip(own, placed, derived, strict=True):
+        assert value == (statements if given is None else given)
+        assert given != statements
+
+
+def _never(f: object) -> tuple[bool, str]:
+    return False, "never"
+
+
+@pytest.mark.parametrize(
+    ("judges", "placement"),
+    [
+        (("ttft-percentiles",), {"own_section": "5.1.4"}),  # an override without its reason
+        (("ttft-percentiles",), {"override": "a reason, yet nothing overridden"}),
+        ((), {"own_section": "4.2.6"}),  # no statement: its own section and level, both
+        (("ttft-percentiles", "sample-count-stated"), {"own_level": "MUST"}),
+        ((), {"own_section": "4.2.6", "own_level": "MUST", "override": "nothing to override"}),
+    ],
+)
+def test_a_check_is_placed_by_its_statement_or_says_why_not(
+    judges: tuple[str, ...], placement: dict[str, str]
+) -> None:
+    with pytest.raises(ValueError, match=r"^check a-check"):
+        Requirement("a-check", "A check.", _never, judges, **placement)
+
+
+def test_the_overrides_of_the_statements_placement() -> None:
+    overridden = [
+        (r.id, r.section, r.level) for r in [*REQUIREMENTS, *PROCEDURE_REQUIREMENTS] if r.override
+    ]
+    assert overridden == [
+        ("workload-input", "4.3.1", "MUST"),
+        ("workload-output", "4.3.1", "MUST"),
+        ("workload-content", "4.3.1", "MUST"),
+        ("workload-prefix-sharing", "4.3.1", "MUST"),
+        ("clock-sync", "4.7", "MUST"),
+        ("guardrail-disclosure", "4.8.1", "MUST"),
+        ("level-min-duration", "5.2.2.1", "MUST"),
+    ]
 
 
 def test_a_full_model_engine_run_is_conditionally_compliant_for_5_1_and_5_4() -> None:
