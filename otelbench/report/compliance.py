@@ -180,13 +180,13 @@ POISSON_MIN_P_VALUE: Final = 0.01
 """The Kolmogorov–Smirnov test's significance level for 5.1.2.2's Poisson arrivals: gaps whose
 p-value against the exponential at the declared rate is below it are not exponential."""
 _SHORT_OUTPUT_MARKER: Final = "output tokens, the minimum for ITL statistics"
+"""How the report's deviation for requests under 5.4.2's output-token minimum reads."""
 WARMUP_CHECKS: Final = frozenset(
     {"warmup", "warmup-model-loaded", "warmup-drained", "warmup-cache-populated",
      "warmup-verified"}
 )  # fmt: skip
 """The checks of 4.5.1's and 4.5.2's warm-up: a procedure judges them on the levels that warmed
 the SUT up (:func:`procedure_compliance`)."""
-"""How the report's deviation for requests under 5.4.2's output-token minimum reads."""
 
 
 # ------------------------------------------------------------------------------------------
