@@ -62,7 +62,6 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from otelbench import draft
 from otelbench.errors import ConfigError
@@ -93,8 +92,6 @@ __all__ = [
     "parse_run_arguments",
     "render_compare_markdown",
 ]
-
-F64 = npt.NDArray[np.float64]
 
 COMPARE_VERSION: Final = 1
 """The layout version of ``compare.json``."""

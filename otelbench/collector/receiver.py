@@ -74,6 +74,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any, Final
 
+from google.rpc import code_pb2  # type: ignore[import-untyped]
+
 from otelbench import __version__
 from otelbench.collector.access import RateLimit, TokenBuckets, bearer_matches, retry_after_s
 from otelbench.collector.otlp import (
@@ -122,16 +124,6 @@ DEFAULT_MAX_DECOMPRESSED_BYTES: Final = 64 << 20
 """Largest body accepted after decompression (a gzip bomb stops here): 64 MiB."""
 STORE_MEMORY_EVERY_S: Final = 1.0
 """:attr:`ReceiverStats.store_memory_bytes` is read at most this often (a query: ~1 ms)."""
-
-# gRPC status codes for the google.rpc.Status bodies
-_INVALID_ARGUMENT: Final = 3
-_NOT_FOUND: Final = 5
-_PERMISSION_DENIED: Final = 7
-_RESOURCE_EXHAUSTED: Final = 8
-_UNIMPLEMENTED: Final = 12
-_INTERNAL: Final = 13
-_UNAVAILABLE: Final = 14
-_UNAUTHENTICATED: Final = 16
 
 
 # --------------------------------------------------------------------------------------------
@@ -300,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._refuse(
                     429,
                     "rate_limited",
-                    _RESOURCE_EXHAUSTED,
+                    code_pb2.RESOURCE_EXHAUSTED,
                     f"over {limit.per_s:g} requests/s (burst {limit.burst}) from this client",
                     self._request_encoding(),
                     retry_after=retry_after_s(wait_s),
@@ -312,7 +304,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(
                 401,
                 "unauthorized",
-                _UNAUTHENTICATED,
+                code_pb2.UNAUTHENTICATED,
                 "missing or wrong bearer token (send Authorization: Bearer <token>)",
                 self._request_encoding(),
                 challenge='Bearer realm="otelbench"',
@@ -352,7 +344,9 @@ class _Handler(BaseHTTPRequestHandler):
             # a bug: answer 500 rather than drop the connection (the exporter would retry)
             _log.exception("internal error while handling %s %s", self.command, self.path)
             self.close_connection = True
-            self._refuse(500, "internal_error", _INTERNAL, "internal error in the collector", None)
+            self._refuse(
+                500, "internal_error", code_pb2.INTERNAL, "internal error in the collector", None
+            )
 
     def _post(self) -> None:
         receiver = self.server.receiver
@@ -363,7 +357,9 @@ class _Handler(BaseHTTPRequestHandler):
         route = _ROUTES.get(self.path.split("?", 1)[0])
         if route is None:
             self._discard_body_or_close()
-            self._refuse(404, "not_found", _NOT_FOUND, f"no OTLP endpoint at {self.path}", None)
+            self._refuse(
+                404, "not_found", code_pb2.NOT_FOUND, f"no OTLP endpoint at {self.path}", None
+            )
             return
         encoding: Encoding | None = None
         try:
@@ -376,12 +372,16 @@ class _Handler(BaseHTTPRequestHandler):
         except OTLPDecodeError as err:
             if err.http_status != 400:
                 self.close_connection = True  # the body may be unread
-            code = _RESOURCE_EXHAUSTED if isinstance(err, PayloadTooLarge) else _INVALID_ARGUMENT
+            code = (
+                code_pb2.RESOURCE_EXHAUSTED
+                if isinstance(err, PayloadTooLarge)
+                else code_pb2.INVALID_ARGUMENT
+            )
             self._refuse(err.http_status, err.reason, code, str(err), encoding)
             return
         except _BodyError as err:
             self.close_connection = True
-            self._refuse(err.status, err.reason, _INVALID_ARGUMENT, str(err), encoding)
+            self._refuse(err.status, err.reason, code_pb2.INVALID_ARGUMENT, str(err), encoding)
             return
         except OSError as err:  # the client went away or timed out mid-body
             receiver._counters.rejected("client_error")
@@ -392,7 +392,9 @@ class _Handler(BaseHTTPRequestHandler):
             stored = route.write(receiver.writer, batch)
         except StoreError as err:
             _log.warning("could not store a %s batch: %s", route.signal.name.lower(), err)
-            self._refuse(503, "store_error", _UNAVAILABLE, str(err), encoding, retry_after=1)
+            self._refuse(
+                503, "store_error", code_pb2.UNAVAILABLE, str(err), encoding, retry_after=1
+            )
             return
         services = (
             Counter(row.service_name for row in batch.spans)
@@ -411,17 +413,17 @@ class _Handler(BaseHTTPRequestHandler):
         writer = self.server.receiver.writer
         if not _is_loopback(str(self.client_address[0])):
             message = "snapshots are served to clients on the collector's host only"
-            self._refuse(403, "forbidden", _PERMISSION_DENIED, message, None)
+            self._refuse(403, "forbidden", code_pb2.PERMISSION_DENIED, message, None)
             return
         if not isinstance(writer, SpanStore):
             message = f"no snapshots of {writer.path}: only a DuckDB store has them"
-            self._refuse(404, "not_found", _NOT_FOUND, message, None)
+            self._refuse(404, "not_found", code_pb2.NOT_FOUND, message, None)
             return
         try:
             snapshot = writer.snapshot()
         except StoreError as err:
             _log.warning("could not snapshot the store: %s", err)
-            self._refuse(503, "store_error", _UNAVAILABLE, str(err), None, retry_after=1)
+            self._refuse(503, "store_error", code_pb2.UNAVAILABLE, str(err), None, retry_after=1)
             return
         answer = {"path": str(snapshot.path), "taken_unix_ns": snapshot.taken_unix_ns}
         self._send(200, json.dumps(answer).encode(), "application/json")
@@ -431,10 +433,14 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path in _ROUTES or path == SNAPSHOT_PATH:
             self._refuse(
-                405, "method_not_allowed", _UNIMPLEMENTED, f"{self.command} {path}: use POST", None
+                405,
+                "method_not_allowed",
+                code_pb2.UNIMPLEMENTED,
+                f"{self.command} {path}: use POST",
+                None,
             )
         else:
-            self._refuse(404, "not_found", _NOT_FOUND, f"no OTLP endpoint at {path}", None)
+            self._refuse(404, "not_found", code_pb2.NOT_FOUND, f"no OTLP endpoint at {path}", None)
 
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0] == STATS_PATH:

@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import draft, semconv
+from otelbench.arrays import F64
 from otelbench.live.query import LiveWindow
 from otelbench.metrics import (
     FluidRate,
@@ -81,8 +82,6 @@ __all__ = [
     "source_metrics",
     "window_metrics",
 ]
-
-F64 = npt.NDArray[np.float64]
 
 FLUIDITY_QUANTILES: Final = (1.0, 5.0, 50.0)
 """The percentiles of the fluidity-index distribution exposed (its low tail matters)."""

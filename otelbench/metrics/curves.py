@@ -46,8 +46,6 @@ __all__ = [
     "throughput_latency_points",
 ]
 
-F64 = npt.NDArray[np.float64]
-
 KNEE_FACTOR: Final = 2.0
 COMPLETION_RATIO_MIN: Final = 0.9
 LATENCY_BLOWUP_FACTOR: Final = 10.0

@@ -37,6 +37,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from otelbench.arrays import F64
 from otelbench.metrics.latency import tail_ratio
 from otelbench.metrics.summary import (
     AnyOrderStatistics,
@@ -55,8 +56,6 @@ __all__ = [
     "percent_change",
     "prefix_cache_effect",
 ]
-
-F64 = npt.NDArray[np.float64]
 
 _STATS: Final = ("p50", "p95", "p99")
 KDE_MIN_GRID_POINTS: Final = 512

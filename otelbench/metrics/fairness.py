@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import draft
+from otelbench.arrays import F64
 from otelbench.metrics.summary import percentile
 
 __all__ = [
@@ -33,8 +34,6 @@ __all__ = [
     "scheduling_fairness",
     "starvation_rate",
 ]
-
-F64 = npt.NDArray[np.float64]
 
 
 def jain_fairness_index(x: npt.ArrayLike) -> float:

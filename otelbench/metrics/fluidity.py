@@ -55,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import draft
+from otelbench.arrays import F64
 from otelbench.errors import ConfigError
 from otelbench.metrics.latency import Ragged
 
@@ -71,8 +72,6 @@ __all__ = [
     "profile_groups",
     "profiled_prefill_deadlines",
 ]
-
-F64 = npt.NDArray[np.float64]
 
 
 PROFILE_GROUPS: Final = 3

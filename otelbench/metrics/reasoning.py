@@ -29,11 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from otelbench.arrays import F64
 from otelbench.metrics.latency import Ragged, consecutive_intervals, group_first
 
 __all__ = ["ReasoningPhases", "reasoning_phases"]
-
-F64 = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from otelbench.arrays import F64
 from otelbench.errors import ConfigError
 from otelbench.metrics.summary import percentile
 
@@ -35,8 +36,6 @@ __all__ = [
     "long_context_scaling",
     "time_per_input_token",
 ]
-
-F64 = npt.NDArray[np.float64]
 
 
 def time_per_input_token(ttft: npt.ArrayLike, input_tokens: npt.ArrayLike) -> F64:

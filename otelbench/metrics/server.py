@@ -44,6 +44,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from otelbench.arrays import F64
 from otelbench.metrics.latency import Ragged, consecutive_intervals
 from otelbench.metrics.summary import percentile
 
@@ -58,8 +59,6 @@ __all__ = [
     "ttft_decomposition",
     "unread_work",
 ]
-
-F64 = npt.NDArray[np.float64]
 
 TTFT_COMPONENTS: Final = ("network_and_framing", "arrival_to_queue", "queue", "prefill")
 """The TTFT decomposition's components, in the order a request meets them (framing both ways)."""

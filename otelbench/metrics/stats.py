@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import draft
+from otelbench.arrays import F64
 from otelbench.errors import ConfigError
 
 __all__ = [
@@ -39,8 +40,6 @@ __all__ = [
     "student_t_two_sided_p",
     "welch_t_test",
 ]
-
-F64 = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)

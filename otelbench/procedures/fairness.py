@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass
 from typing import Final, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from otelbench import draft
+from otelbench.arrays import F64
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.fairness import latency_inflation, scheduling_fairness
@@ -53,8 +53,6 @@ __all__ = [
 FAIRNESS_WORKLOAD: Final = "mixed-classes"
 """The 5.6.2 workload; its ``short_ratio`` selects a class alone (1.0 / 0.0) or the mix."""
 CLASSES: Final = ("short", "long")
-
-F64 = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,9 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from otelbench import draft, semconv, telemetry
+from otelbench.arrays import F64
 from otelbench.documents import read_document
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
@@ -117,8 +117,6 @@ MIDDLEWARE: Final = "otelbench.guardrails.middleware.GuardrailMiddleware"
 """The dotted path ``vllm serve --middleware`` loads."""
 PROBE: Final = "probe"
 LEVEL: Final = "level"
-
-F64 = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)

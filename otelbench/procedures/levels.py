@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
+from otelbench.arrays import F64, I64
 from otelbench.loadgen.runner import RunOutcome
 from otelbench.metrics import detect_saturation, queue_growing, steady_state
 from otelbench.metrics.curves import RAMP_FRACTION
@@ -52,9 +53,6 @@ __all__ = [
     "run_data_from_outcome",
     "saturation_at",
 ]
-
-I64 = npt.NDArray[np.int64]
-F64 = npt.NDArray[np.float64]
 
 MIN_COMPLETION_SAMPLES: Final = 8
 """Submissions a level needs before 5.2.3.1's completion criterion is assessed: each rate is

@@ -57,8 +57,8 @@ from typing import Final, cast
 
 import httpx
 import numpy as np
-import numpy.typing as npt
 
+from otelbench.arrays import F64
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.loadgen.workloads import ParametricWorkload, make_workload
@@ -111,8 +111,6 @@ WARM_SEED_OFFSET: Final = 1
 ROLES: Final = ("disabled", "cold", "warm")
 ROLE_NAMES: Final = {"disabled": "Cache Disabled", "cold": "Cache (Cold)", "warm": "Cache (Warm)"}
 RESET_PATH: Final = "/reset_prefix_cache"
-
-F64 = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
+from otelbench.arrays import F64, I64
 from otelbench.model.conform import conforms
 from otelbench.model.manifest import RunManifest
 
@@ -46,9 +47,6 @@ __all__ = [
     "run_manifest",
     "upgrade_manifest",
 ]
-
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 
 
 def _check_lengths(record: Any, ragged: Mapping[str, tuple[str, ...]]) -> None:

@@ -29,9 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any, Final, Literal, TypedDict
 
-import numpy as np
-import numpy.typing as npt
-
 from otelbench import draft
 from otelbench.metrics import (
     throughput_latency_points,
@@ -57,9 +54,6 @@ from otelbench.report.plots import LOG_AXIS_RATIO, PALETTE, Axis, Chart
 
 __all__ = ["CURVE_SHAPE", "FIGURES", "PLOTS", "CurveBlock", "CurveLevel", "Figure", "esc",
            "html_table", "throughput_latency"]  # fmt: skip
-
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 
 PLOTS: Final = (
     ("ttft_cdf", "TTFT — cumulative distribution"),

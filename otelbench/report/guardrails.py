@@ -38,13 +38,12 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
+from otelbench.arrays import F64
 from otelbench.metrics import summarize
 from otelbench.model import report as rt
 from otelbench.query import RunData
 
 __all__ = ["GUARDRAIL_DEFINITIONS", "guardrails_section", "input_busy_ms"]
-
-F64 = npt.NDArray[np.float64]
 
 GUARDRAIL_DEFINITIONS: Final = {
     "busy": "time spent inside the filter, summed over its invocations for the request "

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import draft, semconv
+from otelbench.arrays import F64, I64
 from otelbench.metrics import OrderStatistics, Ragged, group_first
 from otelbench.metrics.summary import AnyOrderStatistics, type7_interpolate, type7_ranks
 from otelbench.model.plots import (
@@ -59,9 +60,6 @@ __all__ = [
     "PLOT_DATA_VERSION",
     "plot_data",
 ]
-
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 
 MAX_POINTS: Final = 2000
 """The most points :func:`plot_data` keeps in one series (downsampled deterministically)."""

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import semconv
+from otelbench.arrays import F64
 from otelbench.metrics import UNKNOWN_ERROR_TYPE, unread_work
 from otelbench.model import report as rt
 from otelbench.query import RunData
@@ -39,8 +40,6 @@ __all__ = [
     "client_outcomes",
     "request_ends_section",
 ]
-
-F64 = npt.NDArray[np.float64]
 
 CLIENT_OK: Final = "ok"
 """A client request that succeeded (its other outcomes are its ``error.type``)."""

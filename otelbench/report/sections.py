@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from otelbench import draft, semconv
+from otelbench.arrays import F64
 from otelbench.metrics import (
     ITL_SHAPE_PERCENTILES,
     AnyOrderStatistics,
@@ -109,7 +110,6 @@ __all__ = [
     "summary_of",
 ]
 
-F64 = npt.NDArray[np.float64]
 TimelineSource = Literal["server", "client"]
 """Where the fluidity section's token times come from (``metrics.fluidity.source``)."""
 

@@ -583,7 +583,7 @@ def test_every_sql_parameter_is_a_semconv_name_or_a_declared_value() -> None:
     assert names == [
         "_measured_client_filter.sql",  # fragments the queries include
         "_server_span_columns.sql",
-        "_server_token_offsets.sql",
+        "_server_span_inputs.sql",
         "client_requests.sql",
         "run_guardrail_spans.sql",
         "run_phases.sql",

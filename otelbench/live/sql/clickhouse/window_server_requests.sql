@@ -23,16 +23,9 @@ WITH server AS (
         s.TraceId                                   AS trace_id,
         s.SpanId                                    AS span_id,
         s.ParentSpanId                              AS parent_span_id,
-        s.SpanName                                  AS span_name,
-        s.SpanName = {span_hook_request:String}     AS is_hook,
-        s.Timestamp                                 AS ts,
-        s.Duration                                  AS duration,
         s.StatusCode                                AS status_code,
-        s.SpanAttributes                            AS attrs,
         s.ResourceAttributes                        AS resource,
-        s.`Events.Name`                             AS event_names,
-        s.`Events.Attributes`                       AS event_attrs,
-        s.`Events.Timestamp`                        AS event_ts
+-- @include _server_span_inputs
     FROM otel_traces AS s
     WHERE s.SpanName IN ({span_hook_request:String}, {span_vllm_request:String})
       AND s.SpanKind IN ({kind_server:String}, {kind_server_legacy:String})

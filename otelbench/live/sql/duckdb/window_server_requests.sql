@@ -23,15 +23,9 @@ WITH server AS (
         s."TraceId"                                       AS trace_id,
         s."SpanId"                                        AS span_id,
         s."ParentSpanId"                                  AS parent_span_id,
-        s."SpanName"                                      AS span_name,
-        s."SpanName" = $span_hook_request                 AS is_hook,
-        s."Timestamp"                                     AS ts,
-        s."Duration"                                      AS duration,
         s."StatusCode"                                    AS status_code,
-        s."SpanAttributes"                                AS attrs,
         s."ResourceAttributes"                            AS resource,
--- @include _server_token_offsets
-        list_zip(s."Events.Name", s."Events.Attributes", s."Events.Timestamp")  AS events
+-- @include _server_span_inputs
     FROM otel_traces AS s
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
       AND s."SpanKind" IN ($kind_server, $kind_server_legacy)

@@ -1,6 +1,7 @@
 -- _server_span_columns: the server-span record's columns (query.records.ServerRequests),
--- included by the server-span queries after their SELECT; they read a CTE row with ts,
--- duration, attrs, event_names, event_attrs, event_ts, is_hook (see run_server_requests.sql).
+-- included by the server-span queries after their SELECT; they read a CTE row with trace_id,
+-- span_id, parent_span_id and the columns of _server_span_inputs (ts, duration, attrs,
+-- event_names, event_attrs, event_ts, is_hook).
 -- Attributes are parsed leniently, as in the DuckDB dialect: a value is converted only when it
 -- matches its pattern (re_int, re_number, re_int_array: query.extract.PATTERN_PARAMETERS, the
 -- same in both dialects, so both accept the same text); a present value that does not is read

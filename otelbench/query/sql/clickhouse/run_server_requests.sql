@@ -20,14 +20,7 @@ server AS (
         s.TraceId                                   AS trace_id,
         s.SpanId                                    AS span_id,
         c.client_span_id                            AS parent_span_id,
-        s.SpanName                                  AS span_name,
-        s.SpanName = {span_hook_request:String}     AS is_hook,
-        s.Timestamp                                 AS ts,
-        s.Duration                                  AS duration,
-        s.SpanAttributes                            AS attrs,
-        s.`Events.Name`                             AS event_names,
-        s.`Events.Attributes`                       AS event_attrs,
-        s.`Events.Timestamp`                        AS event_ts
+-- @include _server_span_inputs
     -- @include _chosen_server_rows
 )
 SELECT

@@ -1,14 +1,14 @@
 -- _server_span_columns: the server-span record's columns (query.records.ServerRequests),
--- included by the server-span queries after their SELECT; they read a CTE row with ts,
--- duration, attrs, events ([name, attributes, timestamp] per span event), is_hook and
--- token_offsets (see run_server_requests.sql).
+-- included by the server-span queries after their SELECT; they read a CTE row with trace_id,
+-- span_id, parent_span_id and the columns of _server_span_inputs (ts, duration, attrs, events
+-- ([name, attributes, timestamp] per span event), is_hook and token_offsets).
 -- Attributes are parsed leniently: a value is cast only when it matches its pattern
 -- ($re_int, $re_number, $re_int_array: query.extract.PATTERN_PARAMETERS, the same in both
 -- dialects); a present value that does not is read as absent and its attribute name is listed
 -- in rejected_attributes (once per span, or once per event for event attributes), which the
 -- extraction counts. Hook-only attributes are parsed, and rejected, on hook spans only; an end
 -- reason or end phase ($re_end_reason, $re_end_phase) is one of semconv's values.
--- The token offsets are matched and parsed once, in the CTE (_server_token_offsets), so the
+-- The token offsets are matched and parsed once, in the CTE (_server_span_inputs), so the
 -- rejection test reads the parsed list rather than matching the long array a second time.
     trace_id,
     span_id,

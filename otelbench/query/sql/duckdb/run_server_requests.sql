@@ -42,13 +42,7 @@ server AS (
         s."TraceId"                                       AS trace_id,
         s."SpanId"                                        AS span_id,
         c.client_span_id                                  AS parent_span_id,
-        s."SpanName"                                      AS span_name,
-        s."SpanName" = $span_hook_request                 AS is_hook,
-        s."Timestamp"                                     AS ts,
-        s."Duration"                                      AS duration,
-        s."SpanAttributes"                                AS attrs,
--- @include _server_token_offsets
-        list_zip(s."Events.Name", s."Events.Attributes", s."Events.Timestamp")  AS events
+-- @include _server_span_inputs
     FROM otel_traces AS s
     JOIN chosen AS c ON c.row_id = s.rowid
     WHERE s."SpanName" IN ($span_hook_request, $span_vllm_request)
