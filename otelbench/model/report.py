@@ -41,6 +41,7 @@ Usage::
 from typing import Any, Final, Literal, NotRequired, Required, TypedDict
 
 from otelbench.metrics import InputBucketDict, SummaryDict
+from otelbench.model.sut import ClockSyncDeclaration
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -520,7 +521,7 @@ class Sut(TypedDict):
     quantization: NotRequired[str]
     prefix_caching: NotRequired[str | bool]
     guardrails: NotRequired[str | dict[str, Any]]
-    clock_sync: NotRequired[str | dict[str, Any]]
+    clock_sync: NotRequired[str | ClockSyncDeclaration]
     network_rtt_ms: NotRequired[float]
     server_timing: ServerTiming
 
