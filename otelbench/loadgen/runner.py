@@ -337,8 +337,7 @@ def _manifest(
         "target": config.target,
         "model": config.model,
         "api": config.api,
-        # (the manifest's spec is the open object every version's runs hold: see RunWorkload)
-        "workload": {"name": config.workload, "seed": config.seed, "spec": dict(workload_spec)},
+        "workload": {"name": config.workload, "seed": config.seed, "spec": workload_spec},
         "seed": config.seed,
         "tokenizer": _tokenizer_declaration(tokenizer, vocab),
         "load": {
