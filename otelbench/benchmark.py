@@ -64,9 +64,11 @@ from otelbench.loadgen.runner import (
     check_workload,
     execute_run,
 )
+from otelbench.loadgen.warmup import WarmupSpec
 from otelbench.model.conform import conforms
+from otelbench.model.procedure import WarmupSettings
 from otelbench.model.report import Report
-from otelbench.model.sut import ComparativeRun, TargetInfo
+from otelbench.model.sut import ComparativeRun, SutDeclaration, TargetInfo
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
 from otelbench.report import render_json, render_markdown, report_from_data
@@ -91,6 +93,7 @@ __all__ = [
     "preflight",
     "record_client_telemetry",
     "run_benchmark",
+    "warmup_settings",
     "write_reports",
 ]
 
@@ -475,8 +478,13 @@ def _is_loopback(target: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def describe_sut(config: RunConfig, info: TargetInfo, launched: bool) -> dict[str, Any]:
-    sut = dict(config.sut)
+def describe_sut(config: RunConfig, info: TargetInfo, launched: bool) -> SutDeclaration:
+    """The SUT the run records: ``config.sut``, the declaration, with what is detected or
+    added (:class:`~otelbench.model.sut.SutDeclaration`): the launched vLLM's boundary,
+    software, prefix caching and process priority; the software the target reports; a
+    loopback target's hardware; the load generator's host; the declared comparative run as
+    read now (draft 4.8.2)."""
+    sut = config.sut.copy()
     if launched:
         sut.setdefault("boundary", "Model Engine")
         version = f" {info['version']}" if info.get("version") else ""
@@ -498,7 +506,7 @@ def describe_sut(config: RunConfig, info: TargetInfo, launched: bool) -> dict[st
         sut["hardware"] = "same host as the load generator: " + describe_host()
     sut["load_generator_host"] = describe_host()
     guardrails = sut.get("guardrails")
-    if isinstance(guardrails, dict) and isinstance(guardrails.get("comparative_run"), str):
+    if guardrails is not None and "comparative_run" in guardrails:
         sut["guardrails"] = {
             **guardrails,
             "comparative": comparative_run_facts(Path(guardrails["comparative_run"])),
@@ -892,20 +900,6 @@ class RunJsonLoad(TypedDict):
     arrival_params: dict[str, Any]
 
 
-class RunJsonWarmup(TypedDict):
-    """``run.json``'s ``warmup``: the run's :class:`~otelbench.loadgen.warmup.WarmupSpec`
-    (draft 4.5)."""
-
-    cold_start: bool
-    min_requests: int
-    min_output_tokens: int
-    concurrency: int | None
-    probes: int
-    threshold: float
-    max_rounds: int
-    max_requests: int
-
-
 class RunJsonShard(TypedDict):
     """``run.json``'s ``shard``: the part of the run this host sends
     (:class:`~otelbench.loadgen.shard.Shard`)."""
@@ -937,12 +931,27 @@ class RunJson(TypedDict):
     api: Literal["completions"]
     ignore_eos: bool
     tokenizer: str | None
-    warmup: RunJsonWarmup | None
+    warmup: WarmupSettings | None
     workers: int | None
     loadgen_cpus: list[int] | None
     shard: NotRequired[RunJsonShard]
     pid: int
     store: NotRequired[str]
+
+
+def warmup_settings(warmup: WarmupSpec) -> WarmupSettings:
+    """The warm-up as configured (draft 4.5), as ``run.json`` and ``procedure.json``'s
+    ``configuration.warmup.spec`` record it: each field of ``warmup``."""
+    return {
+        "cold_start": warmup.cold_start,
+        "min_requests": warmup.min_requests,
+        "min_output_tokens": warmup.min_output_tokens,
+        "concurrency": warmup.concurrency,
+        "probes": warmup.probes,
+        "threshold": warmup.threshold,
+        "max_rounds": warmup.max_rounds,
+        "max_requests": warmup.max_requests,
+    }
 
 
 def config_json(config: RunConfig) -> RunJson:
@@ -972,18 +981,7 @@ def config_json(config: RunConfig) -> RunJson:
         "api": config.api,
         "ignore_eos": config.ignore_eos,
         "tokenizer": config.tokenizer,
-        "warmup": None
-        if warmup is None
-        else {
-            "cold_start": warmup.cold_start,
-            "min_requests": warmup.min_requests,
-            "min_output_tokens": warmup.min_output_tokens,
-            "concurrency": warmup.concurrency,
-            "probes": warmup.probes,
-            "threshold": warmup.threshold,
-            "max_rounds": warmup.max_rounds,
-            "max_requests": warmup.max_requests,
-        },
+        "warmup": None if warmup is None else warmup_settings(warmup),
         "workers": config.workers,
         "loadgen_cpus": list(config.loadgen_cpus.load) if config.loadgen_cpus else None,
         **sharded,

@@ -158,7 +158,7 @@ def run_config(
         loadgen_cpus=cpu_plan(c.loadgen_cpus),
         prompt_format=prompt_format,
         warmup=warmup,
-        sut=dict(declared_sut(c)),  # RunConfig.sut: the declaration, and what is detected
+        sut=declared_sut(c),  # RunConfig.sut: the declaration, and what is detected
     )
 
 

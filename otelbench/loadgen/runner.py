@@ -100,6 +100,7 @@ from otelbench.loadgen.workloads import (
 )
 from otelbench.model import report as rt
 from otelbench.model.manifest import RunManifest, SendLag
+from otelbench.model.sut import SutDeclaration
 from otelbench.spool import SpoolStats
 
 if TYPE_CHECKING:
@@ -177,9 +178,10 @@ class RunConfig:
     ignore_eos: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     """Merged into every request body (server-specific parameters)."""
-    sut: dict[str, Any] = field(default_factory=dict)
-    """The system under test as declared or detected: ``boundary`` (draft 4.1: Model Engine,
-    Application Gateway or Compound System), ``software``, ``hardware``."""
+    sut: SutDeclaration = field(default_factory=SutDeclaration)
+    """The system under test as declared or detected (:class:`SutDeclaration`): ``boundary``
+    (draft 4.1: Model Engine, Application Gateway or Compound System), ``software``,
+    ``hardware`` …"""
     timeout_s: float = 600.0
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     tokenizer: str | None = None
@@ -335,8 +337,7 @@ def _manifest(
         "target": config.target,
         "model": config.model,
         "api": config.api,
-        # (the manifest's spec is the open object every version's runs hold: see RunWorkload)
-        "workload": {"name": config.workload, "seed": config.seed, "spec": dict(workload_spec)},
+        "workload": {"name": config.workload, "seed": config.seed, "spec": workload_spec},
         "seed": config.seed,
         "tokenizer": _tokenizer_declaration(tokenizer, vocab),
         "load": {

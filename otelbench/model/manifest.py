@@ -33,7 +33,7 @@ Example::
 # No ``from __future__ import annotations``: ``NotRequired`` must be seen when each class is made
 # (see otelbench.model.report), for the conformance check's ``__required_keys__``.
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from otelbench.model.report import (
     ClientHealth,
@@ -44,6 +44,7 @@ from otelbench.model.report import (
     Tokenizer,
     Warmup,
 )
+from otelbench.model.sut import SutDeclaration
 
 __all__ = [
     "ClockEvidence",
@@ -151,9 +152,10 @@ class RunManifest(TypedDict, total=False):
     load: RunLoad
     request_classes: dict[str, int]
     otelbench_version: str
-    sut: dict[str, Any] | None
-    """The system under test as declared or detected (draft 4.1): the user's declaration, open
-    (None: nothing declared, as other producers write it)."""
+    sut: SutDeclaration | None
+    """The system under test as declared or detected (draft 4.1): the validated declaration
+    with what ``otelbench run`` detected (None: nothing declared, as other producers write
+    it)."""
     request_options: RequestOptions
     warmup: Warmup | None
     """Draft 4.5's warm-up; None when none ran."""

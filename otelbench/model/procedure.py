@@ -13,8 +13,9 @@ Each TypedDict's docstring names the section of ``docs/procedure-schema.md`` it 
 results agree. As in :mod:`otelbench.model.report`: a key only some levels or runs have is
 ``NotRequired``, a value that may be ``null`` is ``X | None``, and open data keeps
 ``dict[str, Any]``: the effective ``parameters`` (:data:`Parameters`: each procedure's
-``Params`` fields and what it derived from them), copies of the run manifest (``workload``),
-the SUT declarations and what the target said about itself.
+``Params`` fields and what it derived from them) and the requests' ``extra_body``; the SUT
+declarations are :class:`~otelbench.model.sut.SutDeclaration`, what the target said about
+itself :class:`~otelbench.model.sut.TargetInfo`.
 
 Usage::
 
@@ -41,7 +42,7 @@ from otelbench.model.report import (
     TtftDecomposition,
     Warmup,
 )
-from otelbench.model.sut import TargetInfo
+from otelbench.model.sut import SutDeclaration, TargetInfo
 
 __all__ = [
     "CacheHitRates",
@@ -136,6 +137,7 @@ __all__ = [
     "TtftResults",
     "TtftSection",
     "Verdict",
+    "WarmupSettings",
 ]
 
 
@@ -1112,13 +1114,30 @@ class RequestOptionsDeclared(TypedDict):
     extra_body: dict[str, Any]
 
 
+class WarmupSettings(TypedDict):
+    """A draft 4.5 warm-up as configured, the fields of
+    :class:`~otelbench.loadgen.warmup.WarmupSpec`: ``configuration.warmup.spec`` (section
+    ``The envelope``: ``cold_start``, ``min_requests``, ``min_output_tokens``, ``concurrency``,
+    ``probes``, ``threshold``, ``max_rounds``, ``max_requests``), and ``run.json``'s
+    ``warmup`` (:class:`~otelbench.benchmark.RunJson`)."""
+
+    cold_start: bool
+    min_requests: int
+    min_output_tokens: int
+    concurrency: int | None
+    probes: int
+    threshold: float
+    max_rounds: int
+    max_requests: int
+
+
 @final
 class ProcedureWarmup(TypedDict):
     """``configuration.warmup`` when a level warmed the SUT up (section ``The envelope``:
     ``before_level``, ``spec``, ``outcome``)."""
 
     before_level: int
-    spec: dict[str, Any] | None
+    spec: WarmupSettings | None
     outcome: Warmup | None
 
 
@@ -1151,7 +1170,7 @@ class SutConfigurationEntry(SutConfigurationDescription):
     envelope``: ``configurations``, ``target_reports``, ``sut``, ``log``)."""
 
     target_reports: TargetInfo
-    sut: dict[str, Any]
+    sut: SutDeclaration
     log: str | None
 
 
@@ -1170,7 +1189,7 @@ class ProcedureConfiguration(TypedDict):
 
     target: str
     model: str
-    sut: dict[str, Any]
+    sut: SutDeclaration
     target_reports: TargetInfo
     workload: RunWorkload | NamedWorkload
     tokenizer: Tokenizer | None

@@ -10,10 +10,10 @@
 * a value that may be ``null`` is ``X | None``; a map keyed by data (error types, request
   classes, attribute names, decisions) is ``dict[str, int]``; values the document fixes are
   ``Literal``;
-* the open objects of the run manifest's copies (``run.workload.spec``, each workload's own
-  specification, kept as any otelbench version or other producer wrote it; ``arrival_params``,
-  the parameters as the user gave them) are ``dict[str, Any]``; ``run.load.arrival``, the
-  arrival process with every parameter bound, is :class:`ArrivalSpec`.
+* the open object of the run manifest's copies (``arrival_params``, the parameters as the user
+  gave them) is ``dict[str, Any]``; ``run.load.arrival``, the arrival process with every
+  parameter bound, is :class:`ArrivalSpec`; ``run.workload.spec``, each workload's own
+  specification, is :class:`WorkloadSpec`.
 
 A ``report.json`` read back from disk enters only through
 :func:`~otelbench.model.load.load_report`, which brings an older version to this one's shape and
@@ -41,6 +41,7 @@ Usage::
 from typing import Any, Final, Literal, NotRequired, Required, TypedDict
 
 from otelbench.metrics import InputBucketDict, SummaryDict
+from otelbench.model.sut import ClockSyncDeclaration
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -181,18 +182,6 @@ class Tokenizer(TypedDict):
     n_vocab_with_special: NotRequired[int]
 
 
-class RunWorkload(TypedDict):
-    """``run.workload``: the run manifest's workload (section ``run``): its name, the seed it
-    was generated with, and ``spec``, the workload's own specification (lengths, content, prefix
-    sharing, system prompt, dataset or file, draft section: keys per workload). ``spec`` stays
-    an open object here: a stored run of another otelbench version or another producer may
-    hold any specification; what this version's workloads write is a :class:`WorkloadSpec`."""
-
-    name: str
-    seed: int
-    spec: dict[str, Any]
-
-
 class LengthSpec(TypedDict, total=False):
     """A length distribution's draft 4.3.1 description in the workload's ``spec``
     (``run.workload.spec``, section ``run``): its type (``"per class"`` when each request class
@@ -270,8 +259,9 @@ class PrefixSharingSpec(TypedDict):
     unshared_requests: str
 
 
-class DatasetFilters(TypedDict):
-    """``spec.dataset.filters`` (section ``run``): which conversation turns were kept."""
+class DatasetFilters(TypedDict, total=False):
+    """``spec.dataset.filters`` (section ``run``): which conversation turns were kept
+    (``sharegpt`` writes every key; another producer's may name fewer)."""
 
     min_tokens: int
     max_input_tokens: int | None
@@ -279,9 +269,10 @@ class DatasetFilters(TypedDict):
     limit: int | None
 
 
-class DatasetSpec(TypedDict):
+class DatasetSpec(TypedDict, total=False):
     """``spec.dataset`` (section ``run``): the ShareGPT file a ``sharegpt`` workload (A.3)
-    was read from, and what was kept of it."""
+    was read from, and what was kept of it. ``sharegpt`` writes every key; another producer's
+    may lack some, which the ``dataset-provenance`` check (draft 4.3.3) judges."""
 
     format: str
     path: str
@@ -302,21 +293,27 @@ class SourceFile(TypedDict):
 
 
 class WorkloadSpec(TypedDict, total=False):
-    """``run.workload.spec`` as this version's workloads write it (section ``run``; draft 4.3,
-    Appendix A): name, draft section and seed (every workload's), then those of the input and
-    output lengths, request classes, content, system prompt, prefix sharing, counting,
-    temperature, stop sequences, notes and deviations that the workload declares, and its own
-    parts (``max_context_len``; ``dataset`` and ``tokenizer``; a file's ``source_file`` and
+    """``run.workload.spec``, a workload's own specification (section ``run``; draft 4.3,
+    Appendix A): name, draft section and seed, then those of the input and output lengths,
+    request classes, content, system prompt, prefix sharing, counting, temperature, stop
+    sequences, notes and deviations that the workload declares, and its own parts
+    (``max_context_len``; ``dataset`` and ``tokenizer``; a file's ``source_file`` and
     ``description``).
+
+    As in the run manifest (:class:`~otelbench.model.manifest.RunManifest`), every key may be
+    absent: a stored run of another producer may declare less, and the checks read a run with
+    no workload as an empty specification; a key that is there has its type. Every workload of
+    this version writes ``name``, ``draft_section`` and ``seed`` (``tests/unit/loadgen`` checks
+    each workload's ``spec()`` against this type).
 
     Example::
 
         make_workload("synthetic-uniform", seed=1).spec()["input"]["distribution"]  # "uniform"
     """
 
-    name: Required[str]
-    draft_section: Required[str]
-    seed: Required[int]
+    name: str
+    draft_section: str
+    seed: int
     shared_seed: int
     """The seed of the shared parts (system prompt, shared contexts), when not ``seed``."""
     synthetic: bool
@@ -336,6 +333,17 @@ class WorkloadSpec(TypedDict, total=False):
     tokenizer: Tokenizer
     source_file: SourceFile
     description: str | None
+
+
+class RunWorkload(TypedDict):
+    """``run.workload``: the run manifest's workload (section ``run``): its name, the seed it
+    was generated with, and ``spec``, the workload's own specification (lengths, content, prefix
+    sharing, system prompt, dataset or file, draft section: keys per workload), a
+    :class:`WorkloadSpec`."""
+
+    name: str
+    seed: int
+    spec: WorkloadSpec
 
 
 class LoadCpus(TypedDict):
@@ -520,7 +528,7 @@ class Sut(TypedDict):
     quantization: NotRequired[str]
     prefix_caching: NotRequired[str | bool]
     guardrails: NotRequired[str | dict[str, Any]]
-    clock_sync: NotRequired[str | dict[str, Any]]
+    clock_sync: NotRequired[str | ClockSyncDeclaration]
     network_rtt_ms: NotRequired[float]
     server_timing: ServerTiming
 

@@ -31,13 +31,15 @@ __all__ = [
     "ComparativeRunReport",
     "ComparativeUnread",
     "GuardrailsDeclaration",
+    "ProbeStream",
     "SutDeclaration",
     "TargetInfo",
 ]
 
 
 class ClockSyncDeclaration(TypedDict, total=False):
-    """``clock_sync`` (draft 4.7.2): how the hosts' clocks are synchronized and how well."""
+    """``clock_sync`` (draft 4.7.2; ``run.sut.clock_sync``, ``docs/report-schema.md`` section
+    ``run``): how the hosts' clocks are synchronized and how well."""
 
     method: str
     accuracy_ms: float
@@ -97,21 +99,40 @@ class GuardrailsDeclaration(TypedDict, total=False):
     comparative: ComparativeRun
 
 
+class ProbeStream(TypedDict):
+    """``probe``: the stream of a continuous probe's segment (``otelbench probe``,
+    :mod:`otelbench.live.probe`) and the rate it sends at, requests per second."""
+
+    stream: str
+    rate: float
+
+
 class SutDeclaration(TypedDict, total=False):
     """A validated SUT declaration, the declared part of ``run.sut`` (module docstring):
     ``boundary`` (4.1), ``hardware``, ``software``, ``model_version`` and ``quantization``
-    (5.1.2.3, 5.1.5.1), ``prefix_caching``, ``clock_sync`` (4.7.2), ``network_rtt_ms`` (4.7.3)
-    and ``guardrails`` (4.8)."""
+    (5.1.2.3), ``prefix_caching`` (declared: ``enabled`` or ``disabled``), ``clock_sync``
+    (4.7.2), ``network_rtt_ms`` (4.7.3) and ``guardrails`` (4.8).
+
+    It is also the SUT a run records (``RunConfig.sut``, the run manifest's ``sut``,
+    ``procedure.json``'s ``configuration.sut``): the declaration with what
+    :func:`otelbench.benchmark.describe_sut` detects or adds, which no declaration sets:
+    ``software`` and ``hardware`` when not declared, ``load_generator_host``, for a target
+    otelbench launched ``boundary``, ``prefix_caching`` (in words) and ``process_priority``,
+    and ``guardrails.comparative``, the declared comparative run as read. A continuous
+    probe's segment records its ``probe`` stream instead."""
 
     boundary: str
     hardware: str
     software: str
+    load_generator_host: str
+    process_priority: str
     model_version: str
     quantization: str
-    prefix_caching: Literal["enabled", "disabled"]
+    prefix_caching: str
     clock_sync: ClockSyncDeclaration
     network_rtt_ms: float
     guardrails: GuardrailsDeclaration
+    probe: ProbeStream
 
 
 class TargetInfo(TypedDict, total=False):

@@ -44,7 +44,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, Generic, TypeVar, cast, get_args, get_origin
 
-from otelbench.benchmark import VllmLaunch
+from otelbench.benchmark import VllmLaunch, warmup_settings
 from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec, RunConfig
 from otelbench.model.procedure import (
@@ -392,7 +392,7 @@ def _configuration(spec: ProcedureSpec, session: ProcedureSession) -> ProcedureC
     warmup: ProcedureWarmup | ColdStart | None = (
         {
             "before_level": warmed.index,
-            "spec": None if base.warmup is None else vars(base.warmup),
+            "spec": None if base.warmup is None else warmup_settings(base.warmup),
             "outcome": warmed.report["run"]["warmup"] if warmed.report else None,
         }
         if warmed is not None

@@ -230,7 +230,7 @@ class ProcedureSession(Ends):
         """The configuration the SUT now runs in (None: the one it was given)."""
         self.configurations: dict[str, SutConfigurationEntry] = {}
         """Per configuration used: how it was reached, what the target said, the SUT summary."""
-        self._declared_sut = dict(base.sut)
+        self._declared_sut = base.sut.copy()
         self._collector: EmbeddedCollector | None = None
         self._watch: SpanWatch | None = None
         self._stack = contextlib.ExitStack()

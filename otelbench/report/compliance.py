@@ -659,27 +659,29 @@ _LENGTH_PARAMETERS: Final = frozenset(
 """4.3.1's length parameters: "mean, std, min, max, or histogram" (and a fixed value)."""
 
 
-def _length_missing(spec: Mapping[str, Any], *, control: bool) -> list[str]:
-    """What a 4.3.1 length distribution lacks: type, parameters, unit (and the output's control
-    method). A distribution "per class" is specified by its request classes."""
-    if spec.get("distribution") == "per class":
+def _length_missing(spec: rt.LengthSpec | None, *, control: bool) -> list[str]:
+    """What a 4.3.1 length distribution (None: none declared) lacks: type, parameters, unit (and
+    the output's control method). A distribution "per class" is specified by its request
+    classes."""
+    declared: Mapping[str, object] = {} if spec is None else spec
+    if declared.get("distribution") == "per class":
         return []
     missing = [
         label
         for label, present in (
-            ("distribution type", bool(nonblank(spec.get("distribution")))),
-            ("parameters", bool(_LENGTH_PARAMETERS & set(spec))),
-            ("unit", bool(nonblank(spec.get("unit")))),
-            ("control method", not control or bool(nonblank(spec.get("control")))),
+            ("distribution type", bool(nonblank(declared.get("distribution")))),
+            ("parameters", bool(_LENGTH_PARAMETERS & set(declared))),
+            ("unit", bool(nonblank(declared.get("unit")))),
+            ("control method", not control or bool(nonblank(declared.get("control")))),
         )
         if not present
     ]
     return missing
 
 
-def _content_missing(spec: Mapping[str, Any]) -> list[str]:
-    described = nonblank((spec.get("input") or {}).get("content")) or nonblank(
-        (spec.get("content") or {}).get("domain")
+def _content_missing(spec: rt.WorkloadSpec) -> list[str]:
+    described = nonblank(spec.get("input", {}).get("content")) or nonblank(
+        spec.get("content", {}).get("domain")
     )
     return [
         label
@@ -691,7 +693,7 @@ def _content_missing(spec: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _prefix_missing(spec: Mapping[str, Any]) -> list[str]:
+def _prefix_missing(spec: rt.WorkloadSpec) -> list[str]:
     if "prefix_sharing" not in spec:
         return ["prefix sharing"]
     sharing = spec["prefix_sharing"]
@@ -707,11 +709,11 @@ def _prefix_missing(spec: Mapping[str, Any]) -> list[str]:
     ]
 
 
-_WORKLOAD_ITEMS: Final[tuple[tuple[str, str, Callable[[Mapping[str, Any]], list[str]]], ...]] = (
+_WORKLOAD_ITEMS: Final[tuple[tuple[str, str, Callable[[rt.WorkloadSpec], list[str]]], ...]] = (
     ("workload-input", "its input length distribution (type, parameters, unit)",
-     lambda spec: _length_missing(spec.get("input") or {}, control=False)),
+     lambda spec: _length_missing(spec.get("input"), control=False)),
     ("workload-output", "its output length distribution (type, parameters, control method, unit)",
-     lambda spec: _length_missing(spec.get("output") or {}, control=True)),
+     lambda spec: _length_missing(spec.get("output"), control=True)),
     ("workload-content", "its content characteristics (domain, system prompt presence)",
      _content_missing),
     ("workload-prefix-sharing", "its prefix sharing (fraction, shared prefix length)",
@@ -720,7 +722,7 @@ _WORKLOAD_ITEMS: Final[tuple[tuple[str, str, Callable[[Mapping[str, Any]], list[
 """4.3.1's four items, each a check of the workload's specification."""
 
 
-def _workload_item(missing_of: Callable[[Mapping[str, Any]], list[str]]) -> Evaluate:
+def _workload_item(missing_of: Callable[[rt.WorkloadSpec], list[str]]) -> Evaluate:
     def evaluate(f: ReportFacts) -> tuple[bool, str]:
         spec = f.spec
         text = workload_text(f) or "no workload recorded"
@@ -1557,7 +1559,7 @@ def _range_text(lengths: rt.SentLengths) -> str:
     )
 
 
-def _dataset(f: ReportFacts) -> dict[str, Any]:
+def _dataset(f: ReportFacts) -> rt.DatasetSpec:
     """``run.workload.spec.dataset``: the dataset a workload was drawn from (empty: none)."""
     return f.spec.get("dataset") or {}
 

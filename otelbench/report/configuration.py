@@ -114,7 +114,7 @@ class ReportFacts:
         return None if self.workload is None else nonblank(self.workload["name"])
 
     @property
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> rt.WorkloadSpec:
         """``run.workload.spec``: the workload's own specification (empty: none recorded)."""
         return {} if self.workload is None else self.workload["spec"]
 
@@ -193,7 +193,7 @@ def boundary_text(f: ReportFacts) -> str | None:
     return f"{boundary} (draft {section})" if section else f"{boundary} (not one of 4.1's three)"
 
 
-def _length_text(spec: Mapping[str, Any]) -> str:
+def _length_text(spec: rt.LengthSpec) -> str:
     dist = nonblank(spec.get("distribution")) or NOT_DECLARED
     lo, hi = spec.get("min"), spec.get("max")
     if lo is not None and hi is not None:
@@ -223,8 +223,8 @@ def workload_text(f: ReportFacts) -> str | None:
         control = f" ({out['control']})" if out.get("control") else ""
         parts.append(f"output {_length_text(out)}{control}")
     if "prefix_sharing" in spec:
-        ps = spec["prefix_sharing"] or {}
-        ratio = number(ps.get("ratio"))
+        ps = spec["prefix_sharing"]
+        ratio = number(ps.get("ratio")) if ps else None
         parts.append(
             "no prefix sharing"
             if not ps
@@ -233,12 +233,12 @@ def workload_text(f: ReportFacts) -> str | None:
             else "prefix sharing"
         )
     if "system_prompt" in spec:
-        sp = spec["system_prompt"] or {}
+        sp = spec["system_prompt"]
         parts.append(f"system prompt {sp.get('tokens')} tokens" if sp else "no system prompt")
     dataset = spec.get("dataset") or {}
     if dataset:
         parts.append(f"dataset {dataset.get('path', '?')} (sha256 {dataset.get('sha256', '?')})")
-    source = spec.get("source_file") or {}
+    source = spec.get("source_file")
     if source:
         parts.append(f"file {source.get('path', '?')} (sha256 {source.get('sha256', '?')})")
     return name + (f": {', '.join(parts)}" if parts else "")

@@ -269,7 +269,7 @@ def make_report(
         target="http://10.0.0.5:8000",
         model="tiny",
         api="completions",
-        workload={"name": "synthetic-uniform", "seed": seed, "spec": {"input": {"max": 512}}},
+        workload={"name": "synthetic-uniform", "seed": seed, "spec": run["workload"]["spec"]},
         seed=seed,
         tokenizer=None,
         load={"mode": "poisson", "rate": 2.0, "concurrency": None, "requests": 100},

@@ -130,6 +130,7 @@ def test_every_workloads_spec_has_the_workload_spec_type(
     for name, extra in params.items():
         spec = make_workload(name, seed=4, vocab_size=VOCAB, **extra).spec()
         assert conforms(json.loads(json.dumps(spec)), WorkloadSpec) == [], name
+        assert {"name", "draft_section", "seed"} <= set(spec), name  # every workload's
 
 
 # --- A.2 -----------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from otelbench.loadgen.affinity import CpuPlan
 from otelbench.loadgen.runner import LoadSpec, _arrival, _tokenizer_declaration
 from otelbench.loadgen.tokenizers import load_tokenizer
 from otelbench.loadgen.warmup import WarmupOutcome, WarmupSpec, probe_summary
+from otelbench.loadgen.workloads import make_workload
 from otelbench.metrics import TTFT_COMPONENTS
 from otelbench.model import report as rt
 from otelbench.model.conform import conforms, typeddicts_of
@@ -99,7 +100,8 @@ def test_the_manifest_load_and_workload_conform(load: LoadSpec) -> None:
         "workers": {**workers, "cpus": plan.describe({"collector": os.getpid(), "sut": None})},
     }
     assert conforms(json.loads(json.dumps(manifest)), rt.RunLoad) == []
-    workload = {"name": "synthetic-uniform", "seed": 7, "spec": {"input": {"min": 128}}}
+    spec = make_workload("synthetic-uniform", seed=7).spec()
+    workload = {"name": "synthetic-uniform", "seed": 7, "spec": json.loads(json.dumps(spec))}
     assert conforms(workload, rt.RunWorkload) == []
 
 
