@@ -41,7 +41,7 @@ Usage::
 from typing import Any, Final, Literal, NotRequired, Required, TypedDict
 
 from otelbench.metrics import InputBucketDict, SummaryDict
-from otelbench.model.sut import ClockSyncDeclaration
+from otelbench.model.sut import ClockSyncDeclaration, GuardrailsDeclaration
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -527,7 +527,7 @@ class Sut(TypedDict):
     model_version: NotRequired[str]
     quantization: NotRequired[str]
     prefix_caching: NotRequired[str | bool]
-    guardrails: NotRequired[str | dict[str, Any]]
+    guardrails: NotRequired[str | GuardrailsDeclaration]
     clock_sync: NotRequired[str | ClockSyncDeclaration]
     network_rtt_ms: NotRequired[float]
     server_timing: ServerTiming

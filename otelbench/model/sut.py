@@ -46,7 +46,8 @@ class ClockSyncDeclaration(TypedDict, total=False):
 
 
 class ComparativeUnread(TypedDict):
-    """The declared comparative run could not be read: where it was looked for and why not."""
+    """The declared comparative run could not be read: where it was looked for and why not
+    (``run.sut.guardrails.comparative``, ``docs/report-schema.md`` section ``run``)."""
 
     read: Literal[False]
     path: str
@@ -55,7 +56,8 @@ class ComparativeUnread(TypedDict):
 
 class ComparativeProcedure(TypedDict):
     """The declared comparative run is an ``otelbench test guardrail-overhead``
-    ``procedure.json``: the configurations of its table 13."""
+    ``procedure.json``: the configurations of its table 13 (``run.sut.guardrails.comparative``,
+    ``docs/report-schema.md`` section ``run``)."""
 
     read: Literal[True]
     path: str
@@ -66,7 +68,8 @@ class ComparativeProcedure(TypedDict):
 class ComparativeRunReport(TypedDict):
     """The declared comparative run is a run's ``report.json``: what the comparison needs of it
     (its run id, guardrails as summarized and as declared, workload, seed, succeeded requests,
-    TTFT and end-to-end P50). ``read`` is False for a JSON object that is not a run report."""
+    TTFT and end-to-end P50). ``read`` is False for a JSON object that is not a run report
+    (``run.sut.guardrails.comparative``, ``docs/report-schema.md`` section ``run``)."""
 
     read: bool
     path: str
@@ -90,7 +93,7 @@ class GuardrailsDeclaration(TypedDict, total=False):
     """``guardrails`` (draft 4.8.1, 4.8.2): the input and output filters (a system's name or
     ``none``), whether they run in their default configuration, where the comparative run with
     them disabled is (``comparative_run``) and, once ``otelbench run`` has read it,
-    ``comparative``."""
+    ``comparative`` (``run.sut.guardrails``, ``docs/report-schema.md`` section ``run``)."""
 
     input_filter: str
     output_filter: str

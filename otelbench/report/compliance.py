@@ -1651,10 +1651,9 @@ REQUIREMENTS.extend(rule.requirement() for rule in _WORKLOAD_RULES)
 
 def _declared_guardrails(f: ReportFacts) -> GuardrailsDeclaration:
     """The declared guardrails (``run.sut.guardrails``; empty when none were declared as an
-    object): a declaration's :class:`~otelbench.model.sut.GuardrailsDeclaration`, which
-    ``otelbench run`` keeps as it was validated (the report's type leaves it open)."""
+    object, e.g. a declaration in words)."""
     declared = f.sut.get("guardrails")
-    return cast(GuardrailsDeclaration, declared) if isinstance(declared, dict) else {}
+    return declared if isinstance(declared, dict) else {}
 
 
 def _filters(declared: GuardrailsDeclaration) -> tuple[tuple[str, str | None], ...]:
