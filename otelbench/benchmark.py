@@ -53,7 +53,7 @@ import httpx
 from otelbench import semconv, telemetry
 from otelbench.client import CompletionResult
 from otelbench.collector.access import ENV_RECEIVER_TOKEN
-from otelbench.collector.receiver import STATS_PATH, STORE_ENV
+from otelbench.collector.receiver import STATS_PATH, STORE_ENV, ReceiverCounts
 from otelbench.errors import CollectorError, ConfigError, TargetHTTPError, TargetUnreachable
 from otelbench.loadgen.affinity import away_from
 from otelbench.loadgen.runner import (
@@ -206,20 +206,6 @@ def store_display(store: str | Path, out_dir: Path | None = None) -> str:
     return str(path)
 
 
-class CollectorLiveStats(TypedDict, total=False):
-    """The running collector's counters, ``GET /otelbench/stats``
-    (:class:`~otelbench.collector.receiver.ReceiverStats`)."""
-
-    requests_accepted: int
-    spans_accepted: int
-    spans_rejected: int
-    metric_points_accepted: int
-    metric_points_rejected: int
-    rejected: dict[str, int]
-    spans_by_service: dict[str, int]
-    store_memory_bytes: int | None
-
-
 class CollectorStopped(TypedDict):
     """The embedded collector's last line, when it stops (``python -m otelbench.collector``):
     spans and metric points stored and left out, requests rejected by reason."""
@@ -355,19 +341,20 @@ class EmbeddedCollector(SpanWatch):
         for callback in callbacks:
             callback(failure)
 
-    def live_stats(self) -> CollectorLiveStats:
-        """The running collector's counters (``GET /otelbench/stats``); {} when unavailable
+    def live_stats(self) -> ReceiverCounts | None:
+        """The running collector's counters (``GET /otelbench/stats``); None when unavailable
         or not of that shape."""
         try:
             stats = httpx.get(self.endpoint + STATS_PATH, timeout=5.0).json()
         except (httpx.HTTPError, ValueError):
-            return {}
-        return stats if conforms(stats, CollectorLiveStats) == [] else {}
+            return None
+        return stats if conforms(stats, ReceiverCounts) == [] else None
 
     def target_spans(self, run_id: str | None = None) -> int:
         """Spans stored so far from every service but the load generator's own (of every run:
         the collector counts by service; ``run_id`` is not needed)."""
-        by_service = self.live_stats().get("spans_by_service", {})
+        stats = self.live_stats()
+        by_service = {} if stats is None else stats["spans_by_service"]
         return sum(n for svc, n in by_service.items() if svc != semconv.SERVICE_CLIENT)
 
     def stop(self, timeout_s: float = 30.0) -> CollectorStopped | None:

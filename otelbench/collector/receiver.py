@@ -72,7 +72,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from google.rpc import code_pb2  # type: ignore[import-untyped]
 
@@ -107,6 +107,7 @@ __all__ = [
     "DEFAULT_PORT",
     "STORE_ENV",
     "Receiver",
+    "ReceiverCounts",
     "ReceiverStats",
     "serve",
 ]
@@ -153,6 +154,19 @@ _ROUTES: Final[dict[str, _Route]] = {
 # --------------------------------------------------------------------------------------------
 # Statistics
 # --------------------------------------------------------------------------------------------
+class ReceiverCounts(TypedDict):
+    """:class:`ReceiverStats` as JSON: the body of ``GET /otelbench/stats``."""
+
+    requests_accepted: int
+    spans_accepted: int
+    spans_rejected: int
+    metric_points_accepted: int
+    metric_points_rejected: int
+    rejected: dict[str, int]
+    spans_by_service: dict[str, int]
+    store_memory_bytes: int | None
+
+
 @dataclass(frozen=True, slots=True)
 class ReceiverStats:
     """What the receiver has done since it started.
@@ -183,7 +197,7 @@ class ReceiverStats:
     None for a ClickHouse store or a closed one. The part of the collector's RSS that grows with
     the store, by design, until that limit."""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ReceiverCounts:
         """A JSON-ready dict."""
         return {
             "requests_accepted": self.requests_accepted,
