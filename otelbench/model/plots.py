@@ -24,10 +24,16 @@ Usage::
 # No ``from __future__ import annotations``, as in :mod:`otelbench.model.report`: the functional
 # ``TypedDict`` below (its key ``class`` is a keyword) evaluates its types when made.
 
-from typing import Literal, TypedDict
+from collections.abc import Sequence
+from typing import Final, Literal, TypedDict
+
+from otelbench.model.procedure import LevelEntry
 
 __all__ = [
+    "SINGLE_LEVEL_NOTE",
     "CdfSeries",
+    "CurveBlock",
+    "CurveLevel",
     "FluidityCdf",
     "FluidityPlot",
     "HistogramCounts",
@@ -37,6 +43,7 @@ __all__ = [
     "PointSeries",
     "PreemptedPoints",
     "PreemptionPlot",
+    "ThroughputLatencyCurve",
     "TtftCdfs",
     "Waterfall",
     "WaterfallRow",
@@ -212,3 +219,66 @@ class PlotData(TypedDict):
     fluidity: FluidityPlot | None
     preemptions: PreemptionPlot | None
     waterfall: Waterfall
+
+
+# ------------------------------------------------------------------------------------------
+# The throughput-latency curve of a multi-level procedure (draft 5.3.4)
+# ------------------------------------------------------------------------------------------
+class CurveLevel(TypedDict, total=False):
+    """A level row of a :class:`CurveBlock` given by hand; a procedure's own level rows
+    (:class:`~otelbench.model.procedure.LevelEntry`) fit as they are."""
+
+    offered_rps: float | None
+    concurrency: int | None
+    output_tokens_per_s: float | None
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    e2e_p99_ms: float | None
+    itl_p99_ms: float | None
+    p99_ms: float | None
+
+
+class CurveBlock(TypedDict, total=False):
+    """A multi-level procedure block (``otelbench.report.curve.CURVE_SHAPE``): its levels, the
+    latency metric drawn, the levels the procedure named (draft 5.3.4: indices into
+    ``levels``) and the SLO."""
+
+    levels: Sequence[CurveLevel | LevelEntry]
+    latency_metric: str
+    knee: int | None
+    saturation: int | None
+    peak: int | None
+    optimal: int | None
+    slo_p99_ms: float | None
+
+
+SINGLE_LEVEL_NOTE: Final = (
+    "a single load level was run; the curve needs a multi-level procedure "
+    "(report.procedure.levels, draft 5.3)"
+)
+"""A :class:`ThroughputLatencyCurve`'s ``note`` without a multi-level procedure (also what the
+figure says when it is given no curve at all)."""
+
+
+class ThroughputLatencyCurve(TypedDict):
+    """What the throughput-latency figure draws (:func:`otelbench.report.curve.curve_of`): the
+    usable levels' load, achieved output throughput (tokens/s) and latency P99 (ms), the latency
+    drawn (``metric``: TTFT, TPOT, E2E or ITL), by what the load is counted (``load_key``,
+    ``load_unit``), the SLO, draft 5.3.4's knee, saturation, peak and optimal levels (indices
+    into the usable levels; None where there is none) and how many levels were left out
+    (``dropped``: no load, throughput or P99). ``note`` says why there is no curve (the lists
+    are then empty)."""
+
+    note: str | None
+    metric: str
+    load_key: str
+    load_unit: str
+    load: list[float]
+    thr: list[float]
+    p99: list[float]
+    slo_p99_ms: float | None
+    knee: int | None
+    saturation: int | None
+    peak: int | None
+    optimal: int | None
+    dropped: int

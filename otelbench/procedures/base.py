@@ -78,6 +78,7 @@ from otelbench.procedures.session import (
 )
 from otelbench.report import render_json
 from otelbench.report.compliance import procedure_compliance
+from otelbench.report.curve import procedure_curve
 from otelbench.report.html import render_procedure_html
 
 __all__ = [
@@ -579,7 +580,7 @@ def run_procedure(
     (spec.out_dir / "procedure.json").write_text(render_json(result))
     (spec.out_dir / "procedure.md").write_text(markdown)
     (spec.out_dir / "procedure.html").write_text(
-        render_procedure_html(result, markdown), encoding="utf-8"
+        render_procedure_html(result, markdown, procedure_curve(result)), encoding="utf-8"
     )
     if failure is not None:
         raise failure

@@ -5,8 +5,9 @@ Each figure of :data:`PLOTS` is drawn by one function registered in :data:`FIGUR
 the plot data (:class:`~otelbench.model.plots.PlotData`,
 :func:`otelbench.report.plot_data.plot_data`'s value), with :mod:`otelbench.report.plots`'
 charts; the throughput-latency curve is drawn by :func:`throughput_latency` from a multi-level
-procedure block (:data:`CURVE_SHAPE`) instead. :mod:`otelbench.report.html` lays them out on the
-page.
+procedure's curve (:class:`~otelbench.model.plots.ThroughputLatencyCurve`,
+:func:`otelbench.report.curve.curve_of`'s value) instead. :mod:`otelbench.report.html` lays
+them out on the page.
 
 Usage::
 
@@ -15,7 +16,7 @@ Usage::
     for name, title in PLOTS:
         fig = Figure(name, title)
         if name == "throughput_latency":
-            throughput_latency(fig, procedure)   # None: no multi-level procedure
+            throughput_latency(fig, curve)       # None: no multi-level procedure
         else:
             FIGURES[name](fig, report, plots)    # plots: PlotData, or None
         svg = fig.html()
@@ -27,21 +28,19 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import Any, Final, Literal, TypedDict
+from typing import Any, Final, Literal
 
 from otelbench import draft
-from otelbench.metrics import (
-    throughput_latency_points,
-)
 from otelbench.model.plots import (
+    SINGLE_LEVEL_NOTE,
     CdfSeries,
     HistogramCounts,
     Histograms,
     PlotData,
     PointSeries,
+    ThroughputLatencyCurve,
     WaterfallRow,
 )
-from otelbench.model.procedure import LevelEntry
 from otelbench.model.report import (
     FluidityIndex,
     InputLengthBucket,
@@ -52,8 +51,7 @@ from otelbench.model.report import (
 from otelbench.report.access import fmt, number
 from otelbench.report.plots import LOG_AXIS_RATIO, PALETTE, Axis, Chart
 
-__all__ = ["CURVE_SHAPE", "FIGURES", "PLOTS", "CurveBlock", "CurveLevel", "Figure", "esc",
-           "html_table", "throughput_latency"]  # fmt: skip
+__all__ = ["FIGURES", "PLOTS", "Figure", "esc", "html_table", "throughput_latency"]
 
 PLOTS: Final = (
     ("ttft_cdf", "TTFT — cumulative distribution"),
@@ -68,49 +66,6 @@ PLOTS: Final = (
     ("waterfall", "Request waterfall (sampled requests)"),
 )
 """Every plot of the page: its ``data-plot`` name and its title, in page order."""
-
-CURVE_SHAPE: Final = (
-    'procedure = {"levels": [level row, ...], optional "latency_metric" ("ttft" by '
-    'default, or "tpot", "e2e"), optional "knee", "saturation", "peak", "optimal" (indices '
-    'into levels, or null) and "slo_p99_ms"}. A level row (the procedures\' level rows fit) '
-    'has "offered_rps" (or, when any level lacks it, "concurrency"), "output_tokens_per_s" and '
-    '"<latency_metric>_p99_ms" (or "p99_ms"); levels must ascend in load, and levels missing '
-    "a value are left out. Missing knee/saturation/peak/optimal are derived by "
-    "otelbench.metrics.throughput_latency_points (draft 5.3.4)"
-)
-"""The multi-level procedure block the throughput-latency plot accepts."""
-
-
-class CurveLevel(TypedDict, total=False):
-    """A level row of a :class:`CurveBlock` (:data:`CURVE_SHAPE`) given by hand; a procedure's
-    own level rows (:class:`~otelbench.model.procedure.LevelEntry`) fit as they are."""
-
-    offered_rps: float | None
-    concurrency: int | None
-    output_tokens_per_s: float | None
-    ttft_p99_ms: float | None
-    tpot_p99_ms: float | None
-    e2e_p99_ms: float | None
-    itl_p99_ms: float | None
-    p99_ms: float | None
-
-
-class CurveBlock(TypedDict, total=False):
-    """The multi-level procedure block of the throughput-latency curve (:data:`CURVE_SHAPE`):
-    its levels, the latency metric drawn, the levels the procedure named (draft 5.3.4: indices
-    into ``levels``) and the SLO."""
-
-    levels: Sequence[CurveLevel | LevelEntry]
-    latency_metric: str
-    knee: int | None
-    saturation: int | None
-    peak: int | None
-    optimal: int | None
-    slo_p99_ms: float | None
-
-
-_CurvePoint = Literal["knee", "saturation", "peak", "optimal"]
-"""The levels of a curve that draft 5.3.4 names, as :class:`CurveBlock` keys."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -501,84 +456,33 @@ def _jitter(fig: Figure, report: Report, plots: PlotData | None) -> None:
     )
 
 
-_LATENCY_LABELS: Final = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "E2E", "itl": "ITL"}
-
-
-class _Curve:
-    """The usable levels of a procedure block (:data:`CURVE_SHAPE`)."""
-
-    def __init__(self, block: CurveBlock, rows: Sequence[CurveLevel | LevelEntry]) -> None:
-        metric = block.get("latency_metric") or "ttft"
-        self.metric = _LATENCY_LABELS.get(metric.lower(), metric)
-        key = f"{metric.lower()}_p99_ms"
-        by_rate = all(number(r.get("offered_rps")) is not None for r in rows)
-        self.load_key = "offered_rps" if by_rate else "concurrency"
-        self.load_unit = "req/s" if by_rate else "concurrent"
-        self.kept: list[int] = []
-        self.load: list[float] = []
-        self.thr: list[float] = []
-        self.p99: list[float] = []
-        for i, r in enumerate(rows):
-            load = number(r.get(self.load_key))
-            thr = number(r.get("output_tokens_per_s"))
-            p99 = number(r.get(key)) if key in r else number(r.get("p99_ms"))
-            if load is None or thr is None or p99 is None:
-                continue
-            self.kept.append(i)
-            self.load.append(load)
-            self.thr.append(thr)
-            self.p99.append(p99)
-        self.dropped = len(rows) - len(self.kept)
-
-    def index(self, block: CurveBlock, key: _CurvePoint, derived: int | None) -> int | None:
-        """The level ``block[key]`` names (an index into the block's levels, mapped to the
-        kept ones; None if it was left out), else the derived one."""
-        if key not in block:
-            return derived
-        v = block.get(key)
-        if isinstance(v, int) and not isinstance(v, bool) and v in self.kept:
-            return self.kept.index(v)
-        return None
-
-    def name(self, k: int) -> str:
-        return f"{self.load[k]:g} {self.load_unit}"
-
-
-def throughput_latency(fig: Figure, block: CurveBlock | None) -> None:
-    """The throughput-latency curve of a multi-level procedure ``block`` (:data:`CURVE_SHAPE`;
-    draft 5.3.4), or why there is none (None: no procedure, a single run)."""
-    levels = block.get("levels") if block is not None else None
-    if block is None or levels is None or len(levels) < 2:
-        fig.note = (
-            "a single load level was run; the curve needs a multi-level procedure "
-            "(report.procedure.levels, draft 5.3)"
-        )
+def throughput_latency(fig: Figure, curve: ThroughputLatencyCurve | None) -> None:
+    """The throughput-latency curve of a multi-level procedure (draft 5.3.4), as
+    :func:`otelbench.report.curve.curve_of` made it, or why there is none (None: no procedure, a
+    single run)."""
+    note = SINGLE_LEVEL_NOTE if curve is None else curve["note"]
+    if curve is None or note is not None:
+        fig.note = note
         return
-    curve = _Curve(block, levels)
-    slo = number(block.get("slo_p99_ms"))
-    try:
-        points = throughput_latency_points(curve.load, curve.thr, curve.p99, slo)
-    except ValueError as exc:
-        fig.note = f"the procedure's levels are unusable: {exc}"
-        return
-    thr, p99 = curve.thr, curve.p99
-    knee = curve.index(block, "knee", points.knee)
-    saturation = curve.index(block, "saturation", points.saturation)
-    peak = curve.index(block, "peak", points.peak)
-    optimal = curve.index(block, "optimal", points.optimal)
+    thr, p99, slo = curve["thr"], curve["p99"], curve["slo_p99_ms"]
+    knee, saturation = curve["knee"], curve["saturation"]
+    peak, optimal = curve["peak"], curve["optimal"]
+    metric, load, unit = curve["metric"], curve["load"], curve["load_unit"]
+
+    def name(k: int) -> str:
+        return f"{load[k]:g} {unit}"
+
     chart = Chart(
         Axis.linear(thr, "achieved output throughput (tokens/s)"),
-        Axis.linear([*p99, *([slo] if slo is not None else [])], f"{curve.metric} P99 (ms)"),
+        Axis.linear([*p99, *([slo] if slo is not None else [])], f"{metric} P99 (ms)"),
     )
-    chart.line(
-        thr, p99, color=PALETTE[0], label=f"{curve.metric} P99 per load level", series="curve"
-    )
+    chart.line(thr, p99, color=PALETTE[0], label=f"{metric} P99 per load level", series="curve")
     chart.points(
         thr,
         p99,
         color=PALETTE[0],
         tips=[
-            f"{curve.name(k)}: {t:.1f} tokens/s, P99 {p:.1f} ms"
+            f"{name(k)}: {t:.1f} tokens/s, P99 {p:.1f} ms"
             for k, (t, p) in enumerate(zip(thr, p99, strict=True))
         ],
         radius=3.5,
@@ -588,28 +492,26 @@ def throughput_latency(fig: Figure, block: CurveBlock | None) -> None:
     if slo is not None:
         chart.hline(slo, color=PALETTE[2], text=f"SLO {slo:g} ms", series="slo")
     if knee is not None:
-        chart.marker(thr[knee], p99[knee], f"knee ({curve.name(knee)})", color=PALETTE[3])
+        chart.marker(thr[knee], p99[knee], f"knee ({name(knee)})", color=PALETTE[3])
     if saturation is not None:
         chart.vline(
             thr[saturation],
             color=PALETTE[1],
-            text=f"saturation ({curve.name(saturation)})",
+            text=f"saturation ({name(saturation)})",
             series="saturation",
         )
     if peak is not None and peak != knee:
-        chart.marker(thr[peak], p99[peak], f"peak ({curve.name(peak)})", color=PALETTE[4])
+        chart.marker(thr[peak], p99[peak], f"peak ({name(peak)})", color=PALETTE[4])
     if optimal is not None and optimal not in (knee, peak):
-        chart.marker(
-            thr[optimal], p99[optimal], f"optimal ({curve.name(optimal)})", color=PALETTE[2]
-        )
+        chart.marker(thr[optimal], p99[optimal], f"optimal ({name(optimal)})", color=PALETTE[2])
     fig.caption.append(
-        f"{len(thr)} load levels by {curve.load_key}. Knee: the first level whose P99 exceeds "
+        f"{len(thr)} load levels by {curve['load_key']}. Knee: the first level whose P99 exceeds "
         "2 × the lowest P99; saturation: the first level whose throughput falls below the "
         "previous level's (draft 5.3.4)."
     )
-    if curve.dropped:
+    if curve["dropped"]:
         fig.caption.append(
-            f"{curve.dropped} level(s) without a load, throughput or P99 are left out."
+            f"{curve['dropped']} level(s) without a load, throughput or P99 are left out."
         )
     if knee is None:
         fig.caption.append("No knee: P99 never exceeded 2 × its minimum.")

@@ -3,10 +3,10 @@
 :func:`render_html` takes the report (:class:`~otelbench.model.report.Report`,
 ``docs/report-schema.md``) and, optionally, the compact per-request plot data that
 :func:`otelbench.report.plot_data.plot_data` builds (:class:`~otelbench.model.plots.PlotData`)
-and a multi-level procedure block for the throughput-latency curve. It returns one HTML
-document that opens offline: no script, style sheet, font or image is loaded from anywhere; the
-plots are inline SVG drawn by :mod:`otelbench.report.plots`, hover text is SVG ``<title>``, and
-one short inline script at the end marks the page
+and a multi-level procedure's throughput-latency curve (:mod:`otelbench.report.curve`). It
+returns one HTML document that opens offline: no script, style sheet, font or image is loaded
+from anywhere; the plots are inline SVG drawn by :mod:`otelbench.report.plots`, hover text is
+SVG ``<title>``, and one short inline script at the end marks the page
 (``<html data-script="ok" data-plots="…" data-plots-drawn="…">``) so a headless browser can
 prove that every plot drew with no script error.
 
@@ -20,8 +20,8 @@ Plots, each a ``<figure data-plot="NAME">``, in this order (:data:`PLOTS`):
                           P50/P99, or the buckets' P50/P95/P99 bars from the report
 ``itl_histogram``         client Option B and server Option C ITL histograms (plot data)
 ``jitter``                per-request ITL jitter over the run, or its P50/P95/P99 bars
-``throughput_latency``    throughput-latency curve with knee and saturation marked, from a
-                          multi-level procedure block (:data:`CURVE_SHAPE`)
+``throughput_latency``    throughput-latency curve with knee and saturation marked, of a
+                          multi-level procedure (``otelbench.report.curve.CURVE_SHAPE``)
 ``fluidity_cdf``          fluidity-index CDF per Etalon decode-deadline preset
 ``fairness``              per-class TTFT percentiles, Jain's index and starvation
 ``preemption_timeline``   cumulative preemptions over the run (plot data)
@@ -49,18 +49,16 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, Literal, cast
+from typing import Final, Literal
 
-from otelbench.model.plots import PlotData
-from otelbench.model.procedure import LevelEntry, ProcedureReport, TradeoffSection
+from otelbench.model.plots import PlotData, ThroughputLatencyCurve
+from otelbench.model.procedure import ProcedureReport
 from otelbench.model.report import ComplianceSection, Report, Summary
-from otelbench.report.access import NA, fmt, load_text, number
+from otelbench.report.access import NA, fmt, load_text
 from otelbench.report.configuration import CONFIGURATION_LABELS
 from otelbench.report.figures import (
-    CURVE_SHAPE,
     FIGURES,
     PLOTS,
-    CurveBlock,
     Figure,
     esc,
     html_table,
@@ -69,7 +67,6 @@ from otelbench.report.figures import (
 from otelbench.report.markdown import request_ends_table, server_timing_text
 
 __all__ = [
-    "CURVE_SHAPE",
     "PLOTS",
     "render_html",
     "render_procedure_html",
@@ -295,14 +292,15 @@ def render_html(
     report: Report,
     plot_data: PlotData | None = None,
     *,
-    procedure: CurveBlock | None = None,
+    curve: ThroughputLatencyCurve | None = None,
 ) -> str:
     """The report as one self-contained HTML page (no external resource) with inline SVG plots.
 
     ``plot_data`` is :func:`otelbench.report.plot_data.plot_data`'s value. Without it the plots
     that need per-request data say so; the others are drawn from the report alone. The
-    throughput-latency curve is drawn from ``procedure``, a multi-level procedure block
-    (:data:`CURVE_SHAPE`); without one the figure says that a single load level was run.
+    throughput-latency curve is drawn from ``curve``, a multi-level procedure's
+    (:func:`otelbench.report.curve.curve_of`); without one the figure says that a single load
+    level was run.
 
     >>> page = render_html(report_from_data(data), plot_data(data))  # doctest: +SKIP
     >>> page.startswith("<!DOCTYPE html>")  # doctest: +SKIP
@@ -312,7 +310,7 @@ def render_html(
     for name, title in PLOTS:
         fig = Figure(name, title)
         if name == "throughput_latency":
-            throughput_latency(fig, procedure)
+            throughput_latency(fig, curve)
         else:
             FIGURES[name](fig, report, plot_data)
         figures.append(fig.html())
@@ -340,50 +338,22 @@ def render_html(
     )
 
 
-def _curve_levels(result: ProcedureReport) -> list[LevelEntry]:
-    """The procedure's levels that form one load curve: open-loop levels by offered rate (or,
-    when fewer than 3, closed-loop levels by concurrency), of one configuration, by load."""
-    levels = result.get("levels") or []
-    if len({lv.get("configuration") for lv in levels}) > 1:
-        return []  # configurations compared (5.7, 5.10): no single curve
-    by_rate = [(rps, lv) for lv in levels if (rps := number(lv.get("offered_rps"))) is not None]
-    by_concurrency = [
-        (n, lv)
-        for lv in levels
-        if (n := number(lv.get("concurrency"))) is not None
-        and number(lv.get("offered_rps")) is None
-    ]
-    for rows in (by_rate, by_concurrency):
-        if len(rows) >= 3:
-            return [lv for _, lv in sorted(rows, key=lambda row: row[0])]
-    return []
-
-
-def render_procedure_html(result: ProcedureReport, markdown: str) -> str:
-    """``procedure.html``: the procedure's throughput-latency curve (when its levels form one),
-    links to each level's ``report.html``, and ``procedure.md`` itself. Self-contained, like
+def render_procedure_html(
+    result: ProcedureReport, markdown: str, curve: ThroughputLatencyCurve
+) -> str:
+    """``procedure.html``: the procedure's throughput-latency ``curve``
+    (:func:`otelbench.report.curve.procedure_curve`: a note when its levels form none), links to
+    each level's ``report.html``, and ``procedure.md`` itself. Self-contained, like
     :func:`render_html`, with the same script markers.
 
-    >>> page = render_procedure_html(result.result, result.markdown)  # doctest: +SKIP
+    >>> curve = procedure_curve(result.result)  # doctest: +SKIP
+    >>> page = render_procedure_html(result.result, result.markdown, curve)  # doctest: +SKIP
     """
     section = str(result.get("draft_section", ""))
     source = f"draft {section}" if section[:1].isdigit() else section
     title = f"{result.get('title', 'procedure')} ({source}) — otelbench procedure"
     fig = Figure("throughput_latency", "Throughput–latency curve")
-    curve = _curve_levels(result)
-    if curve:
-        block: CurveBlock = {"levels": curve}
-        # the procedure's own points (5.3.4), when it has them: a 5.3 procedure.json holds
-        # TradeoffSection's keys beside the envelope's
-        if curve == result.get("levels") and "knee_index" in result:
-            own = cast(TradeoffSection, result)
-            block["knee"] = own["knee_index"]
-            block["saturation"] = own["saturation_index"]
-            block["peak"] = own["peak_index"]
-            block["optimal"] = own["optimal_index"]
-        throughput_latency(fig, block)
-    else:
-        fig.note = "the procedure's levels do not form one load curve"
+    throughput_latency(fig, curve)
     links = "".join(
         f'<li><a href="{esc(str(run["report"]).removesuffix(".json") + ".html")}">'
         f"{esc(run.get('index'))}. {esc(run.get('label'))}</a></li>"

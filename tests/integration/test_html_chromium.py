@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from otelbench.report import report_from_data
+from otelbench.report.curve import curve_of, procedure_curve
 from otelbench.report.html import PLOTS, render_html, render_procedure_html
 from otelbench.report.plot_data import plot_data
 from tests.unit.report.test_html import PROCEDURE, REQS, Page, html_run
@@ -49,7 +50,7 @@ def chromium() -> str:
 def page_file(tmp_path: Path) -> Path:
     data = html_run(REQS)
     path = tmp_path / "report.html"
-    page = render_html(report_from_data(data), plot_data(data), procedure=PROCEDURE)
+    page = render_html(report_from_data(data), plot_data(data), curve=curve_of(PROCEDURE))
     path.write_text(page, encoding="utf-8")
     return path
 
@@ -143,7 +144,9 @@ def test_the_procedure_page_draws_its_curve_in_chromium(chromium: str, tmp_path:
         ],
     }
     page = tmp_path / "procedure.html"
-    page.write_text(render_procedure_html(result, "# Throughput <b>"), encoding="utf-8")
+    page.write_text(
+        render_procedure_html(result, "# Throughput <b>", procedure_curve(result)), encoding="utf-8"
+    )
     out = run_chromium(chromium, tmp_path, "--dump-dom", page.as_uri())
     assert out.returncode == 0, out.stderr[-2000:]
     dom = Page(out.stdout)

@@ -136,11 +136,9 @@ RENDERER_MAY_IMPORT = (
 KNOWN_RENDERER_IMPORTS = {
     ("otelbench.report.markdown", "otelbench.report.configuration"),
     ("otelbench.report.html", "otelbench.report.configuration"),
-    ("otelbench.report.figures", "otelbench.metrics"),
 }
 """Left for the typed report model: the configuration summary's labels live beside the code that
-builds it, and the throughput-latency figure derives a procedure block's knee, saturation, peak
-and optimal points (draft 5.3.4) where the block lacks them."""
+builds it."""
 
 
 def test_no_renderer_imports_the_builder_the_judge_or_the_query_layer() -> None:

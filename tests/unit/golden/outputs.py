@@ -27,6 +27,7 @@ from otelbench.procedures.tradeoff import SWEEP_ROLE
 from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.compliance import procedure_compliance
+from otelbench.report.curve import procedure_curve
 from otelbench.report.html import render_html, render_procedure_html
 from otelbench.report.plot_data import plot_data
 from tests.unit.procedures.test_reports import TABLE_5, capacity_levels, level, spec
@@ -95,7 +96,11 @@ def _procedures(tmp: Path, run_report: dict[str, Any]) -> dict[str, dict[str, An
         reports = [(f"level {x.index} ({x.label})", run_report) for x in lv]
         result["compliance"] = procedure_compliance(result, reports)
         md = render_procedure(result, procedure.render(result))
-        out[name] = {"result": result, "md": md, "html": render_procedure_html(result, md)}
+        out[name] = {
+            "result": result,
+            "md": md,
+            "html": render_procedure_html(result, md, procedure_curve(result)),
+        }
     return out
 
 

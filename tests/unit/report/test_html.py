@@ -44,6 +44,7 @@ from otelbench.query import (
     open_store,
 )
 from otelbench.report import report_from_data
+from otelbench.report.curve import curve_of
 from otelbench.report.html import PLOTS, render_html
 from otelbench.report.plot_data import MAX_POINTS, plot_data
 from otelbench.report.plots import Axis, Chart, linear_ticks, log_ticks, tick_label
@@ -407,11 +408,11 @@ def test_every_golden_scenarios_plot_data_conforms(name: str, tmp_path: Path) ->
 
 
 def full_page(report: dict[str, Any], pd: dict[str, Any]) -> Page:
-    return Page(render_html(report, pd, procedure=PROCEDURE))
+    return Page(render_html(report, pd, curve=curve_of(PROCEDURE)))
 
 
 def test_every_plot_draws_an_svg_with_data(report: dict[str, Any], pd: dict[str, Any]) -> None:
-    page_text = render_html(report, pd, procedure=PROCEDURE)
+    page_text = render_html(report, pd, curve=curve_of(PROCEDURE))
     assert page_text.startswith("<!DOCTYPE html>")
     page = Page(page_text)
     figures = [e.attrs["data-plot"] for e in page.elements if e.tag == "figure"]
@@ -492,12 +493,12 @@ def test_throughput_latency_marks_knee_and_saturation(
     # a drop in throughput at level 4: saturation there, drawn as a vertical line
     levels = [dict(level) for level in PROCEDURE["levels"]]
     levels[4]["output_tokens_per_s"] = 1900
-    page = Page(render_html(report, pd, procedure={"levels": levels}))
+    page = Page(render_html(report, pd, curve=curve_of({"levels": levels})))
     (line,) = page.in_figure("throughput_latency", "g", "vline")
     assert line.attrs["data-series"] == "saturation"
     assert "saturation (18 req/s)" in page.figure_text("throughput_latency")
     # explicit indices win over the derived ones
-    page = Page(render_html(report, pd, procedure={**PROCEDURE, "knee": 1}))
+    page = Page(render_html(report, pd, curve=curve_of({**PROCEDURE, "knee": 1})))
     markers = {e.attrs["data-series"] for e in page.in_figure("throughput_latency", "g", "marker")}
     assert "knee (6 req/s)" in markers
 
@@ -509,7 +510,7 @@ def test_throughput_latency_without_a_procedure_says_so(
     assert page.in_figure("throughput_latency", "svg") == []
     assert "not measured in this run" in page.figure_text("throughput_latency")
     bad = {"levels": [{"offered_rps": 2, "output_tokens_per_s": 1, "p99_ms": 1}] * 2}
-    page = Page(render_html(report, pd, procedure=bad))
+    page = Page(render_html(report, pd, curve=curve_of(bad)))
     assert "strictly ascending" in page.figure_text("throughput_latency")
 
 
@@ -535,7 +536,7 @@ def test_report_alone_draws_what_it_can(report: dict[str, Any]) -> None:
 
 
 def test_no_external_resource(report: dict[str, Any], pd: dict[str, Any]) -> None:
-    text = render_html(report, pd, procedure=PROCEDURE)
+    text = render_html(report, pd, curve=curve_of(PROCEDURE))
     assert not re.search(r"https?:|ftp:|//[a-z]", text)
     assert not re.search(r"\b(src|href|xlink:href)\s*=", text)
     assert "<link" not in text
@@ -652,7 +653,7 @@ def test_throughput_latency_reads_procedure_level_rows(
     ]
     levels.insert(2, {"concurrency": 3, "output_tokens_per_s": None, "e2e_p99_ms": 70.0})
     block = {"latency_metric": "e2e", "levels": levels, "saturation": 4}
-    page = Page(render_html(report, pd, procedure=block))
+    page = Page(render_html(report, pd, curve=curve_of(block)))
     assert len(page.in_figure("throughput_latency", "circle", "point")) == 4
     markers = {e.attrs["data-series"] for e in page.in_figure("throughput_latency", "g", "marker")}
     # knee: 150 > 2 × 50 at concurrency 4; peak at 4 (throughput falls at 8)

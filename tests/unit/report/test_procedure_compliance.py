@@ -16,6 +16,7 @@ from otelbench.report.compliance import (
     VERDICT_NOT_COMPLIANT,
     procedure_compliance,
 )
+from otelbench.report.curve import procedure_curve
 from otelbench.report.html import render_procedure_html
 from tests.unit.report.test_compliance import full_report
 
@@ -96,7 +97,7 @@ def test_procedure_md_and_html_carry_the_verdict() -> None:
     assert "## Methodology Compliance\n\n**Verdict: conditionally compliant** (draft 2; " in md
     assert "| 5.1 Time to First Token | **conditionally compliant** |" in md
     assert "| `grpc-model-engine`: RECOMMENDED for Model Engine testing. | 4.6.1 |" in md
-    html = render_procedure_html(result, md)
+    html = render_procedure_html(result, md, procedure_curve(result))
     assert "<h2>Methodology compliance (draft 2)</h2>" in html
     assert (
         "<tr><td>5.1 Time to First Token</td><td><strong>conditionally compliant</strong></td>"
