@@ -44,6 +44,7 @@ from otelbench.metrics import InputBucketDict, SummaryDict
 from otelbench.model.sut import ClockSyncDeclaration, GuardrailsDeclaration
 
 __all__ = [
+    "CONFIGURATION_LABELS",
     "SCHEMA_VERSION",
     "AddedLatency",
     "ArrivalFacts",
@@ -1217,7 +1218,7 @@ class DataQuality(TypedDict):
 
 class Configuration(TypedDict):
     """``configuration``: draft 5.1.5.1's configuration summary, one line per item (section
-    ``configuration``; the keys of ``otelbench.report.configuration.CONFIGURATION_LABELS``)."""
+    ``configuration``; its keys in order, labelled in :data:`CONFIGURATION_LABELS`)."""
 
     sut_boundary: str
     target: str
@@ -1236,6 +1237,29 @@ class Configuration(TypedDict):
     guardrails: str
     timing_method: str
     clock_synchronization: str
+
+
+CONFIGURATION_LABELS: Final = {
+    "sut_boundary": "SUT configuration and boundary (4.1)",
+    "target": "Target",
+    "model": "Model",
+    "hardware": "Hardware",
+    "software": "Software",
+    "load_generator": "Load generator",
+    "workload": "Workload (4.3)",
+    "seed": "Seed (4.3.3)",
+    "tokenizer": "Tokenizer (4.4)",
+    "load_model": "Load model and parameters",
+    "requests": "Request count",
+    "duration": "Test duration",
+    "warmup": "Warm-up (4.5)",
+    "prefix_caching": "Prefix caching",
+    "guardrails": "Guardrails (4.8.1)",
+    "timing_method": "Timing method (4.2.1, 4.6.3)",
+    "clock_synchronization": "Clock synchronization (4.7)",
+}
+"""Each key of :class:`Configuration`, in order, with the label the renderers show for it (the
+draft section the item answers, where it has one)."""
 
 
 class Check(TypedDict):

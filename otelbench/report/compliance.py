@@ -82,7 +82,6 @@ from otelbench.model.sut import GuardrailsDeclaration
 from otelbench.query.shards import LATE_START_MS
 from otelbench.report.access import fmt, integer, nonblank, number
 from otelbench.report.configuration import (
-    CONFIGURATION_LABELS,
     NOT_DECLARED,
     ReportFacts,
     boundary_text,
@@ -97,7 +96,6 @@ from otelbench.report.configuration import (
 
 __all__ = [
     "CONDITION_HOLDS",
-    "CONFIGURATION_LABELS",
     "DRAFT_INPUT_BUCKETS",
     "NOT_DECLARED",
     "POISSON_MIN_GAPS",
@@ -1385,7 +1383,7 @@ def _configuration(f: ReportFacts) -> tuple[bool, str]:
         "prefix_caching",
         "guardrails",
     )
-    missing = [CONFIGURATION_LABELS[k] for k in required if summary[k] == NOT_DECLARED]
+    missing = [rt.CONFIGURATION_LABELS[k] for k in required if summary[k] == NOT_DECLARED]
     if missing:
         return False, f"not declared: {', '.join(missing)}"
     return True, f"all {len(required)} items declared (configuration)"

@@ -31,7 +31,6 @@ from otelbench.model import report as rt
 from otelbench.report.access import NA, fmt, nonblank, number
 
 __all__ = [
-    "CONFIGURATION_LABELS",
     "NOT_DECLARED",
     "STANDARD_BOUNDARIES",
     "ReportFacts",
@@ -55,26 +54,6 @@ STANDARD_BOUNDARIES: Final = {
 }
 """The draft's three SUT configurations and their sections."""
 
-CONFIGURATION_LABELS: Final = {
-    "sut_boundary": "SUT configuration and boundary (4.1)",
-    "target": "Target",
-    "model": "Model",
-    "hardware": "Hardware",
-    "software": "Software",
-    "load_generator": "Load generator",
-    "workload": "Workload (4.3)",
-    "seed": "Seed (4.3.3)",
-    "tokenizer": "Tokenizer (4.4)",
-    "load_model": "Load model and parameters",
-    "requests": "Request count",
-    "duration": "Test duration",
-    "warmup": "Warm-up (4.5)",
-    "prefix_caching": "Prefix caching",
-    "guardrails": "Guardrails (4.8.1)",
-    "timing_method": "Timing method (4.2.1, 4.6.3)",
-    "clock_synchronization": "Clock synchronization (4.7)",
-}
-"""The keys of :func:`configuration_summary`, in order, with their labels for renderers."""
 
 # ------------------------------------------------------------------------------------------
 # facts: the report's sections the configuration and the checks read
@@ -400,12 +379,13 @@ def clock_text(f: ReportFacts) -> str:
 def configuration_summary(report: rt.ReportBody) -> rt.Configuration:
     """The draft 5.1.5.1 configuration summary of a report: one line of text per item.
 
-    Keys are those of :data:`CONFIGURATION_LABELS`, in that order. Prefix caching, guardrails and
-    clock synchronization come from the SUT declaration (``run.sut.prefix_caching``,
-    ``.guardrails``, ``.clock_sync``) when the run declared them. Otherwise: prefix caching reads
-    :data:`NOT_DECLARED`; guardrails are "none in the measured path" for a Model Engine boundary
-    (4.1.1 excludes safety filtering) and :data:`NOT_DECLARED` for any other; clock
-    synchronization is inherent for a loopback target (4.7.1) and "not verified" otherwise.
+    Keys are those of :data:`~otelbench.model.report.CONFIGURATION_LABELS`, in that order.
+    Prefix caching, guardrails and clock synchronization come from the SUT declaration
+    (``run.sut.prefix_caching``, ``.guardrails``, ``.clock_sync``) when the run declared them.
+    Otherwise: prefix caching reads :data:`NOT_DECLARED`; guardrails are "none in the measured
+    path" for a Model Engine boundary (4.1.1 excludes safety filtering) and
+    :data:`NOT_DECLARED` for any other; clock synchronization is inherent for a loopback target
+    (4.7.1) and "not verified" otherwise.
 
     >>> configuration_summary(report)["prefix_caching"]  # doctest: +SKIP
     'not declared'

@@ -53,9 +53,8 @@ from typing import Final, Literal
 
 from otelbench.model.plots import PlotData, ThroughputLatencyCurve
 from otelbench.model.procedure import ProcedureReport
-from otelbench.model.report import ComplianceSection, Report, Summary
+from otelbench.model.report import CONFIGURATION_LABELS, ComplianceSection, Report, Summary
 from otelbench.report.access import NA, fmt, load_text
-from otelbench.report.configuration import CONFIGURATION_LABELS
 from otelbench.report.figures import (
     FIGURES,
     PLOTS,

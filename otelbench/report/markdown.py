@@ -26,7 +26,6 @@ from typing import Final, Literal
 
 from otelbench.model import report as rt
 from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text, markdown_cell, markdown_table
-from otelbench.report.configuration import CONFIGURATION_LABELS
 
 __all__ = ["compliance_lines", "render_markdown", "request_ends_table", "server_timing_text"]
 
@@ -889,8 +888,10 @@ _MET = {True: "✓", False: "✗", None: "n/a"}
 
 def _configuration_section(config: rt.Configuration) -> list[str]:
     """Draft 5.1.5.1's configuration summary (``report["configuration"]``), in the order of
-    :data:`~otelbench.report.configuration.CONFIGURATION_LABELS` (its keys are the section's)."""
-    rows = [[label, markdown_cell(config.get(key))] for key, label in CONFIGURATION_LABELS.items()]
+    :data:`~otelbench.model.report.CONFIGURATION_LABELS` (its keys are the section's)."""
+    rows = [
+        [label, markdown_cell(config.get(key))] for key, label in rt.CONFIGURATION_LABELS.items()
+    ]
     return [
         "## Configuration summary (draft 5.1.5.1)",
         "",

@@ -24,10 +24,9 @@ import pytest
 from otelbench import semconv
 from otelbench.draft.statements import statement
 from otelbench.model.conform import conforms
-from otelbench.model.report import ReportBody
+from otelbench.model.report import CONFIGURATION_LABELS, ReportBody
 from otelbench.report import build_report, render_json, render_markdown
 from otelbench.report.compliance import (
-    CONFIGURATION_LABELS,
     DRAFT_INPUT_BUCKETS,
     NOT_DECLARED,
     PROCEDURE_REQUIREMENTS,

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from otelbench.model.report import Report
+from otelbench.model.report import CONFIGURATION_LABELS, Report
 from otelbench.report import build_report, render_markdown
 from otelbench.report.access import fmt
-from otelbench.report.configuration import CONFIGURATION_LABELS
 from otelbench.report.html import render_html
 
 

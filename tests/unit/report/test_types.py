@@ -27,9 +27,9 @@ from otelbench.loadgen.workloads import make_workload
 from otelbench.metrics import TTFT_COMPONENTS
 from otelbench.model import report as rt
 from otelbench.model.conform import conforms, typeddicts_of
+from otelbench.model.report import CONFIGURATION_LABELS
 from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, report_from_data
-from otelbench.report.configuration import CONFIGURATION_LABELS
 from tests.unit.golden.outputs import SCENARIOS
 from tests.unit.loadgen.test_tokenizers import build_tiny_tokenizer
 from tests.unit.report.test_sections import full_report
