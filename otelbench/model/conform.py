@@ -7,7 +7,9 @@ every report the builder writes (``tests/unit/report/test_types.py``).
 a type of :mod:`otelbench.model.report` and lists every problem by its path: a key the TypedDict
 does not declare, a required key that is missing, a value of another type. It follows TypedDicts,
 ``list[X]``, ``dict[str, X]``, unions (``X | None``), ``Literal`` and ``Any``. JSON has one kind
-of number, so an int is a ``float`` (PEP 484's numeric tower); a bool is neither.
+of number, so an int is a ``float`` (PEP 484's numeric tower); a bool is neither. A field typed
+:data:`~otelbench.model.jsonvalue.JsonValue` takes any JSON value (the value is checked to be
+one: no tuple, set or object of another kind).
 
 Example::
 
@@ -20,6 +22,8 @@ from __future__ import annotations
 import functools
 import types
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+from otelbench.model.jsonvalue import JsonValue
 
 __all__ = ["conforms", "type_name", "typeddicts_of"]
 
@@ -67,6 +71,18 @@ def _typeddict(value: Any, tp: Any, path: str, unknown: bool) -> list[str]:
     return problems
 
 
+def _json(value: Any, path: str) -> list[str]:
+    if value is None or isinstance(value, str | int | float):  # bool is an int
+        return []
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _json(v, f"{path}[{i}]")]
+    if isinstance(value, dict):
+        return [f"{path}: key {k!r} is not a str" for k in value if not isinstance(k, str)] + [
+            p for k, v in value.items() for p in _json(v, f"{path}.{k}")
+        ]
+    return [f"{path}: expected a JSON value, got {type(value).__name__}"]
+
+
 def _union(value: Any, tp: Any, path: str, unknown: bool) -> list[str]:
     tried = [conforms(value, member, path, unknown_keys=unknown) for member in get_args(tp)]
     if any(not problems for problems in tried):
@@ -83,6 +99,8 @@ def conforms(value: Any, tp: Any, path: str = "$", *, unknown_keys: bool = False
     is no problem (a report from a newer otelbench of the same schema version may add keys)."""
     if tp is Any:
         return []
+    if tp is JsonValue:
+        return _json(value, path)
     if tp is None or tp is type(None):
         return [] if value is None else [f"{path}: expected None, got {type(value).__name__}"]
     if is_typeddict(tp):

@@ -27,6 +27,7 @@ from otelbench.loadgen.workloads import make_workload
 from otelbench.metrics import TTFT_COMPONENTS
 from otelbench.model import report as rt
 from otelbench.model.conform import conforms, typeddicts_of
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.report import CONFIGURATION_LABELS
 from otelbench.query import extract_run_data, open_store
 from otelbench.report import render_json, report_from_data
@@ -132,6 +133,18 @@ def test_optional_keys_are_optional_and_an_int_is_a_number() -> None:
     row = {"count": 1, "p50": 2, "p95": 2.5, "p99": None}
     assert conforms(row, rt.ShortSummary) == []
     assert conforms({**row, "count": 1.0}, rt.ShortSummary) == ["$.count: expected int, got float"]
+
+
+def test_a_json_value_field_takes_any_json_and_nothing_else() -> None:
+    """Open data (``parameters``, ``extra_body``) is typed ``JsonValue``: any JSON passes, a
+    value json.dumps could not write, or would write as something else, is named by its path."""
+    value = {"a": [1, 2.5, True, None, "x", {"b": {}}], "c": float("inf")}
+    assert conforms(value, JsonObject) == []
+    assert conforms({"a": [1, (2, 3)], "b": {1: "x"}, "c": {4}}, JsonObject) == [
+        "$.a[1]: expected a JSON value, got tuple",
+        "$.b: key 1 is not a str",
+        "$.c: expected a JSON value, got set",
+    ]
 
 
 # ------------------------------------------------------------------------------------------
