@@ -27,6 +27,7 @@ from otelbench.draft.statements import (
     SETUP_PARAMETER,
     STATEMENTS,
     TEST_TITLES,
+    read_statements,
     statement,
     statements_for,
 )
@@ -265,3 +266,38 @@ def test_section_4_applies_to_every_section_5_test() -> None:
     assert statement("ttft-poisson").text == "Poisson (REQUIRED), uniform, or bursty."
     with pytest.raises(KeyError):
         statement("no-such-statement")
+
+
+GOOD = """
+[[statement]]
+id = "x"
+section = "4.1"
+keyword = "MUST"
+text = "It MUST."
+judged = "measured"
+how = "a check"
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ('tests = ["5.1"]\ncolour = "red"', "x: unknown keys ['colour'], missing keys []"),
+        ('condition = "sunny"', "x: condition 'sunny' is not one of CONDITIONS"),
+        ('boundaries = ["Client"]', "x: boundaries ['Client'] are not"),
+        (
+            '[[statement.bullets]]\ntext = "An item"',
+            "x, a bullet: unknown keys [], missing keys ['section']",
+        ),
+    ],
+)
+def test_a_malformed_record_is_refused_by_name(extra: str, problem: str) -> None:
+    """statements.toml is data a maintainer edits by hand: a typo fails at import, naming the
+    record, not later as a statement that silently applies nowhere."""
+    (good,) = read_statements(GOOD, "statement")
+    assert (good.id, good.level, good.tests, good.overrides) == ("x", "MUST", ALL_TESTS, {})
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        read_statements(GOOD + extra + "\n", "statement")
+    missing = GOOD.replace('judged = "measured"\n', "")
+    with pytest.raises(ValueError, match=re.escape("x: unknown keys [], missing keys ['judged']")):
+        read_statements(missing, "statement")
