@@ -11,11 +11,12 @@ and report path, what the procedure planned for it and the section's own per-lev
 Each TypedDict's docstring names the section of ``docs/procedure-schema.md`` it mirrors;
 ``tests/unit/procedures/test_procedure_types.py`` checks that doc, these types and the built
 results agree. As in :mod:`otelbench.model.report`: a key only some levels or runs have is
-``NotRequired``, a value that may be ``null`` is ``X | None``, and open data keeps
-``dict[str, Any]``: the effective ``parameters`` (:data:`Parameters`: each procedure's
-``Params`` fields and what it derived from them) and the requests' ``extra_body``; the SUT
-declarations are :class:`~otelbench.model.sut.SutDeclaration`, what the target said about
-itself :class:`~otelbench.model.sut.TargetInfo`.
+``NotRequired``, a value that may be ``null`` is ``X | None``, and open data is typed by its
+values, a :data:`~otelbench.model.jsonvalue.JsonObject`: the effective ``parameters``
+(:data:`Parameters`: each procedure's ``Params`` fields and what it derived from them) and the
+requests' ``extra_body``; the SUT declarations are
+:class:`~otelbench.model.sut.SutDeclaration`, what the target said about itself
+:class:`~otelbench.model.sut.TargetInfo`.
 
 Usage::
 
@@ -28,8 +29,9 @@ Usage::
 # No ``from __future__ import annotations``: ``NotRequired`` must be seen when each class is made
 # (see otelbench.model.report).
 
-from typing import Any, Literal, NotRequired, TypedDict, final
+from typing import Literal, NotRequired, TypedDict, final
 
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.report import (
     ComplianceSection,
     FluidityIndex,
@@ -1098,12 +1100,15 @@ class FluiditySection(TypedDict):
 # ------------------------------------------------------------------------------------------
 # The envelope
 # ------------------------------------------------------------------------------------------
-Parameters = dict[str, Any]
+Parameters = JsonObject
 """``parameters``, a procedure's effective setup parameters (5.x.2; section ``The envelope``):
 its ``Params`` dataclass's fields (``dataclasses.asdict``, a nested block's options at top
 level in 5.2, 5.3, 5.10 and fluidity), then what it derived from them (sizes from the profile,
 search bounds, the load model, the criterion in words). Keys differ by procedure and follow
-its ``Params``, which is their typed declaration, hence open here."""
+its ``Params``, which is their typed declaration, hence a JSON object here.
+:meth:`~otelbench.procedures.base.Procedure.parameters` builds it with ``dataclasses.asdict``,
+which keeps a tuple a tuple and a path a path: ``run_procedure``'s round trip through JSON
+makes them lists and strings."""
 
 
 class RequestOptionsDeclared(TypedDict):
@@ -1111,7 +1116,7 @@ class RequestOptionsDeclared(TypedDict):
     ``extra_body``)."""
 
     ignore_eos: bool
-    extra_body: dict[str, Any]
+    extra_body: JsonObject
 
 
 class WarmupSettings(TypedDict):

@@ -344,14 +344,14 @@ class ProcedureResult:
         return self.result["interrupted"]
 
 
-def level_entry(level: Level, **extra: Any) -> LevelEntry:
+def level_entry(level: Level, **extra: object) -> LevelEntry:
     """A level's row in ``procedure.json``: index, label, report path, the row, ``extra``.
 
     Typed as the shared :class:`~otelbench.model.procedure.LevelEntry`: what the procedure
     planned for the level (``level.meta``) and ``extra`` are the section's own keys, which its
-    level type (``TradeoffLevel`` …) declares."""
+    level type (``TradeoffLevel`` …) declares; here they are only passed on."""
     row = dict(level.row or {})
-    entry: dict[str, Any] = {
+    entry: dict[str, object] = {
         "index": level.index,
         "label": level.label,
         "report": f"{level.dir_name}/report.json" if level.stored else None,

@@ -94,6 +94,7 @@ from otelbench.metrics import (
     profiled_prefill_deadlines,
     token_arrival_times,
 )
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.procedure import (
     FluidityFit,
     FluidityLevel,
@@ -449,7 +450,7 @@ class FluidityProcedure(LoadSearch, Procedure[FluidityParams, FluiditySection]):
         xs: list[float] = []
         ys: list[float] = []
         for length in sorted(set(lengths)):
-            params: dict[str, Any] = {
+            params: JsonObject = {
                 "input_min": length,
                 "input_max": length,
                 "output_min": 1,

@@ -60,7 +60,7 @@ import shlex
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import numpy as np
 
@@ -70,6 +70,7 @@ from otelbench.documents import read_document
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.effects import guardrail_overhead, percent_change
+from otelbench.model.jsonvalue import JsonObject, JsonValue
 from otelbench.model.procedure import (
     GuardrailLevel,
     GuardrailOverhead,
@@ -147,14 +148,14 @@ class GuardrailOverheadParams:
             raise ConfigError("--capacity-rps must be > 0")
 
 
-def _split_config(path: Path) -> dict[str, dict[str, Any]]:
+def _split_config(path: Path) -> dict[str, JsonObject]:
     """The full configuration file's raw mapping, and its input-only and output-only cuts."""
     from otelbench.guardrails.config import load_config
 
     load_config(path)  # one clear error, naming the field, for a bad file
     raw, _ = read_document(path, "guardrail configuration")
-    full = dict(raw or {})
-    inputs, outputs = list(full.get("input") or []), list(full.get("output") or [])
+    full: JsonObject = dict(raw or {})
+    inputs, outputs = _filters(full, "input"), _filters(full, "output")
     if not inputs and not outputs:
         raise ConfigError(f"{path}: configures no filter; 5.10 compares filters against none")
     return {
@@ -163,6 +164,14 @@ def _split_config(path: Path) -> dict[str, dict[str, Any]]:
         "output": {**full, "input": [], "output": outputs},
         "full": {**full, "input": inputs, "output": outputs},
     }
+
+
+def _filters(config: JsonObject, stage: str) -> list[JsonValue]:
+    """A guardrail configuration's filters of ``stage`` (``input`` or ``output``), a list
+    (``load_config`` checked it)."""
+    filters = config.get(stage) or []
+    assert isinstance(filters, list), f"{stage}: not a list of filters"
+    return filters
 
 
 def derived_configurations(spec: ProcedureSpec, path: Path) -> list[SutConfiguration]:
@@ -174,13 +183,14 @@ def derived_configurations(spec: ProcedureSpec, path: Path) -> list[SutConfigura
     out: list[SutConfiguration] = []
     for label in CONFIGURATIONS:
         cut = cuts[label]
-        if label != "baseline" and not (cut["input"] or cut["output"]):
+        inputs, outputs = _filters(cut, "input"), _filters(cut, "output")
+        if label != "baseline" and not (inputs or outputs):
             continue
         if label in ("input", "output") and cut == cuts["full"]:
             continue  # the file has filters of one stage only: "full" runs them
         file = (spec.out_dir / f"guardrails-{label}.json").resolve()
         file.write_text(json.dumps(cut, indent=2) + "\n", encoding="utf-8")
-        description = f"{NAMES[label]}: {len(cut['input'])} input, {len(cut['output'])} output"
+        description = f"{NAMES[label]}: {len(inputs)} input, {len(outputs)} output"
         if spec.launch_vllm_cpu is not None:
             if label == "baseline":
                 out.append(SutConfiguration(

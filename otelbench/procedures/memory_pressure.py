@@ -477,7 +477,7 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams, PressureSection]):
 
     def parameters(self) -> Parameters:
         p = self.params
-        out = asdict(p)
+        out: Parameters = asdict(p)
         out["capacity_report"] = None if p.capacity_report is None else str(p.capacity_report)
         out["search"] = asdict(p.search) if self.capacity is None or self.search else None
         return {
