@@ -1105,10 +1105,10 @@ Parameters = JsonObject
 its ``Params`` dataclass's fields (``dataclasses.asdict``, a nested block's options at top
 level in 5.2, 5.3, 5.10 and fluidity), then what it derived from them (sizes from the profile,
 search bounds, the load model, the criterion in words). Keys differ by procedure and follow
-its ``Params``, which is their typed declaration, hence a JSON object here.
-:meth:`~otelbench.procedures.base.Procedure.parameters` builds it with ``dataclasses.asdict``,
-which keeps a tuple a tuple and a path a path: ``run_procedure``'s round trip through JSON
-makes them lists and strings."""
+its ``Params``, which is their typed declaration, hence a JSON object here:
+:meth:`~otelbench.procedures.base.Procedure.effective_parameters` makes it from what
+:meth:`~otelbench.procedures.base.Procedure.parameters` gives (a tuple a list, a path a
+string)."""
 
 
 class RequestOptionsDeclared(TypedDict):

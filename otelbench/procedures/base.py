@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Final, Generic, TypeVar, cast, get_args, get_origin
+from typing import Any, ClassVar, Final, Generic, TypeVar, cast, final, get_args, get_origin
 
 from otelbench.benchmark import VllmLaunch, warmup_settings
 from otelbench.errors import ConfigError, OtelbenchError
@@ -137,6 +137,11 @@ class ProcedureSpec:
 ParamsT = TypeVar("ParamsT")
 SectionT = TypeVar("SectionT")
 
+RawParameters = dict[str, object]
+"""A procedure's effective parameters as :meth:`Procedure.parameters` makes them: its ``Params``
+fields (``dataclasses.asdict``: tuples, paths, numpy scalars among them) and what it derived;
+:meth:`Procedure.effective_parameters` gives them as ``procedure.json`` holds them."""
+
 
 class Procedure(abc.ABC, Generic[ParamsT, SectionT]):
     """One draft test procedure (5.x) with its setup parameters ``params`` (a ``Params``
@@ -181,8 +186,15 @@ class Procedure(abc.ABC, Generic[ParamsT, SectionT]):
         return None
 
     @abc.abstractmethod
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         """The effective parameters, for the report (5.x.2 setup parameters)."""
+
+    @final
+    def effective_parameters(self) -> Parameters:
+        """:meth:`parameters` as ``procedure.json`` holds them, JSON values only (a tuple as a
+        list, a path as a string): what the report and the page show."""
+        out: Parameters = json.loads(json.dumps(self.parameters(), default=_default))
+        return out
 
     @abc.abstractmethod
     def run(self, session: ProcedureSession) -> None:
@@ -243,7 +255,7 @@ class LevelSizes:
             rate=rate,
         )
 
-    def sized_parameters(self) -> Parameters:
+    def sized_parameters(self) -> RawParameters:
         """The params as :meth:`Procedure.parameters` begins them: their fields, those of a
         :class:`~otelbench.procedures.planning.RateRange` or
         :class:`~otelbench.procedures.planning.OpenLoopLevels` block in the block's place (each
@@ -275,7 +287,7 @@ class LoadSearch(LevelSizes):
     bounds: Mapping[str, float] = MappingProxyType({})
     """The capacity estimate and the search's bounds (rates or concurrencies), once known."""
 
-    def search_parameters(self, load_model: str, variable: str, criterion: str) -> Parameters:
+    def search_parameters(self, load_model: str, variable: str, criterion: str) -> RawParameters:
         """The params as :meth:`Procedure.parameters` reports them: :meth:`sized_parameters`,
         :attr:`bounds`, the level budget, the ``load_model``, the search on ``variable`` (the
         searched load, in words) and the ``criterion`` a level passes by."""
@@ -563,7 +575,7 @@ def run_procedure(
             "profile": spec.profile.name,
             "interrupted": interrupted,
             "error": None if failure is None else str(failure),
-            "parameters": procedure.parameters(),
+            "parameters": procedure.effective_parameters(),
             "configuration": _configuration(spec, session),
             **body,
             "runs": _runs(session.levels),

@@ -38,10 +38,9 @@ from otelbench.model.procedure import (
     CapacitySection,
     CapacityVerdict,
     LevelRow,
-    Parameters,
 )
 from otelbench.options import option
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.planning import MaxSearch, shared_option
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, pct, table
@@ -126,7 +125,7 @@ class CapacityProcedure(Procedure[CapacityParams, CapacitySection]):
         r = self.params.resolution
         return self.profile.concurrency_resolution if r is None else r
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         return {
             **asdict(self.params),
             "requests_per_slot": self.per_slot,

@@ -34,9 +34,9 @@ from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.fairness import latency_inflation, scheduling_fairness
 from otelbench.metrics.summary import percentile
-from otelbench.model.procedure import FairnessClass, FairnessLevel, FairnessSection, Parameters
+from otelbench.model.procedure import FairnessClass, FairnessLevel, FairnessSection
 from otelbench.options import option
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.planning import shared_option
 from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, LevelOverrides, ProcedureSession
@@ -161,7 +161,7 @@ class FairnessProcedure(Procedure[FairnessParams, FairnessSection]):
     def planned_levels(self) -> int | None:
         return len(CLASSES) + 1
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         return {
             **asdict(self.params),
             "requests": self.requests,

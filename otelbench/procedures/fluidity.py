@@ -103,12 +103,12 @@ from otelbench.model.procedure import (
     FluiditySummary,
     FluidityVerdict,
     FluidityVerdictFigures,
-    Parameters,
 )
 from otelbench.options import nested, option
 from otelbench.procedures.base import (
     LoadSearch,
     Procedure,
+    RawParameters,
     level_entry,
     register_procedure,
     search_entries,
@@ -401,7 +401,7 @@ class FluidityProcedure(LoadSearch, Procedure[FluidityParams, FluiditySection]):
             else PrefillDeadline(fixed_s=params.prefill_deadline_s)
         )
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         return self.search_parameters(
             "open-loop",
             "arrival rate",

@@ -75,7 +75,6 @@ from otelbench.model.procedure import (
     GuardrailLevel,
     GuardrailOverhead,
     GuardrailOverheadSection,
-    Parameters,
     Table13Row,
     Table14Row,
 )
@@ -84,6 +83,7 @@ from otelbench.procedures.base import (
     LevelSizes,
     Procedure,
     ProcedureSpec,
+    RawParameters,
     level_entry,
     register_procedure,
 )
@@ -288,7 +288,7 @@ class GuardrailOverheadProcedure(
     def planned_levels(self) -> int | None:
         return len(self.configs) * (1 + len(self.params.fractions)) or None
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         return {
             **self.sized_parameters(),
             "guardrails": None if self.params.guardrails is None else str(self.params.guardrails),

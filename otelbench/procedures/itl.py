@@ -33,12 +33,11 @@ from otelbench.model.procedure import (
     ItlMeasurements,
     ItlSection,
     ItlTail,
-    Parameters,
     TradeoffSection,
 )
 from otelbench.model.report import Report, Summary
 from otelbench.options import option
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.planning import fraction_levels, shared_option
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, table
@@ -156,7 +155,7 @@ class ItlProcedure(Procedure[ItlParams, ItlSection]):
     def planned_levels(self) -> int | None:
         return len(self.params.fractions)
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         return {
             **asdict(self.params),
             "saturation_rps": self.reference_rps,

@@ -34,10 +34,9 @@ from otelbench.model.procedure import (
     LongContextFits,
     LongContextLevel,
     LongContextSection,
-    Parameters,
 )
 from otelbench.options import option
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.render import fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
 
@@ -152,7 +151,7 @@ class LongContextProcedure(Procedure[LongContextParams, LongContextSection]):
     def planned_levels(self) -> int | None:
         return len(self.plan)
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         return {
             **asdict(self.params),
             "requests": self.requests,

@@ -97,7 +97,6 @@ from otelbench.model.procedure import (
     CapacityLevel,
     LevelRow,
     MemoryPressureLevel,
-    Parameters,
     Preemption,
     PreemptionTimeline,
     PressureCapacitySearch,
@@ -109,7 +108,7 @@ from otelbench.model.procedure import (
     PressureWorkload,
 )
 from otelbench.options import common, nested, option
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.capacity import CapacityParams, CapacityProcedure
 from otelbench.procedures.planning import shared_option
 from otelbench.procedures.render import NA, fmt, pct, table
@@ -475,9 +474,9 @@ class MemoryPressureProcedure(Procedure[MemoryPressureParams, PressureSection]):
             return None
         return len(plan_oversubscription(self.capacity.concurrency, self.params.levels))
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         p = self.params
-        out: Parameters = asdict(p)
+        out: RawParameters = asdict(p)
         out["capacity_report"] = None if p.capacity_report is None else str(p.capacity_report)
         out["search"] = asdict(p.search) if self.capacity is None or self.search else None
         return {

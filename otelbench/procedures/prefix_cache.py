@@ -67,7 +67,6 @@ from otelbench.metrics.summary import percentile
 from otelbench.model.procedure import (
     CacheHitRates,
     CacheReset,
-    Parameters,
     PrefixCacheComparison,
     PrefixCacheLevel,
     PrefixCacheRow,
@@ -75,7 +74,13 @@ from otelbench.model.procedure import (
     Quantiles,
 )
 from otelbench.options import option
-from otelbench.procedures.base import Procedure, ProcedureSpec, level_entry, register_procedure
+from otelbench.procedures.base import (
+    Procedure,
+    ProcedureSpec,
+    RawParameters,
+    level_entry,
+    register_procedure,
+)
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.planning import shared_option
 from otelbench.procedures.profiles import shortfalls
@@ -269,7 +274,7 @@ class PrefixCacheProcedure(Procedure[PrefixCacheParams, PrefixCacheSection]):
             return LoadSpec(mode=p.arrival, requests=self.requests, rate=p.rate)  # type: ignore[arg-type]
         return LoadSpec(mode="closed_loop", requests=self.requests, concurrency=p.concurrency or 4)
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         wl = self.workload()
         ps, sp = wl.prefix_sharing, wl.system_prompt
         return {

@@ -49,7 +49,6 @@ from otelbench.loadgen.runner import LoadSpec
 from otelbench.model.procedure import (
     LatencyAtMax,
     LevelRow,
-    Parameters,
     ThroughputLevel,
     ThroughputSection,
     ThroughputSummary,
@@ -59,6 +58,7 @@ from otelbench.options import nested, option
 from otelbench.procedures.base import (
     LoadSearch,
     Procedure,
+    RawParameters,
     register_procedure,
     search_entries,
 )
@@ -201,7 +201,7 @@ class ThroughputProcedure(LoadSearch, Procedure[ThroughputParams, ThroughputSect
     def has_slo(self) -> bool:
         return self.params.slo_ttft_p99_ms is not None or self.params.slo_tpot_p99_ms is not None
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         return self.search_parameters(
             self.params.load_model,
             "concurrency" if self.closed else "arrival rate",

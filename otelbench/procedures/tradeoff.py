@@ -37,12 +37,17 @@ from otelbench.metrics import throughput_latency_points
 from otelbench.model.procedure import (
     DerivedPoint,
     LevelRow,
-    Parameters,
     TradeoffLevel,
     TradeoffSection,
 )
 from otelbench.options import nested
-from otelbench.procedures.base import LevelSizes, Procedure, level_entry, register_procedure
+from otelbench.procedures.base import (
+    LevelSizes,
+    Procedure,
+    RawParameters,
+    level_entry,
+    register_procedure,
+)
 from otelbench.procedures.levels import saturation_at
 from otelbench.procedures.planning import (
     OPEN_LOOP_OPTIONS,
@@ -217,7 +222,7 @@ class TradeoffProcedure(LevelSizes, Procedure[TradeoffParams, TradeoffSection]):
         probe = 0 if self.params.capacity_rps is not None else 1
         return len(self.params.fractions) + probe
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         return {
             **self.sized_parameters(),
             "load_model": "open-loop (required by 5.3.2)",

@@ -22,9 +22,9 @@ import numpy as np
 from otelbench import draft
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec
-from otelbench.model.procedure import Parameters, TtftComponents, TtftDistribution, TtftSection
+from otelbench.model.procedure import TtftComponents, TtftDistribution, TtftSection
 from otelbench.options import option
-from otelbench.procedures.base import Procedure, level_entry, register_procedure
+from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.planning import shared_option
 from otelbench.procedures.profiles import shortfalls
 from otelbench.procedures.render import NA, fmt, table
@@ -86,7 +86,7 @@ class TtftProcedure(Procedure[TtftParams, TtftSection]):
             return LoadSpec(mode="closed_loop", requests=self.requests, concurrency=p.concurrency)
         return LoadSpec(mode=p.arrival, requests=self.requests, rate=p.rate)  # type: ignore[arg-type]
 
-    def parameters(self) -> Parameters:
+    def parameters(self) -> RawParameters:
         return {
             **asdict(self.params),
             "requests": self.requests,

@@ -83,7 +83,7 @@ def _procedures(tmp: Path, run_report: dict[str, Any]) -> dict[str, dict[str, An
             "store": "spans.duckdb",
             "duration_s": 12.0,
             "runs": [],
-            "parameters": procedure.parameters(),
+            "parameters": procedure.effective_parameters(),
             "deviations": body["deviations"],
             "notes": [],
             "configuration": {

@@ -235,7 +235,7 @@ def test_build_and_render(tmp_path: Path) -> None:
     doc = {
         "title": proc.title, "draft_section": proc.section, "procedure": proc.name,
         "profile": "quick", "duration_s": 1.0, "store": "spans.duckdb", "configuration": {},
-        "parameters": proc.parameters(), "deviations": devs, **body,
+        "parameters": proc.effective_parameters(), "deviations": devs, **body,
     }  # fmt: skip
     lines = proc.render(doc)
     md = render_procedure(doc, lines)

@@ -248,7 +248,8 @@ def test_tradeoff_build_shapes_the_levels_block(tmp_path: Path) -> None:
     result = {
         "title": procedure.title, "draft_section": "5.3", "procedure": procedure.name,
         "profile": "quick", "store": "spans.duckdb", "duration_s": 12.0, "runs": [],
-        "parameters": procedure.parameters(), "deviations": body["deviations"], "notes": [],
+        "parameters": procedure.effective_parameters(),
+        "deviations": body["deviations"], "notes": [],
         "configuration": {"sut": {}, "workload": {"name": "w", "seed": 1}, "warmup": None},
         **body,
     }  # fmt: skip
