@@ -159,6 +159,7 @@ def request_slots(body: JsonObject, chat: bool) -> list[Slot]:
 
 def _slot_text(slot: Slot) -> str:
     """The text at ``slot`` (:func:`request_slots` only finds strings)."""
+    # Both branches index alike; telling the container's kind pairs it with its key's type.
     if isinstance(slot[0], dict):
         obj, name = slot
         text = obj[name]
@@ -170,6 +171,7 @@ def _slot_text(slot: Slot) -> str:
 
 
 def _set_slot_text(slot: Slot, text: str) -> None:
+    """Write a redacted ``text`` back where :func:`request_slots` found it."""
     if isinstance(slot[0], dict):
         obj, name = slot
         obj[name] = text
