@@ -74,6 +74,7 @@ from otelbench.metrics.stats import (
 )
 from otelbench.model import compare as ct
 from otelbench.model import report as rt
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.load import load_report, report_file
 from otelbench.report.access import markdown_cell, markdown_table, number
 from otelbench.report.compliance import comparison_compliance
@@ -605,7 +606,7 @@ def _labels(names: Sequence[str], ids: Sequence[str]) -> dict[str, str]:
 class _System:
     id: str
     name: str
-    key: dict[str, Any]
+    key: JsonObject
     runs: list[RunReport] = field(default_factory=list)
 
 
@@ -615,6 +616,7 @@ def _system_id(index: int) -> str:
 
 def _group(runs: Sequence[RunReport], group_by: Sequence[str]) -> list[_System]:
     systems: dict[str, _System] = {}
+    key: JsonObject
     for run in runs:
         if run.system is not None:
             name, key = run.system, {"system": run.system}

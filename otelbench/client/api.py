@@ -39,7 +39,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 import httpx
 from opentelemetry import trace
@@ -56,6 +56,7 @@ from otelbench.client.transport import (
     _error_type,
 )
 from otelbench.errors import ConfigError
+from otelbench.model.jsonvalue import JsonObject, JsonValue
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -92,7 +93,7 @@ class CompletionRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     stream: bool = True
-    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    extra_body: Mapping[str, JsonValue] = field(default_factory=dict)
     attributes: Mapping[str, str | int | float | bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -107,20 +108,22 @@ class CompletionRequest:
         if not self.model:
             raise ConfigError("a request needs a model name")
 
-    def body(self, *, continuous_usage: bool = True) -> dict[str, Any]:
+    def body(self, *, continuous_usage: bool = True) -> JsonObject:
         """The JSON body to send."""
-        body: dict[str, Any] = {"model": self.model}
+        body: JsonObject = {"model": self.model}
+        # Token ids and messages are copied into JSON lists (a list[int] is no list[JsonValue]).
         if self.api == "completions":
-            body["prompt"] = self.prompt
+            prompt = self.prompt
+            body["prompt"] = list(prompt) if isinstance(prompt, list) else prompt
         else:
-            body["messages"] = self.messages
+            body["messages"] = [dict(message) for message in self.messages or ()]
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         if self.temperature is not None:
             body["temperature"] = self.temperature
         body["stream"] = self.stream
         if self.stream:
-            options: dict[str, bool] = {"include_usage": True}
+            options: JsonObject = {"include_usage": True}
             if continuous_usage:
                 options["continuous_usage_stats"] = True
             body["stream_options"] = options

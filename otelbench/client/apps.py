@@ -93,7 +93,8 @@ def sdk_http_library() -> HttpLibrary:
     return "httpx2"
 
 
-def _client_kwargs(kwargs: dict[str, Any], lib: HttpLibrary) -> dict[str, Any]:
+def _client_kwargs(kwargs: dict[str, object], lib: HttpLibrary) -> dict[str, object]:
+    """The client's keyword arguments, the SDK's defaults added (the values are only passed on)."""
     t = SDK_TIMEOUT
     kwargs.setdefault("timeout", t if lib == "httpx" else httpx2.Timeout(t.read, connect=t.connect))
     kwargs.setdefault("follow_redirects", True)
@@ -126,7 +127,7 @@ def _build(
     http_library: HttpLibrary | None,
     limits: httpx.Limits | httpx2.Limits,
     options: _TransportOptions,
-    kwargs: dict[str, Any],
+    kwargs: dict[str, object],
 ) -> Any:
     lib = http_library or sdk_http_library()
     client_cls, transport_cls, inner_cls = _BUILD[lib, sync]
@@ -165,7 +166,7 @@ def openai_http_client(
     limits: httpx.Limits | httpx2.Limits = SDK_LIMITS,
     http_library: HttpLibrary | None = None,
     signals: Signals | None = None,
-    **kwargs: Any,
+    **kwargs: object,
 ) -> httpx.Client | httpx2.Client:
     """A client for ``openai.OpenAI(http_client=...)``, instrumented by otelbench.
 
@@ -192,7 +193,7 @@ def openai_async_http_client(
     limits: httpx.Limits | httpx2.Limits = SDK_LIMITS,
     http_library: HttpLibrary | None = None,
     signals: Signals | None = None,
-    **kwargs: Any,
+    **kwargs: object,
 ) -> httpx.AsyncClient | httpx2.AsyncClient:
     """An async client for ``openai.AsyncOpenAI(http_client=...)``, instrumented by otelbench;
     the arguments are :func:`openai_http_client`'s.

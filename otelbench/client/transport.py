@@ -104,6 +104,7 @@ from otelbench.client.openai import (
 from otelbench.client.others import Signals, resolve_signals, warn_once_if_doubled
 from otelbench.client.sse import SSEParser
 from otelbench.errors import StreamError, TargetUnreachable
+from otelbench.model.jsonvalue import JsonValue
 
 __all__ = [
     "ERROR_CANCELLED",
@@ -224,7 +225,7 @@ def _error_type(exc: BaseException, after_headers: bool) -> tuple[str, str]:
     return type(exc).__qualname__, msg
 
 
-def _request_body(request: Request) -> Mapping[str, Any] | None:
+def _request_body(request: Request) -> Mapping[str, JsonValue] | None:
     body = request.extensions.get(EXT_BODY)
     if isinstance(body, Mapping):
         return body
@@ -242,7 +243,7 @@ def _request_body(request: Request) -> Mapping[str, Any] | None:
 
 
 def _request_attributes(
-    request: Request, api: Api, body: Mapping[str, Any] | None, provider: str
+    request: Request, api: Api, body: Mapping[str, JsonValue] | None, provider: str
 ) -> tuple[str, dict[str, AttributeValue], dict[str, AttributeValue]]:
     """Span name, start attributes and the other request attributes (never the prompt text).
 
@@ -265,15 +266,16 @@ def _request_attributes(
         if isinstance(m, str):
             model = m
             start[semconv.GEN_AI_REQUEST_MODEL] = m
-        for key, name, typ in (
-            ("max_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS, int),
-            ("seed", semconv.GEN_AI_REQUEST_SEED, int),
+        for key, name in (
+            ("max_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS),
+            ("seed", semconv.GEN_AI_REQUEST_SEED),
         ):
             v = body.get(key)
-            if type(v) is typ:
+            if type(v) is int:
                 attrs[name] = v
-        if body.get("max_tokens") is None and type(body.get("max_completion_tokens")) is int:
-            attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] = body["max_completion_tokens"]
+        limit = body.get("max_completion_tokens")
+        if body.get("max_tokens") is None and type(limit) is int:
+            attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] = limit
         for key, name in (
             ("temperature", semconv.GEN_AI_REQUEST_TEMPERATURE),
             ("top_p", semconv.GEN_AI_REQUEST_TOP_P),
@@ -291,8 +293,10 @@ def _request_attributes(
         stop = body.get("stop")
         if isinstance(stop, str):
             stop = [stop]
-        if isinstance(stop, list) and stop and all(isinstance(x, str) for x in stop):
-            attrs[semconv.GEN_AI_REQUEST_STOP_SEQUENCES] = stop
+        if isinstance(stop, list):
+            sequences = [x for x in stop if isinstance(x, str)]
+            if sequences and len(sequences) == len(stop):
+                attrs[semconv.GEN_AI_REQUEST_STOP_SEQUENCES] = sequences
         fmt = body.get("response_format")
         kind = fmt.get("type") if isinstance(fmt, Mapping) else None
         if kind in ("json_object", "json_schema"):

@@ -77,6 +77,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import Exemplar
 
 from otelbench import semconv
 from otelbench.errors import CollectorError
+from otelbench.model.jsonvalue import JsonObject, JsonValue
 from otelbench.store.rows import GaugeRow, HistogramRow, SpanRow, SumRow
 
 __all__ = [
@@ -514,7 +515,7 @@ _HEX: Final = re.compile(r"[0-9a-fA-F]*")
 
 
 def _parse(
-    body: bytes, encoding: Encoding, message: _M, fix_ids: Callable[[dict[str, Any]], None]
+    body: bytes, encoding: Encoding, message: _M, fix_ids: Callable[[JsonObject], None]
 ) -> _M:
     if encoding is Encoding.PROTOBUF:
         try:
@@ -549,7 +550,7 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-def _items(obj: object, *names: str) -> Iterator[dict[str, Any]]:
+def _items(obj: JsonValue, *names: str) -> Iterator[JsonObject]:
     """The JSON objects in the list under any of ``names`` (camelCase or snake_case)."""
     if not isinstance(obj, dict):
         return
@@ -561,7 +562,7 @@ def _items(obj: object, *names: str) -> Iterator[dict[str, Any]]:
                     yield item
 
 
-def _hex_ids_to_base64(obj: dict[str, Any], *names: str) -> None:
+def _hex_ids_to_base64(obj: JsonObject, *names: str) -> None:
     for name in names:
         value = obj.get(name)
         if isinstance(value, str):
@@ -575,7 +576,7 @@ _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 
 
-def _json_int(item: object) -> int | None:
+def _json_int(item: JsonValue) -> int | None:
     """The value of an OTLP/JSON ``{"intValue": …}`` array element, None if it is anything else."""
     if not isinstance(item, dict) or len(item) != 1:
         return None
@@ -587,7 +588,7 @@ def _json_int(item: object) -> int | None:
     return raw if _INT64_MIN <= raw <= _INT64_MAX else None
 
 
-def _collapse_int_arrays(attributes: object) -> None:
+def _collapse_int_arrays(attributes: JsonValue) -> None:
     """Replace each all-int ``arrayValue`` by the string the store keeps for it.
 
     The store keeps only ``any_value_as_string`` of a value, so ``{"stringValue": "[1,2]"}``
@@ -614,7 +615,7 @@ def _collapse_int_arrays(attributes: object) -> None:
             kv["value"] = {"stringValue": "[" + ",".join(map(str, numbers)) + "]"}
 
 
-def _fix_trace_ids(document: dict[str, Any]) -> None:
+def _fix_trace_ids(document: JsonObject) -> None:
     for rs in _items(document, "resourceSpans", "resource_spans"):
         resource = rs.get("resource")
         if isinstance(resource, dict):
@@ -648,7 +649,7 @@ _METRIC_DATA_FIELDS: Final = (
 )
 
 
-def _fix_metric_ids(document: dict[str, Any]) -> None:
+def _fix_metric_ids(document: JsonObject) -> None:
     for rm in _items(document, "resourceMetrics", "resource_metrics"):
         for sm in _items(rm, "scopeMetrics", "scope_metrics"):
             for metric in _items(sm, "metrics"):

@@ -53,6 +53,7 @@ from grafana_foundation_sdk.models import dashboard as mdash
 from otelbench import semconv
 from otelbench.dashboards import names
 from otelbench.dashboards.push import datasource_models
+from otelbench.model.jsonvalue import JsonObject, JsonValue
 
 __all__ = [
     "DASHBOARDS",
@@ -712,7 +713,7 @@ DASHBOARDS: Final[dict[str, Callable[[], gdash.Dashboard]]] = {
 """File stem -> builder of every dashboard (registered, not branched)."""
 
 
-def _without_nulls(value: Any) -> Any:
+def _without_nulls(value: JsonValue) -> JsonValue:
     """The SDK writes unset options as ``null``; Grafana wants them absent (its defaults)."""
     if isinstance(value, dict):
         return {k: _without_nulls(v) for k, v in value.items() if v is not None}
@@ -721,16 +722,17 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def build_all() -> dict[str, dict[str, Any]]:
+def build_all() -> dict[str, JsonObject]:
     """Every dashboard's JSON model, by file stem."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for stem, builder in DASHBOARDS.items():
-        model = json.loads(json.dumps(builder().build(), cls=JSONEncoder))
-        out[stem] = _without_nulls(model)
+        model = _without_nulls(json.loads(json.dumps(builder().build(), cls=JSONEncoder)))
+        assert isinstance(model, dict)  # a dashboard is a JSON object
+        out[stem] = model
     return out
 
 
-def dump(model: dict[str, Any]) -> str:
+def dump(model: JsonObject) -> str:
     """The committed text of a dashboard: sorted keys, two-space indent, final newline."""
     return json.dumps(model, indent=2, sort_keys=True) + "\n"
 

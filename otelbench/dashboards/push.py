@@ -32,14 +32,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 from otelbench.dashboards import names
 from otelbench.errors import ConfigError, OtelbenchError
+from otelbench.model.jsonvalue import JsonObject, JsonValue
 
 __all__ = [
     "DEFAULT_DASHBOARDS_DIR",
+    "Datasource",
     "GrafanaPushError",
     "PushConfig",
     "PushResult",
@@ -53,6 +55,23 @@ DEFAULT_DASHBOARDS_DIR: Final = Path("dashboards/json")
 
 class GrafanaPushError(OtelbenchError):
     """Grafana could not be reached, or refused one of the provisioning requests."""
+
+
+class Datasource(TypedDict):
+    """A Grafana datasource, as Grafana's HTTP API (``POST /api/datasources``) and its
+    provisioning files take it; ``jsonData`` holds the plugin's own settings."""
+
+    name: str
+    type: str
+    uid: str
+    access: str
+    url: NotRequired[str]
+    isDefault: bool
+    jsonData: JsonObject
+    editable: NotRequired[bool]
+    """Provisioning files only: whether the datasource may be edited in Grafana's UI."""
+    secureJsonData: NotRequired[dict[str, str]]
+    """Provisioning files only: the plugin's secrets."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +125,7 @@ def datasource_models(
     clickhouse_database: str,
     clickhouse_username: str,
     tempo_url: str,
-) -> list[dict[str, Any]]:
+) -> list[Datasource]:
     """The three datasources, as Grafana's API and provisioning files take them."""
     return [
         {
@@ -149,7 +168,7 @@ def datasource_models(
     ]
 
 
-def _load_dashboards(directory: Path) -> list[dict[str, Any]]:
+def _load_dashboards(directory: Path) -> list[JsonObject]:
     paths = sorted(directory.glob("*.json"))
     if not paths:
         raise ConfigError(
@@ -168,7 +187,7 @@ def _load_dashboards(directory: Path) -> list[dict[str, Any]]:
     return out
 
 
-def for_traces_schema(model: Any, schema: str) -> Any:
+def for_traces_schema(model: JsonObject, schema: str) -> JsonObject:
     """``model`` (a dashboard's JSON) with every ClickHouse query (``rawSql``) reading
     ``otel_traces`` of ``schema`` (a key of ``TRACES_SCHEMAS``): unchanged for ``map``."""
     from otelbench.query.clickhouse import traces_relation
@@ -178,15 +197,19 @@ def for_traces_schema(model: Any, schema: str) -> Any:
     if relation is None:
         return model
 
-    def walk(value: Any) -> Any:
+    def walk(value: JsonValue) -> JsonValue:
         if isinstance(value, dict):
             return {
-                k: read_traces_from(v, relation) if k == "rawSql" else walk(v)
+                k: read_traces_from(v, relation)
+                if k == "rawSql" and isinstance(v, str)
+                else walk(v)
                 for k, v in value.items()
             }
         return [walk(v) for v in value] if isinstance(value, list) else value
 
-    return walk(model)
+    walked = walk(model)
+    assert isinstance(walked, dict)  # an object walks to an object
+    return walked
 
 
 def _status(err: BaseException) -> int | None:
@@ -209,7 +232,7 @@ def push_dashboards(config: PushConfig) -> PushResult:
     step = "connect"
     try:
         if config.datasources:
-            for model in datasource_models(
+            for datasource in datasource_models(
                 prometheus_url=config.prometheus_url,
                 clickhouse_host=config.clickhouse_host,
                 clickhouse_port=config.clickhouse_port,
@@ -217,17 +240,17 @@ def push_dashboards(config: PushConfig) -> PushResult:
                 clickhouse_username=config.clickhouse_username,
                 tempo_url=config.tempo_url,
             ):
-                uid = model["uid"]
+                uid = datasource["uid"]
                 step = f"datasource {uid}"
                 try:
                     api.datasource.get_datasource_by_uid(uid)
                 except GrafanaClientError as err:
                     if _status(err) != 404:
                         raise
-                    api.datasource.create_datasource(model)
+                    api.datasource.create_datasource(datasource)
                     created.append(uid)
                 else:
-                    api.datasource.update_datasource_by_uid(uid, model)
+                    api.datasource.update_datasource_by_uid(uid, datasource)
                     updated.append(uid)
         step = f"folder {names.FOLDER_UID}"
         try:

@@ -32,12 +32,13 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import httpx
 
 from otelbench.errors import ConfigError
 from otelbench.guardrails.base import GuardrailFilter, Stage, Verdict
+from otelbench.model.jsonvalue import JsonValue
 
 __all__ = ["ClassifierFilter", "ModerationError"]
 
@@ -125,7 +126,7 @@ class ClassifierFilter(GuardrailFilter):
         rule = self._flagged(data)
         return Verdict.ALLOW if rule is None else Verdict.block(rule)
 
-    def _flagged(self, data: Any) -> str | None:
+    def _flagged(self, data: JsonValue) -> str | None:
         if not isinstance(data, dict):
             raise ModerationError("moderation answer is not a JSON object")
         results = data.get("results")
@@ -146,12 +147,16 @@ class ClassifierFilter(GuardrailFilter):
     def _counts(self, category: str) -> bool:
         return not self.categories or category in self.categories
 
-    def _result_rule(self, result: Mapping[str, Any]) -> str | None:
+    def _result_rule(self, result: Mapping[str, JsonValue]) -> str | None:
         if self.threshold is not None:
             scores = result.get("category_scores") or {}
+            if not isinstance(scores, dict):
+                raise ModerationError("a moderation result's 'category_scores' is not an object")
             for name, score in scores.items():
-                if self._counts(name) and float(score) >= self.threshold:
-                    return str(name)
+                if not isinstance(score, int | float):
+                    raise ModerationError(f"the moderation score of {name!r} is not a number")
+                if self._counts(name) and score >= self.threshold:
+                    return name
             return None
         if not result.get("flagged"):
             return None
@@ -159,7 +164,7 @@ class ClassifierFilter(GuardrailFilter):
         if isinstance(cats, dict):
             for name, hit in cats.items():
                 if hit and self._counts(name):
-                    return str(name)
+                    return name
             return None if self.categories else "flagged"
         cat = result.get("category")
         if isinstance(cat, str) and cat:

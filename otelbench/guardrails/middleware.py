@@ -52,11 +52,14 @@ from otelbench import semconv
 from otelbench.guardrails.config import GuardrailConfig, config_from_env
 from otelbench.guardrails.engine import BLOCKED, Blocked, Guardrails, OutputSession
 from otelbench.guardrails.telemetry import Providers
+from otelbench.model.jsonvalue import JsonObject, JsonValue
 
 __all__ = ["SCOPE_CONTEXT", "SCOPE_REPORT", "GuardrailMiddleware", "RequestReport"]
 
 _log = logging.getLogger(__name__)
 
+# ASGI's own open mappings (as ``starlette.types`` spells them): their values are any Python
+# object the server or app puts there (bytes, header lists, state), not JSON.
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -117,7 +120,7 @@ def _error_body(message: str, code: str = semconv.ERROR_CODE_CONTENT_FILTER) -> 
     return json.dumps({"error": err}).encode()
 
 
-def _sse(obj: Any) -> bytes:
+def _sse(obj: object) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
 
 
@@ -125,15 +128,17 @@ _DONE = b"data: [DONE]\n\n"
 
 
 # ---------------------------------------------------------------------------------- request texts
-Slot = tuple[Any, Any]
-"""(container, key): where one text of the request lives, so a redaction can write it back."""
+Slot = tuple[JsonObject, str] | tuple[list[JsonValue], int]
+"""(container, key): where one text of the request lives (an object's member or a list's item),
+so a redaction can write it back."""
 
 
-def request_slots(body: dict[str, Any], chat: bool) -> list[Slot]:
+def request_slots(body: JsonObject, chat: bool) -> list[Slot]:
     """Every text of a completions or chat request, in order (token-id prompts have none)."""
     slots: list[Slot] = []
     if chat:
-        for msg in body.get("messages") or ():
+        messages = body.get("messages")
+        for msg in messages if isinstance(messages, list) else ():
             if not isinstance(msg, dict):
                 continue
             content = msg.get("content")
@@ -152,7 +157,30 @@ def request_slots(body: dict[str, Any], chat: bool) -> list[Slot]:
     return slots
 
 
-def _choice_text(choice: dict[str, Any], chat: bool) -> tuple[str | None, bool]:
+def _slot_text(slot: Slot) -> str:
+    """The text at ``slot`` (:func:`request_slots` only finds strings)."""
+    # Both branches index alike; telling the container's kind pairs it with its key's type.
+    if isinstance(slot[0], dict):
+        obj, name = slot
+        text = obj[name]
+    else:
+        items, i = slot
+        text = items[i]
+    assert isinstance(text, str)
+    return text
+
+
+def _set_slot_text(slot: Slot, text: str) -> None:
+    """Write a redacted ``text`` back where :func:`request_slots` found it."""
+    if isinstance(slot[0], dict):
+        obj, name = slot
+        obj[name] = text
+    else:
+        items, i = slot
+        items[i] = text
+
+
+def _choice_text(choice: JsonObject, chat: bool) -> tuple[str | None, bool]:
     """(text of the choice's delta or message, or None; finished)."""
     finished = choice.get("finish_reason") is not None
     if chat:
@@ -165,7 +193,7 @@ def _choice_text(choice: dict[str, Any], chat: bool) -> tuple[str | None, bool]:
     return (text if isinstance(text, str) else None), finished
 
 
-def _set_choice_text(choice: dict[str, Any], chat: bool, text: str) -> None:
+def _set_choice_text(choice: JsonObject, chat: bool, text: str) -> None:
     if chat:
         holder = choice.get("delta")
         if not isinstance(holder, dict):
@@ -256,7 +284,7 @@ class _Request:
         self.chat = scope["path"].endswith("/chat/completions")
         self.report: RequestReport | None = scope.get(SCOPE_REPORT)
         self.parent = _parent_context(scope)
-        self.body: dict[str, Any] | None = None
+        self.body: JsonObject | None = None
         self.model: str | None = None
         self.session: OutputSession | None = None
         self.aborted: asyncio.Event | None = None
@@ -287,7 +315,7 @@ class _Request:
         scope = self.scope
         if self.body is not None and self.g.input_filters(self.model):
             slots = request_slots(self.body, self.chat)
-            texts = [container[key] for container, key in slots]
+            texts = [_slot_text(slot) for slot in slots]
             outcome = await self.g.run_input(texts, self.model, self.parent)
             if outcome.blocked is not None:
                 if self.report is not None:
@@ -295,8 +323,8 @@ class _Request:
                 await self._refuse(outcome.blocked)
                 return
             if outcome.redacted:
-                for (container, key), text in zip(slots, outcome.texts, strict=True):
-                    container[key] = text
+                for slot, text in zip(slots, outcome.texts, strict=True):
+                    _set_slot_text(slot, text)
                 raw = json.dumps(self.body).encode()
                 scope = dict(scope)
                 scope["headers"] = [
@@ -416,7 +444,7 @@ class _OutputSend:
         self.buf = b""
         self.json_parts: list[bytes] = []
         self.closed = False
-        self.templates: dict[int, dict[str, Any]] = {}
+        self.templates: dict[int, JsonObject] = {}
         self.added_us: list[int] = []
         """µs the output stage held each body message (filters, SSE parsing, re-encoding)."""
 
@@ -584,7 +612,9 @@ class _OutputSend:
                 choice["delta"] = {}
             else:
                 choice["text"] = ""
-            obj = {k: v for k, v in template.items() if k not in ("choices", "usage")}
+            obj: dict[str, object] = {
+                k: v for k, v in template.items() if k not in ("choices", "usage")
+            }
             obj["choices"] = [choice]
             tail = _sse(obj)
         await self.downstream(

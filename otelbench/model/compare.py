@@ -18,8 +18,8 @@ from it and the runs' reports by :func:`otelbench.report.compliance.comparison_c
 * ``deviations``: what departs from draft section 6, in words;
 * ``compliance``: the comparison's draft 2 verdict, the shape of the report's ``compliance``.
 
-Values the runs' reports declare (a checklist item's values, a system's group key) are JSON
-values as the reports hold them: ``Any``.
+Values the runs' reports declare are JSON values as the reports hold them: a system's group
+key is a :data:`~otelbench.model.jsonvalue.JsonObject`, a checklist item's values ``Any``.
 
 Usage::
 
@@ -34,6 +34,7 @@ Usage::
 
 from typing import Any, Literal, TypedDict
 
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.report import ComplianceSection
 
 __all__ = [
@@ -81,7 +82,7 @@ class SystemRow(TypedDict):
     id: str
     """``A``, ``B``, … in order of the first run (``S27`` on)."""
     name: str
-    key: dict[str, Any]
+    key: JsonObject
     """``{"system": name}`` when named with ``SYSTEM=PATH``, else the ``group_by`` key values."""
     baseline: bool
     n_runs: int

@@ -23,15 +23,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from otelbench.errors import ConfigError
 from otelbench.model.conform import conforms
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.report import SCHEMA_VERSION, Report
 
 __all__ = ["UPGRADES", "load_report", "report_file"]
 
-UPGRADES: Final[Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
+UPGRADES: Final[Mapping[int, Callable[[JsonObject], JsonObject]]] = {}
 """``version → step``: each step takes a report of that ``schema_version`` and returns it in the
 next version's shape (its ``schema_version`` included). Empty while version 1 is the only one."""
 
