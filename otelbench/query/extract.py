@@ -46,7 +46,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from importlib.util import find_spec
 from itertools import pairwise
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import duckdb
 import numpy as np
@@ -93,9 +93,6 @@ __all__ = [
     "register_dialect",
     "register_store_scheme",
 ]
-
-Columns = dict[str, Any]
-"""A query result, column-oriented: column name → numpy array (masked where NULLs occur)."""
 
 NAME_PARAMETERS: Final[Mapping[str, str]] = {
     "span_run": semconv.SPAN_RUN,
@@ -347,6 +344,13 @@ class ListColumn:
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):
             yield self[i]
+
+
+Column: TypeAlias = npt.NDArray[Any] | ListColumn
+"""One column of a query result: a numpy array (masked where NULLs occur; for a list column an
+object array of arrays) or, for a list column fetched as Arrow, a :class:`ListColumn`."""
+Columns: TypeAlias = dict[str, Column]
+"""A query result, column-oriented: column name → :data:`Column`."""
 
 
 def arrow_columns(table: Any, *, flat_lists: bool = False) -> Columns:

@@ -35,6 +35,7 @@ import numpy.typing as npt
 from otelbench import semconv
 from otelbench.arrays import F64, I64
 from otelbench.model.conform import conforms
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.manifest import RunManifest
 
 __all__ = [
@@ -89,7 +90,7 @@ _BOTTLENECK_DEVIATION: Final = "load generator fell behind its schedule"
 """How the load generator's bottleneck deviation began before the manifest carried the flag."""
 
 
-def upgrade_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+def upgrade_manifest(manifest: JsonObject) -> JsonObject:
     """A stored run manifest (parsed JSON) in today's shape, for manifests written by earlier
     otelbench versions; read once, where the store's manifests are parsed (:func:`run_manifest`).
 
@@ -103,8 +104,10 @@ def upgrade_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
     """
     lag = manifest.get("schedule_lag")
     if isinstance(lag, dict) and "generator_bottleneck" not in lag:
-        deviations = manifest.get("deviations") or []
-        flagged = any(str(d).startswith(_BOTTLENECK_DEVIATION) for d in deviations)
+        deviations = manifest.get("deviations")
+        flagged = isinstance(deviations, list) and any(
+            str(d).startswith(_BOTTLENECK_DEVIATION) for d in deviations
+        )
         manifest = {**manifest, "schedule_lag": {**lag, "generator_bottleneck": flagged}}
     return manifest
 
