@@ -73,10 +73,10 @@ PHASES = (
     ("", "otelbench.benchmark", "render_markdown", "render markdown"),
     ("", "otelbench.benchmark", "render_json", "render json"),
     ("", "otelbench.benchmark", "plot_data", "plot_data"),
-    ("plot_data", "otelbench.report.html", "_histograms", "histograms"),
-    ("plot_data", "otelbench.report.html", "_fluidity_plot", "fluidity CDFs"),
-    ("plot_data", "otelbench.report.html", "_preemption_plot", "preemption timeline"),
-    ("plot_data", "otelbench.report.html", "_waterfall", "waterfall"),
+    ("plot_data", "otelbench.render.html", "_histograms", "histograms"),
+    ("plot_data", "otelbench.render.html", "_fluidity_plot", "fluidity CDFs"),
+    ("plot_data", "otelbench.render.html", "_preemption_plot", "preemption timeline"),
+    ("plot_data", "otelbench.render.html", "_waterfall", "waterfall"),
     ("", "otelbench.benchmark", "render_html", "render html"),
 )
 

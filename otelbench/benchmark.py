@@ -71,8 +71,8 @@ from otelbench.model.report import Report
 from otelbench.model.sut import ComparativeRun, SutDeclaration, TargetInfo
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
+from otelbench.render.html import render_html
 from otelbench.report import render_json, render_markdown, report_from_data
-from otelbench.report.html import render_html
 from otelbench.report.plot_data import plot_data
 from otelbench.spool import COUNTERS as SPOOL_COUNTERS
 from otelbench.spool import SpoolStats

@@ -10,8 +10,9 @@ from typing import Annotated, TextIO
 
 import typer
 
-from otelbench.compare import compare_runs, load_run, parse_run_arguments, render_compare_markdown
+from otelbench.compare import compare_runs, load_run, parse_run_arguments
 from otelbench.errors import ConfigError
+from otelbench.render.compare import render_compare_markdown
 
 __all__ = ["compare", "compare_command"]
 

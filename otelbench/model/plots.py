@@ -2,8 +2,8 @@
 
 :func:`otelbench.report.plot_data.plot_data` reduces a run's records to :class:`PlotData`, the
 compact per-request arrays (at most ``MAX_POINTS`` points a series, histograms as counts, a
-seeded sample of requests for the waterfall) that :func:`otelbench.report.html.render_html`
-passes to :mod:`otelbench.report.figures`. It is not written to disk and not part of
+seeded sample of requests for the waterfall) that :func:`otelbench.render.html.render_html`
+passes to :mod:`otelbench.render.figures`. It is not written to disk and not part of
 ``report.json``: these types are its only description. Its version is
 ``otelbench.report.plot_data.PLOT_DATA_VERSION``.
 

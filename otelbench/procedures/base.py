@@ -69,17 +69,17 @@ from otelbench.procedures.planning import (
 )
 from otelbench.procedures.profiles import Profile
 from otelbench.procedures.progress import ProcedureProgress
-from otelbench.procedures.render import render_procedure
 from otelbench.procedures.session import (
     NO_WARMUP_DEVIATION_PREFIX,
     Level,
     ProcedureInterrupted,
     ProcedureSession,
 )
+from otelbench.render.html import render_procedure_html
+from otelbench.render.procedure import render_procedure
 from otelbench.report import render_json
 from otelbench.report.compliance import procedure_compliance
 from otelbench.report.curve import procedure_curve
-from otelbench.report.html import render_procedure_html
 
 __all__ = [
     "PROCEDURES",

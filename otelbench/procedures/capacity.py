@@ -43,8 +43,8 @@ from otelbench.options import option
 from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.planning import MaxSearch, shared_option
 from otelbench.procedures.profiles import shortfalls
-from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
+from otelbench.render.procedure import NA, fmt, pct, table
 
 __all__ = ["CapacityParams", "CapacityProcedure", "capacity_verdict"]
 

@@ -38,9 +38,9 @@ from otelbench.model.procedure import FairnessClass, FairnessLevel, FairnessSect
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.planning import shared_option
-from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, LevelOverrides, ProcedureSession
 from otelbench.query import RunData
+from otelbench.render.procedure import NA, fmt, pct, table
 
 __all__ = [
     "CLASSES",

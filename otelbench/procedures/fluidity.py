@@ -121,9 +121,9 @@ from otelbench.procedures.planning import (
 )
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
-from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 from otelbench.query import RunData
+from otelbench.render.procedure import NA, fmt, pct, table
 from otelbench.report.sections import (
     DEFAULT_PREFILL_DEADLINE_S,
     FLUID_RATE_PRECISION_S,

@@ -94,8 +94,8 @@ from otelbench.procedures.planning import (
     shared_option,
 )
 from otelbench.procedures.profiles import shortfalls
-from otelbench.procedures.render import NA, fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
+from otelbench.render.procedure import NA, fmt, table
 from otelbench.sut.process import free_port
 
 __all__ = [

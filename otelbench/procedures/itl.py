@@ -40,8 +40,8 @@ from otelbench.options import option
 from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.planning import fraction_levels, shared_option
 from otelbench.procedures.profiles import shortfalls
-from otelbench.procedures.render import NA, fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
+from otelbench.render.procedure import NA, fmt, table
 
 __all__ = ["ItlParams", "ItlProcedure", "itl_level", "saturation_from_sweep"]
 

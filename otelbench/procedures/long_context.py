@@ -37,8 +37,8 @@ from otelbench.model.procedure import (
 )
 from otelbench.options import option
 from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
-from otelbench.procedures.render import fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
+from otelbench.render.procedure import fmt, table
 
 __all__ = [
     "LONG_CONTEXT_WORKLOAD",

@@ -111,9 +111,9 @@ from otelbench.options import common, nested, option
 from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.capacity import CapacityParams, CapacityProcedure
 from otelbench.procedures.planning import shared_option
-from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 from otelbench.query import RunData
+from otelbench.render.procedure import NA, fmt, pct, table
 
 __all__ = [
     "CAPACITY_ROLE",

@@ -84,9 +84,9 @@ from otelbench.procedures.base import (
 from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.planning import shared_option
 from otelbench.procedures.profiles import shortfalls
-from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 from otelbench.query import RunData
+from otelbench.render.procedure import NA, fmt, pct, table
 
 __all__ = [
     "CACHE_DISABLED",

@@ -85,8 +85,8 @@ from otelbench.procedures.configurations import SutConfiguration
 from otelbench.procedures.levels import level_row, run_data_from_outcome
 from otelbench.query import RunData, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
+from otelbench.render.html import render_html
 from otelbench.report import render_json, render_markdown, report_from_data
-from otelbench.report.html import render_html
 from otelbench.report.plot_data import plot_data
 from otelbench.spool import SpoolStats
 

@@ -72,9 +72,9 @@ from otelbench.procedures.planning import (
 )
 from otelbench.procedures.probe import capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
-from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
 from otelbench.procedures.tradeoff import slo_ratio
+from otelbench.render.procedure import NA, fmt, pct, table
 
 __all__ = ["SEARCH_ROLE", "ThroughputParams", "ThroughputProcedure", "throughput_verdict"]
 

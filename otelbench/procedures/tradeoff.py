@@ -58,8 +58,8 @@ from otelbench.procedures.planning import (
 )
 from otelbench.procedures.probe import PROBE_ROLE, capacity_section, estimate_capacity
 from otelbench.procedures.profiles import shortfalls
-from otelbench.procedures.render import NA, fmt, pct, table
 from otelbench.procedures.session import Level, ProcedureSession
+from otelbench.render.procedure import NA, fmt, pct, table
 
 __all__ = [
     "SWEEP_ROLE",

@@ -27,8 +27,8 @@ from otelbench.options import option
 from otelbench.procedures.base import Procedure, RawParameters, level_entry, register_procedure
 from otelbench.procedures.planning import shared_option
 from otelbench.procedures.profiles import shortfalls
-from otelbench.procedures.render import NA, fmt, table
 from otelbench.procedures.session import Level, ProcedureSession
+from otelbench.render.procedure import NA, fmt, table
 
 __all__ = ["CDF_PERCENTS", "HISTOGRAM_BINS", "TtftParams", "TtftProcedure", "ttft_distribution"]
 

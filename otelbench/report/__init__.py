@@ -18,9 +18,9 @@ from typing import Final
 
 from otelbench.errors import registered
 from otelbench.model.report import Report
+from otelbench.render.html import render_html
+from otelbench.render.markdown import render_markdown
 from otelbench.report.build import SCHEMA_VERSION, build_report, render_json, report_from_data
-from otelbench.report.html import render_html
-from otelbench.report.markdown import render_markdown
 
 __all__ = [
     "RENDERERS",

@@ -80,7 +80,7 @@ from otelbench.model.report import (
 )
 from otelbench.model.sut import GuardrailsDeclaration
 from otelbench.query.shards import LATE_START_MS
-from otelbench.report.access import fmt, integer, nonblank, number
+from otelbench.render.format import fmt, integer, nonblank, number
 from otelbench.report.configuration import (
     NOT_DECLARED,
     ReportFacts,

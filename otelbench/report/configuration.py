@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from otelbench import semconv
 from otelbench.model import report as rt
-from otelbench.report.access import NA, fmt, nonblank, number
+from otelbench.render.format import NA, fmt, nonblank, number
 
 __all__ = [
     "NOT_DECLARED",

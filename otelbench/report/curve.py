@@ -6,7 +6,7 @@ a load, a throughput and a P99, and derives the knee, saturation, peak and optim
 the block does not name (:func:`otelbench.metrics.throughput_latency_points`).
 :func:`procedure_curve` picks the levels of a ``procedure.json`` that form one load curve. Their
 value, a :class:`~otelbench.model.plots.ThroughputLatencyCurve`, is what the figure
-(:func:`otelbench.report.figures.throughput_latency`) draws: the renderer derives nothing.
+(:func:`otelbench.render.figures.throughput_latency`) draws: the renderer derives nothing.
 
 Usage::
 
@@ -29,7 +29,7 @@ from otelbench.model.plots import (
     ThroughputLatencyCurve,
 )
 from otelbench.model.procedure import LevelEntry, ProcedureReport, TradeoffSection
-from otelbench.report.access import number
+from otelbench.render.format import number
 
 __all__ = ["CURVE_SHAPE", "curve_of", "procedure_curve"]
 

@@ -28,7 +28,7 @@ from otelbench import draft
 from otelbench.metrics.arrivals import exponential_fit
 from otelbench.model import report as rt
 from otelbench.query import RunData
-from otelbench.report.access import number
+from otelbench.render.format import number
 
 __all__ = ["phases_section", "sent_section"]
 

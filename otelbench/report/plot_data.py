@@ -4,7 +4,7 @@
 :data:`MAX_POINTS` points per series (deterministic, evenly spread ranks or requests) and to
 histogram counts, so the page stays small for millions of requests. Its shape is
 :class:`otelbench.model.plots.PlotData`, versioned by :data:`PLOT_DATA_VERSION`;
-:mod:`otelbench.report.figures` draws it.
+:mod:`otelbench.render.figures` draws it.
 
 Usage::
 
@@ -39,7 +39,7 @@ from otelbench.model.plots import (
     WaterfallServer,
 )
 from otelbench.query import RunData
-from otelbench.report.plots import LOG_AXIS_RATIO
+from otelbench.render.svg import LOG_AXIS_RATIO
 from otelbench.report.sections import (
     client_itl_order,
     client_jitter_us,

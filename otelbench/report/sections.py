@@ -246,7 +246,7 @@ _DERIVED: dict[int, dict[Hashable, Any]] = {}
 def derived(data: RunData, key: Hashable, compute: Callable[[], _T]) -> _T:
     """``compute()`` the first time it is asked for ``key`` of ``data``, the same object after.
 
-    ``report_from_data`` and :func:`otelbench.report.html.plot_data` derive the same per-token
+    ``report_from_data`` and :func:`otelbench.render.html.plot_data` derive the same per-token
     arrays (token timelines, ITL, jitter, fluidity-indices: tens of millions of values at scale)
     from the same :class:`~otelbench.query.RunData`; each is computed once. The memo lives as
     long as ``data`` does. The arrays are shared: callers never modify them in place.

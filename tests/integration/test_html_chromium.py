@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from otelbench.render.html import PLOTS, render_html, render_procedure_html
 from otelbench.report import report_from_data
 from otelbench.report.curve import curve_of, procedure_curve
-from otelbench.report.html import PLOTS, render_html, render_procedure_html
 from otelbench.report.plot_data import plot_data
 from tests.unit.report.test_html import PROCEDURE, REQS, Page, html_run
 

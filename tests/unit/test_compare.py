@@ -24,7 +24,6 @@ from otelbench.compare import (
     gpu_count_from_hardware,
     load_run,
     parse_run_arguments,
-    render_compare_markdown,
 )
 from otelbench.errors import ConfigError
 from otelbench.loadgen.warmup import WarmupOutcome, WarmupSpec
@@ -40,6 +39,7 @@ from otelbench.model.compare import ChecklistItem, CompareResult, MetricResult
 from otelbench.model.conform import conforms
 from otelbench.model.report import Report, Summary
 from otelbench.query import extract_run_data, open_store
+from otelbench.render.compare import render_compare_markdown
 from otelbench.report import render_json, report_from_data
 from otelbench.report.compliance import compliance
 from otelbench.report.configuration import configuration_summary

@@ -15,20 +15,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from otelbench.compare import RunReport, compare_runs, render_compare_markdown
+from otelbench.compare import RunReport, compare_runs
 from otelbench.procedures import (
     CapacityParams,
     CapacityProcedure,
     TradeoffParams,
     TradeoffProcedure,
 )
-from otelbench.procedures.render import render_procedure
 from otelbench.procedures.tradeoff import SWEEP_ROLE
 from otelbench.query import extract_run_data, open_store
+from otelbench.render.compare import render_compare_markdown
+from otelbench.render.html import render_html, render_procedure_html
+from otelbench.render.procedure import render_procedure
 from otelbench.report import render_json, render_markdown, report_from_data
 from otelbench.report.compliance import procedure_compliance
 from otelbench.report.curve import procedure_curve
-from otelbench.report.html import render_html, render_procedure_html
 from otelbench.report.plot_data import plot_data
 from tests.unit.procedures.test_reports import TABLE_5, capacity_levels, level, spec
 from tests.unit.query.spanstore import write_hook_scenario, write_scenario

@@ -44,8 +44,8 @@ from otelbench.procedures.fluidity import (
     split_outliers,
 )
 from otelbench.procedures.levels import level_row, run_data_from_outcome
-from otelbench.procedures.render import render_procedure
 from otelbench.query import RunData, ServerRequests
+from otelbench.render.procedure import render_procedure
 from otelbench.report import report_from_data
 from tests.unit.procedures.test_levels import outcome, result
 

@@ -19,8 +19,8 @@ from otelbench.procedures.levels import (
     run_data_from_outcome,
     saturation_at,
 )
-from otelbench.procedures.render import render_procedure
 from otelbench.query import extract_run_data, open_store
+from otelbench.render.procedure import render_procedure
 from otelbench.report import report_from_data
 from tests.unit.query.spanstore import write_hook_scenario
 

@@ -53,8 +53,8 @@ from otelbench.procedures.memory_pressure import (
     preemption_measurements,
     pressure_row,
 )
-from otelbench.procedures.render import render_procedure
 from otelbench.query import RunData, ServerRequests
+from otelbench.render.procedure import render_procedure
 from otelbench.report import report_from_data
 from tests.unit.procedures.test_levels import T0, S, outcome, result
 

@@ -33,10 +33,10 @@ from otelbench.procedures.base import (
 from otelbench.procedures.capacity import capacity_verdict
 from otelbench.procedures.itl import saturation_from_sweep
 from otelbench.procedures.profiles import DRAFT, QUICK, shortfalls
-from otelbench.procedures.render import render_procedure
 from otelbench.procedures.throughput import throughput_verdict
 from otelbench.procedures.tradeoff import SWEEP_ROLE, slo_ratio
 from otelbench.procedures.ttft import TtftParams, TtftProcedure, ttft_distribution
+from otelbench.render.procedure import render_procedure
 
 # Draft Table 5: offered r/s, achieved tok/s, TTFT P50, TTFT P99
 TABLE_5 = [

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from otelbench.model.report import CONFIGURATION_LABELS, Report
+from otelbench.render.format import fmt
+from otelbench.render.html import render_html
 from otelbench.report import build_report, render_markdown
-from otelbench.report.access import fmt
-from otelbench.report.html import render_html
 
 
 @pytest.fixture(params=["scenario_store", "hook_store", "scenario_store_without_server"])

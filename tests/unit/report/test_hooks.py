@@ -31,8 +31,8 @@ import pytest
 
 from otelbench import semconv
 from otelbench.query import extract_run_data, open_store
+from otelbench.render.html import render_html
 from otelbench.report import build_report, render_json, render_markdown
-from otelbench.report.html import render_html
 from otelbench.report.plot_data import plot_data
 from tests.unit.query.spanstore import MS, T0_NS, SpanWriter, span, trace
 from tests.unit.report.test_markdown import section

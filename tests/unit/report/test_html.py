@@ -1,4 +1,4 @@
-"""The HTML report (``otelbench.report.html``) and its SVG helper, from hand-built records.
+"""The HTML report (``otelbench.render.html``) and its SVG helper, from hand-built records.
 
 The run (:func:`html_run`) has five requests submitted 1 s apart, with hand-checked values:
 
@@ -43,11 +43,11 @@ from otelbench.query import (
     extract_run_data,
     open_store,
 )
+from otelbench.render.html import PLOTS, render_html
+from otelbench.render.svg import Axis, Chart, linear_ticks, log_ticks, tick_label
 from otelbench.report import report_from_data
 from otelbench.report.curve import curve_of
-from otelbench.report.html import PLOTS, render_html
 from otelbench.report.plot_data import MAX_POINTS, plot_data
-from otelbench.report.plots import Axis, Chart, linear_ticks, log_ticks, tick_label
 from tests.unit.golden.outputs import SCENARIOS
 
 MS = 1000  # µs per ms

@@ -8,8 +8,8 @@ points are drawn and how they were picked. The run is ``test_html``'s five hand-
 
 from __future__ import annotations
 
+from otelbench.render.html import render_html
 from otelbench.report import report_from_data
-from otelbench.report.html import render_html
 from otelbench.report.plot_data import plot_data
 from tests.unit.report.test_html import REQS, html_run
 

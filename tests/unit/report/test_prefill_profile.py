@@ -21,8 +21,8 @@ import pytest
 from otelbench.model import report as rt
 from otelbench.model.conform import conforms
 from otelbench.query import RunData
+from otelbench.render.html import render_html
 from otelbench.report import render_json, render_markdown, report_from_data
-from otelbench.report.html import render_html
 from otelbench.report.plot_data import plot_data
 from tests.unit.report.test_sections import MS, Req, run_data
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from otelbench.procedures.render import render_procedure
+from otelbench.render.html import render_procedure_html
+from otelbench.render.procedure import render_procedure
 from otelbench.report.compliance import (
     VERDICT_CONDITIONAL,
     VERDICT_NOT_COMPLIANT,
     procedure_compliance,
 )
 from otelbench.report.curve import procedure_curve
-from otelbench.report.html import render_procedure_html
 from tests.unit.report.test_compliance import full_report
 
 

@@ -3,15 +3,15 @@
 Each figure of :data:`PLOTS` is drawn by one function registered in :data:`FIGURES` (by its
 ``data-plot`` name) from the report (:class:`~otelbench.model.report.Report`) and, when given,
 the plot data (:class:`~otelbench.model.plots.PlotData`,
-:func:`otelbench.report.plot_data.plot_data`'s value), with :mod:`otelbench.report.plots`'
+:func:`otelbench.report.plot_data.plot_data`'s value), with :mod:`otelbench.render.svg`'
 charts; the throughput-latency curve is drawn by :func:`throughput_latency` from a multi-level
 procedure's curve (:class:`~otelbench.model.plots.ThroughputLatencyCurve`,
-:func:`otelbench.report.curve.curve_of`'s value) instead. :mod:`otelbench.report.html` lays
+:func:`otelbench.report.curve.curve_of`'s value) instead. :mod:`otelbench.render.html` lays
 them out on the page.
 
 Usage::
 
-    from otelbench.report.figures import FIGURES, PLOTS, Figure, throughput_latency
+    from otelbench.render.figures import FIGURES, PLOTS, Figure, throughput_latency
 
     for name, title in PLOTS:
         fig = Figure(name, title)
@@ -48,8 +48,8 @@ from otelbench.model.report import (
     ShortSummary,
     Summary,
 )
-from otelbench.report.access import fmt, number
-from otelbench.report.plots import LOG_AXIS_RATIO, PALETTE, Axis, Chart
+from otelbench.render.format import fmt, number
+from otelbench.render.svg import LOG_AXIS_RATIO, PALETTE, Axis, Chart
 
 __all__ = ["FIGURES", "PLOTS", "Figure", "esc", "html_table", "throughput_latency"]
 

@@ -5,7 +5,7 @@
 :func:`otelbench.report.plot_data.plot_data` builds (:class:`~otelbench.model.plots.PlotData`)
 and a multi-level procedure's throughput-latency curve (:mod:`otelbench.report.curve`). It
 returns one HTML document that opens offline: no script, style sheet, font or image is loaded
-from anywhere; the plots are inline SVG drawn by :mod:`otelbench.report.plots`, hover text is
+from anywhere; the plots are inline SVG drawn by :mod:`otelbench.render.svg`, hover text is
 SVG ``<title>``, and one short inline script at the end marks the page
 (``<html data-script="ok" data-plots="…" data-plots-drawn="…">``) so a headless browser can
 prove that every plot drew with no script error.
@@ -37,7 +37,7 @@ Usage::
 
     from otelbench.query import extract_run_data, open_store
     from otelbench.report import report_from_data
-    from otelbench.report.html import render_html
+    from otelbench.render.html import render_html
     from otelbench.report.plot_data import plot_data
 
     with open_store("otelbench.duckdb") as runner:
@@ -54,8 +54,7 @@ from typing import Final, Literal
 from otelbench.model.plots import PlotData, ThroughputLatencyCurve
 from otelbench.model.procedure import ProcedureReport
 from otelbench.model.report import CONFIGURATION_LABELS, ComplianceSection, Report, Summary
-from otelbench.report.access import NA, fmt, load_text
-from otelbench.report.figures import (
+from otelbench.render.figures import (
     FIGURES,
     PLOTS,
     Figure,
@@ -63,7 +62,8 @@ from otelbench.report.figures import (
     html_table,
     throughput_latency,
 )
-from otelbench.report.markdown import request_ends_table, server_timing_text
+from otelbench.render.format import NA, fmt, load_text
+from otelbench.render.markdown import request_ends_table, server_timing_text
 
 __all__ = [
     "PLOTS",

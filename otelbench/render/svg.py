@@ -10,7 +10,7 @@ so tests can count and measure them.
 
 Usage::
 
-    from otelbench.report.plots import PALETTE, Axis, Chart
+    from otelbench.render.svg import PALETTE, Axis, Chart
 
     chart = Chart(Axis.linear([0, 120], "TTFT (ms)"), Axis.fixed(0, 1, "fraction of requests"))
     chart.step_cdf([10, 20, 120], [1 / 3, 2 / 3, 1], color=PALETTE[0], label="client")

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from otelbench.model import report as rt
-from otelbench.report.access import NA, NOT_RECORDED, fmt, load_text, markdown_cell, markdown_table
+from otelbench.render.format import NA, NOT_RECORDED, fmt, load_text, markdown_cell, markdown_table
 
 __all__ = ["compliance_lines", "render_markdown", "request_ends_table", "server_timing_text"]
 
@@ -70,7 +70,7 @@ def _warmup_text(warmup: rt.Warmup | None) -> str:
 
 def server_timing_text(timing: rt.ServerTiming | None) -> str:
     """``run.sut.server_timing`` in one line: who produced the server spans, and its note
-    (:data:`~otelbench.report.access.NOT_RECORDED` for None)."""
+    (:data:`~otelbench.render.format.NOT_RECORDED` for None)."""
     if timing is None:
         return NOT_RECORDED
     if timing["source"] == "engine_hooks":

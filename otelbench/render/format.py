@@ -13,7 +13,7 @@ it directly. What is left here:
 
 Usage::
 
-    from otelbench.report.access import fmt
+    from otelbench.render.format import fmt
 
     fmt(report["metrics"]["client"]["ttft_ms"]["p99"], 2, "ms")   # '41.20 ms' or 'n/a'
 """

@@ -18,18 +18,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otelbench.model.procedure import ProcedureReport
-from otelbench.report import access
-from otelbench.report.access import NA
-from otelbench.report.access import markdown_table as table
-from otelbench.report.markdown import compliance_lines
+from otelbench.render.format import NA
+from otelbench.render.format import fmt as format_number
+from otelbench.render.format import markdown_table as table
+from otelbench.render.markdown import compliance_lines
 
 __all__ = ["NA", "fmt", "pct", "render_procedure", "table"]
 
 
 def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
     """A number with ``digits`` decimals (and `` unit``), or ``n/a``
-    (:func:`otelbench.report.access.fmt`, one decimal by default)."""
-    return access.fmt(value, digits, unit)
+    (:func:`otelbench.render.format.fmt`, one decimal by default)."""
+    return format_number(value, digits, unit)
 
 
 def pct(value: Any, digits: int = 1) -> str:
