@@ -71,8 +71,8 @@ from otelbench.model.report import Report
 from otelbench.model.sut import ComparativeRun, SutDeclaration, TargetInfo
 from otelbench.query import QueryRunner, extract_run_data, open_store
 from otelbench.query.extract import is_store_url
-from otelbench.render.html import render_html
-from otelbench.report import render_json, render_markdown, report_from_data
+from otelbench.render import write_report_pages
+from otelbench.report import render_json, report_from_data
 from otelbench.report.plot_data import plot_data
 from otelbench.spool import COUNTERS as SPOOL_COUNTERS
 from otelbench.spool import SpoolStats
@@ -568,11 +568,8 @@ def write_reports(
             data = extract_run_data(runner, run_id)
         report = report_from_data(data)
         report["run"]["client_telemetry"] = client_telemetry(out_dir, report["run"]["id"])
-        markdown = render_markdown(report)
         (out_dir / "report.json").write_text(render_json(report))
-        (out_dir / "report.md").write_text(markdown)
-        html = render_html(report, plot_data(data))
-        (out_dir / "report.html").write_text(html, encoding="utf-8")
+        markdown = write_report_pages(report, out_dir, plot_data(data))
     return report, markdown
 
 

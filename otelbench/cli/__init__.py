@@ -6,6 +6,8 @@ exit 2 (typer's convention). One module per command group, all options in
 
 - ``otelbench run``        run a benchmark against a target and write the reports (``run``)
 - ``otelbench report DIR`` recompute the reports from the stored spans alone (``report``)
+- ``otelbench render REPORT --out DIR``  report.md and report.html from a report.json alone
+  (``report``)
 - ``otelbench collector``  run the embedded OTLP/HTTP collector standalone (``collector``; also
   ``python -m otelbench.collector``)
 - ``otelbench compare``    compare systems from their runs' reports, draft section 6 (``compare``)
@@ -29,7 +31,7 @@ from otelbench.cli.compare import compare
 from otelbench.cli.dashboards import dashboards_app
 from otelbench.cli.gateway import gateway
 from otelbench.cli.live import probe, watch
-from otelbench.cli.report import report
+from otelbench.cli.report import render, report
 from otelbench.cli.run import run
 from otelbench.cli.test import test_app
 from otelbench.errors import OtelbenchError
@@ -49,6 +51,7 @@ app.command("probe")(probe)
 app.add_typer(dashboards_app, name="dashboards")
 app.command("run")(run)
 app.command("report")(report)
+app.command("render")(render)
 app.command("collector")(collector)
 app.command("compare")(compare)
 

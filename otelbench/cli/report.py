@@ -91,3 +91,38 @@ def report(
     if snapshot is not None:
         note = snapshot_note(snapshot.taken_unix_ns)
         typer.echo(f"otelbench: {target} is being written by its collector: {note}", err=True)
+
+
+def render(
+    report_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="REPORT", help="A report.json, or a run directory holding one.", exists=True
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Where to write report.md and report.html (not the report's own directory, "
+            "whose report.html has the per-request plots)."
+        ),
+    ],
+) -> None:
+    """Render report.md and report.html from a report.json alone, without the span store.
+
+    The report is read through the one way in (checked against its types, an older schema
+    version upgraded) and rendered; nothing is recomputed. The figures that need per-request
+    data say so: `otelbench report` redraws them from the store.
+    """
+    from otelbench.model.load import load_report, report_file
+    from otelbench.render import write_report_pages
+
+    source = report_file(report_path)
+    if out.resolve() == source.parent.resolve():
+        raise ConfigError(
+            f"--out {out} holds the report.json rendered from: write the pages elsewhere "
+            "(otelbench report redraws them there with the per-request plots)"
+        )
+    report = load_report(source)
+    out.mkdir(parents=True, exist_ok=True)
+    typer.echo(write_report_pages(report, out))
