@@ -66,6 +66,7 @@ from otelbench.loadgen.runner import (
 )
 from otelbench.loadgen.warmup import WarmupSpec
 from otelbench.model.conform import conforms
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.procedure import WarmupSettings
 from otelbench.model.report import Report
 from otelbench.model.sut import ComparativeRun, SutDeclaration, TargetInfo
@@ -881,7 +882,7 @@ class RunJsonLoad(TypedDict):
     requests: int
     rate: float | None
     concurrency: int | None
-    arrival_params: dict[str, Any]
+    arrival_params: JsonObject
 
 
 class RunJsonShard(TypedDict):
@@ -911,7 +912,7 @@ class RunJson(TypedDict):
     load: RunJsonLoad
     seed: int
     workload: str
-    workload_params: dict[str, Any]
+    workload_params: JsonObject
     api: Literal["completions"]
     ignore_eos: bool
     tokenizer: str | None

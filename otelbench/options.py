@@ -2,9 +2,10 @@
 
 The procedures' ``Params`` (and the command line's own option dataclasses) declare their fields
 with :func:`option`; :mod:`otelbench.cli.options` generates each command's options from them, so
-an option is declared once, beside the value it sets. Plain data and the parsers of the values
-typer does not parse (:func:`key_values`, :func:`json_object`): no typer here. A field declared
-without :func:`option` is not on the command line (e.g. 5.3's ``fractions``).
+an option is declared once, beside the value it sets. Plain data, the type of the values typer
+parses (:data:`OptionValue`) and the parsers of those it does not (:func:`key_values`,
+:func:`json_object`, :func:`prompt_format`): no typer here. A field declared without
+:func:`option` is not on the command line (e.g. 5.3's ``fractions``).
 
 - ``name``: the option's name when it is not the field's (``level_duration`` → ``--level-duration``
   for the field ``level_duration_s``);
@@ -28,21 +29,36 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias
 
 from otelbench.errors import ConfigError
+from otelbench.model.jsonvalue import JsonObject
 
 __all__ = [
     "METADATA_KEY",
+    "PROMPT_FORMATS",
     "OptionMeta",
+    "OptionValue",
+    "OptionValues",
     "common",
     "json_object",
     "key_values",
     "nested",
     "option",
+    "prompt_format",
 ]
 
 METADATA_KEY: Final = "otelbench.option"
+
+OptionValue: TypeAlias = (
+    str | int | float | bool | Path | list[str] | list[int] | list[float] | None
+)
+"""A value typer parsed for an option made from a field: the fields' types (``str``, ``int``,
+``float``, ``bool``, ``Path``, each maybe ``None``), a ``list`` of one for a repeatable option.
+Not JSON: a ``Path`` is none."""
+OptionValues: TypeAlias = dict[str, OptionValue]
+"""A command's option values by option name, as typer gives them."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,13 +95,13 @@ def common(default: Any) -> Any:
     return dataclasses.field(default=default, metadata={METADATA_KEY: OptionMeta(common=True)})
 
 
-def key_values(items: list[str], option: str) -> dict[str, Any]:
+def key_values(items: list[str], option: str) -> JsonObject:
     """``KEY=VALUE`` strings as a dict; VALUE as JSON when it parses, else the string.
 
     >>> key_values(["n=3", "path=a.json"], "--workload-param")
     {'n': 3, 'path': 'a.json'}
     """
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -97,7 +113,7 @@ def key_values(items: list[str], option: str) -> dict[str, Any]:
     return out
 
 
-def json_object(text: str | None, option: str) -> dict[str, Any]:
+def json_object(text: str | None, option: str) -> JsonObject:
     """The JSON object an option gives (``{}`` when not given); anything else is a ConfigError.
 
     >>> json_object('{"top_k": 5}', "--extra-body")
@@ -110,3 +126,19 @@ def json_object(text: str | None, option: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"{option} must be a JSON object")
     return value
+
+
+PROMPT_FORMATS: Final = ("token_ids", "text")
+
+
+def prompt_format(value: str) -> Literal["token_ids", "text"]:
+    """``--prompt-format``: ``token_ids`` or ``text`` (RunConfig.prompt_format).
+
+    >>> prompt_format("text")
+    'text'
+    """
+    if value == "token_ids":
+        return "token_ids"
+    if value == "text":
+        return "text"
+    raise ConfigError(f"--prompt-format must be one of {', '.join(PROMPT_FORMATS)}, got {value!r}")

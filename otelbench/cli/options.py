@@ -4,9 +4,10 @@ fields (their help, name and unit in :mod:`otelbench.options` metadata).
 :class:`CommonOptions` are the options of ``otelbench run`` and every ``otelbench test`` command
 (target, workload, request, warm-up, SUT and store); :func:`dataclass_options` lists the options of
 a dataclass's fields and :func:`make_command` builds a typer command function from such lists, its
-signature made with :class:`inspect.Parameter` and ``typer.Option``. Parsing helpers for option
-values (``KEY=VALUE`` lists, JSON objects) sit here too, and the HTTPS options of the servers
-(``otelbench collector``, ``otelbench gateway``): :data:`TlsCert`, :data:`TlsKey`.
+signature made with :class:`inspect.Parameter` and ``typer.Option``; the values typer does not
+parse (``KEY=VALUE`` lists, JSON objects, ``--prompt-format``) are parsed by
+:mod:`otelbench.options`. The HTTPS options of the servers (``otelbench collector``,
+``otelbench gateway``) sit here too: :data:`TlsCert`, :data:`TlsKey`.
 
 Example::
 
@@ -23,17 +24,24 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final
 
 import typer
 
 from otelbench.errors import ConfigError
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.sut import SutDeclaration
-from otelbench.options import METADATA_KEY, OptionMeta, key_values, option
+from otelbench.options import (
+    METADATA_KEY,
+    OptionMeta,
+    OptionValue,
+    OptionValues,
+    key_values,
+    option,
+)
 from otelbench.sut.description import FLAGS, from_flags, sut_description
 
 __all__ = [
-    "PROMPT_FORMATS",
     "CommonOptions",
     "Opt",
     "TlsCert",
@@ -42,7 +50,6 @@ __all__ = [
     "declared_sut",
     "from_values",
     "make_command",
-    "prompt_format",
     "workload_params",
 ]
 
@@ -182,7 +189,7 @@ def _is_tuple(hint: Any) -> Any:
 
 
 def dataclass_options(
-    cls: type[Any], *, defaults: Mapping[str, Any] | None = None, nested: str | None = None
+    cls: type[Any], *, defaults: OptionValues | None = None, nested: str | None = None
 ) -> list[Opt]:
     """The options of ``cls``'s fields that carry :mod:`otelbench.options` metadata, in field
     order; ``defaults`` overrides some (by option name). A tuple field is a repeatable option
@@ -219,19 +226,19 @@ def dataclass_options(
 
 
 def from_values(
-    cls: type[Any], options: Sequence[Opt], values: Mapping[str, Any], **extra: Any
+    cls: type[Any], options: Sequence[Opt], values: Mapping[str, OptionValue], **extra: object
 ) -> Any:
     """``cls`` built from the command's option ``values`` (the inverse of the options' scale and
     repetition) and ``extra`` fields; a repeatable option not given leaves the field's default."""
-    kwargs: dict[str, Any] = dict(extra)
-    nested: dict[str, dict[str, Any]] = {}
+    kwargs: dict[str, object] = dict(extra)  # passed on to cls, whose fields made the options
+    nested: dict[str, dict[str, object]] = {}
     for o in options:
-        value = values[o.name]
+        value: object = values[o.name]
         if o.repeatable:
-            if not value:
+            if not isinstance(value, list) or not value:
                 continue
             value = tuple(v / o.scale for v in value) if o.scale else tuple(value)
-        elif o.scale is not None and value is not None:
+        elif o.scale is not None and isinstance(value, int | float):  # a scaled field: a number
             value = value / o.scale
         (nested.setdefault(o.nested, {}) if o.nested else kwargs)[o.field] = value
     hints = typing.get_type_hints(cls)
@@ -240,7 +247,7 @@ def from_values(
     return cls(**kwargs)
 
 
-def make_command(doc: str, options: Sequence[Opt], body: Callable[[dict[str, Any]], None]) -> Any:
+def make_command(doc: str, options: Sequence[Opt], body: Callable[[OptionValues], None]) -> Any:
     """A typer command function whose options are ``options`` and that calls ``body`` with
     the values by option name (its signature built with :class:`inspect.Parameter`)."""
     params = [
@@ -253,7 +260,7 @@ def make_command(doc: str, options: Sequence[Opt], body: Callable[[dict[str, Any
         for o in options
     ]
 
-    def command(**values: Any) -> None:
+    def command(**values: OptionValue) -> None:
         body(values)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -262,7 +269,7 @@ def make_command(doc: str, options: Sequence[Opt], body: Callable[[dict[str, Any
     return command
 
 
-def workload_params(workload: str, items: list[str] | None, base: dict[str, Any]) -> dict[str, Any]:
+def workload_params(workload: str, items: list[str] | None, base: JsonObject) -> JsonObject:
     """``base`` (set by other options) updated with the ``--workload-param`` ``items``; a name the
     workload does not take or a mistyped value is a usage error (exit 2) listing what it takes."""
     from otelbench.loadgen.workloads import check_workload_params, workload_parameters
@@ -280,19 +287,3 @@ def declared_sut(c: CommonOptions) -> SutDeclaration:
     """The SUT as the user declared it: ``--sut-config`` with the ``--sut-*`` flags on top
     (validated: :func:`otelbench.sut.description.sut_description`)."""
     return sut_description(c.sut_config, from_flags({f: getattr(c, f) for f in FLAGS}))
-
-
-PROMPT_FORMATS: Final = ("token_ids", "text")
-
-
-def prompt_format(value: str) -> Literal["token_ids", "text"]:
-    """``--prompt-format``: ``token_ids`` or ``text`` (RunConfig.prompt_format).
-
-    >>> prompt_format("text")
-    'text'
-    """
-    if value == "token_ids":
-        return "token_ids"
-    if value == "text":
-        return "text"
-    raise ConfigError(f"--prompt-format must be one of {', '.join(PROMPT_FORMATS)}, got {value!r}")

@@ -22,12 +22,13 @@ from otelbench.cli.options import (
     make_command,
     workload_params,
 )
-from otelbench.cli.options import prompt_format as parse_prompt_format
 from otelbench.options import json_object, option
+from otelbench.options import prompt_format as parse_prompt_format
 
 if TYPE_CHECKING:
     from otelbench.loadgen.runner import LoadSpec, RunConfig
     from otelbench.loadgen.warmup import WarmupSpec
+    from otelbench.model.jsonvalue import JsonObject
 
 __all__ = ["RunOptions", "run", "run_config"]
 
@@ -85,11 +86,6 @@ class RunOptions:
     )
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"otelbench: error: {message}", err=True)
-    raise typer.Exit(1)
-
-
 class _Progress:
     """A progress display on a terminal, a line every 10 % otherwise; cheap per request."""
 
@@ -133,7 +129,7 @@ def run_config(
     *,
     load: LoadSpec,
     warmup: WarmupSpec | None,
-    workload_params: dict[str, Any],
+    workload_params: JsonObject,
     workload: str | None = None,
     prompt_format: Literal["token_ids", "text"] = "token_ids",
 ) -> RunConfig:
@@ -173,11 +169,11 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         raise typer.BadParameter("give one of --rate (open loop) or --concurrency, not both")
     if r.rate is None and r.concurrency is None and r.arrival != "trace":
         raise typer.BadParameter("give --rate (open loop) or --concurrency (closed loop)")
-    arrival_params: dict[str, Any] = {}
+    arrival_params: JsonObject = {}
     if r.burst_cv is not None:
         arrival_params["cv"] = r.burst_cv
     if r.trace_file is not None:
-        arrival_params["path"] = r.trace_file
+        arrival_params["path"] = str(r.trace_file)
     if r.time_scale is not None:
         arrival_params["time_scale"] = r.time_scale
     if c.sut not in (None, "vllm-cpu"):
@@ -191,7 +187,7 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         concurrency=r.concurrency,
         arrival_params=arrival_params if r.concurrency is None else {},
     )
-    params: dict[str, Any] = {} if c.vocab_size is None else {"vocab_size": c.vocab_size}
+    params: JsonObject = {} if c.vocab_size is None else {"vocab_size": c.vocab_size}
     workload = c.workload
     if r.workload_file is not None:
         workload, params["path"] = "file", str(r.workload_file)
@@ -248,7 +244,9 @@ def run_benchmark_command(c: CommonOptions, r: RunOptions) -> None:
         raise typer.Exit(130)
     tally = result.outcome.tally if result.outcome is not None else None
     if tally is not None and tally.sent and tally.failed.total() == tally.sent:
-        _fail(f"all {tally.sent} requests failed ({', '.join(sorted(tally.failed))})")
+        failed = ", ".join(sorted(tally.failed))
+        typer.echo(f"otelbench: error: all {tally.sent} requests failed ({failed})", err=True)
+        raise typer.Exit(1)
 
 
 def _sharded(config: RunConfig, r: RunOptions, otlp_endpoint: str | None) -> RunConfig:

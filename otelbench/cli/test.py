@@ -49,7 +49,7 @@ from otelbench.cli.options import (
     workload_params,
 )
 from otelbench.cli.run import run_config
-from otelbench.options import option
+from otelbench.options import OptionValues, option
 from otelbench.procedures import (
     CapacityProcedure,
     FairnessProcedure,
@@ -68,6 +68,7 @@ from otelbench.procedures import (
 
 if TYPE_CHECKING:
     from otelbench.benchmark import VllmLaunch
+    from otelbench.model.jsonvalue import JsonObject
 
 __all__ = ["ProcedureOptions", "test_app"]
 
@@ -129,7 +130,7 @@ def _spec(c: CommonOptions, p: ProcedureOptions, config: list[str], launch: list
     if c.sut is None and c.target is None and not configurations:
         raise typer.BadParameter("give --target URL or --sut vllm-cpu (one of them)")
     prof = get_profile(p.profile)
-    vocab = {} if c.vocab_size is None else {"vocab_size": c.vocab_size}
+    vocab: JsonObject = {} if c.vocab_size is None else {"vocab_size": c.vocab_size}
     params = workload_params(c.workload, c.workload_param, vocab)
     warmup = None
     if not c.cold_start:
@@ -176,7 +177,7 @@ def _run(procedure: Any, spec: Any) -> None:
         raise typer.Exit(130)
 
 
-def _context_window(values: dict[str, Any]) -> None:
+def _context_window(values: OptionValues) -> None:
     """5.9: the context window defaults to ``--max-model-len`` with ``--sut``."""
     if values["max_context_len"] is None and values["sut"] is not None:
         values["max_context_len"] = values["max_model_len"]
@@ -188,7 +189,7 @@ def register(
     doc: str,
     *,
     workload: str = "synthetic-uniform",
-    prepare: Callable[[dict[str, Any]], None] | None = None,
+    prepare: Callable[[OptionValues], None] | None = None,
 ) -> None:
     """Add ``otelbench test NAME``: the common options, ``procedure``'s ``Params`` fields, and
     for 5.7/5.10 ``--config``/``--launch``; ``prepare`` may adjust the values first."""
@@ -205,14 +206,15 @@ def register(
     shared = {f.name for f in dataclasses.fields(params_cls)} & {o.name for o in common}
     options: list[Opt] = [*first, *configs, extra[0], *own, *rest, *extra[1:]]
 
-    def body(values: dict[str, Any]) -> None:
+    def body(values: OptionValues) -> None:
         if prepare is not None:
             prepare(values)
+        chosen: ConfigurationOptions = from_values(ConfigurationOptions, configs, values)
         spec = _spec(
             from_values(CommonOptions, common, values),
             from_values(ProcedureOptions, extra, values),
-            values.get("config") or [],
-            values.get("launch") or [],
+            chosen.config or [],
+            chosen.launch or [],
         )
         commons = {n: values[n] for n in shared}
         _run(procedure(from_values(params_cls, own, values, **commons)), spec)

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry.sdk.trace import SpanProcessor
 
 from otelbench import semconv
 from otelbench.errors import ConfigError
 from otelbench.loadgen.runner import LoadSpec, RunConfig, RunOutcome, execute_run
+from otelbench.model.jsonvalue import JsonObject
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -66,11 +67,11 @@ class ProbeConfig:
     segment_s: float = 300.0
     duration_s: float | None = None
     workload: str = "synthetic-uniform"
-    workload_params: dict[str, Any] = field(default_factory=dict)
+    workload_params: JsonObject = field(default_factory=dict)
     seed: int = 42
     timeout_s: float = 120.0
     ignore_eos: bool = False
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: JsonObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.rate > 0:

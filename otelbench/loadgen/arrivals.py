@@ -31,12 +31,13 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
 from otelbench.errors import ConfigError, registered
+from otelbench.model.jsonvalue import JsonValue
 from otelbench.model.report import ArrivalFacts, ArrivalSpec
 
 __all__ = [
@@ -263,8 +264,10 @@ def arrival_needs_rate(name: str) -> bool:
     return _known(name).needs_rate
 
 
-def _bind(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` checked against the process's signature, with its defaults filled in."""
+def _bind(name: str, params: Mapping[str, JsonValue]) -> dict[str, object]:
+    """``params`` checked against the process's signature, with its defaults filled in: the
+    process's keyword arguments (a default is whatever the process declares, so the values are
+    ``object``; the process checks them)."""
     sig = inspect.signature(ARRIVALS[name])
     reserved = {"rate", "n", "seed"}
     allowed = {k: p for k, p in sig.parameters.items() if k not in reserved}
@@ -275,7 +278,7 @@ def _bind(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
             f"arrival process {name!r} has no parameter {', '.join(map(repr, unknown))}; "
             f"its parameters: {known}"
         )
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, p in allowed.items():
         if key in params:
             out[key] = params[key]
@@ -287,7 +290,12 @@ def _bind(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def arrival_schedule(
-    name: str, *, rate: float | None, n: int, seed: int, params: Mapping[str, Any] | None = None
+    name: str,
+    *,
+    rate: float | None,
+    n: int,
+    seed: int,
+    params: Mapping[str, JsonValue] | None = None,
 ) -> npt.NDArray[np.float64]:
     """The send offsets (s) of ``n`` requests from the registered process ``name``.
 
@@ -306,7 +314,7 @@ def arrival_schedule(
 
 
 def arrival_parameters(
-    name: str, *, rate: float | None, seed: int, params: Mapping[str, Any] | None = None
+    name: str, *, rate: float | None, seed: int, params: Mapping[str, JsonValue] | None = None
 ) -> ArrivalSpec:
     """Everything that defines the schedule, for the run manifest: the process, its rate and
     seed, every parameter with defaults filled in, and what the process adds (gamma shape, a

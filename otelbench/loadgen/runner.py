@@ -57,7 +57,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 
@@ -99,6 +99,7 @@ from otelbench.loadgen.workloads import (
     make_workload,
 )
 from otelbench.model import report as rt
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.manifest import RunManifest, SendLag
 from otelbench.model.sut import SutDeclaration
 from otelbench.spool import SpoolStats
@@ -129,8 +130,9 @@ class LoadSpec:
     """How requests arrive: an open-loop arrival process at ``rate``, or closed loop.
 
     ``arrival_params`` are the arrival process's own parameters (``bursty``: ``cv``; ``trace``:
-    ``path``, ``time_scale``; ``trace`` needs no ``rate``). The schedule is built once here to
-    check them (a bad trace file fails now, not mid-run).
+    ``path``, ``time_scale``; ``trace`` needs no ``rate``), JSON as the run manifest records
+    them (a ``Path`` given for ``path`` is kept as its string). The schedule is built once here
+    to check them (a bad trace file fails now, not mid-run).
 
     Example::
 
@@ -143,7 +145,7 @@ class LoadSpec:
     requests: int
     rate: float | None = None
     concurrency: int | None = None
-    arrival_params: dict[str, Any] = field(default_factory=dict)
+    arrival_params: JsonObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.requests < 1:
@@ -173,10 +175,10 @@ class RunConfig:
     load: LoadSpec
     seed: int = 42
     workload: str = "synthetic-uniform"
-    workload_params: dict[str, Any] = field(default_factory=dict)
+    workload_params: JsonObject = field(default_factory=dict)
     api: Literal["completions"] = "completions"
     ignore_eos: bool = False
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: JsonObject = field(default_factory=dict)
     """Merged into every request body (server-specific parameters)."""
     sut: SutDeclaration = field(default_factory=SutDeclaration)
     """The system under test as declared or detected (:class:`SutDeclaration`): ``boundary``
@@ -414,7 +416,9 @@ async def execute_run(
     """
     from opentelemetry import trace
 
-    params = {"seed": config.seed, **config.workload_params}
+    # The workload's keyword arguments: its JSON parameters and, for one built from text, the
+    # run's tokenizer (checked by the workload's declared parameter types).
+    params: dict[str, object] = {"seed": config.seed, **config.workload_params}
     tokenizer = _tokenizer(config)
     if config.prompt_format == "text" and tokenizer is None:
         raise ConfigError(

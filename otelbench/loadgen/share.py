@@ -45,6 +45,7 @@ from otelbench import semconv
 from otelbench.client import AsyncLLMClient, CompletionRequest, CompletionResult
 from otelbench.loadgen.deadline import DeadlineTimer
 from otelbench.loadgen.workloads import WorkloadRequest
+from otelbench.model.jsonvalue import JsonObject
 
 __all__ = [
     "GIL_SWITCH_INTERVAL_S",
@@ -81,7 +82,7 @@ class SendConfig(Protocol):
     @property
     def api(self) -> Any: ...
     @property
-    def extra_body(self) -> dict[str, Any]: ...
+    def extra_body(self) -> JsonObject: ...
     @property
     def ignore_eos(self) -> bool: ...
     @property
@@ -219,7 +220,7 @@ class Sender:
         self.worker = worker
         self.t0 = time.perf_counter_ns()
         self._on_record = on_record
-        self._extra_body = {
+        self._extra_body: JsonObject = {
             **config.extra_body,
             **({"ignore_eos": True} if config.ignore_eos else {}),
         }

@@ -41,6 +41,7 @@ import httpx
 
 from otelbench.errors import ConfigError, StreamError, TargetHTTPError, TargetUnreachable
 from otelbench.model import report as rt
+from otelbench.model.jsonvalue import JsonObject
 
 __all__ = [
     "CL100K_SHA256",
@@ -149,7 +150,7 @@ def _describe(tok: Tokenizer, counting: TokenCounting) -> rt.Tokenizer:
     }
 
 
-def _special_id(tok: Any, config: dict[str, Any], key: str) -> int | None:
+def _special_id(tok: Any, config: JsonObject, key: str) -> int | None:
     value = config.get(f"{key}_token_id")
     if isinstance(value, int):
         return value
@@ -193,7 +194,7 @@ class HFTokenizer:
             self._sha256 = hashlib.sha256(file.read_bytes()).hexdigest()
         except Exception as exc:  # noqa: BLE001 - the Rust side raises a bare Exception
             raise ConfigError(f"{file}: not a valid tokenizer.json: {exc}") from None
-        config: dict[str, Any] = {}
+        config: JsonObject = {}
         for extra in ("tokenizer_config.json", "config.json"):
             side = file.parent / extra
             if side.is_file():
@@ -270,7 +271,7 @@ class ServerTokenizer:
         self.max_model_len: int | None = None
         """The server's context window, learnt from the last ``/tokenize`` answer."""
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, path: str, body: JsonObject) -> JsonObject:
         if self.model is not None:
             body = {"model": self.model, **body}
         url = f"{self.base_url}{path}"
@@ -295,15 +296,16 @@ class ServerTokenizer:
         tokens = data.get("tokens")
         if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
             raise StreamError(f"{self.base_url}/tokenize: answer has no 'tokens' list of ints")
+        ids = [t for t in tokens if isinstance(t, int)]  # all of them (checked): typed list[int]
         count = data.get("count")
-        if isinstance(count, int) and count != len(tokens):
+        if isinstance(count, int) and count != len(ids):
             raise StreamError(
-                f"{self.base_url}/tokenize: count {count} but {len(tokens)} tokens returned"
+                f"{self.base_url}/tokenize: count {count} but {len(ids)} tokens returned"
             )
         max_len = data.get("max_model_len")
         if isinstance(max_len, int):
             self.max_model_len = max_len
-        return list(tokens)
+        return ids
 
     def decode(self, ids: Sequence[int]) -> str:
         data = self._post("/detokenize", {"tokens": list(ids)})

@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from otelbench.documents import read_document
 from otelbench.errors import ConfigError
@@ -57,6 +57,7 @@ from otelbench.loadgen.workloads import (
     RequestClass,
     SystemPrompt,
 )
+from otelbench.model.jsonvalue import JsonObject, JsonValue
 from otelbench.model.report import WorkloadContent
 
 __all__ = ["load_workload_file"]
@@ -102,11 +103,13 @@ _PARAMS: dict[str, dict[str, tuple[str, bool]]] = {
 }
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _object(value: Any, where: str) -> dict[str, Any]:
+def _object(value: JsonValue, where: str) -> JsonObject:
+    """``value`` as a mapping with string keys. The document is JSON or YAML (whose other
+    scalars, e.g. dates, fail every check below as a wrong type)."""
     if not isinstance(value, dict):
         raise _Bad(where, f"expected a mapping, got {_type_name(value)}")
     for key in value:
@@ -115,7 +118,7 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _keys(d: dict[str, Any], where: str, allowed: set[str], required: tuple[str, ...]) -> None:
+def _keys(d: JsonObject, where: str, allowed: set[str], required: tuple[str, ...]) -> None:
     prefix = f"{where}." if where else ""
     for key in d:
         if key not in allowed:
@@ -125,32 +128,32 @@ def _keys(d: dict[str, Any], where: str, allowed: set[str], required: tuple[str,
             raise _Bad(f"{prefix}{key}", "missing")
 
 
-def _int(value: Any, where: str) -> int:
+def _int(value: JsonValue, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _Bad(where, f"expected an integer, got {value!r}")
     return value
 
 
-def _number(value: Any, where: str) -> float:
+def _number(value: JsonValue, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise _Bad(where, f"expected a number, got {value!r}")
     return float(value)
 
 
-def _str(value: Any, where: str) -> str:
+def _str(value: JsonValue, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise _Bad(where, f"expected a non-empty string, got {value!r}")
     return value
 
 
-def _fraction(value: Any, where: str) -> float:
+def _fraction(value: JsonValue, where: str) -> float:
     x = _number(value, where)
     if not 0.0 <= x <= 1.0:
         raise _Bad(where, f"must be between 0 and 1, got {value!r}")
     return x
 
 
-def _distribution(value: Any, where: str, *, output: bool = False) -> LengthDistribution:
+def _distribution(value: JsonValue, where: str, *, output: bool = False) -> LengthDistribution:
     d = _object(value, where)
     if "distribution" not in d:
         raise _Bad(f"{where}.distribution", f"missing; known: {', '.join(sorted(_PARAMS))}")
@@ -164,28 +167,32 @@ def _distribution(value: Any, where: str, *, output: bool = False) -> LengthDist
     _keys(d, where, allowed, tuple(k for k, (_, req) in schema.items() if req))
     if output and "control" in d and d["control"] != "max_tokens":
         raise _Bad(f"{where}.control", f"only 'max_tokens' is supported, got {d['control']!r}")
-    params: dict[str, Any] = {}
+    params: dict[str, int | float | tuple[int, ...] | tuple[float, ...]] = {}
     for key, (typ, _) in schema.items():
         if key not in d:
             continue
         at = f"{where}.{key}"
+        value = d[key]
         if typ == "int":
-            params[key] = _int(d[key], at)
+            params[key] = _int(value, at)
         elif typ == "number":
-            params[key] = _number(d[key], at)
+            params[key] = _number(value, at)
         else:
-            if not isinstance(d[key], list) or not d[key]:
-                raise _Bad(at, f"expected a non-empty list, got {d[key]!r}")
+            if not isinstance(value, list) or not value:
+                raise _Bad(at, f"expected a non-empty list, got {value!r}")
             conv = _int if typ == "ints" else _number
-            params[key] = tuple(conv(v, f"{at}[{i}]") for i, v in enumerate(d[key]))
+            params[key] = tuple(conv(v, f"{at}[{i}]") for i, v in enumerate(value))
+    # ``params`` has the names and types _PARAMS gives this kind, which the type checker cannot
+    # tie to the class's fields: the class is called as a plain factory.
+    factory: Callable[..., LengthDistribution] = LENGTH_DISTRIBUTIONS[kind]
     try:
-        return LENGTH_DISTRIBUTIONS[kind](**params)
+        return factory(**params)
     except ConfigError as exc:
         raise _Bad(where, str(exc)) from None
 
 
 def _build(
-    data: Any, stem: str, digest: str, path: str, seed: int | None, vocab_size: int | None
+    data: JsonValue, stem: str, digest: str, path: str, seed: int | None, vocab_size: int | None
 ) -> ParametricWorkload:
     top = _object(data, "(top level)")
     has_classes = "classes" in top

@@ -126,42 +126,42 @@ class Workload(Protocol):
 WORKLOADS: dict[str, Callable[..., Workload]] = {}
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError
     return value
 
 
-def _float(value: Any) -> float:
+def _float(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError
     return float(value)
 
 
-def _str(value: Any) -> str:
+def _str(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError
     return value
 
 
-def _none(value: Any) -> None:
+def _none(value: object) -> None:
     if value is not None:
         raise TypeError
 
 
-def _ints(value: Any) -> tuple[int, ...]:
+def _ints(value: object) -> tuple[int, ...]:
     if not isinstance(value, list | tuple):
         raise TypeError
     return tuple(_int(v) for v in value)
 
 
-def _tokenizer(value: Any) -> Any:
+def _tokenizer(value: object) -> object:
     if not callable(getattr(value, "encode", None)):
         raise TypeError
     return value
 
 
-_PARAMETER_TYPES: Mapping[str, Callable[[Any], Any]] = {
+_PARAMETER_TYPES: Mapping[str, Callable[[object], object]] = {
     "int": _int,
     "float": _float,
     "str": _str,
@@ -186,7 +186,7 @@ class WorkloadParameter:
     def __str__(self) -> str:
         return f"{self.name} ({self.type})"
 
-    def check(self, value: Any) -> Any:
+    def check(self, value: object) -> object:
         """``value`` as the factory takes it; TypeError if it has none of the declared types."""
         for part in self.type.split(" | "):
             try:
@@ -245,10 +245,12 @@ def workload_parameters(name: str) -> tuple[WorkloadParameter, ...]:
 
 
 def check_workload_params(
-    name: str, params: Mapping[str, Any], *, complete: bool = True
-) -> dict[str, Any]:
+    name: str, params: Mapping[str, object], *, complete: bool = True
+) -> dict[str, object]:
     """``params`` checked against the parameters of workload ``name`` (and converted: ints to
-    floats, lists to tuples where declared). An unknown name, a value of the wrong type and, with
+    floats, lists to tuples where declared): the factory's keyword arguments. Values are
+    ``object``: JSON from an option or a file, or a :class:`Tokenizer` the run hands over; each
+    is narrowed by its declared type's check. An unknown name, a value of the wrong type and, with
     ``complete``, a missing required parameter raise one ConfigError that lists every parameter
     the workload accepts with its type.
 
@@ -257,7 +259,7 @@ def check_workload_params(
     """
     declared = {p.name: p for p in workload_parameters(name)}
     accepted = ", ".join(map(str, declared.values()))
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in params.items():
         if key not in declared:
             raise ConfigError(f"workload {name!r} has no parameter {key!r}; it accepts: {accepted}")
@@ -271,7 +273,7 @@ def check_workload_params(
     return out
 
 
-def make_workload(name: str, **params: Any) -> Workload:
+def make_workload(name: str, **params: object) -> Workload:
     """Build the workload registered as ``name``; an unknown name or a bad parameter raises one
     clear ConfigError (:func:`check_workload_params`)."""
     checked = check_workload_params(name, params)

@@ -10,9 +10,11 @@
 * a value that may be ``null`` is ``X | None``; a map keyed by data (error types, request
   classes, attribute names, decisions) is ``dict[str, int]``; values the document fixes are
   ``Literal``;
-* the open object of the run manifest's copies (``arrival_params``, the parameters as the user
-  gave them) is ``dict[str, Any]``; ``run.load.arrival``, the arrival process with every
-  parameter bound, is :class:`ArrivalSpec`; ``run.workload.spec``, each workload's own
+* an open object whose keys the user chooses (``run.load.arrival_params``, the arrival
+  parameters as the user gave them; ``run.request_options.extra_body``) is a
+  :data:`~otelbench.model.jsonvalue.JsonObject`, typed by its JSON values;
+  ``run.load.arrival``, the arrival process with every parameter bound, is
+  :class:`ArrivalSpec`; ``run.workload.spec``, each workload's own
   specification, is :class:`WorkloadSpec`.
 
 A ``report.json`` read back from disk enters only through
@@ -38,9 +40,10 @@ Usage::
 # made (Python 3.11's TypedDict reads it from evaluated annotations only), so that
 # ``__required_keys__`` is right for the conformance tests.
 
-from typing import Any, Final, Literal, NotRequired, Required, TypedDict
+from typing import Final, Literal, NotRequired, Required, TypedDict
 
 from otelbench.metrics import InputBucketDict, SummaryDict
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.sut import ClockSyncDeclaration, GuardrailsDeclaration
 
 __all__ = [
@@ -399,7 +402,7 @@ class RunLoad(TypedDict):
     requests: int
     rate: float | None
     concurrency: int | None
-    arrival_params: NotRequired[dict[str, Any]]
+    arrival_params: NotRequired[JsonObject]
     arrival: NotRequired[ArrivalSpec]
     workers: NotRequired[LoadWorkers]
 
@@ -410,7 +413,7 @@ class RequestOptions(TypedDict):
     prompt_format: Literal["token_ids", "text"]
     ignore_eos: bool
     stream: bool
-    extra_body: dict[str, Any]
+    extra_body: JsonObject
 
 
 class WarmupFloors(TypedDict):
