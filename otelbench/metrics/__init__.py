@@ -57,7 +57,6 @@ from otelbench.metrics.fluidity import (
 )
 from otelbench.metrics.latency import (
     InputBucket,
-    InputBucketDict,
     Ragged,
     consecutive_intervals,
     group_first,
@@ -103,7 +102,6 @@ from otelbench.metrics.summary import (
     CountedOrderStatistics,
     OrderStatistics,
     Summary,
-    SummaryDict,
     percentile,
     summarize,
 )
@@ -131,7 +129,6 @@ __all__ = [
     "FluidRate",
     "GuardrailOverhead",
     "InputBucket",
-    "InputBucketDict",
     "ItlShape",
     "LengthRow",
     "LinearFit",
@@ -147,7 +144,6 @@ __all__ = [
     "Saturation",
     "SteadyState",
     "Summary",
-    "SummaryDict",
     "Throughput",
     "TtftDecomposition",
     "UnreadWork",

@@ -33,18 +33,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Final, TypedDict
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from otelbench import draft
 from otelbench.metrics.summary import percentile
+from otelbench.model import report as rt
 
 __all__ = [
     "TAIL_EXPONENTIAL_BAND",
     "InputBucket",
-    "InputBucketDict",
     "Ragged",
     "consecutive_intervals",
     "group_first",
@@ -298,19 +298,6 @@ def tail_class(spacing_ratio: float | None) -> str | None:
     return "exponential" if spacing_ratio <= high else "heavy"
 
 
-class InputBucketDict(TypedDict):
-    """A row of the report's ``metrics.client.ttft_by_input_tokens`` (docs/report-schema.md,
-    section ``metrics.client``, "Bucket row"): :meth:`InputBucket.to_dict`."""
-
-    bucket: str
-    min_tokens: int
-    max_tokens_exclusive: int | None
-    count: int
-    p50: float | None
-    p95: float | None
-    p99: float | None
-
-
 @dataclass(frozen=True, slots=True)
 class InputBucket:
     """TTFT percentiles for requests whose input length is in ``[lower, upper)``."""
@@ -323,7 +310,7 @@ class InputBucket:
     p95: float | None
     p99: float | None
 
-    def to_dict(self) -> InputBucketDict:
+    def to_dict(self) -> rt.InputLengthBucket:
         """The report's ``ttft_by_input_tokens`` row shape."""
         return {
             "bucket": self.label,

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Final, TypeAlias, TypedDict, cast
+from typing import Final, TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from otelbench import draft
+from otelbench.model import report as rt
 
 __all__ = [
     "COUNTING_MAX_SPAN",
@@ -35,7 +36,6 @@ __all__ = [
     "CountedOrderStatistics",
     "OrderStatistics",
     "Summary",
-    "SummaryDict",
     "percentile",
     "percentiles_of_finite",
     "percentiles_of_sorted",
@@ -59,22 +59,6 @@ _COUNTING_BLOCK: Final = 2**18
 """Samples counted per block (at least): a 2 MB integer buffer, reused."""
 
 
-class SummaryDict(TypedDict):
-    """The report's summary shape (docs/report-schema.md, section ``The *summary* shape``):
-    :meth:`Summary.to_dict`. ``otelbench.model.report`` names it ``Summary``."""
-
-    count: int
-    mean: float | None
-    std: float | None
-    min: float | None
-    max: float | None
-    p50: float | None
-    p90: float | None
-    p95: float | None
-    p99: float | None
-    p99_9: float | None
-
-
 @dataclass(frozen=True, slots=True)
 class Summary:
     """Summary statistics of one sample set; every field but ``count`` is ``None`` when empty."""
@@ -90,10 +74,10 @@ class Summary:
     p99: float | None
     p99_9: float | None
 
-    def to_dict(self) -> SummaryDict:
+    def to_dict(self) -> rt.Summary:
         """The report's ``summary`` shape (``docs/report-schema.md``): the fields by name, in
-        order (:class:`SummaryDict` declares the same ones)."""
-        return cast(SummaryDict, asdict(self))
+        order (:class:`otelbench.model.report.Summary` declares the same ones)."""
+        return cast(rt.Summary, asdict(self))
 
 
 def _finite_1d(values: npt.ArrayLike) -> npt.NDArray[np.float64]:

@@ -22,10 +22,9 @@ A ``report.json`` read back from disk enters only through
 checks it against these types: past it, every reader reads the report as typed, not
 defensively.
 
-The summary shape and the TTFT-by-input-length row are made by :mod:`otelbench.metrics`, so
-their TypedDicts live there (:class:`~otelbench.metrics.SummaryDict`,
-:class:`~otelbench.metrics.InputBucketDict`) and are named :data:`Summary` and
-:data:`InputLengthBucket` here.
+The summary shape and the TTFT-by-input-length row are made by :mod:`otelbench.metrics`
+(``Summary.to_dict``, ``InputBucket.to_dict``), which returns these types: the model imports
+nothing that computes, so a report read back renders without the metrics.
 
 Usage::
 
@@ -42,7 +41,6 @@ Usage::
 
 from typing import Final, Literal, NotRequired, Required, TypedDict
 
-from otelbench.metrics import InputBucketDict, SummaryDict
 from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.sut import ClockSyncDeclaration, GuardrailsDeclaration
 
@@ -145,10 +143,34 @@ SCHEMA_VERSION: Final = 1
 """Version of the ``report.json`` shape; bumped on any incompatible change
 (:data:`otelbench.model.load.UPGRADES` brings an older one to it)."""
 
-Summary = SummaryDict
-"""The *summary* shape (``{count, mean, std, min, max, p50, p90, p95, p99, p99_9}``)."""
-InputLengthBucket = InputBucketDict
-"""A bucket row of ``metrics.client.ttft_by_input_tokens``."""
+
+class Summary(TypedDict):
+    """The *summary* shape (section ``The *summary* shape``):
+    :meth:`otelbench.metrics.Summary.to_dict`."""
+
+    count: int
+    mean: float | None
+    std: float | None
+    min: float | None
+    max: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    p99_9: float | None
+
+
+class InputLengthBucket(TypedDict):
+    """A row of ``metrics.client.ttft_by_input_tokens`` (section ``metrics.client``, "Bucket
+    row"): :meth:`otelbench.metrics.InputBucket.to_dict`."""
+
+    bucket: str
+    min_tokens: int
+    max_tokens_exclusive: int | None
+    count: int
+    p50: float | None
+    p95: float | None
+    p99: float | None
 
 
 class ShortSummary(TypedDict):

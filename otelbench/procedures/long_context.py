@@ -29,6 +29,7 @@ from otelbench.errors import ConfigError, OtelbenchError
 from otelbench.loadgen.runner import LoadSpec
 from otelbench.metrics.scaling import long_context_scaling
 from otelbench.metrics.summary import percentile
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.procedure import (
     LengthRow,
     LongContextFits,
@@ -164,9 +165,9 @@ class LongContextProcedure(Procedure[LongContextParams, LongContextSection]):
     def run(self, session: ProcedureSession) -> None:
         p = self.params
         for requested, sent in self.plan:
-            workload_params = {
+            workload_params: JsonObject = {
                 **session.base.workload_params,
-                "target_lengths": (sent,),
+                "target_lengths": [sent],
                 "output_tokens": p.output_tokens,
                 "max_context_len": p.max_context_len,
             }

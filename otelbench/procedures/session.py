@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, TypedDict
+from typing import Final, TypedDict
 
 from otelbench import telemetry
 from otelbench.benchmark import (
@@ -78,6 +78,7 @@ from otelbench.loadgen.runner import (
     check_workload,
     execute_run,
 )
+from otelbench.model.jsonvalue import JsonObject
 from otelbench.model.procedure import LevelRow, SutConfigurationEntry
 from otelbench.model.report import Report
 from otelbench.model.sut import TargetInfo
@@ -136,7 +137,7 @@ class LevelOverrides(TypedDict, total=False):
     workload: str
     """Another workload: one request class alone (5.6), one input length (5.9), fluidity's
     prefill profile."""
-    workload_params: dict[str, Any]
+    workload_params: JsonObject
     """That workload's own parameters (``RunConfig.workload_params``: keys per workload)."""
     seed: int
     """Another seed: 5.7's warm level draws new bodies behind the same shared prefixes."""

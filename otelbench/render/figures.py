@@ -319,7 +319,9 @@ def _not_drawn(fig: Figure, plots: PlotData | None, empty: str, needs: str) -> N
     """The note of a figure without its series: ``empty`` when the plot data lacks it, else
     that report.json holds no ``needs`` (the figure is drawn from plot data only)."""
     fig.note = (
-        empty if plots is not None else f"report.json holds no {needs} (render with plot data)"
+        empty
+        if plots is not None
+        else f"report.json holds no {needs}: otelbench report draws it from the span store"
     )
 
 
