@@ -153,9 +153,11 @@ class ClassifierFilter(GuardrailFilter):
             if not isinstance(scores, dict):
                 raise ModerationError("a moderation result's 'category_scores' is not an object")
             for name, score in scores.items():
+                if not self._counts(name):
+                    continue
                 if not isinstance(score, int | float):
                     raise ModerationError(f"the moderation score of {name!r} is not a number")
-                if self._counts(name) and score >= self.threshold:
+                if score >= self.threshold:
                     return name
             return None
         if not result.get("flagged"):

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelbench import semconv
 from otelbench.errors import ConfigError
 from otelbench.guardrails.base import Action, Stage
-from otelbench.guardrails.classifier import ClassifierFilter
+from otelbench.guardrails.classifier import ClassifierFilter, ModerationError
 from otelbench.guardrails.config import parse_config
 from otelbench.guardrails.engine import Guardrails
 
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 class Handler(BaseHTTPRequestHandler):
     """``/v1/moderations``: flags texts containing "hate" (OpenAI shape, with scores);
     ``/plain``: ``{"flagged", "category"}``; ``/slow``: answers after 2 s; ``/500``: HTTP 500;
-    ``/garbage``: not JSON."""
+    ``/garbage``: not JSON; ``/odd-scores``: a score given as a string."""
 
     seen: list[dict[str, Any]] = []  # noqa: RUF012
 
@@ -45,6 +45,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.path == "/garbage":
             self._reply(200, b"not json")
+            return
+        if self.path == "/odd-scores":
+            scores = {"hate": "0.9", "violence": 0.6}
+            self._reply(200, json.dumps({"results": [{"category_scores": scores}]}).encode())
             return
         texts = body["input"]
         if self.path == "/plain":
@@ -101,6 +105,22 @@ async def test_threshold_and_plain_shape(moderation_url: str) -> None:
     assert (await plain.check(["x hate"], Stage.INPUT)).rule == "hate"
     assert (await plain.check(["fine"], Stage.INPUT)).action is Action.ALLOW
     for f in (strict, lax, plain):
+        await f.aclose()
+
+
+async def test_a_counted_score_that_is_not_a_number_is_a_moderation_error(
+    moderation_url: str,
+) -> None:
+    """A score is compared only as a number ("0.9" is refused, not read as 0.9); a category
+    the filter does not count is not read at all."""
+    counted = ClassifierFilter(url=moderation_url + "/odd-scores", threshold=0.5)
+    with pytest.raises(ModerationError, match="the moderation score of 'hate' is not a number"):
+        await counted.check(["x"], Stage.INPUT)
+    violence = ClassifierFilter(
+        url=moderation_url + "/odd-scores", threshold=0.5, categories=["violence"]
+    )
+    assert (await violence.check(["x"], Stage.INPUT)).rule == "violence"
+    for f in (counted, violence):
         await f.aclose()
 
 
