@@ -49,6 +49,7 @@ from otelbench.report import report_from_data
 from otelbench.report.curve import curve_of
 from otelbench.report.plot_data import MAX_POINTS, plot_data
 from tests.unit.golden.outputs import SCENARIOS
+from tests.unit.report.test_curve import TABLE_5
 
 MS = 1000  # µs per ms
 NAN = float("nan")
@@ -159,19 +160,8 @@ def html_run(reqs: list[Req], *, model: str = "tiny", deviations: tuple[str, ...
     return RunData(RunInfo("run-1", manifest, T0, 6 * 10**9), client, server)
 
 
-PROCEDURE: dict[str, Any] = {
-    "latency_metric": "TTFT",
-    # the draft's Table 5 (5.3.4): knee at level 3, no saturation, peak at level 5
-    "levels": [
-        {"offered_rps": o, "output_tokens_per_s": t, "p99_ms": p}
-        for o, t, p in zip(
-            [2, 6, 10, 14, 18, 22],
-            [284, 852, 1420, 1988, 2534, 2712],
-            [142, 178, 267, 512, 1234, 3456],
-            strict=True,
-        )
-    ],
-}
+# the draft's Table 5 (5.3.4): knee at level 3, no saturation, peak at level 5
+PROCEDURE: dict[str, Any] = {"latency_metric": "TTFT", "levels": TABLE_5}
 
 
 class Element:
